@@ -1,0 +1,26 @@
+// Command lcttop packs, inspects and trains through LCT, the lossless BF16
+// tensor codec, and shows live what the compression buys.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// rootCmd is the lcttop command; each subcommand adds itself from its own
+// file's init so that subcommands stay in files of their own.
+var rootCmd = &cobra.Command{
+	Use:           "lcttop",
+	Short:         "Lossless BF16 tensor compression (LCT): pack, inspect, train and watch",
+	SilenceUsage:  true,
+	SilenceErrors: true,
+}
+
+func main() {
+	if err := rootCmd.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "lcttop:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,89 @@
+package trainer
+
+import "time"
+
+// Category is a class of memory the allocator accounts separately.
+type Category string
+
+// Memory categories, the same for the CPU and CUDA backends.
+const (
+	Weights        Category = "weights"
+	Gradients      Category = "gradients"
+	OptimizerState Category = "optimizer_state"
+	Activations    Category = "activations"
+	CodecScratch   Category = "codec_scratch"
+	OverflowPool   Category = "overflow_pool"
+)
+
+// Categories lists the memory categories in display order.
+var Categories = []Category{Weights, Gradients, OptimizerState, Activations, CodecScratch, OverflowPool}
+
+// TensorClass groups tensors that share a preset and a distribution.
+type TensorClass string
+
+// Tensor classes stored through the codec.
+const (
+	ClassWeight     TensorClass = "weight"
+	ClassMomentum   TensorClass = "momentum"   // SGD momentum
+	ClassAdamM      TensorClass = "adam_m"     // AdamW first moment
+	ClassAdamV      TensorClass = "adam_v"     // AdamW second moment
+	ClassActivation TensorClass = "activation" // saved for backward
+)
+
+// Memory is one run's live and peak bytes by category.
+type Memory struct {
+	Live      map[Category]int64 `json:"live"`
+	Peak      map[Category]int64 `json:"peak"`
+	LiveTotal int64              `json:"live_total"`
+	PeakTotal int64              `json:"peak_total"`
+}
+
+// TensorStats is what the codec reports for one compressed tensor.
+type TensorStats struct {
+	Name            string      `json:"name"`
+	Class           TensorClass `json:"class"`
+	Elements        int         `json:"elements"`
+	Preset          string      `json:"preset"`
+	Distribution    string      `json:"distribution"`
+	Ratio           float64     `json:"ratio"`
+	StoredBytes     int         `json:"stored_bytes"`
+	AllocatedBits   float64     `json:"allocated_bits"` // per exponent, all but the sf byte
+	UsedBits        float64     `json:"used_bits"`      // per exponent, codes written + spilled bytes
+	Entropy         float64     `json:"entropy"`        // of the exponent histogram, bits
+	ExpectedBits    float64     `json:"expected_bits"`  // codebook's expected bits under the histogram
+	EscapeRate      float64     `json:"escape_rate"`
+	OverflowRate    float64     `json:"overflow_rate"`     // spilled exponents / elements
+	SpillStreamRate float64     `json:"spill_stream_rate"` // spilling streams / streams
+	Fallback        bool        `json:"fallback"`          // kept uncompressed this step (pool full)
+	Histogram       [256]uint64 `json:"histogram"`
+	CodeLengths     [256]uint8  `json:"code_lengths"` // 0 = escaped
+	EscapeLength    uint8       `json:"escape_length"`
+}
+
+// Snapshot is everything the UI and the headless mode show after one step.
+type Snapshot struct {
+	Step            int           `json:"step"`
+	Time            time.Time     `json:"time"`
+	Backend         string        `json:"backend"`
+	Model           string        `json:"model"`
+	Optimizer       string        `json:"optimizer"`
+	LossLCT         float32       `json:"loss_lct"`
+	LossShadow      float32       `json:"loss_shadow"`
+	ValLoss         float32       `json:"val_loss,omitempty"` // latest validation loss, 0 until measured
+	BitIdentical    bool          `json:"bit_identical"`      // losses so far, and weights when checked
+	WeightsChecked  int           `json:"weights_checked"`    // step of the last full weight comparison
+	StepTimeLCT     time.Duration `json:"step_time_lct_ns"`
+	StepTimeShadow  time.Duration `json:"step_time_shadow_ns"`
+	CodecTime       time.Duration `json:"codec_time_ns"` // part of StepTimeLCT spent in the codec
+	EncodeGBps      float64       `json:"encode_gbps"`
+	DecodeGBps      float64       `json:"decode_gbps"`
+	MemLCT          Memory        `json:"mem_lct"`
+	MemShadow       Memory        `json:"mem_shadow"`
+	PeakBytesLCT    int64         `json:"peak_bytes_lct"`
+	PeakBytesShadow int64         `json:"peak_bytes_shadow"`
+	PoolBytes       int64         `json:"pool_bytes"` // overflow pool in use
+	PoolBudget      int64         `json:"pool_budget"`
+	Fallbacks       int           `json:"fallbacks"` // tensors kept uncompressed this step
+	Tensors         []TensorStats `json:"tensors"`
+	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
+}
