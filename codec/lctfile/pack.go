@@ -1,0 +1,139 @@
+package lctfile
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"lcttop/codec"
+	"lcttop/codec/safetensors"
+)
+
+// Options choose how Pack encodes BF16 tensors.
+type Options struct {
+	Preset  codec.Preset
+	Dist    codec.Distribution
+	Backend Backend // nil: the CPU reference codec
+	// Verify decodes each LCT tensor right after encoding it and compares
+	// it with the original values, so that a codec fault is caught while
+	// the original file is still at hand.
+	Verify bool
+}
+
+// Pack encodes a safetensors file into an .lct file.
+func Pack(st *safetensors.File, opt Options) ([]byte, error) {
+	a, err := NewArchive(st, opt)
+	if err != nil {
+		return nil, err
+	}
+	return a.MarshalBinary()
+}
+
+// NewArchive cuts st's data buffer into segments (each tensor's bytes and
+// the gaps around them) and encodes the BF16 tensors. Each LCT segment keeps
+// its encoded Tensor, Stats included, for reporting.
+func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
+	a := &Archive{Header: st.Header}
+	tensors := slices.Clone(st.Tensors)
+	// File order, with names breaking ties between empty tensors that start
+	// at the same byte, so that the archive is a pure function of the file.
+	slices.SortFunc(tensors, func(x, y safetensors.TensorInfo) int {
+		return cmp.Or(cmp.Compare(x.Begin, y.Begin), cmp.Compare(x.End, y.End), cmp.Compare(x.Name, y.Name))
+	})
+	var pos int64
+	addGap := func(end int64) {
+		if end > pos {
+			a.Segments = append(a.Segments, Segment{Kind: KindGap, Encoding: EncodingRaw, Offset: pos, OriginalLen: end - pos, Payload: st.Data[pos:end]})
+		}
+	}
+	for _, t := range tensors {
+		if t.Begin < pos || t.End < t.Begin || t.End > int64(len(st.Data)) {
+			return nil, fmt.Errorf("%s: %w: bytes %d..%d overlap another tensor or leave the %d-byte data buffer", t.Name, ErrCorrupt, t.Begin, t.End, len(st.Data))
+		}
+		if len(t.Name) > maxNameLen {
+			return nil, fmt.Errorf("%.40s...: name is %d bytes, more than the %d an .lct segment holds", t.Name, len(t.Name), maxNameLen)
+		}
+		addGap(t.Begin)
+		a.Segments = append(a.Segments, Segment{Kind: KindTensor, Encoding: EncodingRaw, Name: t.Name, Offset: t.Begin, OriginalLen: t.End - t.Begin, Payload: st.Data[t.Begin:t.End]})
+		pos = t.End
+		if t.DType == "BF16" {
+			a.Segments[len(a.Segments)-1].Encoding = EncodingLCT // a candidate; encode decides
+		}
+	}
+	addGap(int64(len(st.Data)))
+
+	var bf16, all []int
+	for i := range a.Segments {
+		all = append(all, i)
+		if a.Segments[i].Encoding == EncodingLCT {
+			bf16 = append(bf16, i)
+		}
+	}
+	workers := workerCount(len(bf16))
+	codecs := backends(opt.Backend, workers)
+	size := func(i int) int64 { return a.Segments[i].OriginalLen }
+	// CRCs are cheap; the encodes are where the cores go.
+	if err := runJobs(all, size, workerCount(len(all)), func(_, i int) error {
+		a.Segments[i].CRC = Checksum(a.Segments[i].Payload)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	err := runJobs(bf16, size, workers, func(w, i int) error {
+		s := &a.Segments[i]
+		if err := encodeSegment(s, codecs[w], opt); err != nil {
+			return segmentErr(i, s, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// encodeSegment stores a BF16 tensor as an LCT tensor, or leaves it raw when
+// that would not be smaller (a few hundred values do not pay for the header
+// and codebook) or when it is too long for the format.
+func encodeSegment(s *Segment, b Backend, opt Options) error {
+	raw := s.Payload
+	s.Encoding = EncodingRaw
+	if len(raw)%2 != 0 || len(raw)/2 > codec.MaxElements || len(raw) == 0 {
+		return nil
+	}
+	values := safetensors.BF16Values(raw)
+	sample := codec.SampleHistogram(values)
+	cb := codec.FitCodebook(opt.Dist, &sample)
+	layout := codec.ChooseLayout(opt.Preset, &cb, &sample)
+	t := new(codec.Tensor)
+	if err := b.Encode(t, values, cb, layout); err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
+	if t.StoredBytes() >= len(raw) {
+		return nil
+	}
+	if opt.Verify {
+		got := make([]uint16, t.N)
+		if err := b.Decode(t, got); err != nil {
+			return fmt.Errorf("verifying: decoding what was just encoded: %w", err)
+		}
+		if i := firstDifference(got, values); i >= 0 {
+			return fmt.Errorf("verifying: value %d decodes to 0x%04x, was 0x%04x (codec fault; nothing written)", i, got[i], values[i])
+		}
+	}
+	payload, err := t.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("serialising LCT tensor: %w", err)
+	}
+	s.Encoding, s.Payload, s.Tensor = EncodingLCT, payload, t
+	return nil
+}
+
+func firstDifference(a, b []uint16) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
