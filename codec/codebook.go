@@ -1,0 +1,171 @@
+package codec
+
+import "fmt"
+
+// Codebook is a canonical prefix code over the 256 exponents and ESC (format.md §2).
+type Codebook struct {
+	Lengths [256]uint8 // code length of each exponent, 0 = escaped
+	EscLen  uint8      // length of the ESC code, 1..8
+	Shift   int16      // the family table's shift; 0 for empirical
+	Dist    Distribution
+}
+
+// FitCodebook builds the codebook of distribution d for a sample histogram:
+// a parametric family's fixed table moved by the cheapest shift, or the
+// optimal construction over the histogram itself for Empirical.
+func FitCodebook(d Distribution, sample *Histogram) Codebook {
+	cb := Codebook{Dist: d}
+	if d == Empirical || !d.valid() {
+		cb.Dist = Empirical
+		w := make([]float64, 256)
+		for e, c := range sample {
+			w[e] = float64(c)
+		}
+		lens, esc, _ := OptimalLengths(w, MaxCodeLen) // weights are finite counts and maxLen valid: no error
+		copy(cb.Lengths[:], lens)
+		cb.EscLen = esc
+		return cb
+	}
+	t := family(d)
+	s := t.bestShift(sample)
+	cb.Shift = int16(s)
+	cb.EscLen = t.escLen
+	for e := range cb.Lengths {
+		cb.Lengths[e] = t.shiftedLength(e, s)
+	}
+	return cb
+}
+
+// Validate checks that the codebook is one format.md allows: lengths in range,
+// ESC coded, at most 255 coded exponents, Kraft's inequality, and for a
+// parametric family that the lengths are its table under the stated shift.
+func (cb *Codebook) Validate() error {
+	if !cb.Dist.valid() {
+		return fmt.Errorf("codec: codebook: distribution %d out of range 0..3", uint8(cb.Dist))
+	}
+	if cb.EscLen < 1 || cb.EscLen > MaxCodeLen {
+		return fmt.Errorf("codec: codebook: escLen %d out of range 1..%d", cb.EscLen, MaxCodeLen)
+	}
+	kraft := 1 << (MaxCodeLen - cb.EscLen) // Kraft sum scaled by 2^8
+	coded := 0
+	for e, l := range cb.Lengths {
+		if l > MaxCodeLen {
+			return fmt.Errorf("codec: codebook: length of exponent %d is %d, above %d", e, l, MaxCodeLen)
+		}
+		if l != 0 {
+			coded++
+			kraft += 1 << (MaxCodeLen - l)
+		}
+	}
+	if coded > 255 {
+		return fmt.Errorf("codec: codebook: %d exponents coded, at most 255 allowed", coded)
+	}
+	if kraft > 1<<MaxCodeLen {
+		return fmt.Errorf("codec: codebook: Kraft sum %d/256 exceeds 1", kraft)
+	}
+	if cb.Shift < -maxShift || cb.Shift > maxShift {
+		return fmt.Errorf("codec: codebook: shift %d out of range %d..%d", cb.Shift, -maxShift, maxShift)
+	}
+	if cb.Dist == Empirical {
+		if cb.Shift != 0 {
+			return fmt.Errorf("codec: codebook: empirical codebook has shift %d, want 0", cb.Shift)
+		}
+		return nil
+	}
+	t := family(cb.Dist)
+	if cb.EscLen != t.escLen {
+		return fmt.Errorf("codec: codebook: %s escLen %d, the family table has %d", cb.Dist, cb.EscLen, t.escLen)
+	}
+	for e, l := range cb.Lengths {
+		if want := t.shiftedLength(e, int(cb.Shift)); l != want {
+			return fmt.Errorf("codec: codebook: %s length of exponent %d is %d, the table under shift %d gives %d",
+				cb.Dist, e, l, cb.Shift, want)
+		}
+	}
+	return nil
+}
+
+// Cost is the number of bits exponent e takes in a stream: its code length,
+// or escLen + 8 when it is escaped.
+func (cb *Codebook) Cost(e byte) int {
+	if l := cb.Lengths[e]; l != 0 {
+		return int(l)
+	}
+	return int(cb.EscLen) + literalBits
+}
+
+// ExpectedBits is the mean cost per exponent under h (0 when h is empty).
+func (cb *Codebook) ExpectedBits(h *Histogram) float64 {
+	var bits, total uint64
+	for e, c := range h {
+		bits += c * uint64(cb.Cost(byte(e)))
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(bits) / float64(total)
+}
+
+// Codes returns the canonical codes (right-aligned values; meaningful where
+// the length is nonzero) of the exponents and of ESC: symbols ordered by
+// (length, symbol) with ESC as symbol 256, code = 0, then for each symbol
+// code <<= len − prev, assign, code++.
+func (cb *Codebook) Codes() (codes [256]uint16, esc uint16) {
+	var code uint16
+	prev := 0
+	first := true
+	for l := 1; l <= MaxCodeLen; l++ {
+		for s := 0; s <= escSymbol; s++ {
+			var sl int
+			if s == escSymbol {
+				sl = int(cb.EscLen)
+			} else {
+				sl = int(cb.Lengths[s])
+			}
+			if sl != l {
+				continue
+			}
+			if first {
+				prev, first = l, false
+			}
+			code <<= uint(l - prev)
+			prev = l
+			if s == escSymbol {
+				esc = code
+			} else {
+				codes[s] = code
+			}
+			code++
+		}
+	}
+	return codes, esc
+}
+
+// TableEntry is one entry of the 256-entry decode table.
+type TableEntry struct {
+	Symbol uint16 // 0..255 an exponent, 256 ESC
+	Len    uint8  // code length; 0 marks an invalid prefix
+}
+
+// DecodeTable maps the next 8 bits of a stream to the symbol whose code
+// prefixes them. The codebook must be valid.
+func (cb *Codebook) DecodeTable() [256]TableEntry {
+	var t [256]TableEntry
+	codes, esc := cb.Codes()
+	fill := func(sym uint16, code uint16, l uint8) {
+		if l == 0 || l > MaxCodeLen {
+			return
+		}
+		lo := int(code) << (MaxCodeLen - l)
+		hi := (int(code) + 1) << (MaxCodeLen - l)
+		for i := lo; i < hi && i < len(t); i++ {
+			t[i] = TableEntry{Symbol: sym, Len: l}
+		}
+	}
+	for e, l := range cb.Lengths {
+		fill(uint16(e), codes[e], l)
+	}
+	fill(escSymbol, esc, cb.EscLen)
+	return t
+}

@@ -1,0 +1,237 @@
+package codec
+
+import "fmt"
+
+// Encode fits a codebook to a sample of src, chooses the layout and encodes:
+// the whole pipeline in one call. Use an Encoder to reuse memory across calls.
+func Encode(src []uint16, opt Options) (*Tensor, error) {
+	if !opt.Preset.valid() {
+		return nil, fmt.Errorf("codec: encode: preset %d out of range 0..3", uint8(opt.Preset))
+	}
+	if !opt.Dist.valid() {
+		return nil, fmt.Errorf("codec: encode: distribution %d out of range 0..3", uint8(opt.Dist))
+	}
+	h := SampleHistogram(src)
+	cb := FitCodebook(opt.Dist, &h)
+	layout := ChooseLayout(opt.Preset, &cb, &h)
+	t := new(Tensor)
+	var e Encoder
+	if err := e.Encode(t, src, cb, layout); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Encoder encodes tensors, keeping its scratch and reusing the slices of the
+// destination Tensor between calls, so that encoding the same shapes again
+// (as the trainer does every step) allocates nothing. The zero value is ready
+// to use. An Encoder must not be used by two goroutines at once.
+type Encoder struct {
+	// Workers is the number of blocks encoded at once; 0 means GOMAXPROCS.
+	// A tensor of one block is always encoded on the calling goroutine.
+	Workers int
+
+	ps        parallelState
+	workers   []encodeScratch
+	coded     []uint16 // per block and stream: exponents written to the stream
+	blockBits []uint64 // per block: code bits written to its streams
+
+	// The run in progress.
+	src   []uint16
+	dst   *Tensor
+	table [256]uint32 // per exponent: code (with ESC literal) << 5 | length
+}
+
+// encodeScratch is one worker's state: a bit buffer per stream and a histogram.
+type encodeScratch struct {
+	acc  [Streams]uint64 // pending bits, right-aligned
+	pend [Streams]uint32 // number of pending bits, < 8
+	used [Streams]uint32 // bits appended so far; capBits+1 once the stream spilled
+	hist Histogram
+}
+
+// noSpill marks a stream whose every exponent fitted.
+const noSpill = 0xFFFF
+
+// Encode encodes src into dst with the given codebook and layout, reusing
+// dst's slices where their capacity allows, and fills dst.Stats.
+func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) error {
+	if len(src) > MaxElements {
+		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
+	}
+	if err := cb.Validate(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	if err := layout.Validate(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	n := len(src)
+	nb := layout.Blocks(n)
+	dst.N = n
+	dst.Layout = layout
+	dst.Codebook = cb
+	dst.SF = resize(dst.SF, n)
+	dst.Streams = resize(dst.Streams, layout.StreamAreaBytes(n))
+	dst.Bitmaps = resize(dst.Bitmaps, nb*bitmapBytes)
+	dst.Offsets = resize(dst.Offsets, nb)
+	e.coded = resize(e.coded, nb*Streams)
+	e.blockBits = resize(e.blockBits, nb)
+
+	codes, esc := cb.Codes()
+	for x, l := range cb.Lengths {
+		if l != 0 {
+			e.table[x] = uint32(codes[x])<<5 | uint32(l)
+		} else {
+			e.table[x] = (uint32(esc)<<literalBits|uint32(x))<<5 | uint32(cb.EscLen+literalBits)
+		}
+	}
+
+	workers := workerCount(e.Workers, nb)
+	if len(e.workers) < workers {
+		e.workers = append(e.workers, make([]encodeScratch, workers-len(e.workers))...)
+	}
+	for w := range workers {
+		clear(e.workers[w].hist[:])
+	}
+	e.src, e.dst = src, dst
+	e.ps.runBlocks(e, workers, nb)
+	e.src, e.dst = nil, nil
+
+	var st Stats
+	for w := range workers {
+		st.Histogram.add(&e.workers[w].hist)
+	}
+	var codeBits uint64
+	for _, bits := range e.blockBits {
+		codeBits += bits
+	}
+	e.writeOverflow(dst, src, &st)
+	st.finish(dst, codeBits)
+	dst.Stats = st
+	return nil
+}
+
+// runBlock encodes block b: its sf bytes and its stream area, recording how
+// many exponents each stream took.
+func (e *Encoder) runBlock(worker, b int) {
+	s := &e.workers[worker]
+	t := e.dst
+	B := t.Layout.BlockSize
+	start := b * B
+	nbLen := t.Layout.blockLen(t.N, b)
+	src := e.src[start : start+nbLen]
+	sf := t.SF[start : start+nbLen]
+	areaStart := b * Streams * t.Layout.StreamBytes
+	area := t.Streams[areaStart : areaStart+Streams*t.Layout.BlockStreamBytes(t.N, b)]
+	clear(area)
+	capBits := uint32(8 * len(area) / Streams)
+	coded := (*[Streams]uint16)(e.coded[b*Streams : (b+1)*Streams])
+	for j := range Streams {
+		coded[j] = noSpill
+	}
+	clear(s.acc[:])
+	clear(s.pend[:])
+	clear(s.used[:])
+	table := &e.table
+	hist := &s.hist
+	var bits uint64
+
+	for base := 0; base < nbLen; base += Streams {
+		p := uint16(base / Streams)
+		row := src[base:min(base+Streams, nbLen)]
+		sfr := sf[base : base+len(row)]
+		for j, v := range row {
+			x := byte(v >> 7)
+			sfr[j] = byte(v>>8)&0x80 | byte(v)&0x7F
+			hist[x]++
+			c := table[x]
+			l := c & 31
+			k := uint8(j)
+			u := s.used[k] + l
+			if u > capBits {
+				if s.used[k] <= capBits { // first code that does not fit: the stream spills from here
+					bits += uint64(s.used[k])
+					if pn := s.pend[k]; pn != 0 {
+						area[int((s.used[k]-pn)>>3)<<8|int(k)] = byte(s.acc[k] << (8 - pn))
+					}
+					coded[k] = p
+					s.used[k] = capBits + 1
+				}
+				continue
+			}
+			pn := s.pend[k] + l
+			a := s.acc[k]<<l | uint64(c>>5)
+			for pn >= 8 {
+				pn -= 8
+				area[int((u-pn)>>3-1)<<8|int(k)] = byte(a >> pn)
+			}
+			s.acc[k], s.pend[k], s.used[k] = a, pn, u
+		}
+	}
+	for j := range min(nbLen, Streams) {
+		if coded[j] != noSpill {
+			continue
+		}
+		coded[j] = uint16(streamCount(nbLen, j))
+		u := s.used[j]
+		bits += uint64(u)
+		if pn := s.pend[j]; pn != 0 {
+			area[int((u-pn)>>3)<<8|j] = byte(s.acc[j] << (8 - pn))
+		}
+	}
+	e.blockBits[b] = bits
+}
+
+// writeOverflow fills the spill bitmaps, the offsets and the overflow area
+// from the per-stream coded counts, and counts the spills into st.
+func (e *Encoder) writeOverflow(t *Tensor, src []uint16, st *Stats) {
+	nb := len(t.Offsets)
+	clear(t.Bitmaps)
+	total := 0
+	for b := range nb {
+		t.Offsets[b] = uint32(total)
+		nbLen := t.Layout.blockLen(t.N, b)
+		coded := e.coded[b*Streams : (b+1)*Streams]
+		for j := range min(nbLen, Streams) {
+			if spill := streamCount(nbLen, j) - int(coded[j]); spill > 0 {
+				t.Bitmaps[b*bitmapBytes+j/8] |= 1 << (j % 8)
+				total += 1 + spill
+				st.SpillingStreams++
+				st.Spilled += spill
+			}
+		}
+	}
+	t.Overflow = resize(t.Overflow, total)
+	for b := range nb {
+		start := b * t.Layout.BlockSize
+		nbLen := t.Layout.blockLen(t.N, b)
+		coded := e.coded[b*Streams : (b+1)*Streams]
+		marker := int(t.Offsets[b])
+		data := marker
+		for j := range min(nbLen, Streams) {
+			if t.spills(b, j) {
+				data++
+			}
+		}
+		for j := range min(nbLen, Streams) {
+			count := streamCount(nbLen, j)
+			if int(coded[j]) == count {
+				continue
+			}
+			t.Overflow[marker] = byte(count - int(coded[j]))
+			marker++
+			for p := int(coded[j]); p < count; p++ {
+				t.Overflow[data] = byte(src[start+p*Streams+j] >> 7)
+				data++
+			}
+		}
+	}
+}
+
+// resize returns s with length n, reusing its array when large enough.
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}

@@ -1,0 +1,150 @@
+package codec
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// Layout fixes how a tensor is cut into blocks and how many bytes each stream holds (format.md §3).
+type Layout struct {
+	Preset      Preset
+	BlockSize   int // B, exponents per block: a multiple of 256, at most 65,536
+	StreamBytes int // C, bytes per stream of a full block
+}
+
+// The fixed presets' parameters (format.md §4).
+var presetLayouts = [...]Layout{
+	Clean:  {Preset: Clean, BlockSize: 65536, StreamBytes: 100},
+	Medium: {Preset: Medium, BlockSize: 32768, StreamBytes: 49},
+	High:   {Preset: High, BlockSize: 32768, StreamBytes: 48},
+	Auto:   {Preset: Auto, BlockSize: 65536},
+}
+
+// AUTO's search range for C and its spill target (format.md §4).
+const (
+	autoMinStreamBytes = 2
+	autoMaxStreamBytes = 512
+	autoSpillTarget    = 0.01
+)
+
+// ChooseLayout returns the layout of preset p. AUTO picks C from the codebook
+// and the sample histogram: under a normal approximation of a full stream's
+// bits, the C with the least expected stored bits among those whose expected
+// spill rate is at most 1% (ties: smaller C); ⌈256μ/8⌉ when every sampled
+// exponent costs the same. An empty sample gets C = 2. An unknown preset gets CLEAN.
+func ChooseLayout(p Preset, cb *Codebook, sample *Histogram) Layout {
+	if !p.valid() {
+		p = Clean
+	}
+	l := presetLayouts[p]
+	if p == Auto {
+		l.StreamBytes = autoStreamBytes(cb, sample)
+	}
+	return l
+}
+
+func autoStreamBytes(cb *Codebook, h *Histogram) int {
+	var total, sum, sumSq uint64
+	for e, c := range h {
+		cost := uint64(cb.Cost(byte(e)))
+		total += c
+		sum += c * cost
+		sumSq += c * cost * cost
+	}
+	if total == 0 {
+		return autoMinStreamBytes
+	}
+	mean := float64(sum) / float64(total)
+	// σ = 0 exactly when total·Σc² = (Σc)², compared in 128 bits.
+	ah, al := bits.Mul64(total, sumSq)
+	bh, bl := bits.Mul64(sum, sum)
+	if ah == bh && al == bl {
+		c := int((256*sum + 8*total - 1) / (8 * total)) // ⌈256μ/8⌉ in integers
+		return min(max(c, autoMinStreamBytes), autoMaxStreamBytes)
+	}
+	variance := max(float64(sumSq)/float64(total)-mean*mean, 0)
+	m := float64(Streams * mean)
+	sd := float64(math.Sqrt(float64(Streams * variance)))
+	best, bestBits := autoMaxStreamBytes, math.Inf(1)
+	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+		t := float64(8 * c)
+		z := float64(t-m) / sd
+		pSpill := float64(0.5 * math.Erfc(z/math.Sqrt2))
+		density := float64(math.Exp(float64(-0.5*z*z)) / math.Sqrt(2*math.Pi))
+		excess := max(float64(sd*density)-float64((t-m)*pSpill), 0) // E[(X − 8C)⁺]
+		spilled := excess / mean
+		if spilled/Streams > autoSpillTarget {
+			continue
+		}
+		stored := t + float64(8*spilled) + float64(8*pSpill)
+		if stored < bestBits {
+			best, bestBits = c, stored
+		}
+	}
+	return best
+}
+
+// Validate checks the layout against its preset: the fixed presets' exact
+// parameters, or for AUTO B = 65,536 and C in 2..512.
+func (l Layout) Validate() error {
+	if !l.Preset.valid() {
+		return fmt.Errorf("codec: layout: preset %d out of range 0..3", uint8(l.Preset))
+	}
+	want := presetLayouts[l.Preset]
+	if l.BlockSize != want.BlockSize {
+		return fmt.Errorf("codec: layout: %s block size %d, want %d", l.Preset, l.BlockSize, want.BlockSize)
+	}
+	if l.Preset == Auto {
+		if l.StreamBytes < autoMinStreamBytes || l.StreamBytes > autoMaxStreamBytes {
+			return fmt.Errorf("codec: layout: auto stream capacity %d bytes out of range %d..%d",
+				l.StreamBytes, autoMinStreamBytes, autoMaxStreamBytes)
+		}
+		return nil
+	}
+	if l.StreamBytes != want.StreamBytes {
+		return fmt.Errorf("codec: layout: %s stream capacity %d bytes, want %d", l.Preset, l.StreamBytes, want.StreamBytes)
+	}
+	return nil
+}
+
+// Blocks is the number of blocks of an n-element tensor.
+func (l Layout) Blocks(n int) int {
+	if n <= 0 || l.BlockSize <= 0 {
+		return 0
+	}
+	return (n + l.BlockSize - 1) / l.BlockSize
+}
+
+// blockLen is n_b, the number of elements of block b.
+func (l Layout) blockLen(n, b int) int {
+	return min(l.BlockSize, n-b*l.BlockSize)
+}
+
+// BlockStreamBytes is C_b, the bytes per stream of block b of an n-element
+// tensor: ⌈m_b·C·256/B⌉ with m_b = ⌈n_b/256⌉, so C for a full block.
+func (l Layout) BlockStreamBytes(n, b int) int {
+	if b < 0 || b >= l.Blocks(n) {
+		return 0
+	}
+	m := (l.blockLen(n, b) + Streams - 1) / Streams
+	num := m * l.StreamBytes * Streams
+	return (num + l.BlockSize - 1) / l.BlockSize
+}
+
+// StreamAreaBytes is Σ_b 256·C_b, the bytes of every block's stream area.
+func (l Layout) StreamAreaBytes(n int) int {
+	nb := l.Blocks(n)
+	if nb == 0 {
+		return 0
+	}
+	return Streams * ((nb-1)*l.StreamBytes + l.BlockStreamBytes(n, nb-1))
+}
+
+// streamCount is count_j of a block of nb elements: ⌈(nb − j)/256⌉, 0 when j ≥ nb.
+func streamCount(nb, j int) int {
+	if j >= nb {
+		return 0
+	}
+	return (nb - j + Streams - 1) / Streams
+}

@@ -1,0 +1,97 @@
+package codec
+
+import "fmt"
+
+// Stats are the counters a tensor's encoding yields (the figures the UI shows).
+type Stats struct {
+	N, StoredBytes int
+	Ratio          float64 // 2N / StoredBytes
+	AllocatedBits  float64 // per exponent: 8·(StoredBytes − N)/N, everything but the sf bytes
+	UsedBits       float64 // per exponent: (code bits written to streams + 8·spilled)/N
+	Entropy        float64 // of the full exponent histogram, bits per exponent
+	ExpectedBits   float64 // the codebook's mean cost under the full histogram
+	Escaped        int     // exponents coded as ESC + literal (or spilled while escaped)
+	Spilled        int     // exponents stored raw in the overflow area
+	// SpillingStreams counts streams with a spill; TotalStreams those holding at least one element.
+	SpillingStreams, TotalStreams int
+	EscapeRate                    float64 // Escaped / N
+	OverflowRate                  float64 // Spilled / N
+	SpillStreamRate               float64 // SpillingStreams / TotalStreams
+	Histogram                     Histogram
+}
+
+// finishStats derives the rates and totals from the raw counts already in s.
+func (s *Stats) finish(t *Tensor, codeBits uint64) {
+	s.N = t.N
+	s.StoredBytes = t.StoredBytes()
+	s.Entropy = s.Histogram.Entropy()
+	s.ExpectedBits = t.Codebook.ExpectedBits(&s.Histogram)
+	s.Escaped = 0
+	for e, c := range s.Histogram {
+		if t.Codebook.Lengths[e] == 0 {
+			s.Escaped += int(c)
+		}
+	}
+	s.TotalStreams = 0
+	for b := range t.Layout.Blocks(t.N) {
+		s.TotalStreams += min(t.Layout.blockLen(t.N, b), Streams)
+	}
+	s.Ratio, s.AllocatedBits, s.UsedBits = 0, 0, 0
+	s.EscapeRate, s.OverflowRate, s.SpillStreamRate = 0, 0, 0
+	if s.StoredBytes > 0 {
+		s.Ratio = float64(2*t.N) / float64(s.StoredBytes)
+	}
+	if t.N > 0 {
+		n := float64(t.N)
+		s.AllocatedBits = float64(8*(s.StoredBytes-t.N)) / n
+		s.UsedBits = float64(codeBits+8*uint64(s.Spilled)) / n
+		s.EscapeRate = float64(s.Escaped) / n
+		s.OverflowRate = float64(s.Spilled) / n
+	}
+	if s.TotalStreams > 0 {
+		s.SpillStreamRate = float64(s.SpillingStreams) / float64(s.TotalStreams)
+	}
+}
+
+// ComputeStats recomputes Stats by decoding the tensor (for parsed tensors).
+func (t *Tensor) ComputeStats() error {
+	vals := make([]uint16, t.N)
+	var d Decoder
+	if err := d.Decode(t, vals); err != nil {
+		return fmt.Errorf("codec: compute stats: %w", err)
+	}
+	var s Stats
+	s.Histogram = FullHistogram(vals)
+	var codeBits uint64
+	nb := t.Layout.Blocks(t.N)
+	for b := range nb {
+		nbLen := t.Layout.blockLen(t.N, b)
+		pos := int(t.Offsets[b])
+		for j := range min(nbLen, Streams) {
+			if t.spills(b, j) {
+				s.SpillingStreams++
+				s.Spilled += int(t.Overflow[pos])
+				pos++
+			}
+		}
+	}
+	// Code bits are the costs of the exponents that were not spilled.
+	for b := range nb {
+		base := b * t.Layout.BlockSize
+		nbLen := t.Layout.blockLen(t.N, b)
+		pos := int(t.Offsets[b])
+		for j := range min(nbLen, Streams) {
+			coded := streamCount(nbLen, j)
+			if t.spills(b, j) {
+				coded -= int(t.Overflow[pos])
+				pos++
+			}
+			for p := range coded {
+				codeBits += uint64(t.Codebook.Cost(byte(vals[base+p*Streams+j] >> 7)))
+			}
+		}
+	}
+	s.finish(t, codeBits)
+	t.Stats = s
+	return nil
+}

@@ -1,0 +1,43 @@
+package codec
+
+// headerBytes is the size of the fixed header and codebook (format.md §5).
+const headerBytes = 160
+
+// Per-block side data: the spill bitmap and the overflow offset.
+const (
+	bitmapBytes = Streams / 8
+	offsetBytes = 4
+)
+
+// Tensor is one encoded tensor with its sections kept apart, as the GPU keeps
+// them in separate device buffers.
+type Tensor struct {
+	N        int
+	Layout   Layout
+	Codebook Codebook
+	SF       []byte   // N sign-fraction bytes, element order
+	Streams  []byte   // Layout.StreamAreaBytes(N): every block's interleaved stream area
+	Bitmaps  []byte   // 32 per block: bit j%8 of byte j/8 set when stream j spills
+	Offsets  []uint32 // per block: start of its overflow region
+	Overflow []byte   // per block: one marker per spilling stream, then the spilled exponents
+	Stats    Stats    // filled by encoding; zero after parsing until ComputeStats
+}
+
+// StoredBytes is the length of the tensor's serialisation, everything counted.
+func (t *Tensor) StoredBytes() int {
+	nb := t.Layout.Blocks(t.N)
+	return headerBytes + t.N + t.Layout.StreamAreaBytes(t.N) + nb*(bitmapBytes+offsetBytes) + len(t.Overflow)
+}
+
+// spills reports whether stream j of block b spills, per the bitmap.
+func (t *Tensor) spills(b, j int) bool {
+	return t.Bitmaps[b*bitmapBytes+j/8]>>(j%8)&1 != 0
+}
+
+// overflowEnd is the end of block b's overflow region.
+func (t *Tensor) overflowEnd(b int) int {
+	if b+1 < len(t.Offsets) {
+		return int(t.Offsets[b+1])
+	}
+	return len(t.Overflow)
+}
