@@ -37,8 +37,9 @@ func FitCodebook(d Distribution, sample *Histogram) Codebook {
 }
 
 // Validate checks that the codebook is one format.md allows: lengths in range,
-// ESC coded, at most 255 coded exponents, Kraft's inequality, and for a
-// parametric family that the lengths are its table under the stated shift.
+// ESC coded, at most 255 coded exponents, Kraft's inequality; for a parametric
+// family that the lengths are its table under the stated shift; for empirical
+// a zero shift and a complete code (or, with nothing coded, escLen 1).
 func (cb *Codebook) Validate() error {
 	if !cb.Dist.valid() {
 		return fmt.Errorf("codec: codebook: distribution %d out of range 0..3", uint8(cb.Dist))
@@ -69,6 +70,14 @@ func (cb *Codebook) Validate() error {
 	if cb.Dist == Empirical {
 		if cb.Shift != 0 {
 			return fmt.Errorf("codec: codebook: empirical codebook has shift %d, want 0", cb.Shift)
+		}
+		// The optimal construction always yields a complete code (package-merge
+		// fills the Kraft sum exactly), except with nothing to code.
+		if coded == 0 && cb.EscLen != 1 {
+			return fmt.Errorf("codec: codebook: empirical codebook codes nothing but escLen is %d, want 1", cb.EscLen)
+		}
+		if coded > 0 && kraft != 1<<MaxCodeLen {
+			return fmt.Errorf("codec: codebook: empirical code is incomplete (Kraft sum %d/256, want 256/256)", kraft)
 		}
 		return nil
 	}

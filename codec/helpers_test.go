@@ -1,0 +1,167 @@
+package codec
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// gaussianBF16 returns n BF16 values of a normal distribution with standard
+// deviation sigma (truncated from float32), deterministic in seed.
+func gaussianBF16(n int, seed uint64, sigma float64) []uint16 {
+	r := rand.New(rand.NewPCG(seed, 0x6c6374))
+	out := make([]uint16, n)
+	for i := range out {
+		out[i] = uint16(math.Float32bits(float32(r.NormFloat64()*sigma)) >> 16)
+	}
+	return out
+}
+
+// randomBF16 returns n uniformly random bit patterns.
+func randomBF16(n int, seed uint64) []uint16 {
+	r := rand.New(rand.NewPCG(seed, 0x726e64))
+	out := make([]uint16, n)
+	for i := range out {
+		out[i] = uint16(r.Uint32())
+	}
+	return out
+}
+
+// sameTensor reports the first difference between two encoded tensors, Stats aside.
+func sameTensor(a, b *Tensor) error {
+	switch {
+	case a.N != b.N:
+		return fmt.Errorf("N %d vs %d", a.N, b.N)
+	case a.Layout != b.Layout:
+		return fmt.Errorf("layout %+v vs %+v", a.Layout, b.Layout)
+	case a.Codebook != b.Codebook:
+		return fmt.Errorf("codebook %+v vs %+v", a.Codebook, b.Codebook)
+	case !bytes.Equal(a.SF, b.SF):
+		return fmt.Errorf("sf bytes differ")
+	case !bytes.Equal(a.Streams, b.Streams):
+		return fmt.Errorf("stream areas differ at byte %d", firstDiff(a.Streams, b.Streams))
+	case !bytes.Equal(a.Bitmaps, b.Bitmaps):
+		return fmt.Errorf("bitmaps differ at byte %d", firstDiff(a.Bitmaps, b.Bitmaps))
+	case !slices.Equal(a.Offsets, b.Offsets):
+		return fmt.Errorf("offsets differ: %v vs %v", a.Offsets, b.Offsets)
+	case !bytes.Equal(a.Overflow, b.Overflow):
+		return fmt.Errorf("overflow areas differ at byte %d (lengths %d, %d)", firstDiff(a.Overflow, b.Overflow), len(a.Overflow), len(b.Overflow))
+	}
+	return nil
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// checkRoundTrip encodes src with opt and checks everything a caller relies
+// on: the bytes equal the reference transcription of format.md, a second
+// encode gives the same bytes, decoding restores src, the serialisation
+// parses back to the same tensor and its length is StoredBytes, and the
+// statistics recomputed from the parsed tensor equal the encoder's.
+func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tensor {
+	t.Helper()
+	enc, err := Encode(src, opt)
+	if err != nil {
+		t.Fatalf("%s %v/%v: encode: %v", name, opt.Preset, opt.Dist, err)
+	}
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s %v/%v (N=%d): %s", name, opt.Preset, opt.Dist, len(src), fmt.Sprintf(format, args...))
+	}
+	ref := referenceEncode(src, enc.Codebook, enc.Layout)
+	if err := sameTensor(enc, ref); err != nil {
+		fail("fast encoder differs from the reference: %v", err)
+	}
+	again, err := Encode(src, opt)
+	if err != nil {
+		fail("second encode: %v", err)
+	}
+	if err := sameTensor(enc, again); err != nil {
+		fail("encoding is not deterministic: %v", err)
+	}
+	got, err := DecodeAlloc(enc)
+	if err != nil {
+		fail("decode: %v", err)
+	}
+	if i := firstDiff16(got, src); i >= 0 {
+		fail("decoded value %d is %#04x, want %#04x", i, got[i], src[i])
+	}
+	bin, err := enc.MarshalBinary()
+	if err != nil {
+		fail("marshal: %v", err)
+	}
+	if len(bin) != enc.StoredBytes() || enc.Stats.StoredBytes != len(bin) {
+		fail("serialisation is %d bytes, StoredBytes %d, Stats.StoredBytes %d", len(bin), enc.StoredBytes(), enc.Stats.StoredBytes)
+	}
+	parsed, err := ParseTensor(bin)
+	if err != nil {
+		fail("parse: %v", err)
+	}
+	if err := sameTensor(enc, parsed); err != nil {
+		fail("parsed tensor differs: %v", err)
+	}
+	if err := parsed.ComputeStats(); err != nil {
+		fail("compute stats: %v", err)
+	}
+	if parsed.Stats != enc.Stats {
+		fail("stats from decoding differ from the encoder's:\n%+v\n%+v", parsed.Stats, enc.Stats)
+	}
+	checkStatsInvariants(t, name, src, enc)
+	return enc
+}
+
+func firstDiff16(a, b []uint16) int {
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkStatsInvariants checks the encoder's counters against direct counts.
+func checkStatsInvariants(t *testing.T, name string, src []uint16, enc *Tensor) {
+	t.Helper()
+	s := &enc.Stats
+	full := FullHistogram(src)
+	escaped := 0
+	for _, v := range src {
+		if enc.Codebook.Lengths[byte(v>>7)] == 0 {
+			escaped++
+		}
+	}
+	spilling := 0
+	for _, x := range enc.Bitmaps {
+		for ; x != 0; x &= x - 1 {
+			spilling++
+		}
+	}
+	switch {
+	case s.Histogram != full:
+		t.Fatalf("%s: stats histogram differs from the full histogram", name)
+	case s.N != len(src) || s.StoredBytes != enc.StoredBytes():
+		t.Fatalf("%s: stats N %d StoredBytes %d", name, s.N, s.StoredBytes)
+	case s.Escaped != escaped:
+		t.Fatalf("%s: stats escaped %d, counted %d", name, s.Escaped, escaped)
+	case s.SpillingStreams != spilling:
+		t.Fatalf("%s: stats spilling streams %d, bitmaps say %d", name, s.SpillingStreams, spilling)
+	case s.Spilled != len(enc.Overflow)-spilling:
+		t.Fatalf("%s: stats spilled %d, overflow %d bytes with %d markers", name, s.Spilled, len(enc.Overflow), spilling)
+	case len(src) > 0 && s.Ratio != float64(2*len(src))/float64(enc.StoredBytes()):
+		t.Fatalf("%s: ratio %v", name, s.Ratio)
+	case s.UsedBits > s.AllocatedBits+1e-9 && s.Spilled == 0:
+		t.Fatalf("%s: used %v bits per exponent, more than the %v allocated", name, s.UsedBits, s.AllocatedBits)
+	}
+}

@@ -1,0 +1,64 @@
+package codec
+
+// referenceEncode is a slow, literal transcription of format.md §3, written
+// apart from the fast encoder so that tests can compare their bytes.
+func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
+	n := len(src)
+	t := &Tensor{N: n, Layout: l, Codebook: cb, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
+	for _, v := range src {
+		sf, _ := Split(v)
+		t.SF = append(t.SF, sf)
+	}
+	codes, esc := cb.Codes()
+	for b := 0; b*l.BlockSize < n; b++ {
+		start := b * l.BlockSize
+		nb := min(l.BlockSize, n-start)
+		m := (nb + 255) / 256
+		cbytes := (m*l.StreamBytes*256 + l.BlockSize - 1) / l.BlockSize
+		area := make([]byte, 256*cbytes)
+		var bitmap [32]byte
+		var markers, spilled []byte
+		for j := range 256 {
+			count := 0
+			if j < nb {
+				count = (nb - j + 255) / 256
+			}
+			var bitsOut []byte // one entry per bit
+			coded := count
+			for p := range count {
+				_, e := Split(src[start+p*256+j])
+				var code uint32
+				var length int
+				if cb.Lengths[e] != 0 {
+					code, length = uint32(codes[e]), int(cb.Lengths[e])
+				} else {
+					code, length = uint32(esc)<<8|uint32(e), int(cb.EscLen)+8
+				}
+				if len(bitsOut)+length > 8*cbytes {
+					coded = p
+					break
+				}
+				for i := length - 1; i >= 0; i-- {
+					bitsOut = append(bitsOut, byte(code>>i&1))
+				}
+			}
+			for i, bit := range bitsOut {
+				area[(i/8)*256+j] |= bit << (7 - i%8)
+			}
+			if coded < count {
+				bitmap[j/8] |= 1 << (j % 8)
+				markers = append(markers, byte(count-coded))
+				for p := coded; p < count; p++ {
+					_, e := Split(src[start+p*256+j])
+					spilled = append(spilled, e)
+				}
+			}
+		}
+		t.Streams = append(t.Streams, area...)
+		t.Bitmaps = append(t.Bitmaps, bitmap[:]...)
+		t.Offsets = append(t.Offsets, uint32(len(t.Overflow)))
+		t.Overflow = append(t.Overflow, markers...)
+		t.Overflow = append(t.Overflow, spilled...)
+	}
+	return t
+}
