@@ -1,0 +1,279 @@
+package codec
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// sampleCodebooks returns codebooks of every kind: each family at several
+// scales, empirical fits to varied data, and the empty-data codebook.
+func sampleCodebooks() []Codebook {
+	var out []Codebook
+	inputs := [][]uint16{nil, randomBF16(10000, 1), allPatterns(true)}
+	for _, sigma := range []float64{1e-30, 1e-6, 0.02, 1, 1e6, 1e30} {
+		inputs = append(inputs, gaussianBF16(10000, 2, sigma))
+	}
+	for _, src := range inputs {
+		h := SampleHistogram(src)
+		for _, d := range Distributions {
+			out = append(out, FitCodebook(d, &h))
+		}
+	}
+	return out
+}
+
+func TestCanonicalCodesArePrefixFree(t *testing.T) {
+	for i, cb := range sampleCodebooks() {
+		if err := cb.Validate(); err != nil {
+			t.Fatalf("codebook %d (%v): %v", i, cb.Dist, err)
+		}
+		codes, esc := cb.Codes()
+		type sym struct {
+			s    int
+			code uint16
+			l    uint8
+		}
+		var syms []sym
+		for e, l := range cb.Lengths {
+			if l != 0 {
+				syms = append(syms, sym{e, codes[e], l})
+			}
+		}
+		syms = append(syms, sym{escSymbol, esc, cb.EscLen})
+		for a, x := range syms {
+			if x.code >= 1<<x.l {
+				t.Fatalf("codebook %d: symbol %d code %b does not fit %d bits", i, x.s, x.code, x.l)
+			}
+			for b, y := range syms {
+				if a == b || x.l > y.l {
+					continue
+				}
+				if y.code>>(y.l-x.l) == x.code {
+					t.Fatalf("codebook %d: code of %d (%0*b) prefixes code of %d (%0*b)", i, x.s, x.l, x.code, y.s, y.l, y.code)
+				}
+				// Canonical order: (length, symbol) ascending means left-aligned codes ascending.
+				ax, ay := uint16(x.code)<<(8-x.l), uint16(y.code)<<(8-y.l)
+				if (x.l < y.l || x.l == y.l && x.s < y.s) && ax >= ay {
+					t.Fatalf("codebook %d: symbol %d (len %d) code not below symbol %d (len %d)", i, x.s, x.l, y.s, y.l)
+				}
+			}
+		}
+		// The first code is all zeros.
+		first := syms[0]
+		for _, x := range syms {
+			if x.l < first.l || x.l == first.l && x.s < first.s {
+				first = x
+			}
+		}
+		if first.code != 0 {
+			t.Fatalf("codebook %d: first canonical code is %b, want 0", i, first.code)
+		}
+	}
+}
+
+func TestDecodeTable(t *testing.T) {
+	for i, cb := range sampleCodebooks() {
+		table := cb.DecodeTable()
+		codes, esc := cb.Codes()
+		filled := 0
+		for prefix, en := range table {
+			if en.Len == 0 {
+				continue
+			}
+			filled++
+			var code uint16
+			if en.Symbol == escSymbol {
+				code = esc
+				if en.Len != cb.EscLen {
+					t.Fatalf("codebook %d: ESC entry length %d, want %d", i, en.Len, cb.EscLen)
+				}
+			} else {
+				code = codes[en.Symbol]
+				if en.Len != cb.Lengths[en.Symbol] {
+					t.Fatalf("codebook %d: entry %d length %d, symbol %d has %d", i, prefix, en.Len, en.Symbol, cb.Lengths[en.Symbol])
+				}
+			}
+			if uint16(prefix)>>(8-en.Len) != code {
+				t.Fatalf("codebook %d: entry %08b maps to symbol %d whose code %b does not prefix it", i, prefix, en.Symbol, code)
+			}
+		}
+		kraft := 1 << (8 - cb.EscLen)
+		for _, l := range cb.Lengths {
+			if l != 0 {
+				kraft += 1 << (8 - l)
+			}
+		}
+		if filled != kraft {
+			t.Fatalf("codebook %d: %d valid entries, Kraft sum %d/256", i, filled, kraft)
+		}
+	}
+}
+
+func TestCodebookValidateRejects(t *testing.T) {
+	h := SampleHistogram(gaussianBF16(5000, 1, 1))
+	emp := FitCodebook(Empirical, &h)
+	gau := FitCodebook(Gaussian, &h)
+	cases := map[string]func() Codebook{
+		"escLen 0":             func() Codebook { c := emp; c.EscLen = 0; return c },
+		"escLen 9":             func() Codebook { c := emp; c.EscLen = 9; return c },
+		"length 9":             func() Codebook { c := emp; c.Lengths[3] = 9; return c },
+		"Kraft above 1":        func() Codebook { c := emp; c.Lengths[0] = 1; c.Lengths[1] = 1; return c },
+		"256 coded":            func() Codebook { c := Codebook{EscLen: 8, Dist: Empirical}; c.Lengths = [256]uint8{}; return fill8(c) },
+		"distribution 4":       func() Codebook { c := emp; c.Dist = 4; return c },
+		"empirical shift":      func() Codebook { c := emp; c.Shift = 1; return c },
+		"empirical incomplete": func() Codebook { c := emp; c.EscLen++; return c },
+		"empty not escLen 1":   func() Codebook { return Codebook{EscLen: 2, Dist: Empirical} },
+		"shift 256":            func() Codebook { c := gau; c.Shift = 256; return c },
+		"family shift moved":   func() Codebook { c := gau; c.Shift++; return c },
+		"family length":        func() Codebook { c := gau; c.Lengths[127+int(c.Shift)]++; return c },
+		"family escLen":        func() Codebook { c := gau; c.EscLen--; return c },
+	}
+	for name, mk := range cases {
+		cb := mk()
+		if err := cb.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if err := emp.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	empty := Codebook{EscLen: 1, Dist: Empirical}
+	if err := empty.Validate(); err != nil {
+		t.Fatalf("empty empirical codebook: %v", err)
+	}
+}
+
+func fill8(c Codebook) Codebook {
+	for e := range c.Lengths {
+		c.Lengths[e] = 8
+	}
+	return c
+}
+
+func TestFamilyTables(t *testing.T) {
+	for _, d := range []Distribution{Gaussian, Laplace, PowerLaw} {
+		sum := 0.0
+		for r := familyMinBinade; r <= familyMaxBinade; r++ {
+			sum += familyMass(d, r)
+		}
+		// The binades cover (2^-150, 2^151): all the mass but the extreme tails.
+		if math.Abs(sum-1) > 1e-12 {
+			t.Errorf("%v: binade masses sum to %v, want 1", d, sum)
+		}
+		tab := family(d)
+		coded, kraft := 0, 1<<(8-tab.escLen)
+		for _, l := range tab.lengths {
+			if l != 0 {
+				coded++
+				kraft += 1 << (8 - l)
+			}
+		}
+		if coded == 0 || coded > 255 || kraft != 256 {
+			t.Errorf("%v: %d binades coded, Kraft %d/256", d, coded, kraft)
+		}
+		// The unit binade [1,2) sits near the mode of each model: it has a short code.
+		if l := tab.lengths[-familyMinBinade]; l == 0 || l > 3 {
+			t.Errorf("%v: binade [1,2) has length %d", d, l)
+		}
+		t.Logf("%v: %d binades coded, escLen %d, lengths around unit: %v", d, coded, tab.escLen, tab.lengths[150-12:150+6])
+	}
+}
+
+// TestFitShiftIsCheapest compares the fitted shift with every other shift.
+func TestFitShiftIsCheapest(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for trial := range 30 {
+		src := gaussianBF16(3000, uint64(trial), math.Ldexp(1, r.IntN(120)-60))
+		if trial%3 == 0 {
+			copy(src[:500], randomBF16(500, uint64(trial)))
+		}
+		h := SampleHistogram(src)
+		for _, d := range []Distribution{Gaussian, Laplace, PowerLaw} {
+			cb := FitCodebook(d, &h)
+			best := sampledCost(&cb, &h)
+			tab := family(d)
+			for s := -maxShift; s <= maxShift; s++ {
+				alt := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
+				for e := range alt.Lengths {
+					alt.Lengths[e] = tab.shiftedLength(e, s)
+				}
+				c := sampledCost(&alt, &h)
+				if c < best || c == best && s < int(cb.Shift) {
+					t.Fatalf("trial %d %v: shift %d costs %d, fitted shift %d costs %d", trial, d, s, c, cb.Shift, best)
+				}
+			}
+		}
+	}
+}
+
+func sampledCost(cb *Codebook, h *Histogram) uint64 {
+	var c uint64
+	for e, n := range h {
+		c += n * uint64(cb.Cost(byte(e)))
+	}
+	return c
+}
+
+// TestFitShiftFollowsScale: multiplying a tensor by 2^k moves every exponent
+// by k, so the fitted shift moves by k and the codebook with it.
+func TestFitShiftFollowsScale(t *testing.T) {
+	src := gaussianBF16(20000, 4, 1e-3)
+	base := SampleHistogram(src)
+	for _, k := range []int{-20, -3, 1, 7, 30} {
+		var moved Histogram
+		for e, c := range base {
+			if c != 0 {
+				moved[e+k] += c
+			}
+		}
+		for _, d := range []Distribution{Gaussian, Laplace, PowerLaw} {
+			a, b := FitCodebook(d, &base), FitCodebook(d, &moved)
+			if int(b.Shift) != int(a.Shift)+k {
+				t.Fatalf("%v: scaling by 2^%d moved the shift from %d to %d", d, k, a.Shift, b.Shift)
+			}
+		}
+	}
+}
+
+func TestFitEmpiricalIsOptimalLengths(t *testing.T) {
+	src := gaussianBF16(9000, 8, 3)
+	h := SampleHistogram(src)
+	w := make([]float64, 256)
+	for e, c := range h {
+		w[e] = float64(c)
+	}
+	lens, esc, _ := OptimalLengths(w, 8)
+	cb := FitCodebook(Empirical, &h)
+	if cb.EscLen != esc || cb.Shift != 0 || cb.Dist != Empirical {
+		t.Fatalf("empirical codebook %+v", cb)
+	}
+	for e := range lens {
+		if cb.Lengths[e] != lens[e] {
+			t.Fatalf("exponent %d: length %d, OptimalLengths %d", e, cb.Lengths[e], lens[e])
+		}
+	}
+	if got := cb.ExpectedBits(&h); got < h.Entropy() {
+		t.Fatalf("expected bits %v below the entropy %v", got, h.Entropy())
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	for _, d := range Distributions {
+		if got, err := ParseDistribution(d.String()); err != nil || got != d {
+			t.Errorf("ParseDistribution(%q) = %v, %v", d.String(), got, err)
+		}
+	}
+	for _, p := range Presets {
+		if got, err := ParsePreset(p.String()); err != nil || got != p {
+			t.Errorf("ParsePreset(%q) = %v, %v", p.String(), got, err)
+		}
+	}
+	if _, err := ParseDistribution("cauchy"); err == nil || !strings.Contains(err.Error(), "cauchy") {
+		t.Errorf("ParseDistribution(cauchy) error %v", err)
+	}
+	if _, err := ParsePreset("ultra"); err == nil || !strings.Contains(err.Error(), "ultra") {
+		t.Errorf("ParsePreset(ultra) error %v", err)
+	}
+}
