@@ -41,11 +41,12 @@ type tensorReport struct {
 	OverflowRate    *float64 `json:"overflow_rate"`     // spilled exponents / N
 	SpillStreamRate *float64 `json:"spill_stream_rate"` // spilling streams / streams
 
-	*lctLayout
+	*LCTLayout
 }
 
-// lctLayout is how an LCT tensor was coded.
-type lctLayout struct {
+// LCTLayout is how an LCT tensor was coded (exported so that tests can
+// decode the JSON into a report).
+type LCTLayout struct {
 	Preset          string `json:"preset"`
 	Distribution    string `json:"distribution"`
 	Shift           int    `json:"shift"`
@@ -128,7 +129,7 @@ func buildReport(path, format string, st *safetensors.File, a *lctfile.Archive) 
 			tr.Entropy, tr.ExpectedBits = num(st.Entropy), num(st.ExpectedBits)
 			tr.AllocatedBits, tr.UsedBits = num(st.AllocatedBits), num(st.UsedBits)
 			tr.EscapeRate, tr.OverflowRate, tr.SpillStreamRate = num(st.EscapeRate), num(st.OverflowRate), num(st.SpillStreamRate)
-			tr.lctLayout = &lctLayout{
+			tr.LCTLayout = &LCTLayout{
 				Preset: t.Layout.Preset.String(), Distribution: t.Codebook.Dist.String(),
 				Shift: int(t.Codebook.Shift), EscLen: int(t.Codebook.EscLen),
 				BlockSize: t.Layout.BlockSize, StreamBytes: t.Layout.StreamBytes,

@@ -23,12 +23,12 @@ func writeTable(w io.Writer, r report) {
 	var total []string
 	if tot.BF16Elements > 0 {
 		total = []string{
-			fmt.Sprintf("total (%d tensors)", tot.Tensors), fmt.Sprint(tot.BF16Elements), fmt.Sprintf("%.4f", tot.BF16Ratio),
+			"total BF16", fmt.Sprint(tot.BF16Elements), fmt.Sprintf("%.4f", tot.BF16Ratio),
 			fmt.Sprintf("%.3f", tot.Entropy), fmt.Sprintf("%.3f", tot.AllocatedBits), fmt.Sprintf("%.3f", tot.UsedBits),
 			fmt.Sprintf("%.3f", 100*tot.EscapeRate), fmt.Sprintf("%.3f", 100*tot.OverflowRate),
 		}
 	} else {
-		total = []string{fmt.Sprintf("total (%d tensors)", tot.Tensors), "0", "-", "-", "-", "-", "-", "-"}
+		total = []string{"total BF16", "0", "-", "-", "-", "-", "-", "-"}
 	}
 	rows = append(rows, total)
 	widths := make([]int, len(head))
@@ -64,8 +64,8 @@ func writeTable(w io.Writer, r report) {
 	line(total)
 	fmt.Fprintf(w, "\nBF16 tensors: %d bytes -> %d bytes, ratio %.4f (entropy bound 16/(8+%.3f) = %.4f)\n",
 		tot.BF16OriginalBytes, tot.BF16StoredBytes, tot.BF16Ratio, tot.Entropy, tot.EntropyBound)
-	fmt.Fprintf(w, "file: %d bytes -> %d bytes as .lct, ratio %.4f (%d LCT tensors, %d stored raw, %d container bytes)\n",
-		tot.OriginalBytes, tot.StoredBytes, tot.Ratio, tot.LCTTensors, tot.RawTensors, tot.ContainerBytes)
+	fmt.Fprintf(w, "file: %d bytes -> %d bytes as .lct, ratio %.4f (%d tensors: %d as LCT, %d raw; %d container bytes)\n",
+		tot.OriginalBytes, tot.StoredBytes, tot.Ratio, tot.Tensors, tot.LCTTensors, tot.RawTensors, tot.ContainerBytes)
 }
 
 // rawMark flags tensors kept as they are.

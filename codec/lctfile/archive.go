@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"lcttop/codec"
 )
@@ -71,9 +74,29 @@ type Segment struct {
 // Label names the segment in messages: the tensor name, or where a gap sits.
 func (s *Segment) Label() string {
 	if s.Kind == KindTensor {
-		return s.Name
+		return displayName(s.Name)
 	}
 	return fmt.Sprintf("gap at data byte %d", s.Offset)
+}
+
+// displayName keeps a message on one readable line: a name with control
+// characters, invalid UTF-8 or no characters at all is quoted, a long one
+// shortened.
+func displayName(name string) string {
+	const maxShown = 120
+	clean := name != "" && utf8.ValidString(name)
+	for _, r := range name {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			clean = false
+		}
+	}
+	if len(name) > maxShown {
+		name = name[:maxShown] + "..."
+	}
+	if clean {
+		return name
+	}
+	return strconv.QuoteToASCII(name)
 }
 
 // SegmentError ties an error to the segment it concerns; its message starts

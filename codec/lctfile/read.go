@@ -62,9 +62,10 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 		s := &a.Segments[i]
 		s.Offset = offset
 		if err := r.segment(s); err != nil {
-			label := s.Name
-			if label == "" {
-				label = fmt.Sprintf("segment %d", i)
+			// A name read from a damaged segment is as likely garbage as not.
+			label := fmt.Sprintf("segment %d", i)
+			if s.Kind == KindTensor && s.Name != "" {
+				label = fmt.Sprintf("segment %d (%s)", i, displayName(s.Name))
 			}
 			return nil, nil, &SegmentError{Index: i, Label: label, Err: err}
 		}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"lcttop/codec/safetensors"
+	"lcttop/internal/testtensors"
+)
+
+func inspectJSON(t *testing.T, args ...string) report {
+	t.Helper()
+	out := mustRun(t, append([]string{"inspect", "--json"}, args...)...)
+	var r report
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("inspect --json %v: %v\n%s", args, err, out)
+	}
+	if dec.More() {
+		t.Fatalf("inspect --json %v printed more than one object", args)
+	}
+	return r
+}
+
+// checkTotals holds a report to its own arithmetic: the .lct size is the
+// container plus every segment, the original size is the header plus every
+// segment's original bytes, the ratio is their quotient, and the BF16 sums
+// are the BF16 rows'.
+func checkTotals(t *testing.T, r report, originalSize, lctSize int64) {
+	t.Helper()
+	tot := r.Total
+	stored, original := tot.ContainerBytes, 8+tot.HeaderBytes
+	var bf16Stored, bf16Original, bf16Elements int64
+	for _, x := range r.Tensors {
+		stored += x.StoredBytes
+		original += x.OriginalBytes
+		if x.DType == "BF16" {
+			bf16Stored += x.StoredBytes
+			bf16Original += x.OriginalBytes
+			bf16Elements += x.Elements
+		}
+		if x.StoredBytes > 0 && math.Abs(x.Ratio-float64(x.OriginalBytes)/float64(x.StoredBytes)) > 1e-12 {
+			t.Errorf("%s: ratio %v, original/stored %d/%d", x.Name, x.Ratio, x.OriginalBytes, x.StoredBytes)
+		}
+		if x.Encoding == "raw" && x.StoredBytes != x.OriginalBytes {
+			t.Errorf("%s: raw but stored %d of %d bytes", x.Name, x.StoredBytes, x.OriginalBytes)
+		}
+	}
+	for _, g := range r.Gaps {
+		stored += g.StoredBytes
+		original += g.OriginalBytes
+	}
+	if stored != tot.StoredBytes || tot.StoredBytes != lctSize {
+		t.Errorf("stored_bytes %d; container plus segments %d; the .lct file %d", tot.StoredBytes, stored, lctSize)
+	}
+	if original != tot.OriginalBytes || tot.OriginalBytes != originalSize {
+		t.Errorf("original_bytes %d; header plus segments %d; the file %d", tot.OriginalBytes, original, originalSize)
+	}
+	if math.Abs(tot.Ratio-float64(originalSize)/float64(lctSize)) > 1e-12 {
+		t.Errorf("ratio %v, want %d/%d", tot.Ratio, originalSize, lctSize)
+	}
+	if bf16Stored != tot.BF16StoredBytes || bf16Original != tot.BF16OriginalBytes || bf16Elements != tot.BF16Elements {
+		t.Errorf("BF16 totals %d/%d/%d, rows sum to %d/%d/%d", tot.BF16StoredBytes, tot.BF16OriginalBytes, tot.BF16Elements, bf16Stored, bf16Original, bf16Elements)
+	}
+	if tot.Entropy > 0 && math.Abs(tot.EntropyBound-16/(8+tot.Entropy)) > 1e-12 {
+		t.Errorf("entropy_bound %v for entropy %v", tot.EntropyBound, tot.Entropy)
+	}
+	if tot.LCTTensors+tot.RawTensors != tot.Tensors || tot.Tensors != len(r.Tensors) {
+		t.Errorf("tensor counts %d LCT + %d raw, %d total, %d rows", tot.LCTTensors, tot.RawTensors, tot.Tensors, len(r.Tensors))
+	}
+}
+
+// inspect reports the same figures for a .safetensors file (encoded in
+// memory) as for the .lct that pack writes with the same options (decoded
+// from what is stored), and its totals add up to the real file sizes.
+func TestInspectJSON(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{writeFile(t, filepath.Join(dir, "gapped.safetensors"), gappedFile(t))}
+	files = append(files, testtensors.Files(t)[0])
+	for _, in := range files {
+		for _, opts := range [][]string{{}, {"--preset", "auto", "--dist", "empirical"}} {
+			lct := filepath.Join(dir, "x.lct")
+			mustRun(t, append(append([]string{"pack"}, opts...), in, lct)...)
+			original, packed := int64(len(readFile(t, in))), int64(len(readFile(t, lct)))
+
+			fromST := inspectJSON(t, append(opts, in)...)
+			fromLCT := inspectJSON(t, lct)
+			checkTotals(t, fromST, original, packed)
+			checkTotals(t, fromLCT, original, packed)
+
+			st, err := safetensors.Parse(readFile(t, in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(fromST.Tensors) != len(st.Tensors) {
+				t.Errorf("%s: %d tensor rows for %d tensors", in, len(fromST.Tensors), len(st.Tensors))
+			}
+			if fromST.Format != "safetensors" || fromLCT.Format != "lct" || fromST.File != in || fromLCT.File != lct {
+				t.Errorf("file/format %s %s, %s %s", fromST.File, fromST.Format, fromLCT.File, fromLCT.Format)
+			}
+			if fromST.Preset != fromLCT.Preset || fromST.Distribution != fromLCT.Distribution {
+				t.Errorf("%s %v: safetensors says %s/%s, .lct says %s/%s", in, opts, fromST.Preset, fromST.Distribution, fromLCT.Preset, fromLCT.Distribution)
+			}
+			if !reflect.DeepEqual(fromST.Tensors, fromLCT.Tensors) || !reflect.DeepEqual(fromST.Gaps, fromLCT.Gaps) || fromST.Total != fromLCT.Total {
+				t.Errorf("%s %v: figures from encoding differ from figures from the stored .lct", in, opts)
+			}
+		}
+	}
+}
+
+func TestInspectTable(t *testing.T) {
+	in := testtensors.Files(t)[0]
+	out := mustRun(t, "inspect", in)
+	st, err := safetensors.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for _, col := range []string{"tensor", "elements", "ratio", "entropy", "alloc b/exp", "used b/exp", "escape %", "overflow %"} {
+		if !strings.Contains(lines[2], col) {
+			t.Errorf("table header %q lacks %q", lines[2], col)
+		}
+	}
+	for _, x := range st.Tensors {
+		if !strings.Contains(out, "\n"+x.Name+" ") {
+			t.Errorf("no row for %s", x.Name)
+		}
+	}
+	r := inspectJSON(t, in)
+	last := lines[len(lines)-4] // the total row, above a blank line and two summary lines
+	if !strings.HasPrefix(last, "total BF16 ") || !strings.Contains(last, fmt.Sprintf(" %.4f ", r.Total.BF16Ratio)) {
+		t.Errorf("total row %q lacks the BF16 ratio %.4f", last, r.Total.BF16Ratio)
+	}
+	if !strings.Contains(out, fmt.Sprintf("as .lct, ratio %.4f", r.Total.Ratio)) {
+		t.Errorf("no file ratio %.4f:\n%s", r.Total.Ratio, out)
+	}
+}
