@@ -1,0 +1,48 @@
+package box
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+)
+
+func TestFitIsExactRectangle(t *testing.T) {
+	for _, in := range []string{"", "short", "a much longer line than the box\nsecond", "1\n2\n3\n4\n5"} {
+		got := Fit(in, 10, 3)
+		lines := strings.Split(got, "\n")
+		if len(lines) != 3 {
+			t.Fatalf("Fit(%q): %d lines, want 3", in, len(lines))
+		}
+		for _, l := range lines {
+			if w := ansi.StringWidth(l); w != 10 {
+				t.Errorf("Fit(%q): line %q is %d wide, want 10", in, l, w)
+			}
+		}
+	}
+	if got := Line("abcdefghijkl", 5); got != "abcd…" {
+		t.Errorf("Line cut = %q, want %q", got, "abcd…")
+	}
+}
+
+func TestColumnsAndSplit(t *testing.T) {
+	w := SplitWidth(80, 1, 2, 1)
+	if w[0]+w[1]+1 != 80 || w[0] != 52 {
+		t.Fatalf("SplitWidth = %v", w)
+	}
+	got := Columns("|", 2, []string{"left", "right\nr2"}, []int{5, 3})
+	want := "left |ri…\n     |r2 "
+	if got != want {
+		t.Errorf("Columns = %q, want %q", got, want)
+	}
+}
+
+func TestTitleWidth(t *testing.T) {
+	s := lipgloss.NewStyle()
+	for _, w := range []int{10, 40, 80} {
+		if got := ansi.StringWidth(Title(s, s, "Tensors", "sort: ratio", w)); got != w {
+			t.Errorf("Title width %d, want %d", got, w)
+		}
+	}
+}

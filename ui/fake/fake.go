@@ -1,0 +1,271 @@
+// Package fake is a Source for tests and demos: fixed tensors encoded with
+// the real codec, snapshots built on demand with deterministic times and
+// figures, and a record of every call the UI makes.
+package fake
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+)
+
+// Tensor is one tensor the fake trains.
+type Tensor struct {
+	Name   string
+	Class  trainer.TensorClass
+	Values []uint16
+}
+
+// Start is the fixed time of step 0.
+var Start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// StepTime is the fixed time between two steps.
+const StepTime = 100 * time.Millisecond
+
+// Source implements ui.Source.
+type Source struct {
+	mu      sync.Mutex
+	tensors []Tensor
+	codecs  map[trainer.TensorClass]trainer.ClassCodec
+	encoded map[string]*codec.Tensor // by tensor name and codec
+	step    int
+	ch      chan trainer.Snapshot
+	calls   []string
+
+	// Diverge makes snapshots from this step on report the runs as not
+	// bit-identical (0: never).
+	Diverge int
+	// SetErr and DetailErr, when set, are returned by SetClassCodec and Detail.
+	SetErr, DetailErr error
+}
+
+// New returns a source training ts, every class starting on CLEAN/gaussian.
+func New(ts []Tensor) *Source {
+	s := &Source{
+		tensors: ts,
+		codecs:  map[trainer.TensorClass]trainer.ClassCodec{},
+		encoded: map[string]*codec.Tensor{},
+		ch:      make(chan trainer.Snapshot, 1),
+	}
+	for _, t := range ts {
+		s.codecs[t.Class] = trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	}
+	return s
+}
+
+// Calls returns the calls made so far, oldest first.
+func (s *Source) Calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+func (s *Source) record(c string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, c)
+	s.mu.Unlock()
+}
+
+// Snapshots returns the coalescing channel Emit sends on.
+func (s *Source) Snapshots() <-chan trainer.Snapshot { return s.ch }
+
+// Pause records the call.
+func (s *Source) Pause() { s.record("Pause") }
+
+// Resume records the call.
+func (s *Source) Resume() { s.record("Resume") }
+
+// StepOnce records the call and emits the next snapshot.
+func (s *Source) StepOnce() {
+	s.record("StepOnce")
+	s.Emit()
+}
+
+// Stop records the call.
+func (s *Source) Stop() { s.record("Stop") }
+
+// SetClassCodec records the call and, unless SetErr is set, uses cc for
+// class c from the next snapshot on.
+func (s *Source) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) error {
+	s.record(fmt.Sprintf("SetClassCodec %s %s/%s", c, cc.Preset, cc.Dist))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.SetErr != nil {
+		return s.SetErr
+	}
+	s.codecs[c] = cc
+	return nil
+}
+
+// ClassCodec returns class c's codec.
+func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.codecs[c]
+}
+
+// Detail returns the first block of tensor name under its class's codec.
+func (s *Source) Detail(name string) (trainer.TensorDetail, error) {
+	s.record("Detail " + name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.DetailErr != nil {
+		return trainer.TensorDetail{}, s.DetailErr
+	}
+	for _, t := range s.tensors {
+		if t.Name != name {
+			continue
+		}
+		enc, err := s.encode(t)
+		if err != nil {
+			return trainer.TensorDetail{}, err
+		}
+		n := min(len(t.Values), enc.Layout.BlockSize)
+		return trainer.TensorDetail{Name: t.Name, Class: t.Class, Values: t.Values[:n], Codebook: enc.Codebook, Layout: enc.Layout}, nil
+	}
+	return trainer.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
+}
+
+// encode returns t encoded under its class's codec (cached); s.mu held.
+func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
+	cc := s.codecs[t.Class]
+	k := fmt.Sprintf("%s|%s|%s", t.Name, cc.Preset, cc.Dist)
+	if e, ok := s.encoded[k]; ok {
+		return e, nil
+	}
+	e, err := codec.Encode(t.Values, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	if err != nil {
+		return nil, fmt.Errorf("fake: encoding %s: %w", t.Name, err)
+	}
+	s.encoded[k] = e
+	return e, nil
+}
+
+// Emit builds the next step's snapshot and sends it, replacing one the
+// reader has not taken yet (the coalescing a trainer does).
+func (s *Source) Emit() trainer.Snapshot {
+	s.mu.Lock()
+	s.step++
+	snap, err := s.build(s.step)
+	s.mu.Unlock()
+	if err != nil {
+		snap.Err = err.Error()
+	}
+	for {
+		select {
+		case s.ch <- snap:
+			return snap
+		default:
+			select {
+			case <-s.ch:
+			default:
+			}
+		}
+	}
+}
+
+// Close closes the snapshot channel.
+func (s *Source) Close() { close(s.ch) }
+
+// build makes the snapshot of step; s.mu held. Every figure is a function
+// of the step and the tensors' encodings.
+func (s *Source) build(step int) (trainer.Snapshot, error) {
+	snap := trainer.Snapshot{
+		Step: step, Time: Start.Add(time.Duration(step) * StepTime),
+		Backend: "cpu", Model: "tiny", Optimizer: "adamw",
+		StepTimeLCT: 3400 * time.Microsecond, StepTimeShadow: 2900 * time.Microsecond, CodecTime: 450 * time.Microsecond,
+		EncodeGBps: 1.25, DecodeGBps: 2.5, PoolBudget: 256 << 10,
+		BitIdentical:   s.Diverge == 0 || step < s.Diverge,
+		WeightsChecked: step - step%10,
+	}
+	loss := float32(3 + 2/(1+0.05*float64(step)))
+	snap.LossLCT, snap.LossShadow = loss, loss
+	if !snap.BitIdentical {
+		snap.LossShadow = loss + 0.001
+	}
+	lct := trainer.Memory{Live: map[trainer.Category]int64{}, Peak: map[trainer.Category]int64{}}
+	shadow := trainer.Memory{Live: map[trainer.Category]int64{}, Peak: map[trainer.Category]int64{}}
+	catOf := map[trainer.TensorClass]trainer.Category{
+		trainer.ClassWeight: trainer.Weights, trainer.ClassMomentum: trainer.OptimizerState,
+		trainer.ClassAdamM: trainer.OptimizerState, trainer.ClassAdamV: trainer.OptimizerState,
+		trainer.ClassActivation: trainer.Activations,
+	}
+	for _, t := range s.tensors {
+		enc, err := s.encode(t)
+		if err != nil {
+			return snap, err
+		}
+		st := enc.Stats
+		cc := s.codecs[t.Class]
+		snap.Tensors = append(snap.Tensors, trainer.TensorStats{
+			Name: t.Name, Class: t.Class, Elements: st.N, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
+			Ratio: st.Ratio, StoredBytes: st.StoredBytes, AllocatedBits: st.AllocatedBits, UsedBits: st.UsedBits,
+			Entropy: st.Entropy, ExpectedBits: st.ExpectedBits, EscapeRate: st.EscapeRate, OverflowRate: st.OverflowRate,
+			SpillStreamRate: st.SpillStreamRate, Histogram: st.Histogram, CodeLengths: enc.Codebook.Lengths,
+			EscapeLength: enc.Codebook.EscLen,
+		})
+		c := catOf[t.Class]
+		lct.Live[c] += int64(st.StoredBytes)
+		shadow.Live[c] += 2 * int64(st.N)
+		snap.PoolBytes += int64(len(enc.Overflow))
+	}
+	// Gradients are kept dense in both runs; the codec needs scratch.
+	var weights int64
+	for _, t := range s.tensors {
+		if t.Class == trainer.ClassWeight {
+			weights += 2 * int64(len(t.Values))
+		}
+	}
+	lct.Live[trainer.Gradients], shadow.Live[trainer.Gradients] = weights, weights
+	lct.Live[trainer.CodecScratch] = 16 << 10
+	lct.Live[trainer.OverflowPool] = snap.PoolBudget
+	for _, c := range trainer.Categories {
+		lct.Peak[c], shadow.Peak[c] = lct.Live[c], shadow.Live[c]
+		lct.LiveTotal += lct.Live[c]
+		shadow.LiveTotal += shadow.Live[c]
+	}
+	lct.PeakTotal, shadow.PeakTotal = lct.LiveTotal, shadow.LiveTotal
+	snap.MemLCT, snap.MemShadow = lct, shadow
+	snap.PeakBytesLCT, snap.PeakBytesShadow = lct.PeakTotal, shadow.PeakTotal
+	return snap, nil
+}
+
+// BF16 rounds f to the nearest BF16 (ties to even), NaN kept a NaN.
+func BF16(f float32) uint16 {
+	b := math.Float32bits(f)
+	if f != f {
+		return uint16(b>>16) | 0x40
+	}
+	b += 0x7FFF + (b>>16)&1
+	return uint16(b >> 16)
+}
+
+// Tensors returns a fixed, varied set: weights, Adam moments, a LayerNorm
+// gain and a ReLU activation, drawn from a seeded generator so every run
+// gets the same values.
+func Tensors() []Tensor {
+	r := rand.New(rand.NewPCG(1, 2))
+	gen := func(n int, f func() float64) []uint16 {
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = BF16(float32(f()))
+		}
+		return v
+	}
+	return []Tensor{
+		{Name: "wte", Class: trainer.ClassWeight, Values: gen(65536, func() float64 { return 0.02 * r.NormFloat64() })},
+		{Name: "h0.attn.qkv.w", Class: trainer.ClassWeight, Values: gen(49152, func() float64 { return 0.03 * r.NormFloat64() })},
+		{Name: "h0.ln1.g", Class: trainer.ClassWeight, Values: gen(256, func() float64 { return 1 + 0.01*r.NormFloat64() })},
+		{Name: "h0.attn.qkv.w.m", Class: trainer.ClassAdamM, Values: gen(49152, func() float64 { return 1e-4 * r.NormFloat64() * r.ExpFloat64() })},
+		{Name: "h0.attn.qkv.w.v", Class: trainer.ClassAdamV, Values: gen(49152, func() float64 {
+			g := 1e-3 * r.NormFloat64() * math.Exp(2*r.NormFloat64())
+			return g * g
+		})},
+		{Name: "h0.mlp.act", Class: trainer.ClassActivation, Values: gen(65536, func() float64 { return math.Max(0, r.NormFloat64()) })},
+	}
+}

@@ -1,0 +1,211 @@
+// Package histogram draws a tensor's 256-bin exponent histogram as bars,
+// with the codebook's code length under each exponent and the escaped
+// exponents marked, beside the entropy and the bits actually used.
+package histogram
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"lcttop/trainer"
+	"lcttop/ui/box"
+	"lcttop/ui/format"
+	"lcttop/ui/styles"
+)
+
+// eighths are the bar glyphs from 1/8 to 8/8 of a cell.
+var eighths = []rune(" ▁▂▃▄▅▆▇█")
+
+const gutter = 5 // left label column
+
+// span returns the range of exponents worth drawing: every exponent that
+// occurs or has a code.
+func span(t trainer.TensorStats) (lo, hi int, ok bool) {
+	lo, hi = 256, -1
+	for e := 0; e < 256; e++ {
+		if t.Histogram[e] > 0 || t.CodeLengths[e] > 0 {
+			lo, hi = min(lo, e), max(hi, e)
+		}
+	}
+	return lo, hi, hi >= 0
+}
+
+// bin is one drawn column: a run of k neighbouring exponents.
+type bin struct {
+	first, last int
+	count       uint64
+	codeLen     uint8 // shortest code in the run; 0 when all are escaped
+	escaped     bool  // every exponent of the run is escaped
+}
+
+func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
+	k := (hi - lo + cols) / cols // ceil((hi-lo+1)/cols)
+	k = max(k, 1)
+	var out []bin
+	for e := lo; e <= hi; e += k {
+		b := bin{first: e, last: min(e+k-1, hi), escaped: true}
+		for x := b.first; x <= b.last; x++ {
+			b.count += t.Histogram[x]
+			if l := t.CodeLengths[x]; l > 0 {
+				b.escaped = false
+				if b.codeLen == 0 || l < b.codeLen {
+					b.codeLen = l
+				}
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// View draws the panel for tensor t in w columns and h lines.
+func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
+	if h <= 0 {
+		return ""
+	}
+	if !ok {
+		return box.Fit(box.Title(st.PanelTitle, st.Separator, "Exponents", "", w)+"\n"+st.Dim.Render("  no tensor selected"), w, h)
+	}
+	var lines []string
+	lines = append(lines, box.Title(st.PanelTitle, st.Separator, "Exponents · "+t.Name, t.Preset+"/"+t.Distribution+" · log scale", w))
+	lo, hi, any := span(t)
+	if !any {
+		lines = append(lines, st.Dim.Render("  empty histogram"))
+		return box.Fit(strings.Join(lines, "\n"), w, h)
+	}
+	stats := statLines(st, t, w)
+	barRows := h - 1 - 2 - len(stats) // title, len row, axis row, stats
+	if barRows < 1 {
+		stats = stats[:0]
+		barRows = max(h-3, 1)
+	}
+	plotW := max(w-gutter, 8)
+	bs := bins(t, lo, hi, plotW)
+	k := bs[0].last - bs[0].first + 1
+	// Few exponents: widen each to up to 3 columns (a bar of 2 and a gap)
+	// so a narrow histogram does not huddle in a corner.
+	cw := min(max(plotW/len(bs), 1), 3)
+	cell := func(s string, gap string) string {
+		if cw == 1 {
+			return s
+		}
+		return strings.Repeat(s, cw-1) + gap
+	}
+
+	var peak uint64
+	for _, b := range bs {
+		peak = max(peak, b.count)
+	}
+	var total uint64
+	for _, c := range t.Histogram {
+		total += c
+	}
+	// Log scale: the escaped tails hold few values, and a linear scale would
+	// hide exactly the exponents the escape code exists for.
+	heights := make([]float64, len(bs))
+	for i, b := range bs {
+		if b.count > 0 {
+			heights[i] = math.Log1p(float64(b.count)) / math.Log1p(float64(peak)) * float64(barRows*8)
+			heights[i] = max(heights[i], 1)
+		}
+	}
+	for r := barRows - 1; r >= 0; r-- {
+		label := ""
+		if r == barRows-1 && total > 0 {
+			label = format.Percent(float64(peak) / float64(total))
+		}
+		var row strings.Builder
+		row.WriteString(st.Dim.Render(fmt.Sprintf("%*s ", gutter-1, label)))
+		for i, b := range bs {
+			fill := heights[i] - float64(r*8)
+			g := ' '
+			switch {
+			case fill >= 8:
+				g = eighths[8]
+			case fill > 0:
+				g = eighths[int(math.Ceil(fill))]
+			}
+			s := cell(string(g), " ")
+			if b.escaped {
+				s = st.BarEscaped.Render(s)
+			} else {
+				s = st.Bar.Render(s)
+			}
+			row.WriteString(s)
+		}
+		lines = append(lines, row.String())
+	}
+
+	// Code lengths: a digit per coded exponent, ░ where the exponent is
+	// escaped (ESC + 8-bit literal).
+	var lens strings.Builder
+	lens.WriteString(st.Dim.Render(fmt.Sprintf("%-*s", gutter, "len")))
+	for _, b := range bs {
+		if b.escaped {
+			lens.WriteString(st.BarEscaped.Render(cell("░", "░")))
+		} else {
+			lens.WriteString(st.Value.Render(fmt.Sprintf("%-*d", cw, b.codeLen)))
+		}
+	}
+	lines = append(lines, lens.String())
+	lines = append(lines, st.Dim.Render(axis(bs, k, cw)))
+	lines = append(lines, stats...)
+	return box.Fit(strings.Join(lines, "\n"), w, h)
+}
+
+// axis labels exponents under the bars: the first, 127 (values in [1,2))
+// when in range, and round numbers where they fit.
+func axis(bs []bin, k, cw int) string {
+	row := []rune(fmt.Sprintf("%-*s", gutter, "exp") + strings.Repeat(" ", len(bs)*cw))
+	put := func(col int, s string) bool {
+		at := gutter + col*cw
+		if at+len(s) > len(row) {
+			at = len(row) - len(s)
+		}
+		for i := at - 1; i < at+len(s)+1 && i < len(row); i++ {
+			if i >= gutter && row[i] != ' ' {
+				return false
+			}
+		}
+		copy(row[at:], []rune(s))
+		return true
+	}
+	put(0, fmt.Sprint(bs[0].first))
+	for i, b := range bs {
+		if b.first <= 127 && 127 <= b.last {
+			put(i, "127")
+		}
+	}
+	put(len(bs)-1, fmt.Sprint(bs[len(bs)-1].last))
+	for i, b := range bs {
+		if step := 10 * k; b.first%step < k {
+			put(i, fmt.Sprint(b.first-b.first%step))
+		}
+	}
+	return string(row)
+}
+
+func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
+	l, v := st.Label.Render, st.Value.Render
+	coded, minLen, maxLen := 0, 9, 0
+	for _, c := range t.CodeLengths {
+		if c > 0 {
+			coded++
+			minLen, maxLen = min(minLen, int(c)), max(maxLen, int(c))
+		}
+	}
+	a := l("entropy ") + v(fmt.Sprintf("%.3f", t.Entropy)) + l(" · expected ") + v(fmt.Sprintf("%.3f", t.ExpectedBits)) +
+		l(" · used ") + v(fmt.Sprintf("%.3f", t.UsedBits)) + l(" · allocated ") + v(fmt.Sprintf("%.3f", t.AllocatedBits)) + l(" bits/exp")
+	codes := fmt.Sprintf("%d exps coded", coded)
+	if coded > 0 {
+		codes += fmt.Sprintf(" (%d–%d bits)", minLen, maxLen)
+	}
+	b := l(codes+" · ") + st.BarEscaped.Render("░") + l(" escaped (ESC ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" bits): ") +
+		v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
+	if w < 60 {
+		a = l("H ") + v(fmt.Sprintf("%.2f", t.Entropy)) + l(" used ") + v(fmt.Sprintf("%.2f", t.UsedBits)) + l(" alloc ") + v(fmt.Sprintf("%.2f", t.AllocatedBits))
+		b = l("esc ") + v(format.Percent(t.EscapeRate)) + l(" ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
+	}
+	return []string{a, b}
+}

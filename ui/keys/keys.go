@@ -1,0 +1,110 @@
+// Package keys is the UI's KeyMap: every binding, its help text, and the
+// grouping the short and full help show.
+package keys
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap lists the bindings. The root model matches keys against these, and
+// the help view prints them, so what help says is what a key does.
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+
+	CycleDist, CyclePreset key.Binding
+
+	Pause, Step key.Binding
+
+	Sort, Reverse, Filter key.Binding
+
+	NextView, PrevView, Teach key.Binding
+
+	ToggleTable, ToggleHistogram, ToggleMemory, ToggleCodec, ToggleCharts key.Binding
+
+	WindowShorter, WindowLonger key.Binding
+
+	// Teaching view only.
+	PrevValue, NextValue, PrevPosition, NextPosition, NextEscaped, NextSpilled, Reload key.Binding
+
+	Export, Help, Quit key.Binding
+
+	// While typing a filter.
+	FilterApply, FilterClear key.Binding
+}
+
+// Default returns the bindings described in docs/ui.md.
+func Default() KeyMap {
+	b := func(help, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return KeyMap{
+		Up:       b("↑/k", "select previous tensor", "up", "k"),
+		Down:     b("↓/j", "select next tensor", "down", "j"),
+		PageUp:   b("pgup", "page up", "pgup"),
+		PageDown: b("pgdn", "page down", "pgdown"),
+		Top:      b("home/g", "first tensor", "home", "g"),
+		Bottom:   b("end/G", "last tensor", "end", "G"),
+
+		CycleDist:   b("d", "next distribution for the tensor's class", "d"),
+		CyclePreset: b("p", "next preset for the tensor's class", "p"),
+
+		Pause: b("space", "pause / resume training", " ", "space"),
+		Step:  b("n", "one step (while paused)", "n"),
+
+		Sort:    b("s", "sort by next column", "s"),
+		Reverse: b("S", "reverse sort order", "S"),
+		Filter:  b("/", "filter tensors by name or class", "/"),
+
+		NextView: b("tab", "next view", "tab"),
+		PrevView: b("shift+tab", "previous view", "shift+tab"),
+		Teach:    b("t", "teaching view", "t"),
+
+		ToggleTable:     b("1", "show/hide tensor table", "1"),
+		ToggleHistogram: b("2", "show/hide histogram", "2"),
+		ToggleMemory:    b("3", "show/hide memory", "3"),
+		ToggleCodec:     b("4", "show/hide codec panel", "4"),
+		ToggleCharts:    b("5", "show/hide history charts", "5"),
+
+		WindowShorter: b("[", "shorter chart window", "["),
+		WindowLonger:  b("]", "longer chart window", "]"),
+
+		PrevValue:    b("←/h", "previous value (teaching)", "left", "h"),
+		NextValue:    b("→/l", "next value (teaching)", "right", "l"),
+		PrevPosition: b(",", "same stream, previous position", ","),
+		NextPosition: b(".", "same stream, next position", "."),
+		NextEscaped:  b("x", "next escaped value", "x"),
+		NextSpilled:  b("o", "next spilled value", "o"),
+		Reload:       b("r", "reload the block from the trainer", "r"),
+
+		Export: b("e", "export snapshot (JSON + CSV)", "e"),
+		Help:   b("?", "help", "?"),
+		Quit:   b("q", "quit", "q", "ctrl+c"),
+
+		FilterApply: b("enter", "apply filter", "enter"),
+		FilterClear: b("esc", "clear filter", "esc"),
+	}
+}
+
+// ShortHelp is the one-line help in the footer, with terse descriptions.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{
+		short(k.Up, "↑↓", "select"), short(k.CycleDist, "d", "distribution"), short(k.CyclePreset, "p", "preset"),
+		short(k.Pause, "space", "pause"), short(k.Step, "n", "step"), short(k.Sort, "s", "sort"),
+		short(k.Filter, "/", "filter"), short(k.NextView, "tab", "view"), short(k.Export, "e", "export"),
+		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+	}
+}
+
+// short is b with a terser help text.
+func short(b key.Binding, keyText, desc string) key.Binding {
+	b.SetHelp(keyText, desc)
+	return b
+}
+
+// FullHelp is the help screen, one column per group.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Sort, k.Reverse, k.Filter},
+		{k.CycleDist, k.CyclePreset, k.Pause, k.Step, k.Export, k.WindowShorter, k.WindowLonger, k.Help, k.Quit},
+		{k.NextView, k.PrevView, k.Teach, k.ToggleTable, k.ToggleHistogram, k.ToggleMemory, k.ToggleCodec, k.ToggleCharts},
+		{k.PrevValue, k.NextValue, k.PrevPosition, k.NextPosition, k.NextEscaped, k.NextSpilled, k.Reload},
+	}
+}

@@ -1,0 +1,278 @@
+package teach
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"lcttop/codec"
+	"lcttop/ui/box"
+	"lcttop/ui/format"
+	"lcttop/ui/styles"
+)
+
+var eighths = []rune(" ▁▂▃▄▅▆▇█")
+
+func bits(v uint32, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%0*b", n, v)
+}
+
+// View draws the teaching view for element i of a in w columns, h lines.
+// loadErr, when set, is shown instead (the trainer could not give a block).
+func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string {
+	if h <= 0 {
+		return ""
+	}
+	hints := "←→ value  , . stream  x escaped  o spilled  r reload"
+	if w < 100 {
+		hints = "←→ , . x o r"
+	}
+	title := box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", hints, w)
+	switch {
+	case loadErr != nil:
+		return box.Fit(title+"\n"+st.Error.Render("  "+loadErr.Error()), w, h)
+	case a == nil:
+		return box.Fit(title+"\n"+st.Dim.Render("  loading the selected tensor's first block…"), w, h)
+	}
+	i = min(max(i, 0), a.N-1)
+	v := a.Value(i)
+	d := a.Detail
+	l, val, hi := st.Label.Render, st.Value.Render, st.Highlight.Render
+	cb := d.Codebook
+
+	lines := []string{title}
+	shift := ""
+	if cb.Dist != codec.Empirical {
+		shift = fmt.Sprintf(" shift %+d", cb.Shift)
+	}
+	lines = append(lines, val(d.Name)+l(" ("+string(d.Class)+") · value ")+hi(fmt.Sprint(i))+
+		l(fmt.Sprintf(" of %d in block 0 · ", a.N))+val(cb.Dist.String()+shift)+
+		l(" · ")+val(fmt.Sprintf("%s, %d B/stream", d.Layout.Preset, a.StreamBytes)))
+
+	// 1. the 16 bits.
+	b := fmt.Sprintf("%016b", v.Bits)
+	lines = append(lines, st.Key.Render("1 bits   ")+val(fmt.Sprintf("0x%04X = %s", v.Bits, floatText(v.Float)))+
+		l("  =  ")+val(b[:1])+l(" │ ")+hi(b[1:9])+l(" │ ")+val(b[9:]))
+	lines = append(lines, l(strings.Repeat(" ", 9)+"sign │ exponent (8 bits) │ fraction (7 bits)"))
+
+	// 2. the split.
+	sfBits := fmt.Sprintf("%08b", v.SF)
+	lines = append(lines, st.Key.Render("2 split  ")+l("sf = sign·fraction = ")+val(sfBits[:1]+"·"+sfBits[1:])+
+		l(fmt.Sprintf(" = 0x%02X", v.SF))+l(" → stored as is, 8 bits"))
+	binade := "zero or subnormal"
+	switch {
+	case v.Exp == 255:
+		binade = "Inf or NaN"
+	case v.Exp > 0:
+		binade = fmt.Sprintf("|x| in [2^%d, 2^%d)", int(v.Exp)-127, int(v.Exp)-126)
+	}
+	lines = append(lines, l(strings.Repeat(" ", 9)+"e  = ")+hi(fmt.Sprintf("%08b", v.Exp))+
+		l(" = ")+val(fmt.Sprint(v.Exp))+l(" → "+binade+" → entropy-coded"))
+
+	// 3. the code.
+	if v.Escaped {
+		lines = append(lines, st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d has no code: escaped", v.Exp))+
+			l(" → ESC ")+hi(bits(uint32(a.Esc), v.CodeLen))+l(" + literal ")+hi(fmt.Sprintf("%08b", v.Exp))+
+			l(" = ")+val(fmt.Sprintf("%d bits", v.Len)))
+	} else {
+		lines = append(lines, st.Key.Render("3 code   ")+l(fmt.Sprintf("e=%d → ", v.Exp))+hi(bits(v.Code, v.Len))+
+			l(" = ")+val(fmt.Sprintf("%d bits", v.Len))+l(" instead of 8 (block entropy ")+
+			val(fmt.Sprintf("%.2f", entropy(a)))+l(" bits)"))
+	}
+
+	// 4. where it lands.
+	lines = append(lines, st.Key.Render("4 place  ")+l(fmt.Sprintf("stream j = %d mod 256 = ", i))+hi(fmt.Sprint(v.Stream))+
+		l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)))
+	if v.Spilled {
+		lines = append(lines, l(strings.Repeat(" ", 9))+st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream]))+
+			l(fmt.Sprintf(" → raw byte %d of the block's overflow (after %d markers)", v.SpillByte, a.SpillingStreams)))
+	} else {
+		first, last := v.StartBit, v.StartBit+v.Len-1
+		lines = append(lines, l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → stream byte %d → stream-area byte %d·256+%d = ",
+			first, last, v.Stream, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first))))
+		lines = append(lines, l(strings.Repeat(" ", 9)+"stored: ")+storedBits(st, a, v)+checkMark(st, v))
+	}
+
+	// 5. the value's stream.
+	lines = append(lines, st.Key.Render("5 stream ")+neighbours(st, a, v, w-9))
+	lines = append(lines, l(strings.Repeat(" ", 9))+val(fmt.Sprintf("%d/%d bits", a.FillBits[v.Stream], a.CapacityBits()))+
+		l(fmt.Sprintf(" used (%s), %d exponents, %d spilled", format.Percent(float64(a.FillBits[v.Stream])/float64(a.CapacityBits())),
+			a.Count[v.Stream], a.Count[v.Stream]-a.Coded[v.Stream])))
+
+	// 6. the block's streams.
+	summary := []string{l(strings.Repeat(" ", 9) + fmt.Sprintf("%d/256 streams spill %d exps → overflow %d B (%d markers + %d raw)",
+		a.SpillingStreams, a.Spilled, a.OverflowBytes(), a.SpillingStreams, a.Spilled))}
+	agree := st.Good.Render("✓ the encoder's figures agree")
+	if a.Check != nil {
+		agree = st.Error.Render("✗ " + a.Check.Error())
+	}
+	if w < 120 {
+		summary = append(summary, strings.Repeat(" ", 9)+agree)
+	} else {
+		summary[0] += "  " + agree
+	}
+	rest := h - len(lines) - 2 - len(summary)
+	rows := min(max(rest, 1), 6)
+	cols := min(max(w-9, 16), codec.Streams)
+	group := (codec.Streams + cols - 1) / cols
+	cols = (codec.Streams + group - 1) / group
+	lines = append(lines, st.Key.Render("6 block  ")+l(fmt.Sprintf("stream fill vs %d-bit capacity (column = %d stream%s, fullest)",
+		a.CapacityBits(), group, plural(group))))
+	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, w)...)
+	lines = append(lines, summary...)
+	return box.Fit(strings.Join(lines, "\n"), w, h)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func floatText(f float32) string {
+	switch {
+	case math.IsNaN(float64(f)):
+		return "NaN"
+	case math.IsInf(float64(f), 0):
+		return fmt.Sprint(f)
+	}
+	return fmt.Sprintf("%.6g", f)
+}
+
+func entropy(a *Analysis) float64 {
+	h := codec.FullHistogram(a.Detail.Values)
+	return h.Entropy()
+}
+
+// storedBits shows the stream bytes that hold the code, read back from the
+// encoded block, with the code's bits bracketed (and highlighted).
+func storedBits(st styles.Styles, a *Analysis, v Value) string {
+	firstByte, lastByte := v.StartBit/8, (v.StartBit+v.Len-1)/8
+	var s strings.Builder
+	for k := firstByte; k <= lastByte; k++ {
+		byteVal := a.Encoded.Streams[k*codec.Streams+v.Stream]
+		for bit := 0; bit < 8; bit++ {
+			pos := k*8 + bit
+			c := string('0' + rune(byteVal>>(7-bit)&1))
+			if pos == v.StartBit {
+				s.WriteString(st.Highlight.Render("["))
+			}
+			if pos >= v.StartBit && pos < v.StartBit+v.Len {
+				s.WriteString(st.Highlight.Render(c))
+			} else {
+				s.WriteString(st.Dim.Render(c))
+			}
+			if pos == v.StartBit+v.Len-1 {
+				s.WriteString(st.Highlight.Render("]"))
+			}
+		}
+		if k < lastByte {
+			s.WriteString(" ")
+		}
+	}
+	return s.String()
+}
+
+func checkMark(st styles.Styles, v Value) string {
+	if v.StoredCode == v.Code {
+		return st.Good.Render("  ✓ read back from the encoded block")
+	}
+	return st.Error.Render(fmt.Sprintf("  ✗ read back %0*b", v.Len, v.StoredCode))
+}
+
+// neighbours lists the codes around the value in its stream.
+func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
+	var parts []string
+	total := 0
+	lo := max(v.Position-2, 0)
+	for p := lo; ; p++ {
+		i := p*codec.Streams + v.Stream
+		if i >= a.N {
+			break
+		}
+		o := a.Value(i)
+		code := bits(o.Code, o.Len)
+		if o.Spilled {
+			code = "spill"
+		}
+		s := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)
+		if p == v.Position {
+			s = st.Highlight.Render("[" + s + "]")
+		} else {
+			s = st.Dim.Render(s)
+		}
+		if total+len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code))+3 > w-4 && p > v.Position {
+			parts = append(parts, st.Dim.Render("…"))
+			break
+		}
+		total += len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)) + 3
+		parts = append(parts, s)
+	}
+	prefix := ""
+	if lo > 0 {
+		prefix = st.Dim.Render("… ")
+	}
+	return prefix + strings.Join(parts, st.Dim.Render(" · "))
+}
+
+// fillChart draws the streams' fill as bars, a marker row under them.
+func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows, width int) []string {
+	capBits := float64(a.CapacityBits())
+	fill := make([]float64, cols)
+	spill := make([]bool, cols)
+	for j := 0; j < codec.Streams; j++ {
+		c := j / group
+		fill[c] = math.Max(fill[c], float64(a.FillBits[j])/capBits)
+		if a.Count[j] > a.Coded[j] {
+			spill[c] = true
+		}
+	}
+	var out []string
+	for r := rows - 1; r >= 0; r-- {
+		var b strings.Builder
+		lab := ""
+		switch r {
+		case rows - 1:
+			lab = "100%"
+		case 0:
+			lab = "0%"
+		}
+		b.WriteString(st.Dim.Render(fmt.Sprintf("%8s ", lab)))
+		for c := 0; c < cols; c++ {
+			f := fill[c]*float64(rows*8) - float64(r*8)
+			g := ' '
+			switch {
+			case f >= 8:
+				g = eighths[8]
+			case f > 0:
+				g = eighths[int(math.Ceil(f))]
+			}
+			s := st.Bar
+			if spill[c] {
+				s = st.BarEscaped
+			}
+			b.WriteString(s.Render(string(g)))
+		}
+		out = append(out, b.String())
+	}
+	var m strings.Builder
+	m.WriteString(st.Dim.Render(fmt.Sprintf("%8s ", "streams")))
+	for c := 0; c < cols; c++ {
+		switch {
+		case stream/group == c:
+			m.WriteString(st.Highlight.Render("▲"))
+		case spill[c]:
+			m.WriteString(st.Warn.Render("!"))
+		default:
+			m.WriteString(st.Dim.Render("·"))
+		}
+	}
+	if legend := " ▲ this value's  ! spills"; 9+cols+len([]rune(legend)) <= width {
+		m.WriteString(st.Dim.Render(legend))
+	}
+	return append(out, m.String())
+}

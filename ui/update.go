@@ -1,0 +1,394 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+	"lcttop/ui/charts"
+	"lcttop/ui/codecpanel"
+	"lcttop/ui/header"
+	"lcttop/ui/msgs"
+)
+
+// errNoTrainer answers keys that need a trainer when there is none.
+var errNoTrainer = errors.New("no trainer is running")
+
+// Update handles one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = max(msg.Width, 20), max(msg.Height, 8)
+		m.relayout()
+		return m, nil
+	case tea.KeyMsg:
+		return m.key(msg)
+	case msgs.Snapshot:
+		return m.applySnapshot(msg.Snapshot)
+	case msgs.SnapshotsClosed:
+		m.closed = true
+		if m.state == header.Running || m.state == header.Waiting {
+			m.state = header.Finished
+		}
+		return m, nil
+	case msgs.TrainerDone:
+		if msg.Err != nil {
+			m.state = header.Failed
+			m.errs["trainer"] = msg.Err
+		} else if m.state != header.Failed {
+			m.state = header.Finished
+		}
+		m.relayout()
+		return m, nil
+	case msgs.DeviceStatus:
+		d := msg.Device
+		m.device = &d
+		return m, nil
+	case msgs.Error:
+		if msg.Err == nil {
+			delete(m.errs, msg.Source)
+		} else {
+			m.errs[msg.Source] = msg.Err
+		}
+		m.relayout()
+		return m, nil
+	case msgs.Exported:
+		if msg.Err != nil {
+			m.errs["export"] = msg.Err
+			m.relayout()
+			return m, nil
+		}
+		delete(m.errs, "export")
+		m.relayout()
+		m.status = "exported " + msg.JSONPath + " and " + msg.CSVPath
+		return m, nil
+	case msgs.CodecSet:
+		if msg.Err != nil {
+			delete(m.pending, msg.Class)
+			m.errs["codec"] = fmt.Errorf("%s → %s/%s: %w", msg.Class, msg.Codec.Preset, msg.Codec.Dist, msg.Err)
+		} else {
+			delete(m.errs, "codec")
+		}
+		m.relayout()
+		return m, nil
+	case detailLoaded:
+		if msg.seq != m.teachSeq {
+			return m, nil // the user moved on
+		}
+		m.analysis, m.teachErr = msg.analysis, msg.err
+		if m.analysis != nil {
+			m.teachIndex = min(m.teachIndex, m.analysis.N-1)
+		}
+		return m, nil
+	}
+	if m.filtering {
+		var cmd tea.Cmd
+		m.filter, cmd = m.filter.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m Model) applySnapshot(s trainer.Snapshot) (tea.Model, tea.Cmd) {
+	m.snap = &s
+	if m.state == header.Waiting {
+		m.state = header.Running
+	}
+	if s.Err != "" {
+		m.state = header.Failed
+		m.errs["trainer"] = errors.New(s.Err)
+	}
+	m.history.Add(charts.Sample{
+		Time: s.Time, Step: s.Step,
+		LossLCT: float64(s.LossLCT), LossShadow: float64(s.LossShadow),
+		MemLCT: float64(peak(s.PeakBytesLCT, s.MemLCT)), MemShadow: float64(peak(s.PeakBytesShadow, s.MemShadow)),
+		Ratio: codecpanel.Ratio(s.Tensors),
+	})
+	m.table.SetRows(s.Tensors)
+	m.clearSeenPending(s.Tensors)
+	cmds := []tea.Cmd{m.maybeLoadDetail(false)}
+	if m.src != nil && !m.closed {
+		cmds = append(cmds, waitSnapshot(m.src.Snapshots(), m.opt.Refresh))
+	}
+	m.relayout()
+	return m, tea.Batch(cmds...)
+}
+
+func peak(p int64, mem trainer.Memory) int64 {
+	if p > 0 {
+		return p
+	}
+	return mem.PeakTotal
+}
+
+// clearSeenPending drops requested codecs that every tensor of their class
+// now reports.
+func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
+	for c, cc := range m.pending {
+		seen, all := false, true
+		for _, t := range ts {
+			if t.Class != c {
+				continue
+			}
+			seen = true
+			if t.Preset != cc.Preset.String() || t.Distribution != cc.Dist.String() {
+				all = false
+			}
+		}
+		if seen && all {
+			delete(m.pending, c)
+		}
+	}
+}
+
+func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	if m.filtering {
+		switch {
+		case key.Matches(msg, k.FilterApply):
+			m.filtering = false
+			m.filter.Blur()
+		case key.Matches(msg, k.FilterClear):
+			m.filtering = false
+			m.filter.Blur()
+			m.filter.SetValue("")
+			m.table.SetFilter("")
+		default:
+			var cmd tea.Cmd
+			m.filter, cmd = m.filter.Update(msg)
+			m.table.SetFilter(m.filter.Value())
+			return m, cmd
+		}
+		return m, nil
+	}
+	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
+		m.showHelp = false
+		return m, nil
+	}
+	if msg.Type == tea.KeyEsc && m.table.Filter != "" {
+		m.filter.SetValue("")
+		m.table.SetFilter("")
+		return m, nil
+	}
+	m.status = ""
+	switch {
+	case key.Matches(msg, k.Quit):
+		if m.src != nil {
+			m.src.Stop()
+		}
+		return m, tea.Quit
+	case key.Matches(msg, k.Help):
+		m.showHelp = true
+	case key.Matches(msg, k.Up):
+		m.table.Move(-1)
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.Down):
+		m.table.Move(1)
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.PageUp):
+		m.table.Page(-1)
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.PageDown):
+		m.table.Page(1)
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.Top):
+		m.table.Top()
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.Bottom):
+		m.table.Bottom()
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.CycleDist):
+		return m.cycleCodec(true)
+	case key.Matches(msg, k.CyclePreset):
+		return m.cycleCodec(false)
+	case key.Matches(msg, k.Pause):
+		return m.togglePause()
+	case key.Matches(msg, k.Step):
+		switch {
+		case m.src == nil:
+			m.errs["trainer"] = errNoTrainer
+		case m.state != header.Paused:
+			m.status = "n steps once while paused: press space to pause first"
+		default:
+			m.src.StepOnce()
+			m.status = "stepping once"
+		}
+	case key.Matches(msg, k.Sort):
+		m.table.CycleSort()
+	case key.Matches(msg, k.Reverse):
+		m.table.Reverse()
+	case key.Matches(msg, k.Filter):
+		m.filtering = true
+		m.filter.SetValue(m.table.Filter)
+		m.filter.CursorEnd()
+		return m, m.filter.Focus()
+	case key.Matches(msg, k.NextView):
+		m.view = (m.view + 1) % numViews
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.PrevView):
+		m.view = (m.view + numViews - 1) % numViews
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.Teach):
+		m.view = Teaching
+		return m, m.maybeLoadDetail(false)
+	case key.Matches(msg, k.ToggleTable):
+		m.toggle(PanelTable)
+	case key.Matches(msg, k.ToggleHistogram):
+		m.toggle(PanelHistogram)
+	case key.Matches(msg, k.ToggleMemory):
+		m.toggle(PanelMemory)
+	case key.Matches(msg, k.ToggleCodec):
+		m.toggle(PanelCodec)
+	case key.Matches(msg, k.ToggleCharts):
+		m.toggle(PanelCharts)
+	case key.Matches(msg, k.WindowShorter):
+		m.window = max(m.window-1, 0)
+	case key.Matches(msg, k.WindowLonger):
+		m.window = min(m.window+1, len(charts.Windows)-1)
+	case key.Matches(msg, k.Export):
+		if m.snap == nil {
+			m.status = "nothing to export yet: no snapshot"
+			return m, nil
+		}
+		m.status = "exporting…"
+		return m, exportSnapshot(m.opt.ExportDir, *m.snap)
+	case m.view == Teaching:
+		return m.teachKey(msg)
+	}
+	return m, nil
+}
+
+func (m *Model) toggle(p Panel) {
+	m.hidden[p] = !m.hidden[p]
+	verb := "shown"
+	if m.hidden[p] {
+		verb = "hidden"
+	}
+	m.status = fmt.Sprintf("%s %s (key %d)", p, verb, int(p)+1)
+	m.relayout()
+}
+
+func (m Model) togglePause() (tea.Model, tea.Cmd) {
+	switch {
+	case m.src == nil:
+		m.errs["trainer"] = errNoTrainer
+		m.relayout()
+	case m.state == header.Paused:
+		m.src.Resume()
+		m.state = header.Running
+	case m.state == header.Running || m.state == header.Waiting:
+		m.src.Pause()
+		m.state = header.Paused
+		m.status = "paused: n steps once, space resumes"
+	default:
+		m.status = "training has " + m.state.String()
+	}
+	return m, nil
+}
+
+// cycleCodec moves the selected tensor's class to its next distribution
+// (dist) or preset, building on a request still pending so that repeated
+// presses keep cycling.
+func (m Model) cycleCodec(dist bool) (tea.Model, tea.Cmd) {
+	t, ok := m.table.Selected()
+	switch {
+	case m.src == nil:
+		m.errs["trainer"] = errNoTrainer
+		m.relayout()
+		return m, nil
+	case !ok:
+		m.status = "select a tensor first"
+		return m, nil
+	}
+	cur, isPending := m.pending[t.Class]
+	if !isPending {
+		cur = m.src.ClassCodec(t.Class)
+	}
+	next := cur
+	if dist {
+		next.Dist = codec.Distributions[(indexOf(codec.Distributions, cur.Dist)+1)%len(codec.Distributions)]
+	} else {
+		next.Preset = codec.Presets[(indexOf(codec.Presets, cur.Preset)+1)%len(codec.Presets)]
+	}
+	m.pending[t.Class] = next
+	m.status = fmt.Sprintf("%s: %s/%s → %s/%s, re-encoding; the next snapshot shows it", t.Class, cur.Preset, cur.Dist, next.Preset, next.Dist)
+	return m, setClassCodec(m.src, m.setSeq, t.Class, next)
+}
+
+func indexOf[T comparable](xs []T, x T) int {
+	for i, y := range xs {
+		if y == x {
+			return i
+		}
+	}
+	return -1 // not listed: the next is the first
+}
+
+// maybeLoadDetail asks for the selected tensor's block when the teaching
+// view shows a tensor other than the one loaded, its codec changed, or
+// force is set (r).
+func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
+	if m.view != Teaching || m.src == nil {
+		return nil
+	}
+	t, ok := m.table.Selected()
+	if !ok {
+		return nil
+	}
+	stale := m.teachName != t.Name || force
+	if a := m.analysis; a != nil && !stale && a.Detail.Name == t.Name {
+		stale = a.Detail.Codebook.Dist.String() != t.Distribution || a.Detail.Layout.Preset.String() != t.Preset
+	}
+	if !stale {
+		return nil
+	}
+	if m.teachName != t.Name {
+		m.teachIndex = 0
+	}
+	m.teachName = t.Name
+	m.teachSeq++
+	m.analysis, m.teachErr = nil, nil
+	return loadDetail(m.src, m.teachSeq, t.Name)
+}
+
+func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	if key.Matches(msg, k.Reload) {
+		return m, m.maybeLoadDetail(true)
+	}
+	a := m.analysis
+	if a == nil {
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.PrevValue):
+		m.teachIndex = (m.teachIndex - 1 + a.N) % a.N
+	case key.Matches(msg, k.NextValue):
+		m.teachIndex = (m.teachIndex + 1) % a.N
+	case key.Matches(msg, k.PrevPosition):
+		if m.teachIndex >= 256 {
+			m.teachIndex -= 256
+		}
+	case key.Matches(msg, k.NextPosition):
+		if m.teachIndex+256 < a.N {
+			m.teachIndex += 256
+		}
+	case key.Matches(msg, k.NextEscaped):
+		if i := a.NextEscaped(m.teachIndex); i >= 0 {
+			m.teachIndex = i
+		} else {
+			m.status = "no escaped value in this block"
+		}
+	case key.Matches(msg, k.NextSpilled):
+		if i := a.NextSpilled(m.teachIndex); i >= 0 {
+			m.teachIndex = i
+		} else {
+			m.status = "no spilled value in this block: every stream fits"
+		}
+	}
+	return m, nil
+}

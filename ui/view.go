@@ -1,0 +1,202 @@
+package ui
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+
+	"lcttop/trainer"
+	"lcttop/ui/box"
+	"lcttop/ui/charts"
+	"lcttop/ui/codecpanel"
+	"lcttop/ui/header"
+	"lcttop/ui/helpview"
+	"lcttop/ui/histogram"
+	"lcttop/ui/memory"
+	"lcttop/ui/teach"
+)
+
+// View draws the whole screen: exactly height lines of width columns, so
+// the renderer only ever rewrites lines whose content changed.
+func (m Model) View() string {
+	w := m.width
+	parts := []string{m.headerView()}
+	for _, e := range m.Errors()[:m.errorLines()] {
+		parts = append(parts, box.Line(m.st.Error.Render("✗ "+e.Source+": ")+m.st.Error.Render(e.Err.Error()), w))
+	}
+	bw, bh := m.bodySize()
+	var body string
+	switch {
+	case m.showHelp:
+		body = helpview.View(m.st, m.keys, bw, bh)
+	case m.view == Overview:
+		body = m.overviewView()
+	case m.view == Resources:
+		body = m.resourcesView()
+	case m.view == History:
+		body = m.panel(PanelCharts, bw, bh)
+	default:
+		body = teach.View(m.st, m.analysis, m.teachIndex, m.teachError(), bw, bh)
+	}
+	parts = append(parts, box.Fit(body, bw, bh), m.statusLine(), m.footer())
+	return strings.Join(parts, "\n")
+}
+
+func (m Model) teachError() error {
+	if m.src == nil {
+		return errNoTrainer
+	}
+	if m.snap == nil && m.analysis == nil {
+		return nil
+	}
+	if _, ok := m.table.Selected(); !ok && m.snap != nil {
+		return fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)
+	}
+	return m.teachErr
+}
+
+func (m Model) headerView() string {
+	rate := 0.0
+	if m.state == header.Running {
+		rate = m.history.StepsPerSecond(m.opt.Refresh*8 + 2e9)
+	}
+	d := header.Data{Snap: m.snap, Device: m.device, State: m.state, StepsSec: rate}
+	if s := m.snap; s != nil {
+		d.Ratio = codecpanel.Ratio(s.Tensors)
+		d.Saving = memory.Saving(peak(s.PeakBytesLCT, s.MemLCT), peak(s.PeakBytesShadow, s.MemShadow))
+	}
+	return header.View(m.st, d, m.width)
+}
+
+func (m Model) panel(p Panel, w, h int) string {
+	switch p {
+	case PanelTable:
+		t := m.table
+		return t.View(m.st, w, h)
+	case PanelHistogram:
+		t, ok := m.table.Selected()
+		return histogram.View(m.st, t, ok, w, h)
+	case PanelMemory:
+		return memory.View(m.st, m.snap, m.device, w, h)
+	case PanelCodec:
+		return codecpanel.View(m.st, m.snap, m.classInfo(), w, h)
+	default:
+		return charts.View(m.st, m.history, m.Window(), m.opt.Refresh, w, h)
+	}
+}
+
+func (m Model) overviewView() string {
+	w, h := m.bodySize()
+	rows := m.overviewLayout()
+	if len(rows) == 0 {
+		return box.Fit(m.st.Dim.Render("every panel is hidden: keys 1-5 show them again"), w, h)
+	}
+	var out []string
+	for _, r := range rows {
+		parts := make([]string, len(r.panels))
+		widths := make([]int, len(r.panels))
+		for i, p := range r.panels {
+			parts[i] = m.panel(p.panel, p.w, p.h)
+			widths[i] = p.w
+		}
+		out = append(out, box.Columns(m.st.Separator.Render("│"), r.h, parts, widths))
+	}
+	return strings.Join(out, "\n")
+}
+
+// resourcesView shows memory and codec at full size: side by side when
+// wide, else one above the other.
+func (m Model) resourcesView() string {
+	w, h := m.bodySize()
+	if w >= wideWidth {
+		ws := box.SplitWidth(w, 1, 11, 9)
+		return box.Columns(m.st.Separator.Render("│"), h, []string{m.panel(PanelMemory, ws[0], h), m.panel(PanelCodec, ws[1], h)}, ws)
+	}
+	memH := min(memoryHeight, h)
+	return m.panel(PanelMemory, w, memH) + "\n" + m.panel(PanelCodec, w, h-memH)
+}
+
+// classInfo lists each class present in the snapshot with its codec and
+// any request not yet seen.
+func (m Model) classInfo() []codecpanel.ClassInfo {
+	if m.snap == nil {
+		return nil
+	}
+	seen := map[trainer.TensorClass]string{}
+	for _, t := range m.snap.Tensors {
+		if _, ok := seen[t.Class]; !ok {
+			seen[t.Class] = t.Preset + "/" + t.Distribution
+		}
+	}
+	var out []codecpanel.ClassInfo
+	for _, c := range codecpanel.Classes {
+		cc, ok := seen[c]
+		if !ok {
+			continue
+		}
+		ci := codecpanel.ClassInfo{Class: c, Codec: cc}
+		if p, ok := m.pending[c]; ok {
+			ci.Pending = p.Preset.String() + "/" + p.Dist.String()
+		}
+		out = append(out, ci)
+	}
+	// Classes the trainer has that this list does not name, in name order.
+	var extra []string
+	for c := range seen {
+		known := false
+		for _, k := range codecpanel.Classes {
+			known = known || k == c
+		}
+		if !known {
+			extra = append(extra, string(c))
+		}
+	}
+	sort.Strings(extra)
+	for _, c := range extra {
+		out = append(out, codecpanel.ClassInfo{Class: trainer.TensorClass(c), Codec: seen[trainer.TensorClass(c)]})
+	}
+	return out
+}
+
+func (m Model) statusLine() string {
+	w := m.width
+	if m.filtering {
+		return box.Line(m.filter.View(), w)
+	}
+	views := make([]string, numViews)
+	for v := View(0); v < numViews; v++ {
+		if v == m.view {
+			views[v] = m.st.Key.Render("[" + v.String() + "]")
+		} else {
+			views[v] = m.st.Dim.Render(v.String())
+		}
+	}
+	tabs := strings.Join(views, m.st.Dim.Render(" · "))
+	msg := m.status
+	if msg == "" && m.view == Overview {
+		if om := m.omitted(); len(om) > 0 {
+			names := make([]string, len(om))
+			for i, p := range om {
+				names[i] = p.String()
+			}
+			msg = "tab: " + strings.Join(names, ", ")
+		}
+	}
+	if msg == "" && m.state == header.Paused {
+		msg = "paused: n steps once, space resumes"
+	}
+	line := tabs
+	if msg != "" {
+		line += "  " + m.st.Status.Render(msg)
+	}
+	return box.Line(line, w)
+}
+
+func (m Model) footer() string {
+	h := help.New()
+	h.Styles = m.st.Help
+	h.Width = m.width
+	return box.Line(h.ShortHelpView(m.keys.ShortHelp()), m.width)
+}
