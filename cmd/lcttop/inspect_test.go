@@ -141,3 +141,14 @@ func TestInspectTable(t *testing.T) {
 		t.Errorf("no file ratio %.4f:\n%s", r.Total.Ratio, out)
 	}
 }
+
+// The README's first command: inspect on the bundled example works from a
+// fresh clone.
+func TestInspectBundledExample(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "char-gpt-weights.safetensors")
+	r := inspectJSON(t, example)
+	checkTotals(t, r, int64(len(readFile(t, example))), r.Total.StoredBytes)
+	if r.Total.LCTTensors != 3 || r.Total.RawTensors != 1 || r.Total.Ratio <= 1 {
+		t.Errorf("example: %d LCT, %d raw tensors, ratio %v", r.Total.LCTTensors, r.Total.RawTensors, r.Total.Ratio)
+	}
+}
