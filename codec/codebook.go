@@ -41,17 +41,25 @@ func FitCodebook(d Distribution, sample *Histogram) Codebook {
 // family that the lengths are its table under the stated shift; for empirical
 // a zero shift and a complete code (or, with nothing coded, escLen 1).
 func (cb *Codebook) Validate() error {
+	if err := cb.validate(); err != nil {
+		return fmt.Errorf("codec: %w", err)
+	}
+	return nil
+}
+
+// validate is Validate without the package prefix, for wrapping by callers that add their own.
+func (cb *Codebook) validate() error {
 	if !cb.Dist.valid() {
-		return fmt.Errorf("codec: codebook: distribution %d out of range 0..3", uint8(cb.Dist))
+		return fmt.Errorf("codebook: distribution %d out of range 0..3", uint8(cb.Dist))
 	}
 	if cb.EscLen < 1 || cb.EscLen > MaxCodeLen {
-		return fmt.Errorf("codec: codebook: escLen %d out of range 1..%d", cb.EscLen, MaxCodeLen)
+		return fmt.Errorf("codebook: escLen %d out of range 1..%d", cb.EscLen, MaxCodeLen)
 	}
 	kraft := 1 << (MaxCodeLen - cb.EscLen) // Kraft sum scaled by 2^8
 	coded := 0
 	for e, l := range cb.Lengths {
 		if l > MaxCodeLen {
-			return fmt.Errorf("codec: codebook: length of exponent %d is %d, above %d", e, l, MaxCodeLen)
+			return fmt.Errorf("codebook: length of exponent %d is %d, above %d", e, l, MaxCodeLen)
 		}
 		if l != 0 {
 			coded++
@@ -59,35 +67,35 @@ func (cb *Codebook) Validate() error {
 		}
 	}
 	if coded > 255 {
-		return fmt.Errorf("codec: codebook: %d exponents coded, at most 255 allowed", coded)
+		return fmt.Errorf("codebook: %d exponents coded, at most 255 allowed", coded)
 	}
 	if kraft > 1<<MaxCodeLen {
-		return fmt.Errorf("codec: codebook: Kraft sum %d/256 exceeds 1", kraft)
+		return fmt.Errorf("codebook: Kraft sum %d/256 exceeds 1", kraft)
 	}
 	if cb.Shift < -maxShift || cb.Shift > maxShift {
-		return fmt.Errorf("codec: codebook: shift %d out of range %d..%d", cb.Shift, -maxShift, maxShift)
+		return fmt.Errorf("codebook: shift %d out of range %d..%d", cb.Shift, -maxShift, maxShift)
 	}
 	if cb.Dist == Empirical {
 		if cb.Shift != 0 {
-			return fmt.Errorf("codec: codebook: empirical codebook has shift %d, want 0", cb.Shift)
+			return fmt.Errorf("codebook: empirical codebook has shift %d, want 0", cb.Shift)
 		}
 		// The optimal construction always yields a complete code (package-merge
 		// fills the Kraft sum exactly), except with nothing to code.
 		if coded == 0 && cb.EscLen != 1 {
-			return fmt.Errorf("codec: codebook: empirical codebook codes nothing but escLen is %d, want 1", cb.EscLen)
+			return fmt.Errorf("codebook: empirical codebook codes nothing but escLen is %d, want 1", cb.EscLen)
 		}
 		if coded > 0 && kraft != 1<<MaxCodeLen {
-			return fmt.Errorf("codec: codebook: empirical code is incomplete (Kraft sum %d/256, want 256/256)", kraft)
+			return fmt.Errorf("codebook: empirical code is incomplete (Kraft sum %d/256, want 256/256)", kraft)
 		}
 		return nil
 	}
 	t := family(cb.Dist)
 	if cb.EscLen != t.escLen {
-		return fmt.Errorf("codec: codebook: %s escLen %d, the family table has %d", cb.Dist, cb.EscLen, t.escLen)
+		return fmt.Errorf("codebook: %s escLen %d, the family table has %d", cb.Dist, cb.EscLen, t.escLen)
 	}
 	for e, l := range cb.Lengths {
 		if want := t.shiftedLength(e, int(cb.Shift)); l != want {
-			return fmt.Errorf("codec: codebook: %s length of exponent %d is %d, the table under shift %d gives %d",
+			return fmt.Errorf("codebook: %s length of exponent %d is %d, the table under shift %d gives %d",
 				cb.Dist, e, l, cb.Shift, want)
 		}
 	}

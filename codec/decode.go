@@ -185,10 +185,10 @@ func (t *Tensor) checkStructure() error {
 	if t.N < 0 || t.N > MaxElements {
 		return fmt.Errorf("N = %d out of range 0..%d", t.N, MaxElements)
 	}
-	if err := t.Layout.Validate(); err != nil {
+	if err := t.Layout.validate(); err != nil {
 		return err
 	}
-	if err := t.Codebook.Validate(); err != nil {
+	if err := t.Codebook.validate(); err != nil {
 		return err
 	}
 	nb := t.Layout.Blocks(t.N)

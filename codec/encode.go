@@ -59,10 +59,10 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 	if len(src) > MaxElements {
 		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
 	}
-	if err := cb.Validate(); err != nil {
+	if err := cb.validate(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
-	if err := layout.Validate(); err != nil {
+	if err := layout.validate(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
 	n := len(src)

@@ -88,22 +88,30 @@ func autoStreamBytes(cb *Codebook, h *Histogram) int {
 // Validate checks the layout against its preset: the fixed presets' exact
 // parameters, or for AUTO B = 65,536 and C in 2..512.
 func (l Layout) Validate() error {
+	if err := l.validate(); err != nil {
+		return fmt.Errorf("codec: %w", err)
+	}
+	return nil
+}
+
+// validate is Validate without the package prefix.
+func (l Layout) validate() error {
 	if !l.Preset.valid() {
-		return fmt.Errorf("codec: layout: preset %d out of range 0..3", uint8(l.Preset))
+		return fmt.Errorf("layout: preset %d out of range 0..3", uint8(l.Preset))
 	}
 	want := presetLayouts[l.Preset]
 	if l.BlockSize != want.BlockSize {
-		return fmt.Errorf("codec: layout: %s block size %d, want %d", l.Preset, l.BlockSize, want.BlockSize)
+		return fmt.Errorf("layout: %s block size %d, want %d", l.Preset, l.BlockSize, want.BlockSize)
 	}
 	if l.Preset == Auto {
 		if l.StreamBytes < autoMinStreamBytes || l.StreamBytes > autoMaxStreamBytes {
-			return fmt.Errorf("codec: layout: auto stream capacity %d bytes out of range %d..%d",
+			return fmt.Errorf("layout: auto stream capacity %d bytes out of range %d..%d",
 				l.StreamBytes, autoMinStreamBytes, autoMaxStreamBytes)
 		}
 		return nil
 	}
 	if l.StreamBytes != want.StreamBytes {
-		return fmt.Errorf("codec: layout: %s stream capacity %d bytes, want %d", l.Preset, l.StreamBytes, want.StreamBytes)
+		return fmt.Errorf("layout: %s stream capacity %d bytes, want %d", l.Preset, l.StreamBytes, want.StreamBytes)
 	}
 	return nil
 }

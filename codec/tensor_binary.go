@@ -86,10 +86,10 @@ func ParseTensor(b []byte) (*Tensor, error) {
 		t.Codebook.Lengths[2*k] = b[32+k] & 0x0F
 		t.Codebook.Lengths[2*k+1] = b[32+k] >> 4
 	}
-	if err := t.Layout.Validate(); err != nil {
+	if err := t.Layout.validate(); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
-	if err := t.Codebook.Validate(); err != nil {
+	if err := t.Codebook.validate(); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	nb := t.Layout.Blocks(t.N)

@@ -1,0 +1,87 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+)
+
+// FuzzRoundTrip: any values (two bytes each, little-endian) encode under
+// every preset and distribution to the reference bytes and decode back.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0x80, 0x3F})
+	f.Add(bytes.Repeat([]byte{0xFF, 0x7F}, 300))
+	f.Add(binary.LittleEndian.AppendUint16(nil, 0x0001))
+	seed := make([]byte, 0, 2*1000)
+	for _, v := range gaussianBF16(1000, 1, 0.1) {
+		seed = binary.LittleEndian.AppendUint16(seed, v)
+	}
+	f.Add(seed)
+	var e Encoder
+	var d Decoder
+	var enc Tensor
+	f.Fuzz(func(t *testing.T, data []byte) {
+		src := make([]uint16, len(data)/2)
+		for i := range src {
+			src[i] = binary.LittleEndian.Uint16(data[2*i:])
+		}
+		h := SampleHistogram(src)
+		out := make([]uint16, len(src))
+		for _, dist := range Distributions {
+			cb := FitCodebook(dist, &h)
+			for _, p := range Presets {
+				l := ChooseLayout(p, &cb, &h)
+				if err := e.Encode(&enc, src, cb, l); err != nil {
+					t.Fatalf("%v/%v: %v", p, dist, err)
+				}
+				if err := sameTensor(&enc, referenceEncode(src, cb, l)); err != nil {
+					t.Fatalf("%v/%v: %v", p, dist, err)
+				}
+				if err := d.Decode(&enc, out); err != nil {
+					t.Fatalf("%v/%v: %v", p, dist, err)
+				}
+				if i := firstDiff16(out, src); i >= 0 {
+					t.Fatalf("%v/%v: value %d is %#04x, want %#04x", p, dist, i, out[i], src[i])
+				}
+			}
+		}
+	})
+}
+
+// FuzzParseTensor: arbitrary bytes never panic; whatever parses and decodes
+// serialises back to the same bytes.
+func FuzzParseTensor(f *testing.F) {
+	for _, src := range [][]uint16{nil, {0x3F80}, gaussianBF16(600, 1, 1), randomBF16(300, 2)} {
+		for _, p := range Presets {
+			enc, err := Encode(src, Options{Preset: p, Dist: Distribution(p)})
+			if err != nil {
+				f.Fatal(err)
+			}
+			b, _ := enc.MarshalBinary()
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tt, err := ParseTensor(b)
+		if err != nil {
+			return
+		}
+		if tt.N > 1<<20 {
+			return // a valid header with a huge N cannot come with that much data here
+		}
+		if _, err := DecodeAlloc(tt); err != nil {
+			return
+		}
+		again, err := tt.MarshalBinary()
+		if err != nil {
+			t.Fatalf("parsed and decoded but does not marshal: %v", err)
+		}
+		if !bytes.Equal(again, b) {
+			t.Fatalf("Marshal(Parse(b)) differs from b at byte %d", firstDiff(again, b))
+		}
+		if err := tt.ComputeStats(); err != nil {
+			t.Fatalf("decoded but ComputeStats fails: %v", err)
+		}
+	})
+}
