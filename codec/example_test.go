@@ -1,0 +1,83 @@
+package codec_test
+
+import (
+	"fmt"
+	"math"
+
+	"lcttop/codec"
+)
+
+// bf16 truncates a float32 to BF16.
+func bf16(f float32) uint16 { return uint16(math.Float32bits(f) >> 16) }
+
+func ExampleEncode() {
+	src := make([]uint16, 100000)
+	for i := range src {
+		src[i] = bf16(float32(math.Sin(float64(i))) * 0.01)
+	}
+	t, err := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Empirical})
+	if err != nil {
+		panic(err)
+	}
+	b, _ := t.MarshalBinary()
+	fmt.Println(t.N, t.Layout.Preset, t.Layout.Blocks(t.N), "blocks", len(b) == t.Stats.StoredBytes)
+	// Output: 100000 clean 2 blocks true
+}
+
+func ExampleDecode() {
+	src := []uint16{0x3F80, 0xC000, 0x0000, 0x7FC0, 0x0001} // 1, -2, 0, NaN, a subnormal
+	t, _ := codec.Encode(src, codec.Options{Preset: codec.Auto, Dist: codec.Gaussian})
+	b, _ := t.MarshalBinary()
+	parsed, err := codec.ParseTensor(b)
+	if err != nil {
+		panic(err)
+	}
+	out := make([]uint16, parsed.N)
+	if err := codec.Decode(parsed, out); err != nil {
+		panic(err)
+	}
+	fmt.Printf("%#04x\n", out)
+	// Output: [0x3f80 0xc000 0x0000 0x7fc0 0x0001]
+}
+
+func ExampleFitCodebook() {
+	src := make([]uint16, 4096)
+	for i := range src {
+		// Values in [1/8, 1/4) and [1/4, 1/2): exponents 124 and 125, three to one.
+		if i%4 == 0 {
+			src[i] = bf16(0.3)
+		} else {
+			src[i] = bf16(0.2)
+		}
+	}
+	h := codec.SampleHistogram(src)
+	cb := codec.FitCodebook(codec.Empirical, &h)
+	fmt.Println("len[124] =", cb.Lengths[124], "len[125] =", cb.Lengths[125], "escLen =", cb.EscLen)
+	fmt.Printf("expected %.2f bits per exponent\n", cb.ExpectedBits(&h))
+	// Output:
+	// len[124] = 1 len[125] = 2 escLen = 2
+	// expected 1.25 bits per exponent
+}
+
+func ExampleEncoder() {
+	// The trainer re-encodes tensors of a fixed shape every step: one Encoder
+	// and one destination Tensor reuse their memory.
+	var enc codec.Encoder
+	var dst codec.Tensor
+	src := make([]uint16, 65536)
+	for step := range 3 {
+		for i := range src {
+			src[i] = bf16(float32(math.Cos(float64(i+step))) * 0.5)
+		}
+		h := codec.SampleHistogram(src)
+		cb := codec.FitCodebook(codec.Laplace, &h)
+		if err := enc.Encode(&dst, src, cb, codec.ChooseLayout(codec.Clean, &cb, &h)); err != nil {
+			panic(err)
+		}
+		fmt.Printf("step %d: shift %d, spilled %d\n", step, dst.Codebook.Shift, dst.Stats.Spilled)
+	}
+	// Output:
+	// step 0: shift -2, spilled 0
+	// step 1: shift -2, spilled 0
+	// step 2: shift -2, spilled 0
+}
