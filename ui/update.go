@@ -141,6 +141,7 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 		}
 		if seen && all {
 			delete(m.pending, c)
+			m.status = fmt.Sprintf("%s now %s/%s", c, cc.Preset, cc.Dist)
 		}
 	}
 }

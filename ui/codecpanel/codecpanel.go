@@ -82,7 +82,7 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 	for _, c := range classes {
 		line := l(fmt.Sprintf("  %-10s ", c.Class)) + v(c.Codec)
 		if c.Pending != "" {
-			line += st.Status.Render(" → " + c.Pending + " (next snapshot)")
+			line += st.Status.Render(" → " + c.Pending)
 		}
 		lines = append(lines, line)
 	}

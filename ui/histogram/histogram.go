@@ -203,6 +203,12 @@ func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
 	}
 	b := l(codes+" · ") + st.BarEscaped.Render("░") + l(" escaped (ESC ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" bits): ") +
 		v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
+	if w < 80 {
+		a = l("entropy ") + v(fmt.Sprintf("%.3f", t.Entropy)) + l(" · exp ") + v(fmt.Sprintf("%.3f", t.ExpectedBits)) + l(" · used ") + v(fmt.Sprintf("%.3f", t.UsedBits)) +
+			l(" · alloc ") + v(fmt.Sprintf("%.3f", t.AllocatedBits)) + l(" b")
+		b = l(fmt.Sprintf("%d coded · ", coded)) + st.BarEscaped.Render("░") + l(" esc ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" b: ") +
+			v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
+	}
 	if w < 60 {
 		a = l("H ") + v(fmt.Sprintf("%.2f", t.Entropy)) + l(" used ") + v(fmt.Sprintf("%.2f", t.UsedBits)) + l(" alloc ") + v(fmt.Sprintf("%.2f", t.AllocatedBits))
 		b = l("esc ") + v(format.Percent(t.EscapeRate)) + l(" ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))

@@ -1,0 +1,130 @@
+package tensortable
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"lcttop/trainer"
+	"lcttop/ui/styles"
+)
+
+func rows() []trainer.TensorStats {
+	return []trainer.TensorStats{
+		{Name: "wte", Class: trainer.ClassWeight, Elements: 300, Ratio: 1.40, EscapeRate: 0.01},
+		{Name: "h0.w", Class: trainer.ClassWeight, Elements: 100, Ratio: 1.43, EscapeRate: 0.00},
+		{Name: "h0.w.m", Class: trainer.ClassAdamM, Elements: 100, Ratio: 1.20, EscapeRate: 0.05},
+		{Name: "h0.w.v", Class: trainer.ClassAdamV, Elements: 100, Ratio: 0.97, EscapeRate: 0.30, Fallback: true},
+	}
+}
+
+func names(m *Model) []string {
+	var out []string
+	for _, i := range m.view {
+		out = append(out, m.rows[i].Name)
+	}
+	return out
+}
+
+func TestSortCyclesAndKeepsSelection(t *testing.T) {
+	var m Model
+	m.SetHeight(10)
+	m.SetRows(rows())
+	m.Move(1) // h0.w
+	want := map[Column]string{
+		ByName:     "h0.w h0.w.m h0.w.v wte",
+		ByClass:    "h0.w.m h0.w.v h0.w wte",
+		ByElements: "wte h0.w h0.w.m h0.w.v", // descending, ties in trainer order
+		ByRatio:    "h0.w wte h0.w.m h0.w.v",
+	}
+	for c := ByName; c <= ByRatio; c++ {
+		m.CycleSort()
+		if m.Sort != c {
+			t.Fatalf("sort = %v, want %v", m.Sort, c)
+		}
+		if got := strings.Join(names(&m), " "); got != want[c] {
+			t.Errorf("sort by %v: %s, want %s", c, got, want[c])
+		}
+		if s, _ := m.Selected(); s.Name != "h0.w" {
+			t.Errorf("sort by %v lost the selection: %s", c, s.Name)
+		}
+	}
+	m.Reverse()
+	if got := strings.Join(names(&m), " "); got != "h0.w.v h0.w.m wte h0.w" {
+		t.Errorf("reversed ratio order: %s", got)
+	}
+}
+
+func TestFilterAndNewSnapshotKeepSelection(t *testing.T) {
+	var m Model
+	m.SetHeight(10)
+	m.SetRows(rows())
+	m.Bottom()
+	m.SetFilter("ADAM")
+	if got := strings.Join(names(&m), " "); got != "h0.w.m h0.w.v" {
+		t.Fatalf("filter adam: %s", got)
+	}
+	if s, _ := m.Selected(); s.Name != "h0.w.v" {
+		t.Fatalf("selection after filter: %s", s.Name)
+	}
+	m.SetFilter("h0 .v")
+	if got := strings.Join(names(&m), " "); got != "h0.w.v" {
+		t.Fatalf("filter with two words: %s", got)
+	}
+	m.SetFilter("")
+	m.SetRows(append(rows()[1:], rows()[0])) // new order from the trainer
+	if s, _ := m.Selected(); s.Name != "h0.w.v" {
+		t.Fatalf("selection across snapshots: %s", s.Name)
+	}
+	m.SetFilter("nothing")
+	if _, ok := m.Selected(); ok {
+		t.Fatal("a filter matching nothing still selects")
+	}
+	v := m.View(styles.New(nil), 80, 6)
+	if !strings.Contains(v, `no tensor matches "nothing"`) {
+		t.Errorf("empty filter view:\n%s", v)
+	}
+}
+
+func TestViewScrollsAndFits(t *testing.T) {
+	var m Model
+	var many []trainer.TensorStats
+	for i := 0; i < 50; i++ {
+		many = append(many, trainer.TensorStats{Name: "t" + string(rune('A'+i%26)) + string(rune('a'+i/26)), Class: trainer.ClassWeight})
+	}
+	m.SetHeight(5)
+	m.SetRows(many)
+	m.Page(1)
+	m.Page(1)
+	s, _ := m.Selected()
+	v := m.View(styles.New(nil), 100, 7)
+	lines := strings.Split(v, "\n")
+	if len(lines) != 7 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	found := false
+	for _, l := range lines {
+		if ansi.StringWidth(l) != 100 {
+			t.Errorf("line width %d: %q", ansi.StringWidth(l), l)
+		}
+		if strings.HasPrefix(l, "▶ "+s.Name) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("selected %s not visible after paging:\n%s", s.Name, v)
+	}
+	if !strings.Contains(v, "codec") {
+		t.Errorf("a 100-column table shows the codec column:\n%s", v)
+	}
+}
+
+func TestFallbackShown(t *testing.T) {
+	var m Model
+	m.SetHeight(10)
+	m.SetRows(rows())
+	if v := m.View(styles.New(nil), 80, 8); !strings.Contains(v, "raw!") {
+		t.Errorf("fallback tensor not marked:\n%s", v)
+	}
+}

@@ -1,0 +1,550 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"lcttop/trainer"
+	"lcttop/ui/charts"
+	"lcttop/ui/fake"
+	"lcttop/ui/header"
+	"lcttop/ui/msgs"
+)
+
+var sizes = [][2]int{{80, 24}, {100, 30}, {120, 36}, {160, 48}, {220, 60}}
+
+// checkRect asserts the frame is exactly w×h cells.
+func checkRect(t *testing.T, name, v string, w, h int) {
+	t.Helper()
+	lines := strings.Split(v, "\n")
+	if len(lines) != h {
+		t.Fatalf("%s: %d lines, want %d", name, len(lines), h)
+	}
+	for i, l := range lines {
+		if got := ansi.StringWidth(l); got != w {
+			t.Fatalf("%s: line %d is %d wide, want %d: %q", name, i, got, w, l)
+		}
+	}
+}
+
+// runCmd runs cmd and feeds back what it returns (one level of batches),
+// as the bubbletea loop would.
+func runCmd(t *testing.T, m Model, cmd tea.Cmd) Model {
+	t.Helper()
+	if cmd == nil {
+		return m
+	}
+	switch msg := cmd().(type) {
+	case nil:
+	case tea.BatchMsg:
+		for _, c := range msg {
+			if c == nil {
+				continue
+			}
+			if inner := c(); inner != nil {
+				if _, ok := inner.(msgs.Snapshot); ok {
+					continue // the next snapshot is the test's to send
+				}
+				m = update(t, m, inner)
+			}
+		}
+	default:
+		m = update(t, m, msg)
+	}
+	return m
+}
+
+// press sends key k and runs the command it returns.
+func press(t *testing.T, m Model, k string) Model {
+	t.Helper()
+	m, cmd := updateCmd(t, m, keyMsg(k))
+	return runCmd(t, m, cmd)
+}
+
+func TestEveryViewIsExactlyTheTerminal(t *testing.T) {
+	for _, sz := range sizes {
+		m, _ := newTestModel(t, sz[0], sz[1], 5)
+		for v := View(0); v < numViews; v++ {
+			checkRect(t, m.view.String(), m.View(), sz[0], sz[1])
+			m = press(t, m, "tab")
+		}
+		m = press(t, m, "?")
+		checkRect(t, "help", m.View(), sz[0], sz[1])
+	}
+	// Before any snapshot, too.
+	m := New(fake.New(fake.Tensors()), Options{})
+	checkRect(t, "empty", m.View(), 80, 24)
+}
+
+func TestEveryPanelRenders(t *testing.T) {
+	m, _ := newTestModel(t, 160, 48, 5)
+	v := m.View()
+	for _, want := range []string{
+		"lcttop", "step 5", "cpu/tiny/adamw", "✓ BIT-IDENTICAL", // header
+		"─ Tensors 6", "used/alloc", "h0.attn.qkv.w.v", // table
+		"─ Exponents · wte", "len ", "entropy", // histogram
+		"─ Memory", "optimizer_state", "saved", // memory
+		"─ Codec", "encode 1.25 GB/s", "overflow pool", "fallbacks", // codec
+		"─ History", "loss", "memory", "ratio", // charts
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("160×48 overview lacks %q", want)
+		}
+	}
+	// 80×24: the overview holds table and histogram and names the rest.
+	m, _ = newTestModel(t, 80, 24, 5)
+	v = m.View()
+	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, codec, history"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("80×24 overview lacks %q:\n%s", want, v)
+		}
+	}
+	for view, wants := range map[View][]string{
+		Resources: {"─ Memory", "─ Codec", "weight     clean/gaussian"},
+		History:   {"─ History", "window 1m"},
+		Teaching:  {"─ Teaching", "1 bits", "2 split", "3 code", "4 place", "5 stream", "6 block"},
+	} {
+		m.view = view
+		m = runCmd(t, m, m.maybeLoadDetail(false))
+		v := m.View()
+		for _, want := range wants {
+			if !strings.Contains(v, want) {
+				t.Errorf("80×24 %s view lacks %q:\n%s", view, want, v)
+			}
+		}
+	}
+}
+
+// keyCase is one key, what it must do, and how the test sees it done.
+type keyCase struct {
+	key   string
+	setup func(m Model) Model
+	check func(t *testing.T, before, after Model, src *fake.Source)
+}
+
+func TestKeysDoWhatHelpSays(t *testing.T) {
+	cases := map[string]keyCase{
+		"down": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "h0.attn.qkv.w") }},
+		"up": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) },
+			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
+		"pgdown": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if a.Selected() == "wte" {
+				t.Error("page down did not move")
+			}
+		}},
+		"pgup": {setup: func(m Model) Model { return update(t, m, keyMsg("end")) },
+			check: func(t *testing.T, b, a Model, _ *fake.Source) {
+				if a.Selected() == "h0.mlp.act" {
+					t.Error("page up did not move")
+				}
+			}},
+		"end": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "h0.mlp.act") }},
+		"G":   {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "h0.mlp.act") }},
+		"home": {setup: func(m Model) Model { return update(t, m, keyMsg("end")) },
+			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
+		"g": {setup: func(m Model) Model { return update(t, m, keyMsg("end")) },
+			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
+		"d": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetClassCodec weight clean/laplace")
+		}},
+		"p": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetClassCodec weight medium/gaussian")
+		}},
+		"space": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "Pause")
+			if a.state != header.Paused || !strings.Contains(a.View(), "[paused]") {
+				t.Error("not shown as paused")
+			}
+			a = press(t, a, "space")
+			wantCall(t, src, "Resume")
+			if a.state != header.Running {
+				t.Error("not running after resume")
+			}
+		}},
+		"n": {setup: func(m Model) Model { return update(t, m, keyMsg("space")) },
+			check: func(t *testing.T, b, a Model, src *fake.Source) { wantCall(t, src, "StepOnce") }},
+		"s": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if !strings.Contains(a.View(), "sort: name ↑") {
+				t.Error("sort key did not sort by name")
+			}
+		}},
+		"S": {setup: func(m Model) Model { return update(t, m, keyMsg("s")) },
+			check: func(t *testing.T, b, a Model, _ *fake.Source) {
+				if !strings.Contains(a.View(), "sort: name ↓") {
+					t.Error("S did not reverse")
+				}
+			}},
+		"/": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			for _, r := range "adam" {
+				a = update(t, a, keyMsg(string(r)))
+			}
+			a = update(t, a, keyMsg("enter"))
+			if a.table.Len() != 2 || !strings.Contains(a.View(), "Tensors 2 of 6") {
+				t.Errorf("filter adam shows %d rows", a.table.Len())
+			}
+			a = update(t, a, keyMsg("esc"))
+			if a.table.Len() != 6 {
+				t.Error("esc did not clear the filter")
+			}
+		}},
+		"tab": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantView(t, a, Resources) }},
+		"shift+tab": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			wantView(t, a, Teaching)
+		}},
+		"t": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantView(t, a, Teaching)
+			wantCall(t, src, "Detail wte")
+			if !strings.Contains(a.View(), "stored: [") {
+				t.Errorf("teaching view not drawn:\n%s", a.View())
+			}
+		}},
+		"1": {check: hidesPanel(PanelTable, "─ Tensors")},
+		"2": {check: hidesPanel(PanelHistogram, "─ Exponents")},
+		"3": {check: hidesPanel(PanelMemory, "─ Memory")},
+		"4": {check: hidesPanel(PanelCodec, "─ Codec")},
+		"5": {check: hidesPanel(PanelCharts, "─ History")},
+		"[": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if a.Window() != charts.Windows[0] || !strings.Contains(a.View(), "window 30s") {
+				t.Errorf("window %v", a.Window())
+			}
+		}},
+		"]": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if a.Window() != charts.Windows[2] || !strings.Contains(a.View(), "window 5m") {
+				t.Errorf("window %v", a.Window())
+			}
+		}},
+		"left":  {setup: teachAt(5), check: wantIndex(4)},
+		"h":     {setup: teachAt(5), check: wantIndex(4)},
+		"right": {setup: teachAt(5), check: wantIndex(6)},
+		"l":     {setup: teachAt(5), check: wantIndex(6)},
+		",":     {setup: teachAt(300), check: wantIndex(44)},
+		".":     {setup: teachAt(5), check: wantIndex(261)},
+		"x": {setup: teachAt(0), check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if v := a.analysis.Value(a.teachIndex); !v.Escaped || !strings.Contains(a.View(), "has no code: escaped") {
+				t.Errorf("x landed on value %d, not escaped", a.teachIndex)
+			}
+		}},
+		"o": {setup: func(m Model) Model {
+			for i := 0; i < 4; i++ { // h0.attn.qkv.w.v spills under CLEAN
+				m = update(t, m, keyMsg("down"))
+			}
+			return teachAt(0)(m)
+		}, check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			if v := a.analysis.Value(a.teachIndex); !v.Spilled || !strings.Contains(a.View(), "spilled: stream") {
+				t.Errorf("o landed on value %d, not spilled", a.teachIndex)
+			}
+		}},
+		"r": {setup: teachAt(0), check: func(t *testing.T, b, a Model, src *fake.Source) {
+			n := 0
+			for _, c := range src.Calls() {
+				if c == "Detail wte" {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("r: Detail called %d times, want 2", n)
+			}
+		}},
+		"e": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			for _, ext := range []string{".json", ".csv"} {
+				p := filepath.Join(a.opt.ExportDir, "lcttop-step000005"+ext)
+				if _, err := os.Stat(p); err != nil {
+					t.Errorf("export: %v", err)
+				}
+			}
+			if !strings.Contains(a.View(), "exported") {
+				t.Error("export not reported")
+			}
+		}},
+		"?": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			v := a.View()
+			for _, want := range []string{"next distribution for the tensor's class", "show/hide histogram", "same stream, next position"} {
+				if !strings.Contains(v, want) {
+					t.Errorf("help lacks %q", want)
+				}
+			}
+			if a = press(t, a, "?"); a.showHelp {
+				t.Error("? did not close help")
+			}
+		}},
+		"q": {check: func(t *testing.T, b, a Model, src *fake.Source) { wantCall(t, src, "Stop") }},
+	}
+	// Every key the help lists has a case here.
+	km := New(nil, Options{}).keys
+	for _, group := range km.FullHelp() {
+		for _, b := range group {
+			covered := false
+			for _, k := range b.Keys() {
+				_, ok := cases[k]
+				covered = covered || ok
+			}
+			if !covered {
+				t.Errorf("help lists %v (%s) but no test presses it", b.Keys(), b.Help().Desc)
+			}
+		}
+	}
+	for k, c := range cases {
+		t.Run(k, func(t *testing.T) {
+			m, src := newTestModel(t, 160, 48, 5)
+			if c.setup != nil {
+				m = c.setup(m)
+			}
+			m2, cmd := updateCmd(t, m, keyMsg(k))
+			if k == "q" {
+				if cmd == nil {
+					t.Fatal("q returned no command")
+				}
+				if _, ok := cmd().(tea.QuitMsg); !ok {
+					t.Fatal("q does not quit")
+				}
+			} else {
+				m2 = runCmd(t, m2, cmd)
+			}
+			c.check(t, m, m2, src)
+		})
+	}
+}
+
+func wantSel(t *testing.T, m Model, name string) {
+	t.Helper()
+	if m.Selected() != name {
+		t.Errorf("selected %q, want %q", m.Selected(), name)
+	}
+	if !strings.Contains(m.View(), "▶ "+name) {
+		t.Errorf("%q not marked selected", name)
+	}
+}
+
+func wantCall(t *testing.T, src *fake.Source, call string) {
+	t.Helper()
+	for _, c := range src.Calls() {
+		if c == call {
+			return
+		}
+	}
+	t.Errorf("source got %v, want a %q", src.Calls(), call)
+}
+
+func wantView(t *testing.T, m Model, v View) {
+	t.Helper()
+	if m.CurrentView() != v || !strings.Contains(m.View(), "["+v.String()+"]") {
+		t.Errorf("view %v, want %v", m.CurrentView(), v)
+	}
+}
+
+func hidesPanel(p Panel, title string) func(t *testing.T, b, a Model, _ *fake.Source) {
+	return func(t *testing.T, b, a Model, _ *fake.Source) {
+		if !strings.Contains(b.View(), title) {
+			t.Fatalf("%s not shown before", title)
+		}
+		if !a.Hidden(p) || strings.Contains(a.View(), title) {
+			t.Errorf("%s still shown", title)
+		}
+		checkRect(t, "hidden", a.View(), 160, 48)
+	}
+}
+
+func teachAt(i int) func(Model) Model {
+	return func(m Model) Model {
+		m.view = Teaching
+		m = runCmdT(m, m.maybeLoadDetail(false))
+		m.teachIndex = i
+		return m
+	}
+}
+
+// runCmdT is runCmd for setups, which have no *testing.T of their own.
+func runCmdT(m Model, cmd tea.Cmd) Model {
+	if cmd == nil {
+		return m
+	}
+	nm, _ := m.Update(cmd())
+	return nm.(Model)
+}
+
+func wantIndex(i int) func(t *testing.T, b, a Model, _ *fake.Source) {
+	return func(t *testing.T, b, a Model, _ *fake.Source) {
+		if a.teachIndex != i {
+			t.Errorf("value %d, want %d", a.teachIndex, i)
+		}
+		if !strings.Contains(a.View(), "value "+itoa(i)+" of") {
+			t.Errorf("view does not show value %d", i)
+		}
+	}
+}
+
+func itoa(i int) string { return fmt.Sprint(i) }
+
+func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
+	m, src := newTestModel(t, 160, 48, 3)
+	before := tensorRow(t, m, "wte")
+	if before.Distribution != "gaussian" {
+		t.Fatalf("starts on %s", before.Distribution)
+	}
+	m = press(t, m, "d")
+	wantCall(t, src, "SetClassCodec weight clean/laplace")
+	if !strings.Contains(m.View(), "clean/gaussian → clean/laplace") {
+		t.Error("the pending change is not shown")
+	}
+	m = feed(t, m, src)
+	after := tensorRow(t, m, "wte")
+	// CLEAN's streams have a fixed capacity, so a better-fitting codebook
+	// shows in the bits used and the escapes, not in the ratio.
+	if after.Distribution != "laplace" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate {
+		t.Fatalf("figures did not move: used %v → %v, escapes %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate)
+	}
+	v := m.View()
+	if !strings.Contains(v, "clean/laplace · log scale") || strings.Contains(v, "→ clean/laplace") || !strings.Contains(v, "weight now clean/laplace") {
+		t.Errorf("view after the change:\n%s", v)
+	}
+	if !strings.Contains(v, fmt.Sprintf("used %.3f", after.UsedBits)) || strings.Contains(v, fmt.Sprintf("used %.3f", before.UsedBits)) {
+		t.Errorf("new used bits %.3f not shown", after.UsedBits)
+	}
+	// Under AUTO the capacity follows the codebook: the ratio moves too.
+	m = press(t, m, "p")
+	m = press(t, m, "p")
+	m = press(t, m, "p") // clean → medium → high → auto
+	wantCall(t, src, "SetClassCodec weight auto/laplace")
+	m = feed(t, m, src)
+	auto := tensorRow(t, m, "wte")
+	if auto.Preset != "auto" || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
+		t.Errorf("auto: ratio %v (was %v) not shown", auto.Ratio, after.Ratio)
+	}
+	// Every class member moved, other classes did not.
+	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "gaussian" {
+		t.Errorf("adam_m changed too: %s", r.Distribution)
+	}
+	// Pressing d twice before a snapshot cycles on from the pending choice.
+	m = press(t, m, "d")
+	m = press(t, m, "d")
+	wantCall(t, src, "SetClassCodec weight auto/empirical")
+}
+
+func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
+
+func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
+	t.Helper()
+	for _, r := range m.Snapshot().Tensors {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no tensor %s", name)
+	return trainer.TensorStats{}
+}
+
+func TestErrorsRender(t *testing.T) {
+	t.Run("trainer could not start", func(t *testing.T) {
+		m := New(nil, Options{StartErr: errors.New("backend cuda: built without CUDA: rebuild with -tags cuda")})
+		m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
+		v := m.View()
+		checkRect(t, "start error", v, 80, 24)
+		if !strings.Contains(v, "✗ trainer: backend cuda: built without CUDA") || !strings.Contains(v, "[failed]") {
+			t.Errorf("view:\n%s", v)
+		}
+		for _, k := range []string{"space", "n", "d", "t", "e"} { // nothing crashes without a trainer
+			m = press(t, m, k)
+		}
+		if m.View() == "" {
+			t.Error("empty view")
+		}
+	})
+	t.Run("trainer failed", func(t *testing.T) {
+		m, _ := newTestModel(t, 80, 24, 2)
+		m = update(t, m, msgs.TrainerDone{Err: errors.New("step 3: loss is NaN")})
+		if v := m.View(); !strings.Contains(v, "✗ trainer: step 3: loss is NaN") || !strings.Contains(v, "[failed]") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+	t.Run("snapshot carries an error", func(t *testing.T) {
+		m, _ := newTestModel(t, 80, 24, 2)
+		s := *m.Snapshot()
+		s.Err = "overflow pool: budget 0"
+		m = update(t, m, msgs.Snapshot{Snapshot: s})
+		if v := m.View(); !strings.Contains(v, "✗ trainer: overflow pool: budget 0") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+	t.Run("NVML missing", func(t *testing.T) {
+		m, _ := newTestModel(t, 160, 48, 2)
+		m = update(t, m, msgs.Error{Source: "NVML", Err: errors.New("NVML not found: no NVIDIA driver")})
+		m = update(t, m, msgs.DeviceStatus{Device: msgs.Device{Err: "NVML not found: no NVIDIA driver"}})
+		v := m.View()
+		if !strings.Contains(v, "✗ NVML: NVML not found") || !strings.Contains(v, "GPU  none: NVML not found") {
+			t.Errorf("view:\n%s", v)
+		}
+		checkRect(t, "nvml", v, 160, 48)
+	})
+	t.Run("GPU shown", func(t *testing.T) {
+		m, _ := newTestModel(t, 160, 48, 2)
+		m = update(t, m, msgs.DeviceStatus{Device: msgs.Device{Available: true, Name: "NVIDIA H200", Driver: "570.1", MemUsed: 3 << 30, MemTotal: 141 << 30, ProcessMem: 1 << 30, UtilGPU: 40}})
+		v := m.View()
+		for _, want := range []string{"NVIDIA H200", "3.00 GiB / 141 GiB", "lcttop 1.00 GiB", "gpu 40%"} {
+			if !strings.Contains(v, want) {
+				t.Errorf("lacks %q", want)
+			}
+		}
+	})
+	t.Run("codec change refused", func(t *testing.T) {
+		m, src := newTestModel(t, 160, 48, 2)
+		src.SetErr = errors.New("pool budget too small for high")
+		m = press(t, m, "p")
+		if v := m.View(); !strings.Contains(v, "✗ codec: weight → medium/gaussian: pool budget too small") || strings.Contains(v, "(next snapshot)") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+	t.Run("detail refused", func(t *testing.T) {
+		m, src := newTestModel(t, 80, 24, 2)
+		src.DetailErr = errors.New("tensor wte is being re-encoded")
+		m = press(t, m, "t")
+		if v := m.View(); !strings.Contains(v, "tensor wte is being re-encoded") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+	t.Run("export failed", func(t *testing.T) {
+		m, _ := newTestModel(t, 80, 24, 2)
+		m.opt.ExportDir = filepath.Join(t.TempDir(), "missing")
+		m = press(t, m, "e")
+		if v := m.View(); !strings.Contains(v, "✗ export: export:") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+	t.Run("diverged", func(t *testing.T) {
+		m, src := newTestModel(t, 80, 24, 2)
+		src.Diverge = 3
+		m = feed(t, m, src)
+		if v := m.View(); !strings.Contains(v, "✗ DIVERGED by step 3") || strings.Contains(v, "BIT-IDENTICAL") {
+			t.Errorf("view:\n%s", v)
+		}
+	})
+}
+
+func TestWaitSnapshotCoalesces(t *testing.T) {
+	ch := make(chan trainer.Snapshot, 4)
+	for i := 1; i <= 4; i++ {
+		ch <- trainer.Snapshot{Step: i}
+	}
+	msg := waitSnapshot(ch, 0)()
+	if s, ok := msg.(msgs.Snapshot); !ok || s.Snapshot.Step != 4 {
+		t.Fatalf("got %#v, want the newest (step 4)", msg)
+	}
+	close(ch)
+	if _, ok := waitSnapshot(ch, 0)().(msgs.SnapshotsClosed); !ok {
+		t.Fatal("a closed channel is not reported")
+	}
+}
+
+func TestStepsPerSecondFromSnapshotTimes(t *testing.T) {
+	m, _ := newTestModel(t, 160, 48, 10)
+	// The fake steps every 100 ms of its clock: 10 steps/s.
+	if !strings.Contains(m.View(), "step 10 · 10.0 steps/s") {
+		t.Errorf("header:\n%s", strings.Split(m.View(), "\n")[0])
+	}
+}
