@@ -147,15 +147,24 @@ func (d *Decoder) runBlock(worker, b int) {
 			}
 			a, nbt := s.acc[k], s.nbits[k]
 			if nbt < refillBelow {
+				// Four bytes at a time; bytes past the stream's capacity read as 0.
 				nx := s.next[k]
-				for nbt <= 56 {
-					if nx < cbytes {
-						a |= uint64(area[int(nx)<<8|int(k)]) << (56 - nbt)
+				var word uint64
+				if nx+4 <= cbytes {
+					at := int(nx)<<8 | int(k)
+					w := area[at : at+3*Streams+1 : at+3*Streams+1]
+					word = uint64(w[0])<<24 | uint64(w[Streams])<<16 | uint64(w[2*Streams])<<8 | uint64(w[3*Streams])
+				} else {
+					for i := range uint32(4) {
+						word <<= 8
+						if nx+i < cbytes {
+							word |= uint64(area[int(nx+i)<<8|int(k)])
+						}
 					}
-					nx++
-					nbt += 8
 				}
-				s.next[k] = nx
+				a |= word << (32 - nbt)
+				s.next[k] = nx + 4
+				nbt += 32
 			}
 			en := table[a>>56]
 			l := en >> 8 & 31
@@ -167,13 +176,17 @@ func (d *Decoder) runBlock(worker, b int) {
 			if en&escFlag != 0 {
 				x = byte(a >> escShift)
 			}
-			nbt -= l
-			if s.next[k]*8-nbt > capBits {
-				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d position %d: code runs past the stream's %d bits", b, j, p, capBits)
-				return
-			}
-			s.acc[k], s.nbits[k] = a<<l, nbt
+			s.acc[k], s.nbits[k] = a<<l, nbt-l
 			row[j] = Join(sfr[j], x)
+		}
+	}
+	// Consumption only grows, so one check per stream at the end catches
+	// any code that ran past the stream's capacity.
+	for j := range min(nbLen, Streams) {
+		if used := s.next[j]*8 - s.nbits[j]; used > capBits {
+			d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, more than the stream's %d",
+				b, j, s.coded[j], used, capBits)
+			return
 		}
 	}
 }

@@ -45,7 +45,7 @@ type Encoder struct {
 // encodeScratch is one worker's state: a bit buffer per stream and a histogram.
 type encodeScratch struct {
 	acc  [Streams]uint64 // pending bits, right-aligned
-	pend [Streams]uint32 // number of pending bits, < 8
+	pend [Streams]uint32 // number of pending bits, at most 48 between codes
 	used [Streams]uint32 // bits appended so far; capBits+1 once the stream spilled
 	hist Histogram
 }
@@ -151,19 +151,24 @@ func (e *Encoder) runBlock(worker, b int) {
 			if u > capBits {
 				if s.used[k] <= capBits { // first code that does not fit: the stream spills from here
 					bits += uint64(s.used[k])
-					if pn := s.pend[k]; pn != 0 {
-						area[int((s.used[k]-pn)>>3)<<8|int(k)] = byte(s.acc[k] << (8 - pn))
-					}
+					flushPending(area, int(k), s.acc[k], s.used[k], s.pend[k])
 					coded[k] = p
 					s.used[k] = capBits + 1
 				}
 				continue
 			}
+			// Bits collect in acc and leave four bytes at a time, which keeps
+			// the flush branch rare and predictable.
 			pn := s.pend[k] + l
 			a := s.acc[k]<<l | uint64(c>>5)
-			for pn >= 8 {
-				pn -= 8
-				area[int((u-pn)>>3-1)<<8|int(k)] = byte(a >> pn)
+			if pn > 64-2*MaxCodeLen {
+				pn -= 32
+				at := int((u-pn)>>3-4)<<8 | int(k)
+				w := area[at : at+3*Streams+1 : at+3*Streams+1]
+				w[0] = byte(a >> (pn + 24))
+				w[Streams] = byte(a >> (pn + 16))
+				w[2*Streams] = byte(a >> (pn + 8))
+				w[3*Streams] = byte(a >> pn)
 			}
 			s.acc[k], s.pend[k], s.used[k] = a, pn, u
 		}
@@ -173,13 +178,24 @@ func (e *Encoder) runBlock(worker, b int) {
 			continue
 		}
 		coded[j] = uint16(streamCount(nbLen, j))
-		u := s.used[j]
-		bits += uint64(u)
-		if pn := s.pend[j]; pn != 0 {
-			area[int((u-pn)>>3)<<8|j] = byte(s.acc[j] << (8 - pn))
-		}
+		bits += uint64(s.used[j])
+		flushPending(area, j, s.acc[j], s.used[j], s.pend[j])
 	}
 	e.blockBits[b] = bits
+}
+
+// flushPending writes the last pn bits of a stream that holds u bits in all:
+// whole bytes, then a zero-padded partial byte.
+func flushPending(area []byte, k int, a uint64, u, pn uint32) {
+	w := int((u - pn) >> 3)
+	for pn >= 8 {
+		pn -= 8
+		area[w<<8|k] = byte(a >> pn)
+		w++
+	}
+	if pn > 0 {
+		area[w<<8|k] = byte(a << (8 - pn))
+	}
 }
 
 // writeOverflow fills the spill bitmaps, the offsets and the overflow area
