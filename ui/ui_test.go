@@ -265,7 +265,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}},
 		"?": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
 			v := a.View()
-			for _, want := range []string{"next distribution for the tensor's class", "show/hide histogram", "same stream, next position"} {
+			for _, want := range []string{"cycle distribution of its class", "show/hide histogram", "same stream, next position"} {
 				if !strings.Contains(v, want) {
 					t.Errorf("help lacks %q", want)
 				}

@@ -43,25 +43,25 @@ func Default() KeyMap {
 		Top:      b("home/g", "first tensor", "home", "g"),
 		Bottom:   b("end/G", "last tensor", "end", "G"),
 
-		CycleDist:   b("d", "next distribution for the tensor's class", "d"),
-		CyclePreset: b("p", "next preset for the tensor's class", "p"),
+		CycleDist:   b("d", "cycle distribution of its class", "d"),
+		CyclePreset: b("p", "cycle preset of its class", "p"),
 
-		Pause: b("space", "pause / resume training", " ", "space"),
+		Pause: b("space", "pause / resume", " ", "space"),
 		Step:  b("n", "one step (while paused)", "n"),
 
 		Sort:    b("s", "sort by next column", "s"),
 		Reverse: b("S", "reverse sort order", "S"),
-		Filter:  b("/", "filter tensors by name or class", "/"),
+		Filter:  b("/", "filter by name or class", "/"),
 
 		NextView: b("tab", "next view", "tab"),
-		PrevView: b("shift+tab", "previous view", "shift+tab"),
+		PrevView: b("⇧tab", "previous view", "shift+tab"),
 		Teach:    b("t", "teaching view", "t"),
 
-		ToggleTable:     b("1", "show/hide tensor table", "1"),
+		ToggleTable:     b("1", "show/hide tensors", "1"),
 		ToggleHistogram: b("2", "show/hide histogram", "2"),
 		ToggleMemory:    b("3", "show/hide memory", "3"),
 		ToggleCodec:     b("4", "show/hide codec panel", "4"),
-		ToggleCharts:    b("5", "show/hide history charts", "5"),
+		ToggleCharts:    b("5", "show/hide history", "5"),
 
 		WindowShorter: b("[", "shorter chart window", "["),
 		WindowLonger:  b("]", "longer chart window", "]"),
@@ -72,9 +72,9 @@ func Default() KeyMap {
 		NextPosition: b(".", "same stream, next position", "."),
 		NextEscaped:  b("x", "next escaped value", "x"),
 		NextSpilled:  b("o", "next spilled value", "o"),
-		Reload:       b("r", "reload the block from the trainer", "r"),
+		Reload:       b("r", "reload block from trainer", "r"),
 
-		Export: b("e", "export snapshot (JSON + CSV)", "e"),
+		Export: b("e", "export snapshot JSON+CSV", "e"),
 		Help:   b("?", "help", "?"),
 		Quit:   b("q", "quit", "q", "ctrl+c"),
 

@@ -88,7 +88,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)))
 	if v.Spilled {
 		lines = append(lines, l(strings.Repeat(" ", 9))+st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream]))+
-			l(fmt.Sprintf(" → raw byte %d of the block's overflow (after %d markers)", v.SpillByte, a.SpillingStreams)))
+			l(fmt.Sprintf(" → overflow byte %d (after %d markers)", v.SpillByte, a.SpillingStreams)))
 	} else {
 		first, last := v.StartBit, v.StartBit+v.Len-1
 		lines = append(lines, l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → stream byte %d → stream-area byte %d·256+%d = ",
@@ -196,6 +196,9 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 		}
 		o := a.Value(i)
 		code := bits(o.Code, o.Len)
+		if o.Escaped {
+			code = bits(uint32(a.Esc), o.CodeLen) + "+" + fmt.Sprintf("%08b", o.Exp)
+		}
 		if o.Spilled {
 			code = "spill"
 		}
