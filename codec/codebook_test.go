@@ -177,7 +177,13 @@ func TestFamilyTables(t *testing.T) {
 		if l := tab.lengths[-familyMinBinade]; l == 0 || l > 3 {
 			t.Errorf("%v: binade [1,2) has length %d", d, l)
 		}
-		t.Logf("%v: %d binades coded, escLen %d, lengths around unit: %v", d, coded, tab.escLen, tab.lengths[150-12:150+6])
+		// format.md §2 states these; a platform whose float evaluation moved a
+		// length would produce different bytes.
+		wantCoded := map[Distribution]int{Gaussian: 12, Laplace: 13, PowerLaw: 20}[d]
+		if coded != wantCoded || tab.escLen != 8 {
+			t.Errorf("%v: %d binades coded with escLen %d, format.md says %d and 8", d, coded, tab.escLen, wantCoded)
+		}
+		t.Logf("%v: lengths for binades -12..5: %v", d, tab.lengths[150-12:150+6])
 	}
 }
 

@@ -5,14 +5,21 @@ import "math"
 // Histogram counts exponents by value.
 type Histogram [256]uint64
 
-// sampleIndex is the k-th sampled index of an n-element tensor (format.md §2).
+// sampleWeyl is ⌊2^32/φ⌋: k·sampleWeyl mod 2^32 is the Weyl (golden-ratio)
+// sequence, which spreads the sample evenly over the tensor without lining
+// up with any power-of-two period such as a 256-wide row.
+const sampleWeyl = 0x9E3779B9
+
+// sampleIndex is the k-th sampled index of an n-element tensor (n > 4096):
+// ⌊((k·0x9E3779B9 mod 2^32)·n) / 2^32⌋ (format.md §2).
 func sampleIndex(k, n int) int {
-	return int(uint64(k) * uint64(n) / SampleSize)
+	u := uint64(uint32(uint64(k) * sampleWeyl))
+	return int(u * uint64(n) >> 32)
 }
 
 // SampleHistogram is the exponent histogram of the deterministic sample a
-// codebook is fitted from: every element when len(src) <= SampleSize, else the
-// elements at floor(k*N/4096) for k = 0..4095.
+// codebook is fitted from: every element when len(src) <= SampleSize, else
+// the 4096 elements at sampleIndex(k, N) for k = 0..4095.
 func SampleHistogram(src []uint16) Histogram {
 	var h Histogram
 	n := len(src)
