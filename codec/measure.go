@@ -1,5 +1,10 @@
 package codec
 
+import (
+	"fmt"
+	"io"
+)
+
 // Measurement helpers: how a tensor, or a set of them, compresses under one
 // preset and distribution, against two bounds. cmd/lcttop and the report test
 // print these; nothing here is stored.
@@ -8,7 +13,8 @@ package codec
 type TensorReport struct {
 	Name    string
 	Options Options
-	Stats   Stats // of the encoding
+	Stats   Stats  // of the encoding
+	Layout  Layout // the layout chosen (AUTO's C)
 	// EntropyBound is 16/(8 + H), H the entropy of the full exponent histogram:
 	// no code of the exponents alone does better.
 	EntropyBound float64
@@ -25,7 +31,7 @@ func MeasureTensor(name string, src []uint16, opt Options) (TensorReport, error)
 	if err != nil {
 		return TensorReport{}, err
 	}
-	r := TensorReport{Name: name, Options: opt, Stats: t.Stats}
+	r := TensorReport{Name: name, Options: opt, Stats: t.Stats, Layout: t.Layout}
 	full := &t.Stats.Histogram
 	if len(src) > 0 {
 		best := FitCodebook(Empirical, full)
@@ -76,4 +82,119 @@ func Summarize(reports []TensorReport) Summary {
 		s.OptimalBound = 16 * float64(s.N) / optimalBits
 	}
 	return s
+}
+
+// NamedValues is one BF16 tensor of a file, for the reports below.
+type NamedValues struct {
+	Name   string
+	Values []uint16
+}
+
+// ReportFile is a file's BF16 tensors.
+type ReportFile struct {
+	Name    string
+	Tensors []NamedValues
+}
+
+// cleanBound is CLEAN's stream allocation bound 16/(8 + 3.125).
+var cleanBound = 16 / (8 + float64(8*presetLayouts[Clean].StreamBytes)/float64(presetLayouts[Clean].BlockSize/Streams))
+
+// WriteTotals prints, for each file and each preset × distribution, the total
+// ratio beside the entropy bound and the optimal-code bound (table (a)).
+func WriteTotals(w io.Writer, files []ReportFile) error {
+	fmt.Fprintf(w, "%-28s %-7s %-10s %8s %8s %8s %9s %9s %9s\n",
+		"file", "preset", "dist", "ratio", "H-bound", "opt-bnd", "spilled%", "escaped%", "spillstr%")
+	for _, f := range files {
+		for _, p := range Presets {
+			for _, d := range Distributions {
+				reps, err := measureAll(f, Options{Preset: p, Dist: d})
+				if err != nil {
+					return err
+				}
+				s := Summarize(reps)
+				fmt.Fprintf(w, "%-28s %-7v %-10v %8.4f %8.4f %8.4f %9.4f %9.4f %9.4f\n", f.Name, p, d, s.Ratio, s.EntropyBound, s.OptimalBound,
+					percent(s.Spilled, s.N), percent(s.Escaped, s.N), percent(s.SpillingStreams, s.TotalStreams))
+			}
+		}
+	}
+	return nil
+}
+
+// WriteCleanVsBound prints CLEAN's ratio per tensor of at least minElements
+// elements against CLEAN's 16/(8 + 3.125) bound, per distribution (table (b)).
+func WriteCleanVsBound(w io.Writer, f ReportFile, minElements int) error {
+	fmt.Fprintf(w, "CLEAN bound %.4f; %% of bound per distribution (spilled %%); optimal bits of the full histogram\n", cleanBound)
+	fmt.Fprintf(w, "%-30s %7s", "tensor", "N")
+	for _, d := range Distributions {
+		fmt.Fprintf(w, " %20v", d)
+	}
+	fmt.Fprintf(w, " %8s\n", "opt-bits")
+	for _, nt := range f.Tensors {
+		if len(nt.Values) < minElements {
+			continue
+		}
+		fmt.Fprintf(w, "%-30s %7d", nt.Name, len(nt.Values))
+		var opt float64
+		for _, d := range Distributions {
+			r, err := MeasureTensor(nt.Name, nt.Values, Options{Preset: Clean, Dist: d})
+			if err != nil {
+				return err
+			}
+			opt = r.OptimalBits
+			fmt.Fprintf(w, " %.4f %6.2f%% (%4.2f)", r.Stats.Ratio, 100*r.Stats.Ratio/cleanBound, 100*r.Stats.OverflowRate)
+		}
+		fmt.Fprintf(w, " %8.3f\n", opt)
+	}
+	return nil
+}
+
+// AutoShortfall is one tensor's AUTO result against its optimal-code bound.
+type AutoShortfall struct {
+	File   string
+	Report TensorReport
+	// Shortfall is 1 − ratio/OptimalBound.
+	Shortfall float64
+}
+
+// WriteAutoVsOptimal prints, per tensor of at least minElements elements,
+// the ratio of AUTO with distribution d against 16/(8 + optimal bits of the
+// tensor's full histogram) (table (c)), and returns the rows.
+func WriteAutoVsOptimal(w io.Writer, files []ReportFile, d Distribution, minElements int) ([]AutoShortfall, error) {
+	fmt.Fprintf(w, "%-28s %-30s %7s %4s %8s %8s %7s %8s %8s\n", "file", "tensor", "N", "C", "ratio", "bound", "short%", "spilled%", "spillstr%")
+	var rows []AutoShortfall
+	for _, f := range files {
+		for _, nt := range f.Tensors {
+			if len(nt.Values) < minElements {
+				continue
+			}
+			r, err := MeasureTensor(nt.Name, nt.Values, Options{Preset: Auto, Dist: d})
+			if err != nil {
+				return nil, err
+			}
+			row := AutoShortfall{File: f.Name, Report: r, Shortfall: 1 - r.Stats.Ratio/r.OptimalBound}
+			rows = append(rows, row)
+			fmt.Fprintf(w, "%-28s %-30s %7d %4d %8.4f %8.4f %7.3f %8.4f %8.4f\n", f.Name, nt.Name, r.Stats.N, r.Layout.StreamBytes,
+				r.Stats.Ratio, r.OptimalBound, 100*row.Shortfall, 100*r.Stats.OverflowRate, 100*r.Stats.SpillStreamRate)
+		}
+	}
+	return rows, nil
+}
+
+func measureAll(f ReportFile, opt Options) ([]TensorReport, error) {
+	reps := make([]TensorReport, 0, len(f.Tensors))
+	for _, nt := range f.Tensors {
+		r, err := MeasureTensor(nt.Name, nt.Values, opt)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", f.Name, nt.Name, err)
+		}
+		reps = append(reps, r)
+	}
+	return reps, nil
+}
+
+func percent(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
 }
