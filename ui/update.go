@@ -80,8 +80,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // the user moved on
 		}
 		m.analysis, m.teachErr = msg.analysis, msg.err
-		if m.analysis != nil {
-			m.teachIndex = min(m.teachIndex, m.analysis.N-1)
+		if a := m.analysis; a != nil {
+			if m.teachIndex < 0 {
+				m.teachIndex = firstNonZero(a.Detail.Values)
+			}
+			m.teachIndex = min(m.teachIndex, a.N-1)
 		}
 		return m, nil
 	}
@@ -348,7 +351,7 @@ func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
 		return nil
 	}
 	if m.teachName != t.Name {
-		m.teachIndex = 0
+		m.teachIndex = -1 // the first non-zero value, once loaded
 	}
 	m.teachName = t.Name
 	m.teachSeq++
@@ -392,4 +395,15 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	return m, nil
+}
+
+// firstNonZero is where the teaching view starts: zeros are the dullest
+// values to follow through the codec.
+func firstNonZero(vals []uint16) int {
+	for i, v := range vals {
+		if v&0x7FFF != 0 {
+			return i
+		}
+	}
+	return 0
 }

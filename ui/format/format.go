@@ -98,6 +98,8 @@ func Duration(d time.Duration) string {
 		return "—"
 	case d < time.Millisecond:
 		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < time.Second && d%time.Millisecond == 0:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
 	case d < time.Second:
 		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 	default:

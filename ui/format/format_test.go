@@ -42,6 +42,9 @@ func TestDurationAndWindow(t *testing.T) {
 	if got := Duration(3410 * time.Microsecond); got != "3.41ms" {
 		t.Errorf("Duration = %q", got)
 	}
+	if got := Duration(250 * time.Millisecond); got != "250ms" {
+		t.Errorf("Duration = %q", got)
+	}
 	if got := Duration(0); got != "—" {
 		t.Errorf("Duration(0) = %q", got)
 	}

@@ -115,7 +115,11 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		summary[0] += "  " + agree
 	}
 	rest := h - len(lines) - 2 - len(summary)
+	book := codebookLines(st, a, v, w)
 	rows := min(max(rest, 1), 6)
+	if spare := rest - rows - 1; spare < len(book) {
+		book = book[:max(spare, 0)]
+	}
 	cols := min(max(w-9, 16), codec.Streams)
 	group := (codec.Streams + cols - 1) / cols
 	cols = (codec.Streams + group - 1) / group
@@ -123,7 +127,52 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		a.CapacityBits(), group, plural(group))))
 	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, w)...)
 	lines = append(lines, summary...)
+	if len(book) > 0 {
+		lines = append(lines, book...)
+	}
 	return box.Fit(strings.Join(lines, "\n"), w, h)
+}
+
+// codebookLines lists the canonical codes, shortest first, wrapped to w.
+func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
+	cb := a.Detail.Codebook
+	type entry struct {
+		text string
+		l    int
+		e    int
+	}
+	var es []entry
+	for l := 1; l <= codec.MaxCodeLen; l++ {
+		for e := 0; e < 256; e++ {
+			if int(cb.Lengths[e]) == l {
+				es = append(es, entry{fmt.Sprintf("%d:%s", e, bits(uint32(a.Codes[e]), l)), l, e})
+			}
+		}
+		if int(cb.EscLen) == l {
+			es = append(es, entry{"ESC:" + bits(uint32(a.Esc), l), l, -1})
+		}
+	}
+	coded := 0
+	for _, c := range cb.Lengths {
+		if c > 0 {
+			coded++
+		}
+	}
+	out := []string{st.Key.Render("7 codebook ") + st.Label.Render(fmt.Sprintf("%d exponents coded, the other %d escaped; canonical codes, shortest first:", coded, 256-coded))}
+	line, width := strings.Repeat(" ", 9), 9
+	for _, e := range es {
+		txt := st.Dim.Render(e.text)
+		if e.e == int(v.Exp) || (e.e < 0 && v.Escaped) {
+			txt = st.Highlight.Render(e.text)
+		}
+		if width+len(e.text)+2 > w {
+			out = append(out, line)
+			line, width = strings.Repeat(" ", 9), 9
+		}
+		line += txt + "  "
+		width += len(e.text) + 2
+	}
+	return append(out, line)
 }
 
 func plural(n int) string {
