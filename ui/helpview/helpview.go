@@ -51,4 +51,3 @@ func View(st styles.Styles, km keys.KeyMap, w, h int) string {
 	}
 	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
-
