@@ -1,0 +1,176 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"fmt"
+	"unsafe"
+
+	"lcttop/codec"
+)
+
+// Codec runs the LCT codec on the GPU for host tensors; it implements
+// lctfile.Backend and writes the same bytes as package codec. It keeps its
+// device buffers between calls, growing them as tensors grow. A Codec must
+// not be used by two goroutines at once.
+type Codec struct {
+	dev    *Device
+	own    bool
+	t      *Tensor
+	vals   Buffer
+	bstats []byte
+}
+
+// NewCodec opens the first GPU for a Codec of its own.
+func NewCodec() (*Codec, error) {
+	d, err := OpenDevice(0)
+	if err != nil {
+		return nil, err
+	}
+	return &Codec{dev: d, own: true}, nil
+}
+
+// NewCodecOn makes a Codec that uses d (and leaves it open on Close).
+func NewCodecOn(d *Device) *Codec { return &Codec{dev: d} }
+
+// Close releases the Codec's buffers, and its device if it opened it.
+func (c *Codec) Close() error {
+	var first error
+	if c.t != nil {
+		first = c.t.Free()
+		c.t = nil
+	}
+	if err := c.dev.Free(c.vals); err != nil && first == nil {
+		first = err
+	}
+	c.vals = Buffer{}
+	if c.own {
+		if err := c.dev.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// prepare shapes the scratch tensor and value buffer for n elements.
+func (c *Codec) prepare(n int, l codec.Layout, cb codec.Codebook) error {
+	d := c.dev
+	if c.t == nil {
+		c.t = &Tensor{Name: "codec scratch", dev: d, cat: CodecScratch}
+	}
+	if err := c.t.reshape(n, l, c.t.ovCap); err != nil {
+		return err
+	}
+	if err := c.t.setCodebook(cb); err != nil {
+		return err
+	}
+	return d.grow(&c.vals, 2*n, CodecScratch)
+}
+
+// Encode encodes src with codebook cb and layout l into dst, reusing dst's
+// slices, and fills dst.Stats, exactly as codec.Encoder.Encode does.
+func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error {
+	if len(src) > codec.MaxElements {
+		return fmt.Errorf("gpu: encode: %d elements, at most %d allowed", len(src), codec.MaxElements)
+	}
+	if err := cb.Validate(); err != nil {
+		return fmt.Errorf("gpu: encode: %w", err)
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("gpu: encode: %w", err)
+	}
+	n := len(src)
+	d := c.dev
+	return d.do(func() error {
+		if err := c.prepare(n, l, cb); err != nil {
+			return err
+		}
+		t := c.t
+		if err := d.htod(c.vals, 0, bf16Bytes(src)); err != nil {
+			return err
+		}
+		if err := d.encodeMain(t, c.vals); err != nil {
+			return err
+		}
+		// The overflow length decides the buffer: the one value that must
+		// reach the host before the overflow pass.
+		if err := t.readStatus(); err != nil {
+			return err
+		}
+		if err := t.growOverflow(int(t.ovLen)); err != nil {
+			return err
+		}
+		if err := d.encodeOverflow(t, c.vals); err != nil {
+			return err
+		}
+		if err := d.fullHistogram(c.vals, n); err != nil {
+			return err
+		}
+		if err := t.download(dst); err != nil {
+			return err
+		}
+		var hist codec.Histogram
+		if err := d.readHistogram(&hist); err != nil {
+			return err
+		}
+		nb := l.Blocks(n)
+		c.bstats = resize(c.bstats, 16*nb)
+		if err := d.dtoh(c.bstats, t.bstats, 0); err != nil {
+			return err
+		}
+		var codeBits uint64
+		var spilled, spilling int
+		for b := range nb {
+			s := c.bstats[16*b:]
+			codeBits += uint64(le32(s[4:]))
+			spilled += int(le32(s[8:]))
+			spilling += int(le32(s[12:]))
+		}
+		dst.Stats = finishStats(dst, hist, codeBits, spilled, spilling)
+		return nil
+	})
+}
+
+// Decode decodes t into dst (len(dst) must be t.N), checking t's structure
+// first and its streams on the device, as codec.Decoder.Decode does.
+func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
+	if err := checkStructure(t); err != nil {
+		return fmt.Errorf("gpu: decode: %w", err)
+	}
+	if len(dst) != t.N {
+		return fmt.Errorf("gpu: decode: destination holds %d values, tensor has %d", len(dst), t.N)
+	}
+	if t.N == 0 {
+		return nil
+	}
+	d := c.dev
+	return d.do(func() error {
+		if err := c.prepare(t.N, t.Layout, t.Codebook); err != nil {
+			return err
+		}
+		if err := c.t.upload(t); err != nil {
+			return err
+		}
+		if err := d.decode(c.vals, c.t); err != nil {
+			return err
+		}
+		if err := d.dtoh(bf16Bytes(dst), c.vals, 0); err != nil {
+			return err
+		}
+		if err := c.t.readStatus(); err != nil {
+			return err
+		}
+		return decodeError("tensor", c.t.decodeErr)
+	})
+}
+
+func le32(b []byte) uint32 {
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func u64Bytes(v []uint64) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 8*len(v))
+}

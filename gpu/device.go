@@ -1,0 +1,295 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Device is one GPU with its module of kernels loaded. Its methods may be
+// called from any goroutine; they take turns. Launching methods return
+// without waiting for the GPU: what the device finds wrong while it works
+// (a spill that does not fit its overflow buffer, a corrupt stream) reaches
+// the host at SyncStatus.
+type Device struct {
+	mu     sync.Mutex
+	drv    driver
+	info   deviceInfo
+	closed bool
+
+	live    map[uintptr]Buffer
+	current [numCategories]int64
+	peak    [numCategories]int64
+	total   int64
+	peakAll int64
+
+	status statusArena
+
+	// scratch for the unfused update path and for histograms, grown on demand
+	scratch [3]Buffer
+	hist    Buffer
+	// forceUnfused makes the LCT steps take the unfused path (tests).
+	forceUnfused bool
+}
+
+// OpenDevice opens GPU ordinal and loads the kernels.
+func OpenDevice(ordinal int) (*Device, error) {
+	drv, err := openDriver(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{drv: drv, info: drv.info(), live: map[uintptr]Buffer{}}
+	if err := d.do(func() error { return d.status.init(d) }); err != nil {
+		d.drv.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Name names the GPU (or the emulation).
+func (d *Device) Name() string { return d.info.Name }
+
+// Close frees every buffer the device still holds and releases the GPU.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.drv.enter(); err != nil {
+		return err
+	}
+	var first error
+	for p := range d.live {
+		if err := d.drv.free(devPtr(p)); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.live = nil
+	d.drv.exit()
+	if err := d.drv.close(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+var errClosed = errors.New("gpu: device closed")
+
+// do runs f with the device locked and its context current on this thread.
+func (d *Device) do(f func() error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return errClosed
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := d.drv.enter(); err != nil {
+		return err
+	}
+	defer d.drv.exit()
+	return f()
+}
+
+// Alloc allocates bytes of device memory, accounted to cat. The memory is
+// not cleared.
+func (d *Device) Alloc(bytes int, cat Category) (Buffer, error) {
+	var b Buffer
+	err := d.do(func() error {
+		var err error
+		b, err = d.alloc(bytes, cat)
+		return err
+	})
+	return b, err
+}
+
+// alloc allocates with the device locked.
+func (d *Device) alloc(bytes int, cat Category) (Buffer, error) {
+	if bytes < 0 {
+		return Buffer{}, fmt.Errorf("gpu: alloc: %d bytes", bytes)
+	}
+	if cat < 0 || cat >= numCategories {
+		return Buffer{}, fmt.Errorf("gpu: alloc: unknown category %d", int(cat))
+	}
+	p, err := d.drv.alloc(max(bytes, 1))
+	if err != nil {
+		return Buffer{}, fmt.Errorf("gpu: alloc %d bytes of %s: %w", bytes, cat, err)
+	}
+	b := Buffer{ptr: uintptr(p), size: bytes, cat: cat}
+	d.live[b.ptr] = b
+	d.current[cat] += int64(bytes)
+	d.peak[cat] = max(d.peak[cat], d.current[cat])
+	d.total += int64(bytes)
+	d.peakAll = max(d.peakAll, d.total)
+	return b, nil
+}
+
+// Free returns a buffer's memory. Freeing the zero Buffer does nothing.
+func (d *Device) Free(b Buffer) error {
+	if !b.Valid() {
+		return nil
+	}
+	return d.do(func() error { return d.free(b) })
+}
+
+func (d *Device) free(b Buffer) error {
+	if !b.Valid() {
+		return nil
+	}
+	if _, ok := d.live[b.ptr]; !ok {
+		return fmt.Errorf("gpu: free: buffer at %#x is not allocated", b.ptr)
+	}
+	delete(d.live, b.ptr)
+	d.current[b.cat] -= int64(b.size)
+	d.total -= int64(b.size)
+	return d.drv.free(devPtr(b.ptr))
+}
+
+// Memory reports the device memory allocated through d.
+func (d *Device) Memory() MemoryReport {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := MemoryReport{Current: d.total, Peak: d.peakAll}
+	for _, c := range Categories {
+		r.ByCategory = append(r.ByCategory, MemoryUse{Category: c, Current: d.current[c], Peak: d.peak[c]})
+	}
+	return r
+}
+
+// Upload copies src into the start of dst.
+func (d *Device) Upload(dst Buffer, src []byte) error {
+	return d.do(func() error { return d.htod(dst, 0, src) })
+}
+
+// Download copies the start of src into dst.
+func (d *Device) Download(dst []byte, src Buffer) error {
+	return d.do(func() error { return d.dtoh(dst, src, 0) })
+}
+
+// UploadBF16 copies BF16 values into the start of dst.
+func (d *Device) UploadBF16(dst Buffer, src []uint16) error {
+	return d.Upload(dst, bf16Bytes(src))
+}
+
+// DownloadBF16 copies BF16 values from the start of src.
+func (d *Device) DownloadBF16(dst []uint16, src Buffer) error {
+	return d.Download(bf16Bytes(dst), src)
+}
+
+func bf16Bytes(v []uint16) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 2*len(v))
+}
+
+func (d *Device) htod(dst Buffer, off int, src []byte) error {
+	if off < 0 || off+len(src) > dst.size {
+		return fmt.Errorf("gpu: upload of %d bytes at %d into a %d-byte buffer", len(src), off, dst.size)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return d.drv.htod(devPtr(dst.ptr+uintptr(off)), unsafe.Pointer(&src[0]), len(src))
+}
+
+func (d *Device) dtoh(dst []byte, src Buffer, off int) error {
+	if off < 0 || off+len(dst) > src.size {
+		return fmt.Errorf("gpu: download of %d bytes at %d from a %d-byte buffer", len(dst), off, src.size)
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	return d.drv.dtoh(unsafe.Pointer(&dst[0]), devPtr(src.ptr+uintptr(off)), len(dst))
+}
+
+// Synchronize waits for the device's work to finish.
+func (d *Device) Synchronize() error {
+	return d.do(func() error { return d.drv.synchronize() })
+}
+
+// launch starts kernel k with pointer and scalar arguments.
+func (d *Device) launch(k kernel, grid, block, smem int, args ...uint64) error {
+	if grid == 0 {
+		return nil
+	}
+	if smem > d.info.MaxSmemPerBlock {
+		return fmt.Errorf("gpu: %s needs %d bytes of shared memory, the device gives %d", kernelNames[k], smem, d.info.MaxSmemPerBlock)
+	}
+	if err := d.drv.launch(k, grid, block, smem, args); err != nil {
+		return fmt.Errorf("gpu: launch %s: %w", kernelNames[k], err)
+	}
+	return nil
+}
+
+func ptrArg(b Buffer) uint64 { return uint64(b.ptr) }
+
+// grow makes *b hold at least bytes, reallocating (contents lost) if not.
+func (d *Device) grow(b *Buffer, bytes int, cat Category) error {
+	if b.Valid() && b.size >= bytes {
+		return nil
+	}
+	if err := d.free(*b); err != nil {
+		return err
+	}
+	*b = Buffer{}
+	nb, err := d.alloc(bytes, cat)
+	if err != nil {
+		return err
+	}
+	*b = nb
+	return nil
+}
+
+// Timer measures device time between two points of the work, with events.
+type Timer struct {
+	d          *Device
+	start, end event
+}
+
+// NewTimer makes a timer.
+func (d *Device) NewTimer() (*Timer, error) {
+	t := &Timer{d: d}
+	err := d.do(func() error {
+		var err error
+		if t.start, err = d.drv.newEvent(); err != nil {
+			return err
+		}
+		t.end, err = d.drv.newEvent()
+		return err
+	})
+	return t, err
+}
+
+// Start marks the start.
+func (t *Timer) Start() error { return t.d.do(t.start.record) }
+
+// Stop marks the end.
+func (t *Timer) Stop() error { return t.d.do(t.end.record) }
+
+// Ms waits for the end mark and returns the milliseconds from start to end.
+func (t *Timer) Ms() (float64, error) {
+	var ms float64
+	err := t.d.do(func() error {
+		var err error
+		ms, err = t.end.since(t.start)
+		return err
+	})
+	return ms, err
+}
+
+// Close releases the timer's events.
+func (t *Timer) Close() {
+	t.d.do(func() error {
+		t.start.destroy()
+		t.end.destroy()
+		return nil
+	})
+}

@@ -1,0 +1,81 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import "unsafe"
+
+// devPtr is a device address.
+type devPtr uintptr
+
+// kernel names one entry point of kernels/lct.cu.
+type kernel int
+
+const (
+	kEncode kernel = iota
+	kEncodeOverflow
+	kScan
+	kDecode
+	kSampleHist
+	kHist
+	kSGDBF16
+	kAdamWBF16
+	kSGDLCT
+	kSGDLCTOverflow
+	kAdamWLCT
+	kAdamWLCTOverflow
+	kFillGaussian
+	numKernels
+)
+
+var kernelNames = [numKernels]string{
+	kEncode:           "lct_encode",
+	kEncodeOverflow:   "lct_encode_overflow",
+	kScan:             "lct_scan",
+	kDecode:           "lct_decode",
+	kSampleHist:       "lct_sample_hist",
+	kHist:             "lct_hist",
+	kSGDBF16:          "lct_sgd_bf16",
+	kAdamWBF16:        "lct_adamw_bf16",
+	kSGDLCT:           "lct_sgd_lct",
+	kSGDLCTOverflow:   "lct_sgd_lct_ovf",
+	kAdamWLCT:         "lct_adamw_lct",
+	kAdamWLCTOverflow: "lct_adamw_lct_ovf",
+	kFillGaussian:     "lct_fill_gaussian",
+}
+
+// deviceInfo is what the host code sizes launches by.
+type deviceInfo struct {
+	Name            string
+	SMs             int
+	MaxSmemPerBlock int  // dynamic shared memory a CTA may have, bytes
+	Emulated        bool // the CPU emulation, not a GPU
+}
+
+// driver is what Device needs of CUDA: the driver API (build tag cuda) or
+// the CPU emulation (build tag kernelemu). Its methods run between enter and
+// exit, which the CUDA driver uses to make its context current on the
+// calling OS thread. Launches and device-to-device copies are asynchronous;
+// copies to and from the host wait for the work before them.
+type driver interface {
+	enter() error
+	exit()
+	info() deviceInfo
+	alloc(bytes int) (devPtr, error)
+	free(p devPtr) error
+	htod(dst devPtr, src unsafe.Pointer, bytes int) error
+	dtoh(dst unsafe.Pointer, src devPtr, bytes int) error
+	dtod(dst, src devPtr, bytes int) error
+	memset32(dst devPtr, v uint32, words int) error
+	launch(k kernel, grid, block, smem int, args []uint64) error
+	synchronize() error
+	newEvent() (event, error)
+	close() error
+}
+
+// event marks a point in the device's work, for timing.
+type event interface {
+	record() error
+	// since waits for the event and returns the milliseconds from start to it.
+	since(start event) (float64, error)
+	destroy()
+}

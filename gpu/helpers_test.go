@@ -1,0 +1,151 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"testing"
+
+	"lcttop/codec"
+)
+
+var (
+	devOnce sync.Once
+	dev     *Device
+	devErr  error
+)
+
+// device opens the GPU (or the emulation) once for all tests; without one
+// the test is skipped with the reason.
+func device(t testing.TB) *Device {
+	t.Helper()
+	devOnce.Do(func() { dev, devErr = OpenDevice(0) })
+	if devErr != nil {
+		t.Skipf("no CUDA device: %v", devErr)
+	}
+	return dev
+}
+
+// emulated says the tests run on the CPU emulation, which is slow: tests
+// then cover fewer sizes and tensors (the device run covers them all).
+func emulated(t testing.TB) bool { return device(t).info.Emulated }
+
+func testCodec(t testing.TB) *Codec {
+	t.Helper()
+	c := NewCodecOn(device(t))
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("codec close: %v", err)
+		}
+	})
+	return c
+}
+
+// gaussianBF16 draws n BF16 values of N(0, scale²).
+func gaussianBF16(r *rand.Rand, n int, scale float64) []uint16 {
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = uint16(math.Float32bits(float32(r.NormFloat64()*scale)) >> 16)
+	}
+	return v
+}
+
+// fit picks the codebook and layout the way codec.Encode does.
+func fit(src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, codec.Layout) {
+	h := codec.SampleHistogram(src)
+	cb := codec.FitCodebook(d, &h)
+	return cb, codec.ChooseLayout(p, &cb, &h)
+}
+
+// sameTensor reports the first difference between two encoded tensors,
+// section by section, with Stats.
+func sameTensor(want, got *codec.Tensor) error {
+	if want.N != got.N || want.Layout != got.Layout || want.Codebook != got.Codebook {
+		return fmt.Errorf("header: want N=%d %+v, got N=%d %+v", want.N, want.Layout, got.N, got.Layout)
+	}
+	for _, s := range []struct {
+		name      string
+		want, got []byte
+	}{
+		{"sf", want.SF, got.SF}, {"streams", want.Streams, got.Streams}, {"bitmaps", want.Bitmaps, got.Bitmaps},
+		{"offsets", u32Bytes(want.Offsets), u32Bytes(got.Offsets)}, {"overflow", want.Overflow, got.Overflow},
+	} {
+		if !bytes.Equal(s.want, s.got) {
+			return fmt.Errorf("%s differ: %s", s.name, firstDiff(s.want, s.got))
+		}
+	}
+	if !reflect.DeepEqual(want.Stats, got.Stats) {
+		return fmt.Errorf("stats differ:\nwant %+v\n got %+v", statsLine(want.Stats), statsLine(got.Stats))
+	}
+	return nil
+}
+
+func statsLine(s codec.Stats) string {
+	s.Histogram = codec.Histogram{}
+	return fmt.Sprintf("%+v", s)
+}
+
+func firstDiff(a, b []byte) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("lengths %d and %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return fmt.Sprintf("first at byte %d of %d: want %#02x, got %#02x", i, len(a), a[i], b[i])
+		}
+	}
+	return "none"
+}
+
+// cpuEncode is the reference encoding.
+func cpuEncode(t testing.TB, src []uint16, cb codec.Codebook, l codec.Layout) *codec.Tensor {
+	t.Helper()
+	var e codec.Encoder
+	want := new(codec.Tensor)
+	if err := e.Encode(want, src, cb, l); err != nil {
+		t.Fatalf("codec encode: %v", err)
+	}
+	return want
+}
+
+// checkEncode encodes src on the GPU and compares with codec, then decodes
+// codec's tensor on the GPU and compares with src.
+func checkEncode(t *testing.T, c *Codec, what string, src []uint16, cb codec.Codebook, l codec.Layout) *codec.Tensor {
+	t.Helper()
+	want := cpuEncode(t, src, cb, l)
+	got := new(codec.Tensor)
+	if err := c.Encode(got, src, cb, l); err != nil {
+		t.Fatalf("%s: gpu encode: %v", what, err)
+	}
+	if err := sameTensor(want, got); err != nil {
+		t.Fatalf("%s (n=%d, %s/%s, C=%d): gpu encode differs from codec: %v", what, len(src), l.Preset, cb.Dist, l.StreamBytes, err)
+	}
+	back := make([]uint16, len(src))
+	for i := range back {
+		back[i] = 0xDEAD // poison: every value must be written
+	}
+	if err := c.Decode(want, back); err != nil {
+		t.Fatalf("%s: gpu decode: %v", what, err)
+	}
+	if i := firstDiffU16(src, back); i >= 0 {
+		t.Fatalf("%s: gpu decode differs at %d of %d: want %#04x, got %#04x", what, i, len(src), src[i], back[i])
+	}
+	return want
+}
+
+func firstDiffU16(a, b []uint16) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	if len(a) != len(b) {
+		return min(len(a), len(b))
+	}
+	return -1
+}

@@ -1,0 +1,131 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// statusSlots is how many tensors a device can hold at once.
+const statusSlots = 16384
+
+// statusArena holds every tensor's two status words, the overflow length
+// (written by the encoder's scan) and the first decode error (~0 for none),
+// in one device buffer, so that SyncStatus reads them all in one copy.
+type statusArena struct {
+	buf   Buffer
+	owner []*Tensor
+	free  []int
+	host  []byte
+	high  int // slots below this may be in use
+}
+
+func (a *statusArena) init(d *Device) error {
+	var err error
+	if a.buf, err = d.alloc(16*statusSlots, CodecScratch); err != nil {
+		return err
+	}
+	a.owner = make([]*Tensor, statusSlots)
+	a.free = make([]int, 0, statusSlots)
+	for s := statusSlots - 1; s >= 0; s-- {
+		a.free = append(a.free, s)
+	}
+	a.host = make([]byte, 16*statusSlots)
+	return nil
+}
+
+func (a *statusArena) take(t *Tensor) (int, error) {
+	if len(a.free) == 0 {
+		return 0, fmt.Errorf("gpu: more than %d tensors on the device", statusSlots)
+	}
+	s := a.free[len(a.free)-1]
+	a.free = a.free[:len(a.free)-1]
+	a.owner[s] = t
+	a.high = max(a.high, s+1)
+	return s, nil
+}
+
+func (a *statusArena) release(s int) {
+	a.owner[s] = nil
+	a.free = append(a.free, s)
+}
+
+func (a *statusArena) ptr(s int) uintptr { return a.buf.ptr + uintptr(16*s) }
+
+// noError is the decode error word's value when nothing went wrong.
+const noError = ^uint64(0)
+
+// Error kinds of a decode error word (kernels/lct.cu).
+var decodeErrorKinds = map[uint64]string{
+	1: "invalid code",
+	2: "code runs past the stream's capacity",
+	3: "spill marker out of range",
+	4: "overflow region out of bounds",
+}
+
+// DecodeError is corrupt data met while decoding a tensor on the device.
+type DecodeError struct {
+	Tensor        string
+	Block, Stream int
+	Problem       string
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("gpu: decode %s: block %d stream %d: %s", e.Tensor, e.Block, e.Stream, e.Problem)
+}
+
+func decodeError(name string, w uint64) error {
+	if w == noError {
+		return nil
+	}
+	kind, ok := decodeErrorKinds[w&0xFF]
+	if !ok {
+		kind = fmt.Sprintf("error %d", w&0xFF)
+	}
+	return &DecodeError{Tensor: name, Block: int(w >> 16), Stream: int(w >> 8 & 0xFF), Problem: kind}
+}
+
+// OverflowError says that a tensor's spill did not fit its overflow buffer;
+// the tensor's overflow area is incomplete until the operation runs again
+// with a larger buffer (Tensor.GrowOverflow).
+type OverflowError struct {
+	Tensor        string
+	Needed, Holds int
+}
+
+func (e *OverflowError) Error() string {
+	return fmt.Sprintf("gpu: %s: overflow needs %d bytes, its buffer holds %d", e.Tensor, e.Needed, e.Holds)
+}
+
+// SyncStatus waits for the device's work and reads every tensor's status in
+// one copy: the overflow lengths the encoders produced and the errors the
+// decoders met. It returns every problem found (OverflowError, DecodeError),
+// joined; nil when all is well.
+func (d *Device) SyncStatus() error {
+	return d.do(d.syncStatus)
+}
+
+func (d *Device) syncStatus() error {
+	a := &d.status
+	if err := d.dtoh(a.host[:16*a.high], a.buf, 0); err != nil {
+		return err
+	}
+	var errs []error
+	for s := range a.high {
+		t := a.owner[s]
+		if t == nil {
+			continue
+		}
+		t.ovLen = binary.LittleEndian.Uint64(a.host[16*s:])
+		t.decodeErr = binary.LittleEndian.Uint64(a.host[16*s+8:])
+		if t.ovLen > uint64(t.ovCap) {
+			errs = append(errs, &OverflowError{Tensor: t.label(), Needed: int(t.ovLen), Holds: t.ovCap})
+		}
+		if err := decodeError(t.label(), t.decodeErr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,342 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+
+	"lcttop/codec"
+)
+
+// Tensor is an LCT tensor in device memory: the sections of a codec.Tensor
+// in buffers of their own, the encoder's per-block scratch, and its status
+// words. Its shape (N and layout) is fixed; its codebook may change.
+type Tensor struct {
+	Name string // names the tensor in errors
+
+	dev    *Device
+	n      int
+	layout codec.Layout
+	cb     codec.Codebook
+	cat    Category
+
+	sf, streams, bitmaps, offsets, overflow Buffer
+	tables, spill, bstats, desc             Buffer
+	ovCap                                   int
+	slot                                    int
+
+	// The status as of the last SyncStatus (or Download).
+	ovLen, decodeErr uint64
+	freed            bool
+}
+
+// descBytes is the size of struct LctDesc (kernels/lct.cu).
+const descBytes = 14 * 8
+
+// NewTensor allocates an LCT tensor of n elements with the given layout and
+// codebook, its sections accounted to cat and its overflow buffer, holding
+// overflowCap bytes, to OverflowPool. Its contents are undefined until an
+// encode, a fused step or Upload writes them.
+func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	if n < 0 || n > codec.MaxElements {
+		return nil, fmt.Errorf("gpu: new tensor: %d elements, want 0..%d", n, codec.MaxElements)
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu: new tensor: %w", err)
+	}
+	if err := cb.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu: new tensor: %w", err)
+	}
+	if overflowCap < 0 {
+		return nil, fmt.Errorf("gpu: new tensor: overflow capacity %d", overflowCap)
+	}
+	t := &Tensor{dev: d, cat: cat}
+	err := d.do(func() error {
+		if err := t.reshape(n, l, overflowCap); err != nil {
+			t.release()
+			return err
+		}
+		return t.setCodebook(cb)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// N is the number of elements.
+func (t *Tensor) N() int { return t.n }
+
+// Layout is the tensor's layout.
+func (t *Tensor) Layout() codec.Layout { return t.layout }
+
+// Codebook is the codebook the tensor is (or will be) encoded with.
+func (t *Tensor) Codebook() codec.Codebook { return t.cb }
+
+// OverflowCap is the overflow buffer's size in bytes.
+func (t *Tensor) OverflowCap() int { return t.ovCap }
+
+// OverflowLen is the overflow length the last encode produced, as of the
+// last SyncStatus or Download.
+func (t *Tensor) OverflowLen() int { return int(t.ovLen) }
+
+// StoredBytes is the tensor's serialised size (format.md §5), as of the last
+// SyncStatus or Download.
+func (t *Tensor) StoredBytes() int {
+	nb := t.layout.Blocks(t.n)
+	return 160 + t.n + t.layout.StreamAreaBytes(t.n) + 36*nb + int(t.ovLen)
+}
+
+func (t *Tensor) label() string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return fmt.Sprintf("tensor of %d elements", t.n)
+}
+
+// SetCodebook sets the codebook the next encode into t uses.
+func (t *Tensor) SetCodebook(cb codec.Codebook) error {
+	if err := cb.Validate(); err != nil {
+		return fmt.Errorf("gpu: %s: %w", t.label(), err)
+	}
+	return t.dev.do(func() error { return t.setCodebook(cb) })
+}
+
+func (t *Tensor) setCodebook(cb codec.Codebook) error {
+	tab := buildTables(&cb)
+	if err := t.dev.htod(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
+		return err
+	}
+	t.cb = cb
+	return nil
+}
+
+// GrowOverflow makes the overflow buffer hold at least bytes (its contents
+// are lost: run the encode again).
+func (t *Tensor) GrowOverflow(bytes int) error {
+	return t.dev.do(func() error { return t.growOverflow(bytes) })
+}
+
+func (t *Tensor) growOverflow(bytes int) error {
+	if bytes <= t.ovCap {
+		return nil
+	}
+	if err := t.dev.grow(&t.overflow, bytes, OverflowPool); err != nil {
+		return err
+	}
+	t.ovCap = bytes
+	return t.writeDesc()
+}
+
+// reshape (re)allocates the sections for n elements in layout l, keeping
+// buffers that are large enough.
+func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
+	d := t.dev
+	nb := l.Blocks(n)
+	if !t.desc.Valid() {
+		s, err := d.status.take(t)
+		if err != nil {
+			return err
+		}
+		t.slot = s
+	}
+	sizes := []struct {
+		b    *Buffer
+		size int
+		cat  Category
+	}{
+		{&t.sf, n, t.cat},
+		{&t.streams, l.StreamAreaBytes(n), t.cat},
+		{&t.bitmaps, 32 * nb, t.cat},
+		{&t.offsets, 4 * nb, t.cat},
+		{&t.overflow, ovCap, OverflowPool},
+		{&t.tables, 512 * 4, CodecScratch},
+		{&t.spill, 256 * nb, CodecScratch},
+		{&t.bstats, 16 * nb, CodecScratch},
+		{&t.desc, descBytes, CodecScratch},
+	}
+	for _, s := range sizes {
+		if err := d.grow(s.b, s.size, s.cat); err != nil {
+			return err
+		}
+	}
+	t.n, t.layout, t.ovCap = n, l, max(ovCap, t.overflow.size)
+	t.ovLen, t.decodeErr = 0, noError
+	if err := t.setStatus(0); err != nil {
+		return err
+	}
+	return t.writeDesc()
+}
+
+// writeDesc uploads struct LctDesc.
+func (t *Tensor) writeDesc() error {
+	var b [descBytes]byte
+	fields := []uint64{
+		uint64(t.sf.ptr), uint64(t.streams.ptr), uint64(t.bitmaps.ptr), uint64(t.offsets.ptr), uint64(t.overflow.ptr),
+		uint64(t.tables.ptr), uint64(t.spill.ptr), uint64(t.bstats.ptr), uint64(t.dev.status.ptr(t.slot)),
+		uint64(t.n), uint64(t.layout.BlockSize), uint64(t.layout.StreamBytes), uint64(t.layout.Blocks(t.n)), uint64(t.ovCap),
+	}
+	for i, f := range fields {
+		binary.LittleEndian.PutUint64(b[8*i:], f)
+	}
+	return t.dev.htod(t.desc, 0, b[:])
+}
+
+// setStatus writes the status words: the overflow length, and no error.
+func (t *Tensor) setStatus(ovLen uint64) error {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], ovLen)
+	binary.LittleEndian.PutUint64(b[8:], noError)
+	return t.dev.htod(t.dev.status.buf, 16*t.slot, b[:])
+}
+
+// clearError resets the decode error word before a decode reads t.
+func (t *Tensor) clearError() error {
+	return t.dev.drv.memset32(devPtr(t.dev.status.ptr(t.slot)+8), 0xFFFFFFFF, 2)
+}
+
+// readStatus reads t's status words alone (waiting for the device).
+func (t *Tensor) readStatus() error {
+	var b [16]byte
+	if err := t.dev.dtoh(b[:], t.dev.status.buf, 16*t.slot); err != nil {
+		return err
+	}
+	t.ovLen = binary.LittleEndian.Uint64(b[:])
+	t.decodeErr = binary.LittleEndian.Uint64(b[8:])
+	return nil
+}
+
+// Free releases the tensor's device memory.
+func (t *Tensor) Free() error {
+	return t.dev.do(t.release)
+}
+
+func (t *Tensor) release() error {
+	if t.freed {
+		return nil
+	}
+	var first error
+	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.desc} {
+		if err := t.dev.free(*b); err != nil && first == nil {
+			first = err
+		}
+		*b = Buffer{}
+	}
+	if t.dev.status.owner[t.slot] == t {
+		t.dev.status.release(t.slot)
+	}
+	t.freed = true
+	return first
+}
+
+// Upload copies a host tensor into t, which must have the same N and layout.
+// The caller vouches for ct's consistency (ParseTensor checks it; Decode on
+// the device reports what it finds wrong at SyncStatus).
+func (t *Tensor) Upload(ct *codec.Tensor) error {
+	if ct.N != t.n || ct.Layout != t.layout {
+		return fmt.Errorf("gpu: upload into %s: host tensor has %d elements in %+v, device tensor %d in %+v",
+			t.label(), ct.N, ct.Layout, t.n, t.layout)
+	}
+	return t.dev.do(func() error { return t.upload(ct) })
+}
+
+func (t *Tensor) upload(ct *codec.Tensor) error {
+	d := t.dev
+	if err := t.growOverflow(len(ct.Overflow)); err != nil {
+		return err
+	}
+	if err := t.setCodebook(ct.Codebook); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		dst Buffer
+		src []byte
+	}{{t.sf, ct.SF}, {t.streams, ct.Streams}, {t.bitmaps, ct.Bitmaps}, {t.offsets, u32Bytes(ct.Offsets)}, {t.overflow, ct.Overflow}} {
+		if err := d.htod(c.dst, 0, c.src); err != nil {
+			return fmt.Errorf("gpu: upload %s: %w", t.label(), err)
+		}
+	}
+	t.ovLen = uint64(len(ct.Overflow))
+	return t.setStatus(t.ovLen)
+}
+
+// Download copies t into a host tensor, reusing dst's slices where they are
+// large enough. It waits for the device, and fails with an OverflowError if
+// the last encode's spill did not fit. Stats are left zero (see
+// codec.Tensor.ComputeStats).
+func (t *Tensor) Download(dst *codec.Tensor) error {
+	return t.dev.do(func() error {
+		if err := t.readStatus(); err != nil {
+			return err
+		}
+		if t.ovLen > uint64(t.ovCap) {
+			return &OverflowError{Tensor: t.label(), Needed: int(t.ovLen), Holds: t.ovCap}
+		}
+		return t.download(dst)
+	})
+}
+
+func (t *Tensor) download(dst *codec.Tensor) error {
+	nb := t.layout.Blocks(t.n)
+	dst.N, dst.Layout, dst.Codebook = t.n, t.layout, t.cb
+	dst.SF = resize(dst.SF, t.n)
+	dst.Streams = resize(dst.Streams, t.layout.StreamAreaBytes(t.n))
+	dst.Bitmaps = resize(dst.Bitmaps, 32*nb)
+	dst.Offsets = resize(dst.Offsets, nb)
+	dst.Overflow = resize(dst.Overflow, int(t.ovLen))
+	dst.Stats = codec.Stats{}
+	d := t.dev
+	for _, c := range []struct {
+		dst []byte
+		src Buffer
+	}{{dst.SF, t.sf}, {dst.Streams, t.streams}, {dst.Bitmaps, t.bitmaps}, {u32Bytes(dst.Offsets), t.offsets}, {dst.Overflow, t.overflow}} {
+		if err := d.dtoh(c.dst, c.src, 0); err != nil {
+			return fmt.Errorf("gpu: download %s: %w", t.label(), err)
+		}
+	}
+	return nil
+}
+
+func u32Bytes(v []uint32) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// resize returns s with length n, reusing its array when large enough (as
+// codec's encoder does, so that results compare equal slice for slice).
+func resize[T any](s []T, n int) []T {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]T, n)
+}
+
+// buildTables makes the kernels' decode and encode tables (kernels/lct.cu):
+// decode, by the next 8 bits: exponent | advance<<8 | code length<<16 |
+// ESC<<24, 0 for an invalid prefix; encode, by exponent: code (ESC and the
+// literal for an escaped exponent) | length<<16.
+func buildTables(cb *codec.Codebook) [512]uint32 {
+	var tab [512]uint32
+	for i, e := range cb.DecodeTable() {
+		switch {
+		case e.Len == 0:
+		case e.Symbol == 256:
+			tab[i] = uint32(e.Len+8)<<8 | uint32(e.Len)<<16 | 1<<24
+		default:
+			tab[i] = uint32(e.Symbol) | uint32(e.Len)<<8 | uint32(e.Len)<<16
+		}
+	}
+	codes, esc := cb.Codes()
+	for x, l := range cb.Lengths {
+		if l != 0 {
+			tab[256+x] = uint32(codes[x]) | uint32(l)<<16
+		} else {
+			tab[256+x] = (uint32(esc)<<8 | uint32(x)) | uint32(cb.EscLen+8)<<16
+		}
+	}
+	return tab
+}

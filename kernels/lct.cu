@@ -1,0 +1,984 @@
+// CUDA kernels of the LCT codec (docs/format.md): encode, decode, sampling
+// and histograms, and the optimizer updates, fused with the codec and plain.
+// They produce exactly the bytes of the Go reference codec (codec/).
+//
+// One CTA of 256 threads works on one codec block; thread j owns stream j.
+// A block's stream area is interleaved by byte (byte k of stream j at
+// k*256 + j), which suits coalesced copies but not one thread reading its own
+// stream. So the CTA moves the area between global memory and shared memory
+// with 4-byte loads and stores and a 4x4 byte transpose, keeping it in shared
+// memory stream-major: each stream a row of 32-bit big-endian words (the
+// first stream byte in the top bits), rows an odd number of words apart so
+// that the threads of a warp reading their own rows hit different banks.
+// Elements move in chunks of positions: a chunk's exponents sit in shared
+// memory in element order, written and read by rows with 8- and 16-byte
+// accesses on the global side, by columns (one stream each) on the coding side.
+//
+// Encoding writes sf bytes, stream areas, spill bitmaps, per-stream spill
+// counts and per-block overflow sizes; lct_scan turns the sizes into offsets
+// and the overflow length; an overflow pass then writes markers and spilled
+// exponents. The fused updates recompute a spilling block's new values in
+// their overflow pass (same code, same inputs, same bits), which is why they
+// write their outputs out of place.
+//
+// The optimizer formulas are the trainer's (trainer/optim), operation by
+// operation in float32 with every product, quotient, sum and root rounded on
+// its own (__fmul_rn & co. never contract into FMAs), and each stored value
+// rounded once to BF16, nearest-even, NaNs kept quiet.
+//
+// The same source compiles for the CPU with lct_emu.h (tests without a GPU).
+
+#ifdef LCT_EMU
+#include <math.h>
+#else
+extern __shared__ __align__(16) unsigned char lct_smem[];
+#define LCT_DYNAMIC_SMEM lct_smem
+#endif
+
+#define LCT_DEV static __device__ __forceinline__
+
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define LCT_FULL 0xffffffffu
+#define LCT_CH 32              // positions per chunk: encode, decode
+#define LCT_G (LCT_CH / 8)     // 8-element groups per thread and chunk
+#define LCT_CHF 16             // positions per chunk: fused updates
+#define LCT_GF (LCT_CHF / 8)
+
+// Error kinds a decode reports, in the status word's low byte.
+#define LCT_ERR_INVALID_CODE 1
+#define LCT_ERR_PAST_CAPACITY 2
+#define LCT_ERR_MARKER 3
+#define LCT_ERR_OVERFLOW_BOUNDS 4
+
+// LctDesc describes one LCT tensor in device memory. The Go side (gpu/)
+// writes the same 8-byte fields in the same order.
+struct LctDesc {
+  u64 sf;        // u8[n]
+  u64 streams;   // u8[StreamAreaBytes(n)]
+  u64 bitmaps;   // u8[32 * nblocks]
+  u64 offsets;   // u32[nblocks]
+  u64 overflow;  // u8[ovcap]
+  u64 tables;    // u32[512]: decode table (by next 8 bits), then encode table (by exponent)
+  u64 spill;     // u8[256 * nblocks]: spill count per stream, written by the encoder
+  u64 bstats;    // u32[4 * nblocks]: overflow bytes, code bits, spilled, spilling streams
+  u64 status;    // u64[2]: overflow length, first decode error (~0 = none)
+  long long n;   // elements
+  long long B;   // block size
+  long long C;   // bytes per stream of a full block
+  long long nblocks;
+  long long ovcap;  // bytes the overflow buffer holds
+};
+
+LCT_DEV int imin(int a, int b) { return a < b ? a : b; }
+LCT_DEV int imax(int a, int b) { return a > b ? a : b; }
+
+// Geo is one block's geometry as seen by thread j (format.md §3).
+struct Geo {
+  long long base;  // first element of the block
+  long long area;  // byte offset of the block's stream area
+  int nb;          // elements in the block
+  int P;           // positions of the longest stream
+  int Cb;          // bytes per stream
+  int words;       // 32-bit words per stream, ceil(Cb/4)
+  u32 capBits;     // 8*Cb
+  int count;       // elements of stream j
+};
+
+LCT_DEV void geo_init(Geo& g, const LctDesc* d, int b, int j) {
+  const long long B = d->B, C = d->C;
+  g.base = (long long)b * B;
+  const long long rem = d->n - g.base;
+  g.nb = (int)(rem < B ? rem : B);
+  g.P = (g.nb + 255) >> 8;
+  g.Cb = (int)(((long long)g.P * C * 256 + B - 1) / B);
+  g.words = (g.Cb + 3) >> 2;
+  g.capBits = 8u * (u32)g.Cb;
+  g.count = j < g.nb ? ((g.nb - j + 255) >> 8) : 0;
+  g.area = (long long)b * 256 * C;
+}
+
+// row_stride is the distance in words between two streams' rows in shared
+// memory: enough for a full block, and odd.
+LCT_DEV int row_stride(long long C) { return (int)(((C + 3) >> 2) | 1); }
+
+LCT_DEV void report(const LctDesc* d, int b, int j, u32 kind) {
+  atomicMin((u64*)d->status + 1, ((u64)b << 16) | ((u64)j << 8) | kind);
+}
+
+// ---- block-wide sums -------------------------------------------------------
+
+// block_scan returns the exclusive prefix sum of v over the CTA's 256
+// threads, and the total. Every thread of the CTA must call it.
+LCT_DEV u32 block_scan(u32 v, u32* tmp, u32& total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  u32 x = v;
+  for (int o = 1; o < 32; o <<= 1) {
+    u32 y = __shfl_up_sync(LCT_FULL, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) tmp[warp] = x;
+  __syncthreads();
+  u32 before = 0, all = 0;
+  for (int i = 0; i < 8; i++) {
+    u32 t = tmp[i];
+    before += i < warp ? t : 0u;
+    all += t;
+  }
+  __syncthreads();
+  total = all;
+  return before + x - v;
+}
+
+// block_sum3 sums three values over the CTA. Every thread must call it.
+LCT_DEV void block_sum3(u32 a, u32 b, u32 c, u32* tmp, u32& sa, u32& sb, u32& sc) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int o = 16; o; o >>= 1) {
+    a += __shfl_xor_sync(LCT_FULL, a, o);
+    b += __shfl_xor_sync(LCT_FULL, b, o);
+    c += __shfl_xor_sync(LCT_FULL, c, o);
+  }
+  if (lane == 0) {
+    tmp[warp * 3] = a;
+    tmp[warp * 3 + 1] = b;
+    tmp[warp * 3 + 2] = c;
+  }
+  __syncthreads();
+  sa = sb = sc = 0;
+  for (int i = 0; i < 8; i++) {
+    sa += tmp[i * 3];
+    sb += tmp[i * 3 + 1];
+    sc += tmp[i * 3 + 2];
+  }
+  __syncthreads();
+}
+
+// ---- stream areas between global (interleaved) and shared (stream-major) ---
+
+// rows_to_streams transposes 4x4 bytes: x_r holds row k+r at columns
+// 4q..4q+3 (column 4q+i in byte i); s_i becomes stream 4q+i's word, row k in
+// its most significant byte.
+LCT_DEV void rows_to_streams(u32 x0, u32 x1, u32 x2, u32 x3, u32& s0, u32& s1, u32& s2, u32& s3) {
+  const u32 p = __byte_perm(x3, x2, 0x5140), q = __byte_perm(x1, x0, 0x5140);
+  const u32 p2 = __byte_perm(x3, x2, 0x7362), q2 = __byte_perm(x1, x0, 0x7362);
+  s0 = __byte_perm(p, q, 0x5410);
+  s1 = __byte_perm(p, q, 0x7632);
+  s2 = __byte_perm(p2, q2, 0x5410);
+  s3 = __byte_perm(p2, q2, 0x7632);
+}
+
+// Tiles: a warp moves word rows 4c..4c+3 of column groups 8a..8a+7 (lane:
+// group 8a + lane%8, word row 4c + lane/8), so that its shared-memory
+// accesses (4q+i)*W + wr fall in 32 different banks for odd W.
+LCT_DEV void stage_in(u32* rows, int W, const u8* __restrict__ area, int Cb, int words) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int tiles = ((words + 3) >> 2) * 8;
+  for (int t = warp; t < tiles; t += 8) {
+    const int q = ((t & 7) << 3) + (lane & 7);
+    const int wr = ((t >> 3) << 2) + (lane >> 3);
+    if (wr < words) {
+      const int k = wr << 2;
+      const u32* col = (const u32*)(area + (long long)k * 256) + q;
+      const u32 x0 = __ldg(col);
+      const u32 x1 = k + 1 < Cb ? __ldg(col + 64) : 0u;
+      const u32 x2 = k + 2 < Cb ? __ldg(col + 128) : 0u;
+      const u32 x3 = k + 3 < Cb ? __ldg(col + 192) : 0u;
+      u32 s0, s1, s2, s3;
+      rows_to_streams(x0, x1, x2, x3, s0, s1, s2, s3);
+      u32* r = rows + (q << 2) * W + wr;
+      r[0] = s0;
+      r[W] = s1;
+      r[2 * W] = s2;
+      r[3 * W] = s3;
+    }
+  }
+}
+
+LCT_DEV void stage_out(const u32* rows, int W, u8* __restrict__ area, int Cb, int words) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int tiles = ((words + 3) >> 2) * 8;
+  for (int t = warp; t < tiles; t += 8) {
+    const int q = ((t & 7) << 3) + (lane & 7);
+    const int wr = ((t >> 3) << 2) + (lane >> 3);
+    if (wr < words) {
+      const int k = wr << 2;
+      const u32* r = rows + (q << 2) * W + wr;
+      u32 z0, z1, z2, z3;
+      // The transpose is its own inverse up to reversing both sides.
+      rows_to_streams(r[3 * W], r[2 * W], r[W], r[0], z0, z1, z2, z3);
+      u32* col = (u32*)(area + (long long)k * 256) + q;
+      col[0] = z3;
+      if (k + 1 < Cb) col[64] = z2;
+      if (k + 2 < Cb) col[128] = z1;
+      if (k + 3 < Cb) col[192] = z0;
+    }
+  }
+}
+
+// ---- bit reader and writer of one stream ------------------------------------
+
+// Decode table entry: exponent | advance << 8 | code length << 16 | ESC << 24;
+// advance (code length, +8 for ESC's literal) 0 marks an invalid prefix.
+// Encode table entry: code (ESC and literal for an escaped exponent) | length << 16.
+
+struct Reader {
+  u64 buf;    // unread bits, left-aligned
+  u32 nbits;  // valid bits in buf
+  u32 w;      // next word of the row
+  u32 pos;    // bits consumed
+  u32 bad;    // an invalid prefix was met
+  const u32* row;
+  u32 words;
+};
+
+LCT_DEV void rd_init(Reader& r, const u32* row, int words) {
+  r.buf = 0;
+  r.nbits = 0;
+  r.w = 0;
+  r.pos = 0;
+  r.bad = 0;
+  r.row = row;
+  r.words = (u32)words;
+}
+
+LCT_DEV u32 rd_next(Reader& r, const u32* dec) {
+  if (r.nbits < 16) {  // the longest symbol, ESC + literal, is 16 bits
+    const u32 x = r.w < r.words ? r.row[r.w] : 0u;  // past the stream: zeros
+    r.buf |= (u64)x << (32 - r.nbits);
+    r.w++;
+    r.nbits += 32;
+  }
+  const u32 e = dec[(u32)(r.buf >> 56)];
+  const u32 adv = (e >> 8) & 31u, l = (e >> 16) & 15u;
+  const u32 lit = (u32)(r.buf >> (56 - l)) & 0xFFu;
+  const u32 sym = (e & (1u << 24)) ? lit : (e & 0xFFu);
+  r.buf <<= adv;
+  r.nbits -= adv;
+  r.pos += adv;
+  r.bad |= adv == 0;
+  return sym;
+}
+
+struct Writer {
+  u64 acc;    // pending bits, right-aligned (older bits above may linger)
+  u32 pend;   // pending bits, < 32
+  u32 used;   // code bits written
+  u32 w;      // next word of the row
+  u32 coded;  // exponents written
+  u32 stop;   // the stream spilled
+  u32 cap;    // capacity in bits
+  u32* row;
+};
+
+LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits) {
+  s.acc = 0;
+  s.pend = 0;
+  s.used = 0;
+  s.w = 0;
+  s.coded = 0;
+  s.stop = 0;
+  s.cap = capBits;
+  s.row = row;
+}
+
+// wr_put appends exponent x's code if it fits; at the first that does not,
+// the stream stops and it and every later exponent spill (format.md §3).
+LCT_DEV void wr_put(Writer& s, u32 x, const u32* enc) {
+  const u32 e = enc[x], len = e >> 16, u = s.used + len;
+  if (!s.stop && u <= s.cap) {
+    s.acc = (s.acc << len) | (e & 0xFFFFu);
+    s.used = u;
+    s.coded++;
+    s.pend += len;
+    if (s.pend >= 32) {
+      s.pend -= 32;
+      s.row[s.w++] = (u32)(s.acc >> s.pend);
+    }
+  } else {
+    s.stop = 1;
+  }
+}
+
+LCT_DEV void wr_finish(Writer& s, int words) {
+  if (s.pend) s.row[s.w++] = (u32)(s.acc << (32 - s.pend));
+  for (u32 w = s.w; w < (u32)words; w++) s.row[w] = 0;
+}
+
+// ---- spills -----------------------------------------------------------------
+
+// InSpill is where stream j of a block being decoded stops and where its
+// spilled exponents are.
+struct InSpill {
+  int coded;
+  const u8* ovp;
+};
+
+// in_spill reads the block's bitmap, markers and offset (format.md §3),
+// checking each against the overflow length. Every thread must call it.
+LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) {
+  const u32 bm = __ldg((const u32*)d->bitmaps + (long long)b * 8 + (j >> 5));
+  const u32 flag = (bm >> (j & 31)) & 1u;
+  s.coded = g.count;
+  s.ovp = (const u8*)d->overflow;
+  if (!__syncthreads_or(flag)) return;
+  u32 S;
+  const u32 m = block_scan(flag, tmp, S);
+  u64 ovlen = ((const u64*)d->status)[0];
+  if (ovlen > (u64)d->ovcap) ovlen = (u64)d->ovcap;
+  const u64 off = __ldg((const u32*)d->offsets + b);
+  u32 spill = 0;
+  if (flag) {
+    if (j >= g.nb || off + m >= ovlen) {
+      report(d, b, j, LCT_ERR_OVERFLOW_BOUNDS);
+    } else {
+      spill = ((const u8*)d->overflow)[off + m];
+      if (spill == 0 || (int)spill > g.count) {
+        report(d, b, j, LCT_ERR_MARKER);
+        spill = 0;
+      }
+    }
+  }
+  u32 total;
+  const u32 e = block_scan(spill, tmp, total);
+  const u64 start = off + S + e;
+  if (spill && start + spill > ovlen) {
+    report(d, b, j, LCT_ERR_OVERFLOW_BOUNDS);
+    spill = 0;
+  }
+  s.coded = g.count - (int)spill;
+  s.ovp = (const u8*)d->overflow + start;
+}
+
+// out_finish records what the block's encoding spilled: bitmap, per-stream
+// counts (only for a block that spills) and the block's sizes. Every thread
+// must call it.
+LCT_DEV void out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, int j, u32* tmp) {
+  const u32 spill = (u32)(g.count - (int)w.coded);
+  const u32 flag = spill > 0;
+  const u32 mask = __ballot_sync(LCT_FULL, flag);
+  if ((j & 31) == 0) ((u32*)d->bitmaps)[(long long)b * 8 + (j >> 5)] = mask;
+  u32 S, spilled, bits;
+  block_sum3(flag, spill, w.used, tmp, S, spilled, bits);
+  if (S) ((u8*)d->spill)[(long long)b * 256 + j] = (u8)spill;
+  if (j == 0) {
+    u32* bs = (u32*)d->bstats + 4LL * b;
+    bs[0] = S + spilled;
+    bs[1] = bits;
+    bs[2] = spilled;
+    bs[3] = S;
+  }
+}
+
+// OutSpill is where the overflow pass puts stream j's spilled exponents.
+struct OutSpill {
+  int coded;
+  u8* ovp;
+  int active;  // the block spills and its region fits the overflow buffer
+};
+
+// out_spill writes the block's markers and finds each stream's spill region
+// from the counts the encoder left and the offset the scan computed. Every
+// thread must call it; active is the same for the whole CTA.
+LCT_DEV void out_spill(OutSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) {
+  const u32* bs = (const u32*)d->bstats + 4LL * b;
+  const u32 size = bs[0];
+  const u64 off = ((const u32*)d->offsets)[b];
+  s.active = size != 0 && off + size <= (u64)d->ovcap;
+  s.coded = g.count;
+  s.ovp = (u8*)d->overflow;
+  if (!s.active) return;
+  const u32 spill = ((const u8*)d->spill)[(long long)b * 256 + j];
+  u32 S, total;
+  const u32 m = block_scan(spill > 0, tmp, S);
+  const u32 e = block_scan(spill, tmp, total);
+  u8* ov = (u8*)d->overflow + off;
+  if (spill) ov[m] = (u8)spill;
+  s.coded = g.count - (int)spill;
+  s.ovp = ov + S + e;
+}
+
+// ---- values in and out of a chunk --------------------------------------------
+
+LCT_DEV u32 split_sf2(u32 v) { return ((v >> 8) & 0x00800080u) | (v & 0x007F007Fu); }
+LCT_DEV u32 split_ex2(u32 v) { return (v >> 7) & 0x00FF00FFu; }
+LCT_DEV u32 join2(u32 s2, u32 e2) { return ((s2 & 0x00800080u) << 8) | (e2 << 7) | (s2 & 0x007F007Fu); }
+
+// split8 splits 8 BF16 values into their sf and exponent bytes.
+LCT_DEV void split8(uint4 v, uint2& sf, uint2& ex) {
+  ex.x = __byte_perm(split_ex2(v.x), split_ex2(v.y), 0x6420);
+  ex.y = __byte_perm(split_ex2(v.z), split_ex2(v.w), 0x6420);
+  sf.x = __byte_perm(split_sf2(v.x), split_sf2(v.y), 0x6420);
+  sf.y = __byte_perm(split_sf2(v.z), split_sf2(v.w), 0x6420);
+}
+
+// join8 joins 8 sf and exponent bytes into BF16 values.
+LCT_DEV uint4 join8(uint2 sf, uint2 ex) {
+  uint4 v;
+  v.x = join2(__byte_perm(sf.x, 0, 0x4140), __byte_perm(ex.x, 0, 0x4140));
+  v.y = join2(__byte_perm(sf.x, 0, 0x4342), __byte_perm(ex.x, 0, 0x4342));
+  v.z = join2(__byte_perm(sf.y, 0, 0x4140), __byte_perm(ex.y, 0, 0x4140));
+  v.w = join2(__byte_perm(sf.y, 0, 0x4342), __byte_perm(ex.y, 0, 0x4342));
+  return v;
+}
+
+LCT_DEV u32 byte_of(uint2 v, int i) { return ((i < 4 ? v.x : v.y) >> (8 * (i & 3))) & 0xFFu; }
+LCT_DEV u32 half_of(uint4 v, int i) {
+  const u32 w = i < 2 ? v.x : i < 4 ? v.y : i < 6 ? v.z : v.w;
+  return (i & 1) ? (w >> 16) : (w & 0xFFFFu);
+}
+
+// load8 reads elements e0..e0+7 of a block holding nb, zeros past the end.
+LCT_DEV uint4 load8(const u16* __restrict__ in, int e0, int nb) {
+  if (e0 + 8 <= nb) return __ldg((const uint4*)(in + e0));
+  u32 h[8];
+  for (int i = 0; i < 8; i++) h[i] = e0 + i < nb ? (u32)in[e0 + i] : 0u;
+  uint4 v;
+  v.x = h[0] | h[1] << 16;
+  v.y = h[2] | h[3] << 16;
+  v.z = h[4] | h[5] << 16;
+  v.w = h[6] | h[7] << 16;
+  return v;
+}
+
+LCT_DEV uint2 load8b(const u8* __restrict__ in, int e0, int nb) {
+  if (e0 + 8 <= nb) return __ldg((const uint2*)(in + e0));
+  u32 lo = 0, hi = 0;
+  for (int i = 0; i < 8; i++) {
+    const u32 x = e0 + i < nb ? (u32)in[e0 + i] : 0u;
+    if (i < 4) lo |= x << (8 * i);
+    else hi |= x << (8 * (i - 4));
+  }
+  uint2 v;
+  v.x = lo;
+  v.y = hi;
+  return v;
+}
+
+LCT_DEV void store8b(u8* out, int e0, int nb, uint2 v) {
+  if (e0 + 8 <= nb) {
+    *(uint2*)(out + e0) = v;
+    return;
+  }
+  for (int i = 0; i < 8; i++)
+    if (e0 + i < nb) out[e0 + i] = (u8)byte_of(v, i);
+}
+
+LCT_DEV void store8(u16* out, int e0, int nb, uint4 v) {
+  if (e0 + 8 <= nb) {
+    *(uint4*)(out + e0) = v;
+    return;
+  }
+  for (int i = 0; i < 8; i++)
+    if (e0 + i < nb) out[e0 + i] = (u16)half_of(v, i);
+}
+
+// Group k of thread j in the chunk at position p0: elements e0..e0+7 of the
+// block, bytes 8q..8q+7 of the chunk's exponent buffer.
+LCT_DEV int group_q(int k) { return (int)threadIdx.x + (k << 8); }
+LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
+
+// decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
+// chunk's exponent buffer: from the stream up to the spill, then raw from the
+// overflow area.
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* dec, int p0, int pe) {
+  const int j = threadIdx.x;
+  const int nd = imax(0, imin(pe, sp.coded - p0));
+  const int nc = imax(0, imin(pe, count - p0));
+#pragma unroll 4
+  for (int pp = 0; pp < nd; pp++) ex[pp * 256 + j] = (u8)rd_next(r, dec);
+  for (int pp = nd; pp < nc; pp++) ex[pp * 256 + j] = sp.ovp[p0 + pp - sp.coded];
+}
+
+// ---- encode -------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(256) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+  u8* smem = LCT_DYNAMIC_SMEM;
+  const int j = threadIdx.x, b = blockIdx.x;
+  Geo g;
+  geo_init(g, d, b, j);
+  const int W = row_stride(d->C);
+  u32* enc = (u32*)smem;
+  u8* ex = smem + 1024;
+  u32* tmp = (u32*)(ex + LCT_CH * 256);
+  u32* rows = tmp + 32;
+  enc[j] = __ldg((const u32*)d->tables + 256 + j);
+  const u16* in = src + g.base;
+  u8* sf = (u8*)d->sf + g.base;
+  Writer w;
+  wr_init(w, rows + j * W, g.capBits);
+  uint4 pre[LCT_G];
+#pragma unroll
+  for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
+  __syncthreads();
+  for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
+#pragma unroll
+    for (int k = 0; k < LCT_G; k++) {
+      const int e0 = group_e0(p0, k);
+      if (e0 < g.nb) {
+        uint2 s, e;
+        split8(pre[k], s, e);
+        *(uint2*)(ex + (group_q(k) << 3)) = e;
+        store8b(sf, e0, g.nb, s);
+      }
+    }
+    __syncthreads();
+    if (p0 + LCT_CH < g.P) {
+#pragma unroll
+      for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
+    }
+    const int lim = imin(LCT_CH, g.count - p0);
+#pragma unroll 4
+    for (int pp = 0; pp < lim; pp++) wr_put(w, ex[pp * 256 + j], enc);
+    __syncthreads();
+  }
+  wr_finish(w, g.words);
+  out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
+  stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
+}
+
+// lct_encode_overflow writes each spilling block's markers and spilled
+// exponents once lct_scan has placed the blocks.
+extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+  u32* tmp = (u32*)LCT_DYNAMIC_SMEM;
+  const int j = threadIdx.x, b = blockIdx.x;
+  if (((const u32*)d->bstats)[4LL * b] == 0) return;  // the whole CTA leaves
+  Geo g;
+  geo_init(g, d, b, j);
+  OutSpill os;
+  out_spill(os, d, g, b, j, tmp);
+  if (!os.active) return;
+  for (int p = os.coded; p < g.count; p++) os.ovp[p - os.coded] = (u8)(src[g.base + (long long)p * 256 + j] >> 7);
+}
+
+// lct_scan turns per-block overflow sizes into offsets and the overflow
+// length, for tensor blockIdx.x of d0, d1, d2. One CTA of 1024 per tensor.
+extern "C" __global__ void __launch_bounds__(1024) lct_scan(const LctDesc* d0, const LctDesc* d1, const LctDesc* d2) {
+  const LctDesc* d = blockIdx.x == 0 ? d0 : (blockIdx.x == 1 ? d1 : d2);
+  u64* ws = (u64*)LCT_DYNAMIC_SMEM;  // 32 warp sums
+  const long long nbk = d->nblocks;
+  const u32* bs = (const u32*)d->bstats;
+  u32* off = (u32*)d->offsets;
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  u64 carry = 0;
+  for (long long base = 0; base < nbk; base += 4096) {
+    u64 v[4], local = 0;
+    for (int i = 0; i < 4; i++) {
+      const long long idx = base + t * 4 + i;
+      v[i] = idx < nbk ? (u64)bs[4 * idx] : 0ull;
+      local += v[i];
+    }
+    u64 x = local;
+    for (int o = 1; o < 32; o <<= 1) {
+      u64 y = __shfl_up_sync(LCT_FULL, x, o);
+      if (lane >= o) x += y;
+    }
+    if (lane == 31) ws[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+      u64 y = ws[lane];
+      for (int o = 1; o < 32; o <<= 1) {
+        u64 z = __shfl_up_sync(LCT_FULL, y, o);
+        if (lane >= o) y += z;
+      }
+      ws[lane] = y;
+    }
+    __syncthreads();
+    u64 run = carry + (warp ? ws[warp - 1] : 0ull) + x - local;
+    for (int i = 0; i < 4; i++) {
+      const long long idx = base + t * 4 + i;
+      if (idx < nbk) off[idx] = (u32)run;
+      run += v[i];
+    }
+    carry += ws[31];
+    __syncthreads();
+  }
+  if (t == 0) ((u64*)d->status)[0] = carry;
+}
+
+// ---- decode -------------------------------------------------------------------
+
+extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+  u8* smem = LCT_DYNAMIC_SMEM;
+  const int j = threadIdx.x, b = blockIdx.x;
+  Geo g;
+  geo_init(g, d, b, j);
+  const int W = row_stride(d->C);
+  u32* dec = (u32*)smem;
+  u8* ex = smem + 1024;
+  u32* tmp = (u32*)(ex + LCT_CH * 256);
+  u32* rows = tmp + 32;
+  dec[j] = __ldg((const u32*)d->tables + j);
+  const u8* sf = (const u8*)d->sf + g.base;
+  u16* out = dst + g.base;
+  uint2 pre[LCT_G];
+#pragma unroll
+  for (int k = 0; k < LCT_G; k++) pre[k] = load8b(sf, group_e0(0, k), g.nb);
+  stage_in(rows, W, (const u8*)d->streams + g.area, g.Cb, g.words);
+  InSpill sp;
+  in_spill(sp, d, g, b, j, tmp);
+  __syncthreads();
+  Reader r;
+  rd_init(r, rows + j * W, g.words);
+  for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
+    decode_column(r, sp, g.count, ex, dec, p0, imin(LCT_CH, g.P - p0));
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < LCT_G; k++) {
+      const int e0 = group_e0(p0, k);
+      if (e0 < g.nb) store8(out, e0, g.nb, join8(pre[k], *(const uint2*)(ex + (group_q(k) << 3))));
+    }
+    if (p0 + LCT_CH < g.P) {
+#pragma unroll
+      for (int k = 0; k < LCT_G; k++) pre[k] = load8b(sf, group_e0(p0 + LCT_CH, k), g.nb);
+    }
+    __syncthreads();
+  }
+  if (r.bad) report(d, b, j, LCT_ERR_INVALID_CODE);
+  else if (r.pos > g.capBits) report(d, b, j, LCT_ERR_PAST_CAPACITY);
+}
+
+// ---- sampling and histograms ----------------------------------------------------
+
+// lct_sample_hist counts the exponents of the deterministic sample
+// (format.md §2): every element when n <= 4096, else floor(k*n/4096).
+// One CTA of 256.
+extern "C" __global__ void __launch_bounds__(256) lct_sample_hist(const u16* __restrict__ src, long long n, u32* hist) {
+  u32* h = (u32*)LCT_DYNAMIC_SMEM;
+  const int j = threadIdx.x;
+  h[j] = 0;
+  __syncthreads();
+  if (n <= 4096) {
+    for (long long i = j; i < n; i += 256) atomicAdd(&h[(src[i] >> 7) & 0xFF], 1u);
+  } else {
+    for (int k = j; k < 4096; k += 256) {
+      const long long i = (long long)((u64)k * (u64)n / 4096ull);
+      atomicAdd(&h[(src[i] >> 7) & 0xFF], 1u);
+    }
+  }
+  __syncthreads();
+  hist[j] = h[j];
+}
+
+// lct_hist adds the exponent histogram of src to hist (zeroed by the caller).
+extern "C" __global__ void __launch_bounds__(256) lct_hist(const u16* __restrict__ src, long long n, u64* hist) {
+  u32* h = (u32*)LCT_DYNAMIC_SMEM;  // a histogram per warp
+  const int j = threadIdx.x;
+  for (int i = j; i < 8 * 256; i += 256) h[i] = 0;
+  __syncthreads();
+  u32* hw = h + (j >> 5) * 256;
+  const long long groups = n >> 3;
+  for (long long q = (long long)blockIdx.x * 256 + j; q < groups; q += (long long)gridDim.x * 256) {
+    const uint4 v = __ldg((const uint4*)src + q);
+    atomicAdd(&hw[(v.x >> 7) & 0xFF], 1u);
+    atomicAdd(&hw[(v.x >> 23) & 0xFF], 1u);
+    atomicAdd(&hw[(v.y >> 7) & 0xFF], 1u);
+    atomicAdd(&hw[(v.y >> 23) & 0xFF], 1u);
+    atomicAdd(&hw[(v.z >> 7) & 0xFF], 1u);
+    atomicAdd(&hw[(v.z >> 23) & 0xFF], 1u);
+    atomicAdd(&hw[(v.w >> 7) & 0xFF], 1u);
+    atomicAdd(&hw[(v.w >> 23) & 0xFF], 1u);
+  }
+  if (blockIdx.x == 0) {
+    for (long long i = groups * 8 + j; i < n; i += 256) atomicAdd(&hw[(src[i] >> 7) & 0xFF], 1u);
+  }
+  __syncthreads();
+  u32 s = 0;
+  for (int w = 0; w < 8; w++) s += h[w * 256 + j];
+  if (s) atomicAdd(hist + j, (u64)s);
+}
+
+// ---- optimizer updates ------------------------------------------------------------
+
+#define LCT_OP_SGD 0
+#define LCT_OP_ADAMW 1
+
+LCT_DEV float bf2f(u32 v) { return __uint_as_float(v << 16); }
+
+// f2bf rounds to the nearest BF16, ties to even; a NaN stays a quiet NaN with
+// its sign and top payload bits (trainer/bf16.FromFloat32).
+LCT_DEV u32 f2bf(float f) {
+  u32 u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xFFFFu;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return u >> 16;
+}
+
+// update1 applies one step to one element. v holds W, M (and V for AdamW) as
+// BF16 and receives the new values.
+//
+// SGD, sc = {LR, Momentum, WeightDecay}:
+//   d = g + WeightDecay·W;  m' = Momentum·M + d;  W' = W − LR·m'
+// AdamW, sc = {LR, Beta1, 1−Beta1, Beta2, 1−Beta2, Eps, WeightDecay, BiasCorr1, BiasCorr2}:
+//   m' = Beta1·M + (1−Beta1)·g;  v' = Beta2·V + (1−Beta2)·(g·g)
+//   u = (m'/BiasCorr1) / (sqrt(v'/BiasCorr2) + Eps) + WeightDecay·W;  W' = W − LR·u
+template <int OP>
+LCT_DEV void update1(const float* sc, u32 gv, u32* v) {
+  const float g = bf2f(gv), w = bf2f(v[0]), m = bf2f(v[1]);
+  if (OP == LCT_OP_SGD) {
+    const float d = __fadd_rn(g, __fmul_rn(sc[2], w));
+    const float m2 = __fadd_rn(__fmul_rn(sc[1], m), d);
+    v[1] = f2bf(m2);
+    v[0] = f2bf(__fsub_rn(w, __fmul_rn(sc[0], m2)));
+  } else {
+    const float vv = bf2f(v[2]);
+    const float m2 = __fadd_rn(__fmul_rn(sc[1], m), __fmul_rn(sc[2], g));
+    const float v2 = __fadd_rn(__fmul_rn(sc[3], vv), __fmul_rn(sc[4], __fmul_rn(g, g)));
+    const float mh = __fdiv_rn(m2, sc[7]);
+    const float vh = __fdiv_rn(v2, sc[8]);
+    const float u = __fadd_rn(__fdiv_rn(mh, __fadd_rn(__fsqrt_rn(vh), sc[5])), __fmul_rn(sc[6], w));
+    v[1] = f2bf(m2);
+    v[2] = f2bf(v2);
+    v[0] = f2bf(__fsub_rn(w, __fmul_rn(sc[0], u)));
+  }
+}
+
+// update8 applies update1 to 8 elements: vals[t] holds tensor t's values.
+template <int NT, int OP>
+LCT_DEV void update8(const float* sc, uint4 g8, uint4* vals) {
+  u32 o[NT][4];
+#pragma unroll
+  for (int t = 0; t < NT; t++) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    u32 v[3];
+#pragma unroll
+    for (int t = 0; t < NT; t++) v[t] = half_of(vals[t], i);
+    update1<OP>(sc, half_of(g8, i), v);
+#pragma unroll
+    for (int t = 0; t < NT; t++) o[t][i >> 1] |= v[t] << ((i & 1) * 16);
+  }
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    vals[t].x = o[t][0];
+    vals[t].y = o[t][1];
+    vals[t].z = o[t][2];
+    vals[t].w = o[t][3];
+  }
+}
+
+// plain applies the update to BF16 tensors in place.
+template <int NT, int OP>
+LCT_DEV void plain(u16* a0, u16* a1, u16* a2, const u16* __restrict__ grad, long long n, const float* sc) {
+  u16* a[3] = {a0, a1, a2};
+  const long long stride = (long long)gridDim.x * blockDim.x * 8;
+  for (long long e0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * 8; e0 < n; e0 += stride) {
+    uint4 vals[NT], g8;
+    if (e0 + 8 <= n) {
+      g8 = __ldg((const uint4*)(grad + e0));
+#pragma unroll
+      for (int t = 0; t < NT; t++) vals[t] = *(const uint4*)(a[t] + e0);
+      update8<NT, OP>(sc, g8, vals);
+#pragma unroll
+      for (int t = 0; t < NT; t++) *(uint4*)(a[t] + e0) = vals[t];
+    } else {
+      const int rest = (int)(n - e0);
+      g8 = load8(grad + e0, 0, rest);
+#pragma unroll
+      for (int t = 0; t < NT; t++) vals[t] = load8(a[t] + e0, 0, rest);
+      update8<NT, OP>(sc, g8, vals);
+#pragma unroll
+      for (int t = 0; t < NT; t++) store8(a[t] + e0, 0, rest, vals[t]);
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_sgd_bf16(u16* w, u16* m, const u16* __restrict__ g, long long n, float lr, float momentum, float wd) {
+  const float sc[3] = {lr, momentum, wd};
+  plain<2, LCT_OP_SGD>(w, m, 0, g, n, sc);
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_adamw_bf16(u16* w, u16* m, u16* v, const u16* __restrict__ g, long long n, float lr, float b1, float omb1,
+                                                                 float b2, float omb2, float eps, float wd, float bc1, float bc2) {
+  const float sc[9] = {lr, b1, omb1, b2, omb2, eps, wd, bc1, bc2};
+  plain<3, LCT_OP_ADAMW>(w, m, v, g, n, sc);
+}
+
+// fused decodes NT compressed tensors block by block, applies the update with
+// the dense gradient and encodes the results into NT other tensors (same n
+// and B; each its own C and codebook). With OVF it is the overflow pass: it
+// recomputes only the blocks that spill and writes their spilled exponents.
+template <int NT, int OP, bool OVF>
+LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const u16* __restrict__ grad, const float* sc) {
+  u8* smem = LCT_DYNAMIC_SMEM;
+  const int j = threadIdx.x, b = blockIdx.x;
+  u32* dec = (u32*)smem;
+  u32* enc = dec + NT * 256;
+  u32* tmp = enc + NT * 256;
+  u8* ex = (u8*)(tmp + 32);
+  u32* next = (u32*)(ex + NT * LCT_CHF * 256);
+  int Win[NT], Wout[NT];
+  u32* rin[NT];
+  u32* rout[NT];
+  Geo gi[NT], go[NT];
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    Win[t] = row_stride(din[t]->C);
+    rin[t] = next;
+    next += 256 * Win[t];
+    geo_init(gi[t], din[t], b, j);
+    geo_init(go[t], dout[t], b, j);
+  }
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    Wout[t] = row_stride(dout[t]->C);
+    rout[t] = next;
+    next += 256 * Wout[t];
+  }
+  const int nb = gi[0].nb, P = gi[0].P, count = gi[0].count;
+  const long long base = gi[0].base;
+
+  OutSpill os[NT];
+  if (OVF) {
+    int any = 0;
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+      out_spill(os[t], dout[t], go[t], b, j, tmp);
+      any |= os[t].active;
+    }
+    if (!any) return;  // the whole CTA leaves
+  }
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    dec[t * 256 + j] = __ldg((const u32*)din[t]->tables + j);
+    if (!OVF) enc[t * 256 + j] = __ldg((const u32*)dout[t]->tables + 256 + j);
+  }
+  uint2 psf[NT][LCT_GF];
+  uint4 pg[LCT_GF];
+#pragma unroll
+  for (int k = 0; k < LCT_GF; k++) {
+    pg[k] = load8(grad + base, group_e0(0, k), nb);
+#pragma unroll
+    for (int t = 0; t < NT; t++) psf[t][k] = load8b((const u8*)din[t]->sf + base, group_e0(0, k), nb);
+  }
+  InSpill is[NT];
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    stage_in(rin[t], Win[t], (const u8*)din[t]->streams + gi[t].area, gi[t].Cb, gi[t].words);
+    in_spill(is[t], din[t], gi[t], b, j, tmp);
+  }
+  __syncthreads();
+  Reader rd[NT];
+  Writer wr[NT];
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    rd_init(rd[t], rin[t] + j * Win[t], gi[t].words);
+    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits);
+  }
+
+  for (int p0 = 0; p0 < P; p0 += LCT_CHF) {
+    const int pe = imin(LCT_CHF, P - p0);
+    // Column j: this chunk's old exponents. (The previous chunk's encoding
+    // read column j too, in this thread, so no barrier is needed before.)
+#pragma unroll
+    for (int t = 0; t < NT; t++) decode_column(rd[t], is[t], count, ex + t * LCT_CHF * 256, dec + t * 256, p0, pe);
+    __syncthreads();
+    // Rows: old values in, new values out.
+#pragma unroll
+    for (int k = 0; k < LCT_GF; k++) {
+      const int e0 = group_e0(p0, k);
+      if (e0 < nb) {
+        const int q8 = group_q(k) << 3;
+        uint4 vals[NT];
+#pragma unroll
+        for (int t = 0; t < NT; t++) vals[t] = join8(psf[t][k], *(const uint2*)(ex + t * LCT_CHF * 256 + q8));
+        update8<NT, OP>(sc, pg[k], vals);
+#pragma unroll
+        for (int t = 0; t < NT; t++) {
+          uint2 s, e;
+          split8(vals[t], s, e);
+          *(uint2*)(ex + t * LCT_CHF * 256 + q8) = e;
+          if (!OVF) store8b((u8*)dout[t]->sf + base, e0, nb, s);
+        }
+      }
+    }
+    if (p0 + LCT_CHF < P) {
+#pragma unroll
+      for (int k = 0; k < LCT_GF; k++) {
+        pg[k] = load8(grad + base, group_e0(p0 + LCT_CHF, k), nb);
+#pragma unroll
+        for (int t = 0; t < NT; t++) psf[t][k] = load8b((const u8*)din[t]->sf + base, group_e0(p0 + LCT_CHF, k), nb);
+      }
+    }
+    __syncthreads();
+    // Column j: the new exponents into stream j, or into the overflow area.
+    const int lim = imin(pe, count - p0);
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+      const u8* col = ex + t * LCT_CHF * 256 + j;
+      if (!OVF) {
+#pragma unroll 4
+        for (int pp = 0; pp < lim; pp++) wr_put(wr[t], col[pp * 256], enc + t * 256);
+      } else if (os[t].active) {
+        for (int pp = imax(0, os[t].coded - p0); pp < lim; pp++) os[t].ovp[p0 + pp - os[t].coded] = col[pp * 256];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    if (rd[t].bad) report(din[t], b, j, LCT_ERR_INVALID_CODE);
+    else if (rd[t].pos > gi[t].capBits) report(din[t], b, j, LCT_ERR_PAST_CAPACITY);
+  }
+  if (!OVF) {
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+      wr_finish(wr[t], go[t].words);
+      out_finish(dout[t], go[t], wr[t], b, j, tmp);
+    }
+#pragma unroll
+    for (int t = 0; t < NT; t++) stage_out(rout[t], Wout[t], (u8*)dout[t]->streams + go[t].area, go[t].Cb, go[t].words);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_sgd_lct(const LctDesc* w, const LctDesc* m, const LctDesc* wo, const LctDesc* mo, const u16* __restrict__ g, float lr,
+                                                              float momentum, float wd) {
+  const LctDesc* in[2] = {w, m};
+  const LctDesc* out[2] = {wo, mo};
+  const float sc[3] = {lr, momentum, wd};
+  fused<2, LCT_OP_SGD, false>(in, out, g, sc);
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_sgd_lct_ovf(const LctDesc* w, const LctDesc* m, const LctDesc* wo, const LctDesc* mo, const u16* __restrict__ g, float lr,
+                                                                  float momentum, float wd) {
+  const LctDesc* in[2] = {w, m};
+  const LctDesc* out[2] = {wo, mo};
+  const float sc[3] = {lr, momentum, wd};
+  fused<2, LCT_OP_SGD, true>(in, out, g, sc);
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo, const LctDesc* vo,
+                                                                const u16* __restrict__ g, float lr, float b1, float omb1, float b2, float omb2, float eps, float wd,
+                                                                float bc1, float bc2) {
+  const LctDesc* in[3] = {w, m, v};
+  const LctDesc* out[3] = {wo, mo, vo};
+  const float sc[9] = {lr, b1, omb1, b2, omb2, eps, wd, bc1, bc2};
+  fused<3, LCT_OP_ADAMW, false>(in, out, g, sc);
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct_ovf(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo,
+                                                                    const LctDesc* vo, const u16* __restrict__ g, float lr, float b1, float omb1, float b2, float omb2,
+                                                                    float eps, float wd, float bc1, float bc2) {
+  const LctDesc* in[3] = {w, m, v};
+  const LctDesc* out[3] = {wo, mo, vo};
+  const float sc[9] = {lr, b1, omb1, b2, omb2, eps, wd, bc1, bc2};
+  fused<3, LCT_OP_ADAMW, true>(in, out, g, sc);
+}
+
+// ---- benchmark data ------------------------------------------------------------------
+
+// lct_fill_gaussian writes N(0, scale²) values as BF16, from a counter-based
+// hash of (seed, index): the same data for the same arguments.
+extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, long long n, u64 seed, float scale) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    u64 z = seed + 0x9E3779B97F4A7C15ull * (u64)(i + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    const float u1 = ((float)(z >> 40) + 1.0f) * (1.0f / 16777216.0f);
+    const float u2 = (float)((z >> 16) & 0xFFFFFFull) * (1.0f / 16777216.0f);
+    const float r = sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2) * scale;
+    dst[i] = (u16)f2bf(r);
+  }
+}
