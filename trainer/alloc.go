@@ -29,13 +29,14 @@ type Ledger struct {
 	mu        sync.Mutex
 	live      map[Category]int64
 	peak      map[Category]int64
+	atPeak    map[Category]int64 // live by category when the total peaked
 	liveTotal int64
 	peakTotal int64
 }
 
 // NewLedger returns an empty ledger with the given budget (0: none).
 func NewLedger(budget int64) *Ledger {
-	return &Ledger{Budget: budget, live: map[Category]int64{}, peak: map[Category]int64{}}
+	return &Ledger{Budget: budget, live: map[Category]int64{}, peak: map[Category]int64{}, atPeak: map[Category]int64{}}
 }
 
 // Alloc implements Allocator.
@@ -48,7 +49,10 @@ func (l *Ledger) Alloc(c Category, bytes int64) error {
 	l.live[c] += bytes
 	l.liveTotal += bytes
 	l.peak[c] = max(l.peak[c], l.live[c])
-	l.peakTotal = max(l.peakTotal, l.liveTotal)
+	if l.liveTotal > l.peakTotal {
+		l.peakTotal = l.liveTotal
+		maps.Copy(l.atPeak, l.live)
+	}
 	return nil
 }
 
@@ -67,10 +71,11 @@ func (l *Ledger) Free(c Category, bytes int64) {
 func (l *Ledger) Memory() Memory {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := Memory{Live: maps.Clone(l.live), Peak: maps.Clone(l.peak), LiveTotal: l.liveTotal, PeakTotal: l.peakTotal}
+	m := Memory{Live: maps.Clone(l.live), Peak: maps.Clone(l.peak), AtPeak: maps.Clone(l.atPeak), LiveTotal: l.liveTotal, PeakTotal: l.peakTotal}
 	for _, c := range Categories {
 		m.Live[c] += 0
 		m.Peak[c] += 0
+		m.AtPeak[c] += 0
 	}
 	return m
 }
@@ -81,5 +86,6 @@ func (l *Ledger) ResetPeak() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.peak = maps.Clone(l.live)
+	l.atPeak = maps.Clone(l.live)
 	l.peakTotal = l.liveTotal
 }

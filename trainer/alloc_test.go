@@ -20,6 +20,9 @@ func TestLedgerPeaks(t *testing.T) {
 	if m.Peak[Activations] != 50 || m.Live[Activations] != 0 || m.Peak[Gradients] != 30 {
 		t.Fatalf("by category: %+v", m)
 	}
+	if m.AtPeak[Weights] != 100 || m.AtPeak[Activations] != 50 || m.AtPeak[Gradients] != 0 {
+		t.Fatalf("at the peak: %+v", m.AtPeak)
+	}
 	if _, ok := m.Live[OverflowPool]; !ok {
 		t.Fatal("every category must be listed")
 	}

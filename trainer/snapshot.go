@@ -34,6 +34,7 @@ const (
 type Memory struct {
 	Live      map[Category]int64 `json:"live"`
 	Peak      map[Category]int64 `json:"peak"`
+	AtPeak    map[Category]int64 `json:"at_peak"` // live by category at the moment of PeakTotal
 	LiveTotal int64              `json:"live_total"`
 	PeakTotal int64              `json:"peak_total"`
 }
@@ -71,6 +72,7 @@ type Snapshot struct {
 	LossShadow      float32       `json:"loss_shadow"`
 	ValLoss         float32       `json:"val_loss,omitempty"` // latest validation loss, 0 until measured
 	BitIdentical    bool          `json:"bit_identical"`      // losses so far, and weights when checked
+	Mismatch        string        `json:"mismatch,omitempty"` // the first difference found, when not identical
 	WeightsChecked  int           `json:"weights_checked"`    // step of the last full weight comparison
 	StepTimeLCT     time.Duration `json:"step_time_lct_ns"`
 	StepTimeShadow  time.Duration `json:"step_time_shadow_ns"`
@@ -83,7 +85,9 @@ type Snapshot struct {
 	PeakBytesShadow int64         `json:"peak_bytes_shadow"`
 	PoolBytes       int64         `json:"pool_bytes"` // overflow pool in use
 	PoolBudget      int64         `json:"pool_budget"`
+	PoolPeak        int64         `json:"pool_peak"` // most of the pool ever in use
 	Fallbacks       int           `json:"fallbacks"` // tensors kept uncompressed this step
 	Tensors         []TensorStats `json:"tensors"`
+	Workers         int           `json:"workers"`         // goroutines each run computes with
 	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
 }

@@ -46,3 +46,27 @@ func For(n, grain int, fn func(lo, hi int)) {
 	fn(0, n/w)
 	wg.Wait()
 }
+
+// Each calls fn(worker, i) for every i in 0..n-1 on up to Workers()
+// goroutines; worker (0 ≤ worker < Workers()) identifies the goroutine, so
+// callers can give each its own scratch. Worker w takes the consecutive
+// items w·n/W .. (w+1)·n/W − 1.
+func Each(n int, fn func(worker, i int)) {
+	w := min(Workers(), n)
+	if w <= 1 {
+		for i := range n {
+			fn(0, i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range w {
+		lo, hi := k*n/w, (k+1)*n/w
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				fn(k, i)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -24,3 +24,25 @@ func TestForCoversEachIndexOnce(t *testing.T) {
 		SetWorkers(old)
 	}
 }
+
+func TestEachGivesDistinctWorkers(t *testing.T) {
+	old := SetWorkers(3)
+	defer SetWorkers(old)
+	seen := make([]atomic.Int32, 10)
+	owner := make([]int, 10)
+	Each(10, func(w, i int) {
+		seen[i].Add(1)
+		owner[i] = w
+		if w < 0 || w >= 3 {
+			t.Errorf("worker %d out of range", w)
+		}
+	})
+	for i := range seen {
+		if seen[i].Load() != 1 {
+			t.Fatalf("item %d visited %d times", i, seen[i].Load())
+		}
+		if i > 0 && owner[i] < owner[i-1] {
+			t.Fatalf("items are not split into consecutive runs: %v", owner)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package trainer
+
+import (
+	"fmt"
+
+	"lcttop/trainer/ops"
+)
+
+// backward runs the backward pass of the last training forward and applies
+// the optimizer for step to each parameter as soon as its gradient is ready,
+// so that gradients live one tensor at a time. Each weight is read for its
+// input gradient before it is updated. Saved activations are released after
+// their last use.
+func (r *run) backward(b *batch, step int) error {
+	st := r.st
+	m := r.model
+	N, C := r.B*r.T, m.Dim
+	ln := ops.LayerNorm{N: N, C: C}
+	grad := func(n int) []uint16 { return st.newBuf(Gradients, n) }
+
+	// Head: logits = lnf · headᵀ.
+	head := ops.Linear{N: N, In: C, Out: Vocab}
+	dx := grad(N * C)
+	w := r.readParam("head.w")
+	head.BackwardInput(dx, r.dlogits, w)
+	r.doneParam("head.w", w)
+	lnf := st.take(r.lnf)
+	dw := grad(Vocab * C)
+	head.BackwardWeight(dw, nil, r.dlogits, lnf)
+	st.drop(r.lnf, lnf)
+	st.freeBuf(Gradients, r.dlogits)
+	r.dlogits = nil
+	r.update(step, "head.w", dw)
+
+	// Final LayerNorm; dres is the gradient of the residual stream from here down.
+	dres := grad(N * C)
+	r.layerNormBackward(ln, step, "lnf", dres, dx, r.lnfIn, r.meanf, r.rstdf)
+	st.freeBuf(Gradients, dx)
+
+	for l := m.Layers - 1; l >= 0; l-- {
+		a := &r.blocks[l]
+		p := fmt.Sprintf("blk%d.", l)
+
+		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
+		// h is taken first: the LCT run then frees its compressed form
+		// before the gradient buffer exists, so the two never add up.
+		fcproj := ops.Linear{N: N, In: 4 * C, Out: C}
+		h := st.take(a.fc)
+		dh := grad(N * 4 * C)
+		w := r.readParam(p + "fcproj.w")
+		fcproj.BackwardInput(dh, dres, w)
+		r.doneParam(p+"fcproj.w", w)
+		ops.GELUBackward(dh, dh, h) // dh: gradient of the fc output
+		ops.GELUForward(h, h)       // h: the GELU output again
+		r.linearWeightGrad(fcproj, step, p+"fcproj", dres, a.fc, h)
+
+		fc := ops.Linear{N: N, In: C, Out: 4 * C}
+		dln := grad(N * C)
+		w = r.readParam(p + "fc.w")
+		fc.BackwardInput(dln, dh, w)
+		r.doneParam(p+"fc.w", w)
+		r.linearWeightGrad(fc, step, p+"fc", dh, a.ln2, st.take(a.ln2))
+		st.freeBuf(Gradients, dh)
+
+		dx := grad(N * C)
+		r.layerNormBackward(ln, step, p+"ln2", dx, dln, a.mid, a.mean2, a.rstd2)
+		ops.Add(dres, dres, dx)
+		st.freeBuf(Gradients, dx)
+		st.freeBuf(Gradients, dln)
+
+		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
+		proj := ops.Linear{N: N, In: C, Out: C}
+		dy := grad(N * C)
+		w = r.readParam(p + "proj.w")
+		proj.BackwardInput(dy, dres, w)
+		r.doneParam(p+"proj.w", w)
+		r.linearWeightGrad(proj, step, p+"proj", dres, a.attn, st.take(a.attn))
+
+		dqkv := grad(N * 3 * C)
+		qkv := st.take(a.qkv)
+		ops.Attention{B: r.B, T: r.T, C: C, H: m.Heads}.Backward(dqkv, dy, qkv)
+		st.drop(a.qkv, qkv)
+		st.freeBuf(Gradients, dy)
+
+		lin := ops.Linear{N: N, In: C, Out: 3 * C}
+		dln = grad(N * C)
+		w = r.readParam(p + "qkv.w")
+		lin.BackwardInput(dln, dqkv, w)
+		r.doneParam(p+"qkv.w", w)
+		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1))
+		st.freeBuf(Gradients, dqkv)
+
+		dx = grad(N * C)
+		r.layerNormBackward(ln, step, p+"ln1", dx, dln, a.in, a.mean1, a.rstd1)
+		ops.Add(dres, dres, dx)
+		st.freeBuf(Gradients, dx)
+		st.freeBuf(Gradients, dln)
+	}
+
+	// Embeddings; position rows past T (a shorter sequence) get zero gradient.
+	dwte, dwpe := grad(Vocab*C), grad(m.Context*C)
+	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Backward(dwte, dwpe, dres, b.tokens)
+	st.freeBuf(Gradients, dres)
+	r.update(step, "wte", dwte)
+	r.update(step, "wpe", dwpe)
+	return st.takeErr()
+}
+
+// linearWeightGrad computes the weight and bias gradients of layer prefix
+// from dy and its saved input x (taken from slot in, dropped here: its last
+// use), then applies the optimizer to both.
+func (r *run) linearWeightGrad(l ops.Linear, step int, prefix string, dy []uint16, in *slot, x []uint16) {
+	dw, db := r.st.newBuf(Gradients, l.Out*l.In), r.st.newBuf(Gradients, l.Out)
+	l.BackwardWeight(dw, db, dy, x)
+	r.st.drop(in, x)
+	r.update(step, prefix+".w", dw)
+	r.update(step, prefix+".b", db)
+}
+
+// layerNormBackward computes dx for LayerNorm prefix from dy, its saved input
+// and statistics (released and freed here, their last use), and applies the
+// optimizer to the gain and the bias.
+func (r *run) layerNormBackward(ln ops.LayerNorm, step int, prefix string, dx, dy []uint16, in *slot, mean, rstd []float32) {
+	st := r.st
+	dg, db := st.newBuf(Gradients, ln.C), st.newBuf(Gradients, ln.C)
+	x := st.take(in)
+	g := r.readParam(prefix + ".g")
+	ln.Backward(dx, dg, db, dy, x, g, mean, rstd)
+	r.doneParam(prefix+".g", g)
+	st.drop(in, x)
+	st.freeF32(Activations, mean)
+	st.freeF32(Activations, rstd)
+	r.update(step, prefix+".g", dg)
+	r.update(step, prefix+".b", db)
+}

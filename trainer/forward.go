@@ -1,0 +1,111 @@
+package trainer
+
+import (
+	"fmt"
+
+	"lcttop/trainer/ops"
+)
+
+// forward runs the model on one batch and returns the mean loss. In training
+// (train true) it saves what backward needs and leaves the loss gradient in
+// r.dlogits; otherwise it frees every buffer as soon as it is used.
+func (r *run) forward(b *batch, train bool) (float32, error) {
+	st := r.st
+	m := r.model
+	N, C := r.B*r.T, m.Dim
+	ln := ops.LayerNorm{N: N, C: C}
+	stats := func() ([]float32, []float32) { return st.newF32(Activations, N), st.newF32(Activations, N) }
+	dropStats := func(mean, rstd []float32) {
+		if !train {
+			st.freeF32(Activations, mean)
+			st.freeF32(Activations, rstd)
+		}
+	}
+
+	x := st.begin(r.blocks[0].in)
+	wte, wpe := r.readParam("wte"), r.readParam("wpe")
+	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Forward(x, b.tokens, wte, wpe)
+	r.doneParam("wte", wte)
+	r.doneParam("wpe", wpe)
+
+	for l := range m.Layers {
+		a := &r.blocks[l]
+		p := fmt.Sprintf("blk%d.", l)
+		a.mean1, a.rstd1 = stats()
+		ln1 := st.begin(a.ln1)
+		r.layerNorm(ln, p+"ln1", ln1, a.mean1, a.rstd1, x)
+		dropStats(a.mean1, a.rstd1)
+		qkv := st.begin(a.qkv)
+		r.linear(ops.Linear{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
+		st.commit(a.ln1, ln1, train)
+		y := st.begin(a.attn)
+		ops.Attention{B: r.B, T: r.T, C: C, H: m.Heads}.Forward(y, qkv)
+		st.commit(a.qkv, qkv, train)
+		mid := st.begin(a.mid)
+		r.linear(ops.Linear{N: N, In: C, Out: C}, p+"proj", mid, y)
+		st.commit(a.attn, y, train)
+		ops.Add(mid, mid, x)
+		st.commit(a.in, x, train)
+
+		a.mean2, a.rstd2 = stats()
+		ln2 := st.begin(a.ln2)
+		r.layerNorm(ln, p+"ln2", ln2, a.mean2, a.rstd2, mid)
+		dropStats(a.mean2, a.rstd2)
+		h := st.begin(a.fc)
+		r.linear(ops.Linear{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
+		st.commit(a.ln2, ln2, train)
+		gl := st.newBuf(Activations, N*4*C) // GELU output: recomputed in backward, never saved
+		ops.GELUForward(gl, h)
+		st.commit(a.fc, h, train)
+		next := r.lnfIn
+		if l+1 < m.Layers {
+			next = r.blocks[l+1].in
+		}
+		x = st.begin(next)
+		r.linear(ops.Linear{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
+		st.freeBuf(Activations, gl)
+		ops.Add(x, x, mid)
+		st.commit(a.mid, mid, train)
+	}
+
+	r.meanf, r.rstdf = stats()
+	lnf := st.begin(r.lnf)
+	r.layerNorm(ln, "lnf", lnf, r.meanf, r.rstdf, x)
+	dropStats(r.meanf, r.rstdf)
+	st.commit(r.lnfIn, x, train)
+	logits := st.newBuf(Activations, N*Vocab)
+	head := r.readParam("head.w")
+	ops.Linear{N: N, In: C, Out: Vocab}.Forward(logits, lnf, head, nil)
+	r.doneParam("head.w", head)
+	st.commit(r.lnf, lnf, train)
+
+	// The loss gradient replaces the logits in place: from here the buffer
+	// is a gradient.
+	losses := st.newF32(Activations, N)
+	ops.CrossEntropy{N: N, V: Vocab}.ForwardBackward(logits, losses, logits, b.targets, 1/float32(N))
+	loss := ops.MeanLoss(losses)
+	st.freeF32(Activations, losses)
+	if train {
+		st.relabel(Activations, Gradients, logits)
+		r.dlogits = logits
+	} else {
+		st.freeBuf(Activations, logits)
+	}
+	return loss, st.takeErr()
+}
+
+// layerNorm runs LayerNorm with parameters prefix.g and prefix.b.
+func (r *run) layerNorm(ln ops.LayerNorm, prefix string, y []uint16, mean, rstd []float32, x []uint16) {
+	g, b := r.readParam(prefix+".g"), r.readParam(prefix+".b")
+	ln.Forward(y, mean, rstd, x, g, b)
+	r.doneParam(prefix+".g", g)
+	r.doneParam(prefix+".b", b)
+}
+
+// linear runs a Linear layer with parameters prefix.w and prefix.b.
+func (r *run) linear(l ops.Linear, prefix string, y, x []uint16) {
+	w, b := r.readParam(prefix+".w"), r.readParam(prefix+".b")
+	l.Forward(y, x, w, b)
+	r.doneParam(prefix+".w", w)
+	r.doneParam(prefix+".b", b)
+}

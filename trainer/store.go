@@ -1,0 +1,451 @@
+package trainer
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"lcttop/codec"
+	"lcttop/trainer/internal/par"
+)
+
+// ClassCodec is the codec setting of one tensor class in the LCT run.
+type ClassCodec struct {
+	Preset codec.Preset
+	Dist   codec.Distribution
+}
+
+func (cc ClassCodec) String() string { return cc.Preset.String() + "/" + cc.Dist.String() }
+
+// chunkElems is how many elements the LCT run encodes as one codec tensor. A
+// stored tensor is a run of such chunks, so the fused optimizer update needs
+// one chunk of scratch per state, not a whole tensor, and chunks of a tensor
+// are encoded and decoded in parallel. It is half a CLEAN block (a whole
+// MEDIUM/HIGH block): a partial block keeps CLEAN's bits per exponent
+// (format.md §3), and each chunk costs a 160-byte header, 0.35% of its size.
+const chunkElems = 32768
+
+// slot is one stored tensor of a run: a parameter, an optimizer state, or an
+// activation saved for the backward pass.
+type slot struct {
+	name  string
+	class TensorClass
+	cat   Category
+	n     int
+
+	dense  []uint16 // dense run: the values (nil while an activation is not held)
+	chunks []chunk  // LCT run: nil while an activation is not held
+	stats  TensorStats
+}
+
+func (s *slot) chunkCount() int { return (s.n + chunkElems - 1) / chunkElems }
+
+func (s *slot) chunkRange(i int) (lo, hi int) {
+	lo = i * chunkElems
+	return lo, min(lo+chunkElems, s.n)
+}
+
+// chunk is one codec tensor of an LCT slot, or its values kept as they are:
+// when encoding would not make it smaller (tiny tensors), or when its
+// overflow did not fit the pool (a fallback, until it is next written).
+type chunk struct {
+	enc      *codec.Tensor // nil when raw
+	raw      []uint16
+	fallback bool
+	stats    codec.Stats // of the last encoding attempt
+	charged  int64       // bytes charged to the slot's category
+	pooled   int64       // overflow bytes held in the pool
+}
+
+// codecWorker is one goroutine's codec state; chunks are single blocks, so
+// each call runs on its caller's goroutine and parallelism comes from
+// running chunks side by side.
+type codecWorker struct {
+	enc codec.Encoder
+	dec codec.Decoder
+}
+
+// codecClock is the codec's share of one step: wall time of the sections
+// that only encode or decode, and the BF16 bytes they went through.
+type codecClock struct {
+	encode, decode           time.Duration
+	encodeBytes, decodeBytes int64
+}
+
+// store keeps one run's tensors: as they are (the shadow) or compressed
+// (LCT). Both runs call the same methods in the same order; only the
+// representation, and so the memory, differs. Errors (an allocation over
+// budget, a decode failure) are sticky: the first is kept in err and the
+// step reports it at its end.
+type store struct {
+	compress bool
+	alloc    Allocator
+	classes  map[TensorClass]ClassCodec
+	pool     *overflowPool
+	workers  []*codecWorker
+	clock    codecClock
+
+	errMu sync.Mutex
+	err   error
+}
+
+func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
+	st := &store{compress: compress, alloc: alloc, classes: classes}
+	if !compress {
+		return st, nil
+	}
+	st.pool = &overflowPool{budget: poolBudget}
+	if err := alloc.Alloc(OverflowPool, poolBudget); err != nil {
+		return nil, err
+	}
+	st.each(0, nil)
+	return st, st.takeErr()
+}
+
+// codecWorkerScratch bounds what one codecWorker's Encoder and Decoder
+// allocate for their own state (per-stream bit buffers, tables, counters)
+// on single-block tensors; a test measures it.
+const codecWorkerScratch = 24 << 10
+
+// fail records the first error; codec goroutines call it concurrently.
+func (st *store) fail(err error) {
+	if err == nil {
+		return
+	}
+	st.errMu.Lock()
+	defer st.errMu.Unlock()
+	if st.err == nil {
+		st.err = err
+	}
+}
+
+// takeErr returns and clears the sticky error.
+func (st *store) takeErr() error {
+	st.errMu.Lock()
+	defer st.errMu.Unlock()
+	err := st.err
+	st.err = nil
+	return err
+}
+
+// each runs fn over n items with a codec worker per goroutine, growing the
+// worker set (and its charged scratch) if the worker count went up.
+func (st *store) each(n int, fn func(w *codecWorker, i int)) {
+	for len(st.workers) < par.Workers() {
+		st.workers = append(st.workers, new(codecWorker))
+		st.fail(st.alloc.Alloc(CodecScratch, codecWorkerScratch))
+	}
+	par.Each(n, func(w, i int) { fn(st.workers[w], i) })
+}
+
+// newBuf allocates n BF16 values charged to category c.
+func (st *store) newBuf(c Category, n int) []uint16 {
+	st.fail(st.alloc.Alloc(c, 2*int64(n)))
+	return make([]uint16, n)
+}
+
+func (st *store) freeBuf(c Category, b []uint16) { st.alloc.Free(c, 2*int64(len(b))) }
+
+// relabel moves buffer b's charge from category from to category to.
+func (st *store) relabel(from, to Category, b []uint16) {
+	st.alloc.Free(from, 2*int64(len(b)))
+	st.fail(st.alloc.Alloc(to, 2*int64(len(b))))
+}
+
+// newF32 allocates n float32 values charged to category c.
+func (st *store) newF32(c Category, n int) []float32 {
+	st.fail(st.alloc.Alloc(c, 4*int64(n)))
+	return make([]float32, n)
+}
+
+func (st *store) freeF32(c Category, b []float32) { st.alloc.Free(c, 4*int64(len(b))) }
+
+// set stores vals (copied) as the content of s.
+func (st *store) set(s *slot, vals []uint16) {
+	if !st.compress {
+		if s.dense == nil {
+			s.dense = st.newBuf(s.cat, s.n)
+		}
+		copy(s.dense, vals)
+		return
+	}
+	st.encodeAll(s, slices.Clone(vals))
+}
+
+// read returns s's values: the stored slice itself in the dense run (which
+// the caller may overwrite when this is the values' last use), a decoded
+// copy in codec scratch in the LCT run. Pair with done.
+func (st *store) read(s *slot) []uint16 {
+	if !st.compress {
+		return s.dense
+	}
+	buf := st.newBuf(CodecScratch, s.n)
+	st.decodeAll(s, buf)
+	return buf
+}
+
+// done ends a read.
+func (st *store) done(s *slot, view []uint16) {
+	if st.compress {
+		st.freeBuf(CodecScratch, view)
+	}
+}
+
+// begin returns a buffer for the forward pass to compute activation s into.
+func (st *store) begin(s *slot) []uint16 {
+	buf := st.newBuf(s.cat, s.n)
+	if !st.compress {
+		s.dense = buf
+	}
+	return buf
+}
+
+// commit ends the forward pass's use of activation s: the LCT run encodes
+// it (scrambling buf) and frees the buffer. When keep is false (evaluation)
+// it is dropped.
+func (st *store) commit(s *slot, buf []uint16, keep bool) {
+	switch {
+	case !keep:
+		st.freeBuf(s.cat, buf)
+		s.dense = nil
+	case st.compress:
+		st.encodeAll(s, buf)
+		st.freeBuf(s.cat, buf)
+	}
+}
+
+// take returns activation s for its last use in the backward pass: the
+// caller owns the values (it may overwrite them) until drop. The LCT run
+// decodes into codec scratch and frees the compressed form at once, so the
+// two are never held together.
+func (st *store) take(s *slot) []uint16 {
+	if !st.compress {
+		return s.dense
+	}
+	buf := st.newBuf(CodecScratch, s.n)
+	st.decodeAll(s, buf)
+	for i := range s.chunks {
+		st.uncharge(s, &s.chunks[i])
+	}
+	s.chunks = nil
+	return buf
+}
+
+// drop frees what take returned.
+func (st *store) drop(s *slot, vals []uint16) {
+	if !st.compress {
+		st.freeBuf(s.cat, s.dense)
+		s.dense = nil
+		return
+	}
+	st.freeBuf(CodecScratch, vals)
+}
+
+// update applies fn to the values of slots (a parameter and its optimizer
+// states, all the same length) and the gradient g. The dense run calls fn
+// once on whole tensors; the LCT run goes chunk by chunk: decode the chunk
+// of every slot, fn, encode them back (the fused path), with one chunk of
+// scratch per slot. fn is element-wise, so both give the same bits.
+func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []uint16)) {
+	views := make([][]uint16, len(slots))
+	if !st.compress {
+		for j, s := range slots {
+			views[j] = s.dense
+		}
+		fn(views, g)
+		return
+	}
+	n := slots[0].n
+	m := min(chunkElems, n)
+	scratch := st.newBuf(CodecScratch, len(slots)*m)
+	for i := range slots[0].chunkCount() {
+		lo, hi := slots[0].chunkRange(i)
+		for j := range slots {
+			views[j] = scratch[j*m : j*m+hi-lo]
+		}
+		st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*len(slots)*(hi-lo), func() {
+			st.each(len(slots), func(w *codecWorker, j int) { st.fail(st.decodeChunk(w, slots[j], i, views[j])) })
+		})
+		fn(views, g[lo:hi])
+		st.encodeChunks(slots, i, views)
+	}
+	for _, s := range slots {
+		s.stats = st.tensorStats(s)
+	}
+	st.freeBuf(CodecScratch, scratch)
+}
+
+// forEachChunk calls fn with s's values piece by piece (the whole tensor in
+// the dense run, chunk by chunk decoded into scratch in the LCT run).
+func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
+	if !st.compress {
+		fn(0, s.dense)
+		return
+	}
+	buf := st.newBuf(CodecScratch, min(chunkElems, s.n))
+	for i := range s.chunkCount() {
+		lo, hi := s.chunkRange(i)
+		st.fail(st.decodeChunk(st.workers[0], s, i, buf[:hi-lo]))
+		fn(lo, buf[:hi-lo])
+	}
+	st.freeBuf(CodecScratch, buf)
+}
+
+// reencode encodes s again under its class's current setting.
+func (st *store) reencode(s *slot) {
+	if !st.compress || s.chunks == nil {
+		return
+	}
+	buf := st.read(s)
+	st.encodeAll(s, buf)
+	st.done(s, buf)
+}
+
+// timed runs f and adds its wall time and bytes to a clock.
+func (st *store) timed(d *time.Duration, bytes *int64, n int, f func()) {
+	start := time.Now()
+	f()
+	*d += time.Since(start)
+	*bytes += int64(n)
+}
+
+// decodeAll decodes every chunk of s into dst, chunks side by side.
+func (st *store) decodeAll(s *slot, dst []uint16) {
+	st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*s.n, func() {
+		st.each(s.chunkCount(), func(w *codecWorker, i int) {
+			lo, hi := s.chunkRange(i)
+			st.fail(st.decodeChunk(w, s, i, dst[lo:hi]))
+		})
+	})
+}
+
+func (st *store) decodeChunk(w *codecWorker, s *slot, i int, dst []uint16) error {
+	c := &s.chunks[i]
+	if c.enc == nil {
+		copy(dst, c.raw)
+	} else if err := w.dec.Decode(c.enc, dst); err != nil {
+		return fmt.Errorf("decoding %s, chunk %d: %w", s.name, i, err)
+	}
+	scramble(dst)
+	return nil
+}
+
+// encodeAll encodes vals as the whole content of s, chunks side by side;
+// vals is left scrambled.
+func (st *store) encodeAll(s *slot, vals []uint16) {
+	if s.chunks == nil {
+		s.chunks = make([]chunk, s.chunkCount())
+	}
+	nc := s.chunkCount()
+	errs := make([]error, nc)
+	st.timed(&st.clock.encode, &st.clock.encodeBytes, 2*s.n, func() {
+		st.each(nc, func(w *codecWorker, i int) {
+			lo, hi := s.chunkRange(i)
+			errs[i] = st.attempt(w, s, i, vals[lo:hi])
+		})
+	})
+	for i := range nc {
+		lo, hi := s.chunkRange(i)
+		st.accept(s, i, vals[lo:hi], errs[i])
+	}
+	s.stats = st.tensorStats(s)
+}
+
+// encodeChunks encodes chunk i of each slot from vals[j], slots side by side.
+func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
+	errs := make([]error, len(slots))
+	n := 0
+	for _, v := range vals {
+		n += 2 * len(v)
+	}
+	st.timed(&st.clock.encode, &st.clock.encodeBytes, n, func() {
+		st.each(len(slots), func(w *codecWorker, j int) { errs[j] = st.attempt(w, slots[j], i, vals[j]) })
+	})
+	for j, s := range slots {
+		st.accept(s, i, vals[j], errs[j])
+	}
+}
+
+// attempt encodes src as chunk i of s with its class's codebook family and
+// preset: scramble (in place: src then holds the chunk as stored), sample,
+// fit, choose the layout, encode (format.md §2–4).
+func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
+	scramble(src)
+	cc := st.classes[s.class]
+	c := &s.chunks[i]
+	if c.enc == nil {
+		c.enc = new(codec.Tensor)
+	}
+	h := codec.SampleHistogram(src)
+	cb := codec.FitCodebook(cc.Dist, &h)
+	layout := codec.ChooseLayout(cc.Preset, &cb, &h)
+	if err := w.enc.Encode(c.enc, src, cb, layout); err != nil {
+		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
+	}
+	c.stats = c.enc.Stats
+	return nil
+}
+
+// accept settles chunk i after an encoding attempt, in chunk order so that
+// the pool is used deterministically: it keeps the encoding if it is smaller
+// than the values and its overflow fits the pool, else the values as they
+// are (counting a fallback when the pool was the reason).
+func (st *store) accept(s *slot, i int, src []uint16, err error) {
+	c := &s.chunks[i]
+	st.uncharge(s, c)
+	if err != nil {
+		st.fail(err)
+		return
+	}
+	stored, overflow := int64(c.enc.StoredBytes()), int64(len(c.enc.Overflow))
+	switch {
+	case stored >= 2*int64(len(src)):
+		st.keepRaw(s, c, src, false)
+	case !st.pool.take(overflow):
+		st.keepRaw(s, c, src, true)
+	default:
+		c.raw, c.fallback = nil, false
+		c.pooled, c.charged = overflow, stored-overflow
+		st.fail(st.alloc.Alloc(s.cat, c.charged))
+	}
+}
+
+// keepRaw stores src (scrambled, as attempt left it) in chunk c, dropping
+// the encoding's memory.
+func (st *store) keepRaw(s *slot, c *chunk, src []uint16, fallback bool) {
+	c.enc = nil
+	if cap(c.raw) < len(src) {
+		c.raw = make([]uint16, len(src))
+	}
+	c.raw = c.raw[:len(src)]
+	copy(c.raw, src)
+	c.fallback = fallback
+	c.charged = 2 * int64(len(src))
+	st.fail(st.alloc.Alloc(s.cat, c.charged))
+}
+
+// uncharge returns chunk c's memory to the ledger and its overflow to the pool.
+func (st *store) uncharge(s *slot, c *chunk) {
+	st.alloc.Free(s.cat, c.charged)
+	st.pool.give(c.pooled)
+	c.charged, c.pooled = 0, 0
+}
+
+// overflowPool is the shared budget for the overflow areas of every
+// compressed tensor of a run. It is reserved whole (charged to OverflowPool
+// when the run starts), as a device allocator reserves it.
+type overflowPool struct {
+	budget, used, peak int64
+}
+
+func (p *overflowPool) take(n int64) bool {
+	if p.used+n > p.budget {
+		return false
+	}
+	p.used += n
+	p.peak = max(p.peak, p.used)
+	return true
+}
+
+func (p *overflowPool) give(n int64) { p.used -= n }
