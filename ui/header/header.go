@@ -42,8 +42,10 @@ type Data struct {
 }
 
 // Badge is the bit-identity badge: text that reads the same without colour.
-func Badge(st styles.Styles, s *trainer.Snapshot) string {
+func Badge(st styles.Styles, s *trainer.Snapshot, state State) string {
 	switch {
+	case s == nil && state == Failed:
+		return st.Dim.Render("no run to compare")
 	case s == nil:
 		return st.BadgeWait.Render("… comparing")
 	case s.BitIdentical:
@@ -97,7 +99,7 @@ func View(st styles.Styles, d Data, w int) string {
 	left := st.Title.Render("lcttop") + " " + stateStyle.Render("["+d.State.String()+"]") + " " +
 		l("step ") + v(step) + l(" · ") + v(rate) + l(" steps/s · ") +
 		v(backend) + l("/") + v(model) + l("/") + v(opt) + l(" · ") + v(dev)
-	badge := Badge(st, d.Snap)
+	badge := Badge(st, d.Snap, d.State)
 	line1 := joinRight(left, badge, w)
 
 	var line2 string
@@ -116,6 +118,8 @@ func View(st styles.Styles, d Data, w int) string {
 		if s.WeightsChecked > 0 {
 			line2 += l("  weights compared @") + v(fmt.Sprint(s.WeightsChecked))
 		}
+	} else if d.State == Failed {
+		line2 = st.Dim.Render("the trainer is not running: see the error below")
 	} else {
 		line2 = st.Dim.Render("waiting for the trainer's first snapshot…")
 	}
