@@ -548,3 +548,18 @@ func TestStepsPerSecondFromSnapshotTimes(t *testing.T) {
 		t.Errorf("header:\n%s", strings.Split(m.View(), "\n")[0])
 	}
 }
+
+func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
+	m, _ := newTestModel(t, 160, 48, 3)
+	m = press(t, m, "jjs") // two downs and a sort, read in one go
+	if m.Selected() != "h0.ln1.g" || m.table.Sort != 1 {
+		t.Errorf("selected %s, sort %v", m.Selected(), m.table.Sort)
+	}
+	// In the filter they are text.
+	m = press(t, m, "/")
+	m = press(t, m, "qkv")
+	m = press(t, m, "enter")
+	if m.table.Filter != "qkv" {
+		t.Errorf("filter %q", m.table.Filter)
+	}
+}

@@ -151,6 +151,18 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 
 func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
+	// Keys typed faster than the terminal is read arrive as one message of
+	// several runes; outside the filter each rune is a command of its own.
+	if !m.filtering && msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+		var cmds []tea.Cmd
+		var model tea.Model = m
+		for _, r := range msg.Runes {
+			var cmd tea.Cmd
+			model, cmd = model.(Model).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
+			cmds = append(cmds, cmd)
+		}
+		return model, tea.Sequence(cmds...)
+	}
 	if m.filtering {
 		switch {
 		case key.Matches(msg, k.FilterApply):
