@@ -12,7 +12,8 @@ type Codebook struct {
 
 // FitCodebook builds the codebook of distribution d for a sample histogram:
 // a parametric family's fixed table moved by the cheapest shift, or the
-// optimal construction over the histogram itself for Empirical.
+// optimal construction over the histogram itself for Empirical (and for any
+// value outside Distributions, which Encode rejects before getting here).
 func FitCodebook(d Distribution, sample *Histogram) Codebook {
 	cb := Codebook{Dist: d}
 	if d == Empirical || !d.valid() {

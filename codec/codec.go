@@ -16,8 +16,6 @@ const (
 	SampleSize = 4096
 	// MaxElements is the largest tensor the format holds.
 	MaxElements = 1<<31 - 1
-	// MaxBlockSize is the largest block, in elements.
-	MaxBlockSize = 65536
 	// escSymbol is ESC's symbol number in canonical ordering and decode tables.
 	escSymbol = 256
 	// literalBits is the width of an escaped exponent's literal.

@@ -20,7 +20,8 @@ type Stats struct {
 	Histogram                     Histogram
 }
 
-// finishStats derives the rates and totals from the raw counts already in s.
+// finish fills the totals and rates of s from its histogram, spill counts and
+// the code bits written.
 func (s *Stats) finish(t *Tensor, codeBits uint64) {
 	s.N = t.N
 	s.StoredBytes = t.StoredBytes()
