@@ -210,15 +210,18 @@ func (t *Trainer) refreshTensors(s *Snapshot) {
 // TensorDetail is one tensor's first block of values with the codebook and
 // layout the LCT run used for it, for the UI's teaching view.
 type TensorDetail struct {
-	Name     string
-	Class    TensorClass
-	Values   []uint16 // the tensor's first block of values (at most Layout.BlockSize)
+	Name  string
+	Class TensorClass
+	// Values is the first block the codec encoded (at most Layout.BlockSize
+	// values), in the order it saw them: the tensor's values with each group
+	// of 256 scrambled (scramble.go), so value i went to stream i mod 256.
+	Values   []uint16
 	Codebook codec.Codebook
 	Layout   codec.Layout
 }
 
 // Detail returns the first block of a parameter or optimizer state of the
-// LCT run (decoded), its codebook and layout. It waits for the step in
+// LCT run as the codec encoded it, with its codebook and layout. It waits for the step in
 // progress, so call it off the UI's goroutine. Activations live only inside
 // a step and cannot be asked for.
 func (t *Trainer) Detail(name string) (TensorDetail, error) {
@@ -238,6 +241,7 @@ func (t *Trainer) Detail(name string) (TensorDetail, error) {
 	if err := st.decodeChunk(st.workers[0], s, 0, d.Values); err != nil {
 		return TensorDetail{}, err
 	}
+	scramble(d.Values) // back to the order the codec saw (see scramble.go)
 	if c := &s.chunks[0]; c.enc != nil {
 		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout
 	} else {

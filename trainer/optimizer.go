@@ -52,7 +52,7 @@ func newOptimizer(name string, lr float64, warmup int) (optimizer, error) {
 		return adamW{optim.AdamW{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}, nil
 	case "sgd":
 		if lr == 0 {
-			lr = 0.3
+			lr = 0.1
 		}
 		return sgd{optim.SGD{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Momentum: 0.9}}, nil
 	}

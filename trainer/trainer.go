@@ -66,7 +66,7 @@ func New(cfg Config) (*Trainer, error) {
 		desired: maps.Clone(rc.Codec), pending: map[TensorClass]ClassCodec{},
 		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
 	}
-	if rc.ValEvery > 0 {
+	if rc.ValBatches > 0 {
 		t.val = data.valBatches(rc.ValBatches, rc.Batch, rc.SeqLen)
 	}
 	classes := maps.Clone(rc.Codec)
@@ -210,6 +210,9 @@ func (t *Trainer) checkWeights() error {
 // validate is the mean loss over the validation set, measured on the shadow
 // (the runs are bit-identical; the check above says so).
 func (t *Trainer) validate() (float32, error) {
+	if len(t.val) == 0 {
+		return 0, fmt.Errorf("validation: no validation batches configured")
+	}
 	var sum float64
 	for _, b := range t.val {
 		loss, err := t.shadow.forward(b, false)

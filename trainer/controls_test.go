@@ -1,0 +1,108 @@
+package trainer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"lcttop/codec"
+)
+
+// next waits for a snapshot from Run.
+func next(t *testing.T, ch <-chan Snapshot) Snapshot {
+	t.Helper()
+	select {
+	case s, ok := <-ch:
+		if !ok {
+			t.Fatal("snapshot channel closed")
+		}
+		return s
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no snapshot")
+	}
+	return Snapshot{}
+}
+
+func TestRunControls(t *testing.T) {
+	tr := newTrainer(t, quickConfig("adamw"))
+	tr.Pause()
+	done := make(chan error, 1)
+	go func() { done <- tr.Run(context.Background()) }()
+	ch := tr.Snapshots()
+
+	// Paused: nothing happens until StepOnce, which takes exactly one step.
+	select {
+	case s := <-ch:
+		t.Fatalf("a paused trainer emitted step %d", s.Step)
+	case <-time.After(100 * time.Millisecond):
+	}
+	tr.StepOnce()
+	if s := next(t, ch); s.Step != 1 {
+		t.Fatalf("StepOnce gave step %d", s.Step)
+	}
+	tr.StepOnce()
+	if s := next(t, ch); s.Step != 2 {
+		t.Fatalf("second StepOnce gave step %d", s.Step)
+	}
+
+	// A codec change while paused is applied at once and shown.
+	want := ClassCodec{Preset: codec.High, Dist: codec.Laplace}
+	if err := tr.SetClassCodec(ClassWeight, want); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.ClassCodec(ClassWeight); got != want {
+		t.Fatalf("ClassCodec = %v, want %v", got, want)
+	}
+	s := next(t, ch)
+	if s.Step != 2 {
+		t.Fatalf("re-encoding took a step: %d", s.Step)
+	}
+	for _, ts := range s.Tensors {
+		if ts.Class == ClassWeight && (ts.Preset != "high" || ts.Distribution != "laplace") {
+			t.Fatalf("%s still %s/%s after the change", ts.Name, ts.Preset, ts.Distribution)
+		}
+	}
+	if err := tr.SetClassCodec("bias", want); err == nil {
+		t.Fatal("unknown class accepted")
+	}
+
+	// Resume runs freely; the reader sees later steps, still identical.
+	tr.Resume()
+	for s = next(t, ch); s.Step < 5; s = next(t, ch) {
+	}
+	if !s.BitIdentical {
+		t.Fatalf("not identical after a live codec change: %s", s.Mismatch)
+	}
+	tr.Stop()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after Stop: %v", err)
+	}
+	for range ch { // drained, then closed
+	}
+}
+
+func TestRunStopsAtSteps(t *testing.T) {
+	cfg := quickConfig("sgd")
+	cfg.Steps = 3
+	tr := newTrainer(t, cfg)
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := Snapshot{}
+	for s := range tr.Snapshots() {
+		last = s
+	}
+	if last.Step != 3 {
+		t.Fatalf("last snapshot is step %d, want 3", last.Step)
+	}
+}
+
+func TestEmitKeepsNewest(t *testing.T) {
+	tr := newTrainer(t, quickConfig("sgd"))
+	for i := range 5 {
+		tr.emit(Snapshot{Step: i})
+	}
+	if s := <-tr.Snapshots(); s.Step != 4 {
+		t.Fatalf("coalesced snapshot is step %d, want 4", s.Step)
+	}
+}
