@@ -107,12 +107,21 @@ func (m Model) overviewView() string {
 }
 
 // resourcesView shows memory and codec at full size: side by side when
-// wide, else one above the other.
+// wide (with the history below when there is height to spare), else one
+// above the other.
 func (m Model) resourcesView() string {
 	w, h := m.bodySize()
 	if w >= wideWidth {
 		ws := box.SplitWidth(w, 1, 11, 9)
-		return box.Columns(m.st.Separator.Render("│"), h, []string{m.panel(PanelMemory, ws[0], h), m.panel(PanelCodec, ws[1], h)}, ws)
+		topH := h
+		if h >= 2*memoryHeight+2 {
+			topH = memoryHeight + 2
+		}
+		top := box.Columns(m.st.Separator.Render("│"), topH, []string{m.panel(PanelMemory, ws[0], topH), m.panel(PanelCodec, ws[1], topH)}, ws)
+		if topH == h {
+			return top
+		}
+		return top + "\n" + m.panel(PanelCharts, w, h-topH)
 	}
 	memH := min(memoryHeight, h)
 	return m.panel(PanelMemory, w, memH) + "\n" + m.panel(PanelCodec, w, h-memH)

@@ -91,7 +91,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 			l(fmt.Sprintf(" → overflow byte %d (after %d markers)", v.SpillByte, a.SpillingStreams)))
 	} else {
 		first, last := v.StartBit, v.StartBit+v.Len-1
-		lines = append(lines, l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → stream byte %d → stream-area byte %d·256+%d = ",
+		lines = append(lines, l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → starts in stream byte %d → stream-area byte %d·256+%d = ",
 			first, last, v.Stream, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first))))
 		lines = append(lines, l(strings.Repeat(" ", 9)+"stored: ")+storedBits(st, a, v)+checkMark(st, v))
 	}
@@ -116,9 +116,15 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	}
 	rest := h - len(lines) - 2 - len(summary)
 	book := codebookLines(st, a, v, w)
-	rows := min(max(rest, 1), 6)
-	if spare := rest - rows - 1; spare < len(book) {
+	// The chart takes what the codebook leaves, 3 to 12 rows.
+	rows := min(max(rest-len(book), 3), 12)
+	rows = min(rows, max(rest, 1))
+	if spare := rest - rows; spare < len(book) {
 		book = book[:max(spare, 0)]
+		if len(book) < 2 { // a heading without codes says nothing
+			book = nil
+			rows = min(max(rest, 1), 12)
+		}
 	}
 	cols := min(max(w-9, 16), codec.Streams)
 	group := (codec.Streams + cols - 1) / cols
