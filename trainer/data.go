@@ -2,7 +2,9 @@ package trainer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"unicode/utf8"
@@ -28,7 +30,7 @@ func loadData(path string, seqLen int) (*dataset, error) {
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("training data: %w", err)
+			return nil, fmt.Errorf("training data %s: cannot read: %w", path, reason(err))
 		}
 		text, name = b, path
 		if err := checkText(b); err != nil {
@@ -41,6 +43,15 @@ func loadData(path string, seqLen int) (*dataset, error) {
 	}
 	cut := len(text) - len(text)/valFraction
 	return &dataset{name: name, train: text[:cut], val: text[cut:]}, nil
+}
+
+// reason drops the operation and path an *fs.PathError repeats.
+func reason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // checkText rejects empty and binary files: the model is trained on text,

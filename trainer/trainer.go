@@ -255,3 +255,11 @@ func gbps(bytes int64, d time.Duration) float64 {
 	}
 	return float64(bytes) / d.Seconds() / 1e9
 }
+
+// SetWorkers sets how many goroutines the trainer computes with, process
+// wide (0: GOMAXPROCS). Results do not depend on it: every sum has a fixed
+// order whatever the split.
+func SetWorkers(n int) { par.SetWorkers(n) }
+
+// Workers is the number of goroutines the trainer computes with.
+func Workers() int { return par.Workers() }

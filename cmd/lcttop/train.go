@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+)
+
+// trainUI starts the interactive UI on a trainer configuration; the UI's
+// file sets it. While it is nil, lcttop train needs --headless.
+var trainUI func(cmd *cobra.Command, cfg trainer.Config) error
+
+func init() { rootCmd.AddCommand(newTrainCmd()) }
+
+// trainFlags are lcttop train's flags.
+type trainFlags struct {
+	headless, json     bool
+	model, backend     string
+	optimizer, data    string
+	preset, dist       string
+	resume, checkpoint string
+	seed               uint64
+	steps, batch       int
+	seqLen, warmup     int
+	checkEvery         int
+	valEvery, valBatch int
+	checkpointEvery    int
+	workers            int
+	lr                 float64
+	poolBudget         int64
+}
+
+func newTrainCmd() *cobra.Command {
+	f := &trainFlags{}
+	def := trainer.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train a GPT through LCT beside an uncompressed shadow run",
+		Long: `Train a byte-level GPT twice in lockstep: once with weights, optimizer states
+and saved activations compressed through LCT, once uncompressed. After every
+step the losses are compared bit for bit (every --check-every steps all
+weights too) and both runs' memory is reported.
+
+--preset and --dist take one name for every tensor class, class=name pairs,
+or both: "auto", "adam_v=clean", "auto,adam_v=clean". Classes: weight,
+momentum, adam_m, adam_v, activation.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			if f.workers < 0 {
+				return fmt.Errorf("--workers %d: must not be negative", f.workers)
+			}
+			trainer.SetWorkers(f.workers)
+			if !f.headless {
+				if trainUI == nil {
+					return fmt.Errorf("the interactive UI is started by lcttop with no subcommand; add --headless to train without it")
+				}
+				return trainUI(cmd, cfg)
+			}
+			return runHeadless(cmd.Context(), cmd.OutOrStdout(), cfg, f.json)
+		},
+	}
+	fs := cmd.Flags()
+	fs.BoolVar(&f.headless, "headless", false, "train without the UI, a line per step on stdout")
+	fs.BoolVar(&f.json, "json", false, "with --headless: one JSON snapshot per line instead")
+	fs.StringVar(&f.model, "model", def.Model, "model: "+trainModelNames())
+	fs.StringVar(&f.backend, "backend", def.Backend, "cpu|cuda")
+	fs.StringVar(&f.optimizer, "optimizer", def.Optimizer, "adamw|sgd")
+	fs.IntVar(&f.steps, "steps", def.Steps, "steps to train (0: until interrupted)")
+	fs.Uint64Var(&f.seed, "seed", def.Seed, "seed of the weights and the batches")
+	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
+	fs.StringVar(&f.preset, "preset", "", "LCT capacity preset, for all classes or class=preset: "+codecNames(codec.Presets)+" (default: auto for every class)")
+	fs.StringVar(&f.dist, "dist", "", "LCT codebook distribution, for all classes or class=dist: "+codecNames(codec.Distributions)+" (default: empirical)")
+	fs.IntVar(&f.batch, "batch", 0, "sequences per step (0: the model's default)")
+	fs.IntVar(&f.seqLen, "seq-len", 0, "tokens per sequence (0: the model's default)")
+	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: the optimizer's default)")
+	fs.IntVar(&f.warmup, "warmup", def.Warmup, "steps of learning-rate warmup")
+	fs.IntVar(&f.checkEvery, "check-every", def.CheckEvery, "compare all weights and states every N steps (0: never)")
+	fs.Int64Var(&f.poolBudget, "pool-budget", 0, "LCT overflow pool in bytes (0: sized from the model)")
+	fs.IntVar(&f.valEvery, "val-every", def.ValEvery, "validation loss every N steps (0: never)")
+	fs.IntVar(&f.valBatch, "val-batches", def.ValBatches, "batches in the validation set")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
+	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
+	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
+	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
+	return cmd
+}
+
+func trainModelNames() string {
+	var out []string
+	for _, m := range trainer.Models {
+		out = append(out, m.Name)
+	}
+	return strings.Join(out, "|")
+}
+
+func codecNames[T fmt.Stringer](xs []T) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = x.String()
+	}
+	return strings.Join(s, "|")
+}
+
+func (f *trainFlags) config() (trainer.Config, error) {
+	cfg := trainer.DefaultConfig()
+	cfg.Model, cfg.Backend, cfg.Optimizer = f.model, f.backend, f.optimizer
+	cfg.Steps, cfg.Seed, cfg.DataPath = f.steps, f.seed, f.data
+	cfg.Batch, cfg.SeqLen, cfg.LR, cfg.Warmup = f.batch, f.seqLen, f.lr, f.warmup
+	cfg.CheckEvery, cfg.PoolBudget = f.checkEvery, f.poolBudget
+	cfg.ValEvery, cfg.ValBatches = f.valEvery, f.valBatch
+	cfg.CheckpointPath, cfg.CheckpointEvery, cfg.ResumePath = f.checkpoint, f.checkpointEvery, f.resume
+	err := perClass("--preset", f.preset, codec.ParsePreset, codec.Presets, func(c trainer.TensorClass, p codec.Preset) {
+		cc := cfg.Codec[c]
+		cc.Preset = p
+		cfg.Codec[c] = cc
+	})
+	if err != nil {
+		return cfg, err
+	}
+	err = perClass("--dist", f.dist, codec.ParseDistribution, codec.Distributions, func(c trainer.TensorClass, d codec.Distribution) {
+		cc := cfg.Codec[c]
+		cc.Dist = d
+		cfg.Codec[c] = cc
+	})
+	return cfg, err
+}
+
+// perClass reads "name", "class=name" or a comma-separated mix of both
+// (a bare name sets every class, pairs then override) and calls set.
+func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error), all []T, set func(trainer.TensorClass, T)) error {
+	if value == "" {
+		return nil
+	}
+	for _, item := range strings.Split(value, ",") {
+		classes := trainer.TensorClasses
+		name := item
+		if c, v, ok := strings.Cut(item, "="); ok {
+			class, err := trainer.ParseClass(c)
+			if err != nil {
+				return fmt.Errorf("%s %q: %v", flag, value, err)
+			}
+			classes, name = []trainer.TensorClass{class}, v
+		}
+		x, err := parse(name)
+		if err != nil {
+			return fmt.Errorf("%s %q: unknown value %q (choose %s)", flag, value, name, codecNames(all))
+		}
+		for _, c := range classes {
+			set(c, x)
+		}
+	}
+	return nil
+}
+
+// runHeadless trains step by step, printing every step, until the steps are
+// done or the process is interrupted; it fails if the runs ever differ.
+func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON bool) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	tr, err := trainer.New(cfg)
+	if err != nil {
+		return err
+	}
+	if !asJSON {
+		c := tr.Config()
+		m := tr.Model()
+		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, %s, %d workers\n",
+			m.Name, m.ParamCount(), m.Layers, m.Dim, c.Optimizer, c.Batch, c.SeqLen, c.Backend, trainer.Workers())
+	}
+	enc := json.NewEncoder(out)
+	var last trainer.Snapshot
+	for cfg.Steps == 0 || last.Step < cfg.Steps {
+		s, err := tr.Step(ctx)
+		if ctx.Err() != nil {
+			break // interrupted: the last step printed is the last one done
+		}
+		if err != nil {
+			return err
+		}
+		last = s
+		if asJSON {
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(out, stepLine(s))
+		}
+	}
+	if cfg.CheckpointPath != "" && last.Step > 0 && (cfg.CheckpointEvery == 0 || last.Step%cfg.CheckpointEvery != 0) {
+		if err := tr.SaveCheckpoint(cfg.CheckpointPath); err != nil {
+			return err
+		}
+	}
+	if last.Step > 0 && !last.BitIdentical {
+		return fmt.Errorf("the LCT and shadow runs differ: %s", last.Mismatch)
+	}
+	return nil
+}
+
+// stepLine is the readable summary of one step.
+func stepLine(s trainer.Snapshot) string {
+	verdict := "identical"
+	if !s.BitIdentical {
+		verdict = "DIFFERENT"
+	}
+	val := ""
+	if s.ValLoss != 0 {
+		val = fmt.Sprintf("  val %.4f", s.ValLoss)
+	}
+	share := 0.0
+	if s.StepTimeLCT > 0 {
+		share = 100 * s.CodecTime.Seconds() / s.StepTimeLCT.Seconds()
+	}
+	saving := 100 * (1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow))
+	fb := ""
+	if s.Fallbacks > 0 {
+		fb = fmt.Sprintf("  fallbacks %d", s.Fallbacks)
+	}
+	return fmt.Sprintf("step %5d  loss %.4f (shadow %.4f, %s)%s  peak %s vs %s (%.1f%% less)  step %.3fs vs %.3fs, codec %.0f%%%s",
+		s.Step, s.LossLCT, s.LossShadow, verdict, val, mib(s.PeakBytesLCT), mib(s.PeakBytesShadow), saving,
+		s.StepTimeLCT.Seconds(), s.StepTimeShadow.Seconds(), share, fb)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

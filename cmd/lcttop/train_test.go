@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// quick makes training runs short enough for tests.
+var quick = []string{"train", "--headless", "--batch", "1", "--seq-len", "8", "--val-every", "0"}
+
+func trainArgs(extra ...string) []string { return append(append([]string(nil), quick...), extra...) }
+
+func TestTrainHeadlessJSON(t *testing.T) {
+	out := mustRun(t, trainArgs("--steps", "2", "--json", "--optimizer", "sgd", "--preset", "auto,adam_v=clean", "--dist", "weight=laplace")...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want one JSON object per step:\n%s", len(lines), out)
+	}
+	for i, line := range lines {
+		var s map[string]any
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i+1, err)
+		}
+		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "tensors", "mem_lct", "codec_time_ns"} {
+			if _, ok := s[k]; !ok {
+				t.Fatalf("line %d lacks %q", i+1, k)
+			}
+		}
+		if s["step"].(float64) != float64(i+1) || s["bit_identical"] != true || s["optimizer"] != "sgd" {
+			t.Fatalf("line %d: step %v identical %v optimizer %v", i+1, s["step"], s["bit_identical"], s["optimizer"])
+		}
+		for _, ts := range s["tensors"].([]any) {
+			m := ts.(map[string]any)
+			if m["name"] == "blk0.fc.w" && m["distribution"] != "laplace" {
+				t.Fatalf("--dist weight=laplace not applied: %v", m["distribution"])
+			}
+		}
+	}
+}
+
+func TestTrainHeadlessLines(t *testing.T) {
+	out := mustRun(t, trainArgs("--steps", "2")...)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "model tiny") {
+		t.Fatalf("want a header and a line per step:\n%s", out)
+	}
+	for i, l := range lines[1:] {
+		if !strings.HasPrefix(l, "step") || !strings.Contains(l, "identical") || !strings.Contains(l, "less)") {
+			t.Fatalf("step line %d: %q", i+1, l)
+		}
+	}
+}
+
+func TestTrainCheckpointResume(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "run.lct")
+	whole := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "4", "--json")...)), "\n")
+	mustRun(t, trainArgs("--steps", "2", "--checkpoint", ckpt)...)
+	resumed := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "4", "--json", "--resume", ckpt)...)), "\n")
+	if len(resumed) != 2 {
+		t.Fatalf("resumed run printed %d steps, want steps 3 and 4", len(resumed))
+	}
+	loss := func(line string) (float64, float64) {
+		var s struct {
+			Step float64 `json:"step"`
+			Loss float64 `json:"loss_lct"`
+		}
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Step, s.Loss
+	}
+	for i, line := range resumed {
+		st, l := loss(line)
+		wst, wl := loss(whole[2+i])
+		if st != wst || l != wl {
+			t.Fatalf("resumed step %v loss %v, uninterrupted step %v loss %v", st, l, wst, wl)
+		}
+	}
+}
+
+// Bad data and bad flags: one line on stderr naming the problem, exit 1.
+func TestTrainBadInput(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, filepath.Join(dir, "empty.txt"), nil)
+	binary := writeFile(t, filepath.Join(dir, "model.bin"), []byte("PK\x03\x04\x00\x00binary"))
+	missing := filepath.Join(dir, "missing.txt")
+	cases := []struct {
+		args []string
+		says string
+	}{
+		{trainArgs("--data", missing), "lcttop: training data " + missing + ": cannot read: no such file or directory"},
+		{trainArgs("--data", empty), "lcttop: training data " + empty + ": file is empty"},
+		{trainArgs("--data", binary), "lcttop: training data " + binary + ": binary file, not text (NUL byte at offset 4)"},
+		{trainArgs("--optimizer", "adam"), `lcttop: unknown optimizer "adam" (choose adamw|sgd)`},
+		{trainArgs("--model", "huge"), `lcttop: unknown model "huge"`},
+		{trainArgs("--backend", "cuda"), "lcttop: CUDA trainer backend not built yet"},
+		{trainArgs("--preset", "extreme"), `lcttop: --preset "extreme": unknown value "extreme"`},
+		{trainArgs("--dist", "bias=laplace"), `lcttop: --dist "bias=laplace": unknown tensor class "bias"`},
+		{trainArgs("--steps", "-1"), "lcttop: steps -1: must not be negative"},
+		{trainArgs("--seq-len", "1000"), "lcttop: sequence length 1000: model tiny takes 1..64"},
+		{trainArgs("--steps", "x"), `lcttop: invalid argument "x" for "--steps"`},
+		{trainArgs("--bogus"), "lcttop: unknown flag: --bogus"},
+		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": "},
+		{trainArgs("--workers", "-2"), "lcttop: --workers -2: must not be negative"},
+	}
+	for _, c := range cases {
+		r := lcttop(t, c.args...)
+		lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], c.says) || r.stdout != "" {
+			t.Errorf("lcttop %s: exit %d, stdout %q, stderr %q; want one line starting %q",
+				strings.Join(c.args[1:], " "), r.code, r.stdout, r.stderr, c.says)
+		}
+	}
+}
