@@ -1,5 +1,7 @@
 package trainer
 
+import "math/bits"
+
 // The codec deals element i of a block to stream i mod 256. In a row-major
 // matrix whose row length divides 256 or is a multiple of it, that puts one
 // column (one channel, one input feature) in each stream, and columns differ
@@ -27,8 +29,12 @@ func scramble(v []uint16) {
 			continue
 		}
 		row := (*[256]uint16)(v[g*256 : (g+1)*256])
-		for a := range 256 {
-			if b := a ^ key; a < b {
+		// Pair each a whose bit hb (key's top bit) is clear with a ^ key,
+		// which has it set: every pair once, without a branch.
+		hb := 1 << (bits.Len(uint(key)) - 1)
+		for base := 0; base < 256; base += 2 * hb {
+			for a := base; a < base+hb; a++ {
+				b := a ^ key
 				row[a], row[b] = row[b], row[a]
 			}
 		}

@@ -45,3 +45,11 @@ func TestScrambleIsAnInvolutionThatMixesColumns(t *testing.T) {
 		t.Fatalf("column 5 reaches only %d streams", len(streams))
 	}
 }
+
+func BenchmarkScramble(b *testing.B) {
+	v := make([]uint16, chunkElems)
+	b.SetBytes(2 * chunkElems)
+	for b.Loop() {
+		scramble(v)
+	}
+}
