@@ -19,8 +19,11 @@ import "C"
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unsafe"
+
+	"lcttop/kernels"
 )
 
 // emuDriver runs the kernels on the CPU (kernels/lct_emu.h): device memory
@@ -35,6 +38,11 @@ const emuMaxArgs = 32
 func openDriver(ordinal int) (driver, error) {
 	if ordinal != 0 {
 		return nil, fmt.Errorf("gpu: emulation has one device, not %d", ordinal)
+	}
+	for _, name := range kernelNames {
+		if !strings.Contains(kernels.Source, "void __launch_bounds__(") || !strings.Contains(kernels.Source, " "+name+"(") {
+			return nil, fmt.Errorf("gpu: emulation: kernel %s not in kernels/lct.cu", name)
+		}
 	}
 	e := &emuDriver{args: (*C.uint64_t)(C.malloc(8 * emuMaxArgs))}
 	for k, name := range kernelNames {

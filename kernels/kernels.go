@@ -16,3 +16,13 @@ import _ "embed"
 //
 //go:embed lct.ptx
 var PTX string
+
+// Source is lct.cu and EmuHeader lct_emu.h: the CPU emulation (package gpu,
+// build tag kernelemu) compiles them as C++, and embedding them here makes a
+// change to either rebuild it.
+//
+//go:embed lct.cu
+var Source string
+
+//go:embed lct_emu.h
+var EmuHeader string

@@ -643,8 +643,9 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __re
 // ---- sampling and histograms ----------------------------------------------------
 
 // lct_sample_hist counts the exponents of the deterministic sample
-// (format.md §2): every element when n <= 4096, else floor(k*n/4096).
-// One CTA of 256.
+// (format.md §2): every element when n <= 4096, else the elements at
+// floor(((k*0x9E3779B9) mod 2^32) * n / 2^32) for k = 0..4095 (a Weyl
+// sequence). One CTA of 256.
 extern "C" __global__ void __launch_bounds__(256) lct_sample_hist(const u16* __restrict__ src, long long n, u32* hist) {
   u32* h = (u32*)LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x;
@@ -654,7 +655,8 @@ extern "C" __global__ void __launch_bounds__(256) lct_sample_hist(const u16* __r
     for (long long i = j; i < n; i += 256) atomicAdd(&h[(src[i] >> 7) & 0xFF], 1u);
   } else {
     for (int k = j; k < 4096; k += 256) {
-      const long long i = (long long)((u64)k * (u64)n / 4096ull);
+      const u64 u = (u32)((u32)k * 0x9E3779B9u);
+      const long long i = (long long)((u * (u64)n) >> 32);
       atomicAdd(&h[(src[i] >> 7) & 0xFF], 1u);
     }
   }

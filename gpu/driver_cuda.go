@@ -1,0 +1,206 @@
+//go:build cuda
+
+package gpu
+
+/*
+#cgo LDFLAGS: -lcuda
+#cgo linux LDFLAGS: -L/usr/local/cuda/lib64 -L/usr/local/cuda/lib64/stubs
+#cgo linux CFLAGS: -I/usr/local/cuda/include
+#include <cuda.h>
+#include <stdint.h>
+
+static CUresult lct_set_smem(CUfunction f, int bytes) {
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+}
+
+static CUresult lct_smem_optin(int dev, int* bytes) {
+	return cuDeviceGetAttribute(bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, (CUdevice)dev);
+}
+
+// lct_launch launches f on the default stream; vals holds each argument in
+// 8 bytes (cuLaunchKernel copies each parameter's own size from its start).
+static CUresult lct_launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, uint64_t* vals, void** ptrs, int n) {
+	for (int i = 0; i < n; i++) ptrs[i] = &vals[i];
+	return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, 0, ptrs, 0);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"lcttop/kernels"
+)
+
+// cudaDriver drives one GPU through the CUDA driver API: gorgonia.org/cu for
+// the context, memory, module and events; a few direct calls for what it
+// lacks (the shared-memory opt-in, launches without per-launch allocation).
+type cudaDriver struct {
+	dev   cu.Device
+	ctx   cu.CUContext
+	mod   cu.Module
+	fns   [numKernels]C.CUfunction
+	inf   deviceInfo
+	vals  *C.uint64_t // launch arguments, C memory reused by every launch
+	ptrs  *unsafe.Pointer
+	prior cu.CUContext
+}
+
+const cudaMaxArgs = 32
+
+func openDriver(ordinal int) (driver, error) {
+	count, err := cu.NumDevices()
+	if err != nil {
+		return nil, fmt.Errorf("gpu: no CUDA driver: %w", err)
+	}
+	if ordinal < 0 || ordinal >= count {
+		return nil, fmt.Errorf("gpu: no GPU %d (%d present)", ordinal, count)
+	}
+	dev, err := cu.GetDevice(ordinal)
+	if err != nil {
+		return nil, fmt.Errorf("gpu: GPU %d: %w", ordinal, err)
+	}
+	ctx, err := dev.RetainPrimaryCtx()
+	if err != nil {
+		return nil, fmt.Errorf("gpu: GPU %d: context: %w", ordinal, err)
+	}
+	d := &cudaDriver{dev: dev, ctx: ctx}
+	d.vals = (*C.uint64_t)(C.malloc(8 * cudaMaxArgs))
+	d.ptrs = (*unsafe.Pointer)(C.malloc(C.size_t(unsafe.Sizeof(unsafe.Pointer(nil))) * cudaMaxArgs))
+	if err := d.enter(); err != nil {
+		d.close()
+		return nil, err
+	}
+	defer d.exit()
+	if err := d.load(); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// load loads the kernels' PTX and reads what launches are sized by.
+func (d *cudaDriver) load() error {
+	name, err := d.dev.Name()
+	if err != nil {
+		return fmt.Errorf("gpu: device name: %w", err)
+	}
+	sms, err := d.dev.Attribute(cu.MultiprocessorCount)
+	if err != nil {
+		return fmt.Errorf("gpu: %s: multiprocessor count: %w", name, err)
+	}
+	var optin C.int
+	if rc := C.lct_smem_optin(C.int(d.dev), &optin); rc != C.CUDA_SUCCESS {
+		return fmt.Errorf("gpu: %s: shared memory opt-in: CUDA error %d", name, int(rc))
+	}
+	d.mod, err = cu.LoadData(kernels.PTX)
+	if err != nil {
+		return fmt.Errorf("gpu: %s: load kernels PTX: %w", name, err)
+	}
+	for k, kn := range kernelNames {
+		f, err := d.mod.Function(kn)
+		if err != nil {
+			return fmt.Errorf("gpu: %s: kernel %s: %w", name, kn, err)
+		}
+		d.fns[k] = *(*C.CUfunction)(unsafe.Pointer(&f)) // cu.Function is a CUfunction in a struct
+		if rc := C.lct_set_smem(d.fns[k], optin); rc != C.CUDA_SUCCESS {
+			return fmt.Errorf("gpu: %s: kernel %s: raise shared memory to %d: CUDA error %d", name, kn, int(optin), int(rc))
+		}
+	}
+	d.inf = deviceInfo{Name: name, SMs: sms, MaxSmemPerBlock: int(optin)}
+	return nil
+}
+
+func (d *cudaDriver) enter() error {
+	prior, err := cu.CurrentContext()
+	if err != nil {
+		return fmt.Errorf("gpu: current context: %w", err)
+	}
+	d.prior = prior
+	if err := cu.SetCurrentContext(d.ctx); err != nil {
+		return fmt.Errorf("gpu: set context: %w", err)
+	}
+	return nil
+}
+
+func (d *cudaDriver) exit() { cu.SetCurrentContext(d.prior) }
+
+func (d *cudaDriver) info() deviceInfo { return d.inf }
+
+func (d *cudaDriver) alloc(bytes int) (devPtr, error) {
+	p, err := cu.MemAlloc(int64(bytes))
+	return devPtr(p), err
+}
+
+func (d *cudaDriver) free(p devPtr) error { return cu.MemFree(cu.DevicePtr(p)) }
+
+func (d *cudaDriver) htod(dst devPtr, src unsafe.Pointer, bytes int) error {
+	return cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes))
+}
+
+func (d *cudaDriver) dtoh(dst unsafe.Pointer, src devPtr, bytes int) error {
+	return cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes))
+}
+
+func (d *cudaDriver) dtod(dst, src devPtr, bytes int) error {
+	return cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), cu.Stream{})
+}
+
+func (d *cudaDriver) memset32(dst devPtr, v uint32, words int) error {
+	return cu.MemsetD32Async(cu.DevicePtr(dst), uint(v), int64(words), cu.Stream{})
+}
+
+func (d *cudaDriver) launch(k kernel, grid, block, smem int, args []uint64) error {
+	if len(args) > cudaMaxArgs {
+		return fmt.Errorf("%d arguments, at most %d", len(args), cudaMaxArgs)
+	}
+	vals := unsafe.Slice(d.vals, cudaMaxArgs)
+	for i, a := range args {
+		vals[i] = C.uint64_t(a)
+	}
+	if rc := C.lct_launch(d.fns[k], C.uint(grid), C.uint(block), C.uint(smem), d.vals, d.ptrs, C.int(len(args))); rc != C.CUDA_SUCCESS {
+		return fmt.Errorf("CUDA error %d", int(rc))
+	}
+	return nil
+}
+
+func (d *cudaDriver) synchronize() error { return cu.Synchronize() }
+
+func (d *cudaDriver) close() error {
+	var first error
+	if d.mod != (cu.Module{}) {
+		if err := d.mod.Unload(); err != nil {
+			first = err
+		}
+	}
+	if err := d.dev.ReleasePrimaryCtx(); err != nil && first == nil {
+		first = err
+	}
+	C.free(unsafe.Pointer(d.vals))
+	C.free(unsafe.Pointer(d.ptrs))
+	return first
+}
+
+type cudaEvent struct{ ev cu.Event }
+
+func (d *cudaDriver) newEvent() (event, error) {
+	ev, err := cu.MakeEvent(cu.DefaultEvent)
+	if err != nil {
+		return nil, err
+	}
+	return &cudaEvent{ev: ev}, nil
+}
+
+func (e *cudaEvent) record() error { return e.ev.Record(cu.Stream{}) }
+
+func (e *cudaEvent) since(start event) (float64, error) {
+	if err := e.ev.Synchronize(); err != nil {
+		return 0, err
+	}
+	return start.(*cudaEvent).ev.Elapsed(e.ev)
+}
+
+func (e *cudaEvent) destroy() { cu.DestroyEvent(&e.ev) }
