@@ -1,0 +1,51 @@
+// Package gpt embeds the PTX of the GPT training kernels (gpt.cu) that the
+// CUDA trainer backend (trainer/cudabackend) launches.
+//
+// gpt.ptx is generated from gpt.cu by `go generate ./kernels/gpt` with nvcc
+// 11.8 for compute_80 (PTX ISA 7.8, which any driver from 520 on compiles for
+// its GPU, Hopper included). --fmad=false keeps every product and sum rounded
+// on its own, as the CPU ops compute them.
+package gpt
+
+import _ "embed"
+
+//go:generate nvcc -ptx -arch=compute_80 --fmad=false -o gpt.ptx gpt.cu
+
+// PTX is the module's source, for cuModuleLoadData.
+//
+//go:embed gpt.ptx
+var PTX string
+
+// Source is gpt.cu itself: the CPU emulation compiles it as C++, and a test
+// checks that every kernel named in Kernels is defined in it.
+//
+//go:embed gpt.cu
+var Source string
+
+// Kernels lists the module's entry points.
+var Kernels = []string{
+	"gpt_embedding_forward",
+	"gpt_embedding_backward_wte",
+	"gpt_embedding_backward_wpe",
+	"gpt_add",
+	"gpt_gelu_forward",
+	"gpt_gelu_backward",
+	"gpt_layernorm_stats",
+	"gpt_layernorm_apply",
+	"gpt_layernorm_backward_rows",
+	"gpt_layernorm_backward_dx",
+	"gpt_layernorm_backward_params",
+	"gpt_bias_round",
+	"gpt_colsum",
+	"gpt_crossentropy",
+	"gpt_attn_softmax",
+	"gpt_attn_softmax_backward",
+	"gpt_adamw",
+	"gpt_sgd",
+}
+
+// Launch shapes the host code and the kernels agree on.
+const (
+	LayerNormRows    = 32  // LN_ROWS: threads (and rows) per block of the LayerNorm row kernels
+	AttentionThreads = 128 // ATT_THREADS: threads per row of the attention softmax kernels
+)

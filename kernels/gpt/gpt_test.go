@@ -1,0 +1,44 @@
+package gpt
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Every kernel the backend launches is an entry of the PTX and a kernel of
+// the source, and the PTX has no entry the list forgets.
+func TestKernelsListed(t *testing.T) {
+	for _, k := range Kernels {
+		if !strings.Contains(PTX, ".visible .entry "+k+"(") {
+			t.Errorf("kernel %s is not an entry of gpt.ptx (run go generate ./kernels/gpt)", k)
+		}
+		if !strings.Contains(Source, `extern "C" __global__ void `+k+"(") {
+			t.Errorf("kernel %s is not defined in gpt.cu", k)
+		}
+	}
+	listed := map[string]bool{}
+	for _, k := range Kernels {
+		listed[k] = true
+	}
+	for _, m := range regexp.MustCompile(`\.visible \.entry (\w+)\(`).FindAllStringSubmatch(PTX, -1) {
+		if !listed[m[1]] {
+			t.Errorf("gpt.ptx has kernel %s, missing from Kernels", m[1])
+		}
+	}
+}
+
+// The launch shapes the host uses are the ones the source defines.
+func TestLaunchShapesMatchSource(t *testing.T) {
+	for name, v := range map[string]int{"LN_ROWS": LayerNormRows, "ATT_THREADS": AttentionThreads} {
+		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(Source)
+		if m == nil {
+			t.Errorf("gpt.cu does not define %s", name)
+			continue
+		}
+		if m[1] != strconv.Itoa(v) {
+			t.Errorf("gpt.cu defines %s %s, the Go constant is %d", name, m[1], v)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package cudabackend
+
+import (
+	"fmt"
+	"sort"
+
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// align is the granularity of device allocations (cuMemAlloc's alignment).
+const align = 256
+
+// Pool caches device memory between uses: a block freed by one step is
+// handed out again for the same size at the next, so training steps do not
+// call cuMemAlloc and cuMemFree (which waits for the GPU). Both runs of a
+// training draw on one Pool.
+type Pool struct {
+	dev    device.Device
+	free   map[int64][]device.Ptr
+	cached int64 // bytes held in free lists
+	held   int64 // bytes allocated from the device, in use or cached
+	peak   int64 // largest held
+}
+
+// NewPool returns an empty pool on dev.
+func NewPool(dev device.Device) *Pool { return &Pool{dev: dev, free: map[int64][]device.Ptr{}} }
+
+// Held is what the pool has allocated from the device now, and at most.
+func (p *Pool) Held() (now, peak int64) { return p.held, p.peak }
+
+func (p *Pool) get(bytes int64) (device.Ptr, error) {
+	if l := p.free[bytes]; len(l) > 0 {
+		ptr := l[len(l)-1]
+		p.free[bytes] = l[:len(l)-1]
+		p.cached -= bytes
+		return ptr, nil
+	}
+	ptr, err := p.dev.Alloc(bytes)
+	if err != nil && p.cached > 0 {
+		// Give the cache back and try once more.
+		if terr := p.Trim(); terr != nil {
+			return 0, terr
+		}
+		ptr, err = p.dev.Alloc(bytes)
+	}
+	if err != nil {
+		return 0, err
+	}
+	p.held += bytes
+	p.peak = max(p.peak, p.held)
+	return ptr, nil
+}
+
+func (p *Pool) put(ptr device.Ptr, bytes int64) {
+	p.free[bytes] = append(p.free[bytes], ptr)
+	p.cached += bytes
+}
+
+// Trim frees every cached block.
+func (p *Pool) Trim() error {
+	sizes := make([]int64, 0, len(p.free))
+	for s := range p.free {
+		sizes = append(sizes, s)
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	for _, s := range sizes {
+		for _, ptr := range p.free[s] {
+			if err := p.dev.Free(ptr); err != nil {
+				return err
+			}
+			p.held -= s
+		}
+		delete(p.free, s)
+	}
+	p.cached = 0
+	return nil
+}
+
+// Mem is one run's device memory: every allocation goes through its ledger
+// (live and peak bytes per category, and the budget), and through the
+// shared pool.
+type Mem struct {
+	pool   *Pool
+	ledger *trainer.Ledger
+	sizes  map[device.Ptr]allocation
+}
+
+type allocation struct {
+	bytes int64
+	cat   trainer.Category
+}
+
+// NewMem returns a run's memory with its own ledger (budget 0: none).
+func NewMem(pool *Pool, budget int64) *Mem {
+	return &Mem{pool: pool, ledger: trainer.NewLedger(budget), sizes: map[device.Ptr]allocation{}}
+}
+
+// Ledger is the run's accounting.
+func (m *Mem) Ledger() *trainer.Ledger { return m.ledger }
+
+// Dev is the device the memory lives on.
+func (m *Mem) Dev() device.Device { return m.pool.dev }
+
+// Alloc returns bytes of device memory counted in category c; it fails
+// when the ledger's budget would be exceeded or the device is full.
+func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
+	}
+	bytes = (bytes + align - 1) / align * align
+	if err := m.ledger.Alloc(c, bytes); err != nil {
+		return 0, err
+	}
+	ptr, err := m.pool.get(bytes)
+	if err != nil {
+		m.ledger.Free(c, bytes)
+		return 0, fmt.Errorf("%d bytes of %s: %w", bytes, c, err)
+	}
+	m.sizes[ptr] = allocation{bytes, c}
+	return ptr, nil
+}
+
+// Free returns memory from Alloc to the pool.
+func (m *Mem) Free(ptr device.Ptr) {
+	a, ok := m.sizes[ptr]
+	if !ok {
+		panic(fmt.Sprintf("cudabackend: free of %#x, not allocated by this run", uintptr(ptr)))
+	}
+	delete(m.sizes, ptr)
+	m.ledger.Free(a.cat, a.bytes)
+	m.pool.put(ptr, a.bytes)
+}
+
+// Relabel moves an allocation to another category (the logits buffer
+// becomes the loss gradient in place).
+func (m *Mem) Relabel(ptr device.Ptr, to trainer.Category) error {
+	a, ok := m.sizes[ptr]
+	if !ok {
+		return fmt.Errorf("relabel of %#x, not allocated by this run", uintptr(ptr))
+	}
+	m.ledger.Free(a.cat, a.bytes)
+	if err := m.ledger.Alloc(to, a.bytes); err != nil {
+		m.ledger.Alloc(a.cat, a.bytes)
+		return err
+	}
+	m.sizes[ptr] = allocation{a.bytes, to}
+	return nil
+}

@@ -1,0 +1,154 @@
+package cudabackend
+
+import (
+	"fmt"
+
+	"lcttop/kernels/gpt"
+	"lcttop/trainer/cudabackend/device"
+	"lcttop/trainer/optim"
+)
+
+// Ops launches the GPT kernels (kernels/gpt) on device buffers. Tensors are
+// row-major BF16 as in trainer/ops, and each method computes what the CPU op
+// of the same name computes; its comment says whether bit for bit or within
+// a tolerance. Temporary buffers come from mem (category Activations).
+type Ops struct {
+	dev device.Device
+	mem *Mem
+}
+
+// NewOps returns the kernels of a run whose scratch memory is mem.
+func NewOps(mem *Mem) *Ops { return &Ops{dev: mem.Dev(), mem: mem} }
+
+const (
+	elemThreads = 256
+	maxGrid     = 1 << 16
+)
+
+// gridFor is the grid of a grid-stride kernel over n items.
+func gridFor(n int64, block int) int {
+	return int(max(1, min((n+int64(block)-1)/int64(block), maxGrid)))
+}
+
+func (o *Ops) elementwise(kernel string, n int64, args ...any) error {
+	if n == 0 {
+		return nil
+	}
+	return o.dev.Launch(kernel, gridFor(n, elemThreads), elemThreads, args...)
+}
+
+// Add computes dst = bf16(a + b) over n elements; dst may be a or b. Bit for
+// bit ops.Add.
+func (o *Ops) Add(dst, a, b device.Ptr, n int) error {
+	return o.elementwise("gpt_add", int64(n), dst, a, b, int64(n))
+}
+
+// GELUForward is ops.GELUForward, bit for bit; y may be x.
+func (o *Ops) GELUForward(y, x device.Ptr, n int) error {
+	return o.elementwise("gpt_gelu_forward", int64(n), y, x, int64(n))
+}
+
+// GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
+func (o *Ops) GELUBackward(dx, dy, x device.Ptr, n int) error {
+	return o.elementwise("gpt_gelu_backward", int64(n), dx, dy, x, int64(n))
+}
+
+// EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
+// tokens (device int32, B·T) and the tables wte (V×C), wpe (≥T×C).
+func (o *Ops) EmbeddingForward(x, tokens, wte, wpe device.Ptr, B, T, C int) error {
+	n := int64(B) * int64(T) * int64(C)
+	return o.elementwise("gpt_embedding_forward", n, x, tokens, wte, wpe, int32(T), int32(C), n)
+}
+
+// EmbeddingOrder is what EmbeddingBackward needs of the tokens: for each
+// vocabulary entry v, the positions holding it in ascending order,
+// order[start[v]..start[v+1]). It is built on the host, as ops.Embedding
+// builds it, and uploaded.
+func EmbeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
+	start = make([]int32, V+1)
+	for n, tok := range tokens {
+		if tok < 0 || int(tok) >= V {
+			return nil, nil, fmt.Errorf("token %d at position %d outside the vocabulary 0..%d", tok, n, V-1)
+		}
+		start[tok+1]++
+	}
+	for v := range V {
+		start[v+1] += start[v]
+	}
+	order = make([]int32, len(tokens))
+	fill := append([]int32(nil), start[:V]...)
+	for n, tok := range tokens {
+		order[fill[tok]] = int32(n)
+		fill[tok]++
+	}
+	return order, start, nil
+}
+
+// EmbeddingBackward is ops.Embedding.Backward, bit for bit: dwte (V×C) from
+// dx (B·T×C) through order/start (device int32, from EmbeddingOrder), and
+// dwpe (rows×C; rows T.. are zero).
+func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C, V, rows int) error {
+	n := int64(V) * int64(C)
+	if err := o.elementwise("gpt_embedding_backward_wte", n, dwte, dx, order, start, int32(C), n); err != nil {
+		return err
+	}
+	n = int64(rows) * int64(C)
+	return o.elementwise("gpt_embedding_backward_wpe", n, dwpe, dx, int32(B), int32(T), int32(C), n)
+}
+
+// LayerNormForward is ops.LayerNorm.Forward, bit for bit: y (N×C) and the
+// float32 statistics mean and rstd (N each) from x, g, b.
+func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) error {
+	rows := (N + gpt.LayerNormRows - 1) / gpt.LayerNormRows
+	if err := o.dev.Launch("gpt_layernorm_stats", rows, gpt.LayerNormRows, mean, rstd, x, int32(N), int32(C)); err != nil {
+		return err
+	}
+	n := int64(N) * int64(C)
+	return o.elementwise("gpt_layernorm_apply", n, y, x, mean, rstd, g, b, int32(C), n)
+}
+
+// LayerNormBackward is ops.LayerNorm.Backward, bit for bit: dx (N×C), dg and
+// db (C each) from dy, x, g and the forward's statistics.
+func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, C int) error {
+	sums, err := o.mem.Alloc(scratchCat, 8*int64(N))
+	if err != nil {
+		return err
+	}
+	defer o.mem.Free(sums)
+	sd, sdn := sums, sums.Add(4*int64(N))
+	rows := (N + gpt.LayerNormRows - 1) / gpt.LayerNormRows
+	if err := o.dev.Launch("gpt_layernorm_backward_rows", rows, gpt.LayerNormRows, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+		return err
+	}
+	n := int64(N) * int64(C)
+	if err := o.elementwise("gpt_layernorm_backward_dx", n, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n); err != nil {
+		return err
+	}
+	return o.dev.Launch("gpt_layernorm_backward_params", gridFor(int64(C), 128), 128, dg, db, dy, x, mean, rstd, int32(N), int32(C))
+}
+
+// ColSum computes out[c] = bf16(Σ_n in[n][c]), n ascending (in is N×C): the
+// bias gradient of ops.Linear.BackwardWeight, bit for bit.
+func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
+	return o.dev.Launch("gpt_colsum", gridFor(int64(C), 128), 128, out, in, int32(N), int32(C))
+}
+
+// CrossEntropy is ops.CrossEntropy.ForwardBackward, bit for bit: per-row
+// float32 losses (N) and dlogits (N×V, may be logits) from the logits and
+// the targets (device int32, N).
+func (o *Ops) CrossEntropy(dlogits, losses, logits, targets device.Ptr, N, V int, gradScale float32) error {
+	return o.dev.Launch("gpt_crossentropy", gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
+}
+
+// AdamW applies s to n elements of w, m, v from gradient g: optim's
+// AdamWStep.Update, bit for bit.
+func (o *Ops) AdamW(w, m, v, g device.Ptr, n int, s optim.AdamWStep) error {
+	return o.elementwise("gpt_adamw", int64(n), w, m, v, g, int64(n), s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
+		s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
+}
+
+// SGD applies s to n elements of w and m from gradient g: optim's
+// SGDStep.Update, bit for bit.
+func (o *Ops) SGD(w, m, g device.Ptr, n int, s optim.SGDStep) error {
+	return o.elementwise("gpt_sgd", int64(n), w, m, g, int64(n), s.LR, s.Momentum, s.WeightDecay)
+}

@@ -1,0 +1,274 @@
+package cudabackend
+
+import (
+	"math"
+	"testing"
+
+	"lcttop/trainer/bf16"
+	"lcttop/trainer/ops"
+	"lcttop/trainer/optim"
+)
+
+// The element-wise ops match the CPU bit for bit. Inputs are finite: NaN
+// payloads differ between the GPU's arithmetic and the CPU's.
+func TestAddGELUMatchCPU(t *testing.T) {
+	h := newTDev(t)
+	const n = 10007
+	x := h.randBF16(n, 0, 3)
+	other := h.randBF16(n, 0.5, 2)
+	// Edges: zeros, a subnormal, values where tanh saturates, large ones.
+	copy(x, []uint16{0x0000, 0x8000, 0x0001, bf16.FromFloat32(9), bf16.FromFloat32(-9), bf16.FromFloat32(3e4), bf16.FromFloat32(-3e4)})
+	dx, dy := h.bf16(x), h.bf16(other)
+
+	out := h.alloc(2 * n)
+	h.check(h.ops.Add(out, dx, dy, n))
+	want := make([]uint16, n)
+	ops.Add(want, x, other)
+	assertSameBF16(t, "Add", h.get16(out, n), want)
+
+	h.check(h.ops.GELUForward(out, dx, n))
+	ops.GELUForward(want, x)
+	assertSameBF16(t, "GELUForward", h.get16(out, n), want)
+
+	h.check(h.ops.GELUBackward(out, dy, dx, n))
+	ops.GELUBackward(want, other, x)
+	assertSameBF16(t, "GELUBackward", h.get16(out, n), want)
+
+	// In place, as the trainer calls them.
+	h.check(h.ops.GELUBackward(dy, dy, dx, n))
+	assertSameBF16(t, "GELUBackward in place", h.get16(dy, n), want)
+	h.check(h.ops.GELUForward(dx, dx, n))
+	ops.GELUForward(want, x)
+	assertSameBF16(t, "GELUForward in place", h.get16(dx, n), want)
+}
+
+func TestEmbeddingMatchesCPU(t *testing.T) {
+	h := newTDev(t)
+	const B, T, C, V, rows = 3, 7, 40, 256, 10
+	tokens := make([]int32, B*T)
+	for i := range tokens {
+		tokens[i] = int32(h.rnd.IntN(12)) // repeats, so that sums have several terms
+	}
+	tokens[5] = 255
+	wte, wpe := h.randBF16(V*C, 0, 0.02), h.randBF16(rows*C, 0, 0.02)
+	e := ops.Embedding{B: B, T: T, C: C, V: V}
+
+	x := h.alloc(2 * B * T * C)
+	dtok := h.i32(tokens)
+	h.check(h.ops.EmbeddingForward(x, dtok, h.bf16(wte), h.bf16(wpe), B, T, C))
+	want := make([]uint16, B*T*C)
+	e.Forward(want, tokens, wte, wpe)
+	assertSameBF16(t, "Embedding.Forward", h.get16(x, B*T*C), want)
+
+	dx := h.randBF16(B*T*C, 0, 1)
+	order, start, err := EmbeddingOrder(tokens, V)
+	h.check(err)
+	dwte, dwpe := h.alloc(2*V*C), h.alloc(2*rows*C)
+	h.check(h.ops.EmbeddingBackward(dwte, dwpe, h.bf16(dx), h.i32(order), h.i32(start), B, T, C, V, rows))
+	wantTE, wantPE := make([]uint16, V*C), make([]uint16, rows*C)
+	e.Backward(wantTE, wantPE, dx, tokens)
+	assertSameBF16(t, "Embedding.Backward dwte", h.get16(dwte, V*C), wantTE)
+	assertSameBF16(t, "Embedding.Backward dwpe", h.get16(dwpe, rows*C), wantPE)
+}
+
+func TestEmbeddingOrderRejectsBadTokens(t *testing.T) {
+	if _, _, err := EmbeddingOrder([]int32{1, 300}, 256); err == nil {
+		t.Fatal("token 300 with a vocabulary of 256 accepted")
+	}
+}
+
+func TestLayerNormMatchesCPU(t *testing.T) {
+	for _, shape := range []struct{ N, C int }{{45, 72}, {64, 128}, {3, 1000}} {
+		h := newTDev(t)
+		N, C := shape.N, shape.C
+		x := h.randBF16(N*C, 0.3, 1.5)
+		g, b := h.randBF16(C, 1, 0.1), h.randBF16(C, 0, 0.1)
+		l := ops.LayerNorm{N: N, C: C}
+
+		dxIn, dg, db := h.bf16(x), h.bf16(g), h.bf16(b)
+		y, mean, rstd := h.alloc(2*int64(N*C)), h.alloc(4*int64(N)), h.alloc(4*int64(N))
+		h.check(h.ops.LayerNormForward(y, mean, rstd, dxIn, dg, db, N, C))
+		wantY, wantMean, wantRstd := make([]uint16, N*C), make([]float32, N), make([]float32, N)
+		l.Forward(wantY, wantMean, wantRstd, x, g, b)
+		assertSameF32(t, "LayerNorm mean", h.getF32(mean, N), wantMean)
+		assertSameF32(t, "LayerNorm rstd", h.getF32(rstd, N), wantRstd)
+		assertSameBF16(t, "LayerNorm.Forward", h.get16(y, N*C), wantY)
+
+		dy := h.randBF16(N*C, 0, 1)
+		dx, dgOut, dbOut := h.alloc(2*int64(N*C)), h.alloc(2*int64(C)), h.alloc(2*int64(C))
+		h.check(h.ops.LayerNormBackward(dx, dgOut, dbOut, h.bf16(dy), dxIn, dg, mean, rstd, N, C))
+		wantDx, wantDg, wantDb := make([]uint16, N*C), make([]uint16, C), make([]uint16, C)
+		l.Backward(wantDx, wantDg, wantDb, dy, x, g, wantMean, wantRstd)
+		assertSameBF16(t, "LayerNorm.Backward dx", h.get16(dx, N*C), wantDx)
+		assertSameBF16(t, "LayerNorm.Backward dg", h.get16(dgOut, C), wantDg)
+		assertSameBF16(t, "LayerNorm.Backward db", h.get16(dbOut, C), wantDb)
+	}
+}
+
+func TestCrossEntropyMatchesCPU(t *testing.T) {
+	h := newTDev(t)
+	const N, V = 37, 256
+	logits := h.randBF16(N*V, 0, 2)
+	targets := make([]int32, N)
+	for i := range targets {
+		targets[i] = int32(h.rnd.IntN(V))
+	}
+	scale := 1 / float32(N)
+	wantD, wantL := make([]uint16, N*V), make([]float32, N)
+	ops.CrossEntropy{N: N, V: V}.ForwardBackward(wantD, wantL, logits, targets, scale)
+
+	dl, dt := h.bf16(logits), h.i32(targets)
+	out, losses := h.alloc(2*N*V), h.alloc(4*N)
+	h.check(h.ops.CrossEntropy(out, losses, dl, dt, N, V, scale))
+	assertSameF32(t, "CrossEntropy losses", h.getF32(losses, N), wantL)
+	assertSameBF16(t, "CrossEntropy dlogits", h.get16(out, N*V), wantD)
+
+	// In place, as the trainer calls it.
+	h.check(h.ops.CrossEntropy(dl, losses, dl, dt, N, V, scale))
+	assertSameBF16(t, "CrossEntropy dlogits in place", h.get16(dl, N*V), wantD)
+	if got, want := ops.MeanLoss(h.getF32(losses, N)), ops.MeanLoss(wantL); got != want {
+		t.Errorf("mean loss %g, CPU %g", got, want)
+	}
+}
+
+func TestOptimizersMatchCPU(t *testing.T) {
+	h := newTDev(t)
+	const n = 20011
+	w, m, g := h.randBF16(n, 0, 0.05), h.randBF16(n, 0, 0.01), h.randBF16(n, 0, 0.02)
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = bf16.FromFloat32(float32(math.Abs(h.rnd.NormFloat64()) * 1e-4))
+	}
+	adam := optim.AdamW{Schedule: optim.Schedule{LR: 3e-3, Warmup: 10}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}
+	for _, decay := range []bool{true, false} {
+		s := adam.Step(7, decay)
+		dw, dm, dv, dg := h.bf16(w), h.bf16(m), h.bf16(v), h.bf16(g)
+		h.check(h.ops.AdamW(dw, dm, dv, dg, n, s))
+		ww, wm, wv := append([]uint16(nil), w...), append([]uint16(nil), m...), append([]uint16(nil), v...)
+		s.Update(ww, wm, wv, g)
+		assertSameBF16(t, "AdamW w", h.get16(dw, n), ww)
+		assertSameBF16(t, "AdamW m", h.get16(dm, n), wm)
+		assertSameBF16(t, "AdamW v", h.get16(dv, n), wv)
+	}
+	sgd := optim.SGD{Schedule: optim.Schedule{LR: 0.3}, Momentum: 0.9, WeightDecay: 0.01}
+	s := sgd.Step(3, true)
+	dw, dm := h.bf16(w), h.bf16(m)
+	h.check(h.ops.SGD(dw, dm, h.bf16(g), n, s))
+	ww, wm := append([]uint16(nil), w...), append([]uint16(nil), m...)
+	s.Update(ww, wm, g)
+	assertSameBF16(t, "SGD w", h.get16(dw, n), ww)
+	assertSameBF16(t, "SGD m", h.get16(dm, n), wm)
+}
+
+// linearTol: the products sum in cuBLAS's order, so a BF16 output may land
+// one rounding step (2⁻⁸ relative) from the CPU's; tiny outputs of large
+// cancelling sums may differ by more relative to themselves, hence the
+// absolute part.
+var linearTol = tolerance{Rel: 1.0 / 128, Abs: 1e-3, Norm: 4e-3}
+
+func TestLinearMatchesCPU(t *testing.T) {
+	h := newTDev(t)
+	const N, In, Out = 50, 72, 40
+	l := ops.Linear{N: N, In: In, Out: Out}
+	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
+	dxIn, dw, db := h.bf16(x), h.bf16(w), h.bf16(b)
+	dl := Linear{N: N, In: In, Out: Out}
+
+	y := h.alloc(2 * N * Out)
+	want := make([]uint16, N*Out)
+	h.check(h.ops.LinearForward(dl, y, dxIn, dw, db))
+	l.Forward(want, x, w, b)
+	assertNearBF16(t, "Linear.Forward", h.get16(y, N*Out), want, linearTol)
+
+	h.check(h.ops.LinearForward(dl, y, dxIn, dw, 0))
+	l.Forward(want, x, w, nil)
+	assertNearBF16(t, "Linear.Forward without bias", h.get16(y, N*Out), want, linearTol)
+
+	dy := h.randBF16(N*Out, 0, 1)
+	ddy := h.bf16(dy)
+	dx := h.alloc(2 * N * In)
+	h.check(h.ops.LinearBackwardInput(dl, dx, ddy, dw))
+	wantDx := make([]uint16, N*In)
+	l.BackwardInput(wantDx, dy, w)
+	assertNearBF16(t, "Linear.BackwardInput", h.get16(dx, N*In), wantDx, linearTol)
+
+	gw, gb := h.alloc(2*Out*In), h.alloc(2*Out)
+	h.check(h.ops.LinearBackwardWeight(dl, gw, gb, ddy, dxIn))
+	wantW, wantB := make([]uint16, Out*In), make([]uint16, Out)
+	l.BackwardWeight(wantW, wantB, dy, x)
+	assertNearBF16(t, "Linear.BackwardWeight dW", h.get16(gw, Out*In), wantW, linearTol)
+	assertSameBF16(t, "Linear.BackwardWeight db", h.get16(gb, Out), wantB)
+}
+
+// The biased forward works through its float32 accumulator in row chunks
+// when the layer is wide; the chunks must join up.
+func TestLinearForwardChunks(t *testing.T) {
+	h := newTDev(t)
+	const In, Out = 16, linearScratch / 4 / 3 // three rows per chunk
+	const N = 7
+	l := ops.Linear{N: N, In: In, Out: Out}
+	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
+	y := h.alloc(2 * N * Out)
+	h.check(h.ops.LinearForward(Linear{N: N, In: In, Out: Out}, y, h.bf16(x), h.bf16(w), h.bf16(b)))
+	want := make([]uint16, N*Out)
+	l.Forward(want, x, w, b)
+	assertNearBF16(t, "Linear.Forward in chunks", h.get16(y, N*Out), want, linearTol)
+}
+
+// attentionTol: P enters the product with V rounded to BF16 (2⁻⁹ relative),
+// and dS is rounded to BF16 before the products that give dq and dk.
+var (
+	attentionTol         = tolerance{Rel: 1.0 / 32, Abs: 8e-3, Norm: 8e-3}
+	attentionBackwardTol = tolerance{Rel: 1.0 / 16, Abs: 1.5e-2, Norm: 2e-2}
+)
+
+func TestAttentionMatchesCPU(t *testing.T) {
+	for _, c := range []struct{ B, T, C, H, group int }{{2, 33, 48, 3, 0}, {1, 70, 32, 4, 3}, {2, 16, 64, 2, 1}} {
+		h := newTDev(t)
+		a := ops.Attention{B: c.B, T: c.T, C: c.C, H: c.H}
+		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group}
+		N := c.B * c.T
+		qkv := h.randBF16(N*3*c.C, 0, 1)
+		dq := h.bf16(qkv)
+		y := h.alloc(2 * int64(N*c.C))
+		h.check(h.ops.AttentionForward(da, y, dq))
+		want := make([]uint16, N*c.C)
+		a.Forward(want, qkv)
+		assertNearBF16(t, "Attention.Forward", h.get16(y, N*c.C), want, attentionTol)
+
+		dy := h.randBF16(N*c.C, 0, 1)
+		dqkv := h.alloc(2 * int64(N*3*c.C))
+		h.check(h.ops.AttentionBackward(da, dqkv, h.bf16(dy), dq))
+		wantD := make([]uint16, N*3*c.C)
+		a.Backward(wantD, dy, qkv)
+		assertNearBF16(t, "Attention.Backward", h.get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
+	}
+}
+
+// Runs repeat bit for bit: the kernels use no atomics and cuBLAS is
+// deterministic on one stream.
+func TestAttentionAndLinearDeterministic(t *testing.T) {
+	h := newTDev(t)
+	const B, T, C, H = 2, 40, 64, 4
+	N := B * T
+	qkv, dy := h.bf16(h.randBF16(N*3*C, 0, 1)), h.bf16(h.randBF16(N*C, 0, 1))
+	a := Attention{B: B, T: T, C: C, H: H}
+	var first []uint16
+	for run := range 3 {
+		dqkv := h.alloc(2 * int64(N*3*C))
+		h.check(h.ops.AttentionBackward(a, dqkv, dy, qkv))
+		got := h.get16(dqkv, N*3*C)
+		if run == 0 {
+			first = got
+			continue
+		}
+		assertSameBF16(t, "Attention.Backward, run again", got, first)
+	}
+	l := Linear{N: N, In: C, Out: 3 * C}
+	dw1, dw2 := h.alloc(2*int64(3*C*C)), h.alloc(2*int64(3*C*C))
+	x := h.bf16(h.randBF16(N*C, 0, 1))
+	dyq := h.bf16(h.randBF16(N*3*C, 0, 1))
+	h.check(h.ops.LinearBackwardWeight(l, dw1, 0, dyq, x))
+	h.check(h.ops.LinearBackwardWeight(l, dw2, 0, dyq, x))
+	assertSameBF16(t, "Linear.BackwardWeight, run again", h.get16(dw2, 3*C*C), h.get16(dw1, 3*C*C))
+}
