@@ -1,0 +1,54 @@
+//go:build cuda || kernelemu
+
+package main
+
+import (
+	"bytes"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"lcttop/internal/testtensors"
+)
+
+// execute runs one lcttop subcommand in process (this build's GPU codec is
+// the one under test; the binary that TestMain builds has none).
+func execute(t *testing.T, newCmd func() *cobra.Command, args ...string) {
+	t.Helper()
+	cmd := newCmd()
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Discard)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("%s %v: %v", cmd.Name(), args, err)
+	}
+}
+
+// --backend cuda writes the same .lct bytes as the CPU codec and unpacks
+// them byte for byte: on the GPU with -tags cuda, or through the kernels'
+// CPU emulation with -tags kernelemu.
+func TestCUDABackendMatchesCPU(t *testing.T) {
+	dir := t.TempDir()
+	// The bundled example keeps the kernel emulation's run short; with
+	// -tags cuda the real tensor files go through too.
+	files := []string{filepath.Join("..", "..", "examples", "char-gpt-weights.safetensors")}
+	if gpuBuild {
+		files = append(files, testtensors.Files(t)...)
+	}
+	for _, in := range files {
+		for _, opts := range [][]string{{"--preset", "clean", "--dist", "gaussian"}, {"--preset", "auto", "--dist", "empirical"}} {
+			cpu, gpu := filepath.Join(dir, "cpu.lct"), filepath.Join(dir, "gpu.lct")
+			back := filepath.Join(dir, "back.safetensors")
+			execute(t, newPackCmd, append(opts, in, cpu)...)
+			execute(t, newPackCmd, append(opts, "--backend", "cuda", in, gpu)...)
+			if !bytes.Equal(readFile(t, cpu), readFile(t, gpu)) {
+				t.Errorf("%s %v: the CUDA backend wrote other bytes than the CPU codec", filepath.Base(in), opts)
+			}
+			execute(t, newUnpackCmd, "--backend", "cuda", gpu, back)
+			if !bytes.Equal(readFile(t, back), readFile(t, in)) {
+				t.Errorf("%s %v: unpack through the CUDA backend differs from the original", filepath.Base(in), opts)
+			}
+		}
+	}
+}

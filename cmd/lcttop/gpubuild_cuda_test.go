@@ -1,0 +1,5 @@
+//go:build cuda && !kernelemu
+
+package main
+
+const gpuBuild = true
