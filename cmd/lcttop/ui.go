@@ -36,7 +36,22 @@ type uiFlags struct {
 
 func init() {
 	f := &uiFlags{}
-	fs := rootCmd.Flags()
+	f.register(rootCmd)
+	rootCmd.RunE = func(cmd *cobra.Command, args []string) error {
+		cfg, err := f.config(cmd)
+		if err != nil {
+			return err
+		}
+		return runUI(cmd, cfg, ui.Options{Refresh: f.refresh, ExportDir: f.exportDir})
+	}
+	// lcttop train without --headless opens the same UI on its configuration.
+	trainUI = func(cmd *cobra.Command, cfg trainer.Config) error {
+		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: "."})
+	}
+}
+
+func (f *uiFlags) register(cmd *cobra.Command) {
+	fs := cmd.Flags()
 	fs.StringVar(&f.backend, "backend", "cpu", "where training runs: cpu|cuda (cuda needs a build with -tags cuda)")
 	fs.StringVar(&f.model, "model", "tiny", "model to train: "+modelNames())
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
@@ -47,7 +62,6 @@ func init() {
 	fs.IntVar(&f.steps, "steps", 0, "steps to train (0: until q)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
 	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
-	rootCmd.RunE = func(cmd *cobra.Command, args []string) error { return runUI(cmd, f) }
 }
 
 func modelNames() string {
@@ -111,17 +125,14 @@ func (f *uiFlags) config(cmd *cobra.Command) (trainer.Config, error) {
 // runUI builds the trainer, runs it in its own goroutine, polls NVML, and
 // runs the UI until q. Failures of the trainer or NVML are shown in the
 // UI; only a failing terminal ends the command with an error.
-func runUI(cmd *cobra.Command, f *uiFlags) error {
-	cfg, err := f.config(cmd)
-	if err != nil {
-		return err
-	}
+func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 	tr, startErr := trainer.New(cfg)
 	var src ui.Source
 	if startErr == nil {
 		src = tr
 	}
-	model := ui.New(src, ui.Options{Refresh: f.refresh, ExportDir: f.exportDir, StartErr: startErr})
+	opt.StartErr = startErr
+	model := ui.New(src, opt)
 	prog := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 
 	ctx, cancel := context.WithCancel(cmd.Context())
@@ -140,7 +151,7 @@ func runUI(cmd *cobra.Command, f *uiFlags) error {
 		pollNVML(ctx, prog, cfg.Backend == "cuda")
 	}()
 
-	_, err = prog.Run()
+	_, err := prog.Run()
 	if tr != nil && startErr == nil {
 		tr.Stop()
 	}
