@@ -58,9 +58,9 @@ type chunk struct {
 	pooled   int64       // overflow bytes held in the pool
 }
 
-// codecWorker is one goroutine's codec state; chunks are single blocks, so
-// each call runs on its caller's goroutine and parallelism comes from
-// running chunks side by side.
+// codecWorker is one goroutine's codec state. A chunk is at most one block,
+// which the codec encodes and decodes on its caller's goroutine, so
+// parallelism comes from running chunks side by side.
 type codecWorker struct {
 	enc codec.Encoder
 	dec codec.Decoder
@@ -99,7 +99,7 @@ func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec
 	if err := alloc.Alloc(OverflowPool, poolBudget); err != nil {
 		return nil, err
 	}
-	st.each(0, nil)
+	st.growWorkers()
 	return st, st.takeErr()
 }
 
@@ -129,13 +129,18 @@ func (st *store) takeErr() error {
 	return err
 }
 
-// each runs fn over n items with a codec worker per goroutine, growing the
-// worker set (and its charged scratch) if the worker count went up.
-func (st *store) each(n int, fn func(w *codecWorker, i int)) {
+// growWorkers gives every goroutine par may use a codec worker, charging
+// its scratch.
+func (st *store) growWorkers() {
 	for len(st.workers) < par.Workers() {
 		st.workers = append(st.workers, new(codecWorker))
 		st.fail(st.alloc.Alloc(CodecScratch, codecWorkerScratch))
 	}
+}
+
+// each runs fn over n items with a codec worker per goroutine.
+func (st *store) each(n int, fn func(w *codecWorker, i int)) {
+	st.growWorkers()
 	par.Each(n, func(w, i int) { fn(st.workers[w], i) })
 }
 

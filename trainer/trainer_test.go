@@ -142,8 +142,11 @@ func TestValidationLossFalls(t *testing.T) {
 
 // TestPeakMemorySaving is the target on the default demo: the LCT
 // run's peak is at least 25% below the shadow's. Memory accounting is
-// deterministic, so this is a fixed figure, not a timing.
+// deterministic, so this is a fixed figure, not a timing; it is taken with
+// two workers, the machine the target was set for (each codec goroutine
+// charges its scratch).
 func TestPeakMemorySaving(t *testing.T) {
+	defer par.SetWorkers(par.SetWorkers(2))
 	tr := newTrainer(t, DefaultConfig())
 	s := steps(t, tr, 3)[2]
 	saving := 1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow)
