@@ -1,6 +1,9 @@
 package trainer
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 func TestLedgerPeaks(t *testing.T) {
 	l := NewLedger(0)
@@ -43,4 +46,15 @@ func TestLedgerBudget(t *testing.T) {
 	if m := l.Memory(); m.LiveTotal != 80 {
 		t.Fatalf("a refused allocation was recorded: live %d", m.LiveTotal)
 	}
+}
+
+func ExampleLedger() {
+	l := NewLedger(0)
+	_ = l.Alloc(Weights, 1000)
+	_ = l.Alloc(Activations, 500) // saved for backward
+	l.Free(Activations, 500)
+	_ = l.Alloc(Gradients, 200)
+	m := l.Memory()
+	fmt.Println("live", m.LiveTotal, "peak", m.PeakTotal, "activations at the peak", m.AtPeak[Activations])
+	// Output: live 1200 peak 1500 activations at the peak 500
 }
