@@ -122,7 +122,7 @@ func (e *emuDriver) close() error {
 type emuEvent struct{ at time.Time }
 
 func (e *emuDriver) newEvent() (event, error) { return &emuEvent{}, nil }
-func (v *emuEvent) record() error            { v.at = time.Now(); return nil }
+func (v *emuEvent) record() error             { v.at = time.Now(); return nil }
 func (v *emuEvent) since(start event) (float64, error) {
 	return float64(v.at.Sub(start.(*emuEvent).at)) / 1e6, nil
 }

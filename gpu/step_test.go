@@ -478,4 +478,3 @@ func TestPlainSpecialValues(t *testing.T) {
 }
 
 func isNaN(v uint16) bool { return math.IsNaN(float64(math.Float32frombits(uint32(v) << 16))) }
-

@@ -315,27 +315,30 @@ func resize[T any](s []T, n int) []T {
 	return make([]T, n)
 }
 
-// buildTables makes the kernels' decode and encode tables (kernels/lct.cu):
-// decode, by the next 8 bits: exponent | advance<<8 | code length<<16 |
-// ESC<<24, 0 for an invalid prefix; encode, by exponent: code (ESC and the
-// literal for an escaped exponent) | length<<16.
+// buildTables makes the kernels' decode and encode tables (kernels/lct.cu).
+// Decode, by the next 8 bits, a field a byte: exponent | advance<<8 | code
+// length<<16 | flags<<24, the advance being the code length (+8 for ESC and
+// its literal), flag bit 0 ESC, bit 7 an invalid prefix (advancing 8).
+// Encode, by exponent: code (ESC and the literal for an escaped exponent) |
+// length<<16.
 func buildTables(cb *codec.Codebook) [512]uint32 {
 	var tab [512]uint32
 	for i, e := range cb.DecodeTable() {
 		switch {
 		case e.Len == 0:
+			tab[i] = 0x80<<24 | 8<<8
 		case e.Symbol == 256:
-			tab[i] = uint32(e.Len+8)<<8 | uint32(e.Len)<<16 | 1<<24
+			tab[i] = 1<<24 | uint32(e.Len)<<16 | uint32(e.Len+8)<<8
 		default:
-			tab[i] = uint32(e.Symbol) | uint32(e.Len)<<8 | uint32(e.Len)<<16
+			tab[i] = uint32(e.Len)<<16 | uint32(e.Len)<<8 | uint32(e.Symbol)
 		}
 	}
 	codes, esc := cb.Codes()
 	for x, l := range cb.Lengths {
 		if l != 0 {
-			tab[256+x] = uint32(codes[x]) | uint32(l)<<16
+			tab[256+x] = uint32(l)<<16 | uint32(codes[x])
 		} else {
-			tab[256+x] = (uint32(esc)<<8 | uint32(x)) | uint32(cb.EscLen+8)<<16
+			tab[256+x] = uint32(cb.EscLen+8)<<16 | uint32(esc)<<8 | uint32(x)
 		}
 	}
 	return tab

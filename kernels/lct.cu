@@ -220,16 +220,20 @@ LCT_DEV void stage_out(const u32* rows, int W, u8* __restrict__ area, int Cb, in
 
 // ---- bit reader and writer of one stream ------------------------------------
 
-// Decode table entry: exponent | advance << 8 | code length << 16 | ESC << 24;
-// advance (code length, +8 for ESC's literal) 0 marks an invalid prefix.
-// Encode table entry: code (ESC and literal for an escaped exponent) | length << 16.
+// Decode table entry, by the next 8 bits of a stream, one field a byte:
+// exponent | advance << 8 | code length << 16 | flags << 24, the advance
+// being the code length (+8 for ESC, whose literal follows); flag bit 0 marks
+// ESC, bit 7 an invalid prefix (which advances 8 bits, to keep going).
+// Encode table entry, by exponent: code (ESC and the literal for an escaped
+// exponent) | length << 16.
+#define LCT_ESC (1u << 24)
+#define LCT_INVALID 0x80000000u
 
 struct Reader {
   u64 buf;    // unread bits, left-aligned
   u32 nbits;  // valid bits in buf
-  u32 w;      // next word of the row
-  u32 pos;    // bits consumed
-  u32 bad;    // an invalid prefix was met
+  u32 w;      // words loaded (zeros past the stream count too)
+  u32 seen;   // the OR of the table entries met: bit 31, an invalid prefix
   const u32* row;
   u32 words;
 };
@@ -238,38 +242,49 @@ LCT_DEV void rd_init(Reader& r, const u32* row, int words) {
   r.buf = 0;
   r.nbits = 0;
   r.w = 0;
-  r.pos = 0;
-  r.bad = 0;
+  r.seen = 0;
   r.row = row;
   r.words = (u32)words;
 }
 
-LCT_DEV u32 rd_next(Reader& r, const u32* dec) {
-  if (r.nbits < 16) {  // the longest symbol, ESC + literal, is 16 bits
+// rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
+// each at most 16 bits (ESC and its literal).
+LCT_DEV void rd_refill(Reader& r) {
+  if (r.nbits < 32) {
     const u32 x = r.w < r.words ? r.row[r.w] : 0u;  // past the stream: zeros
     r.buf |= (u64)x << (32 - r.nbits);
     r.w++;
     r.nbits += 32;
   }
-  const u32 e = dec[(u32)(r.buf >> 56)];
-  const u32 adv = (e >> 8) & 31u, l = (e >> 16) & 15u;
-  const u32 lit = (u32)(r.buf >> (56 - l)) & 0xFFu;
-  const u32 sym = (e & (1u << 24)) ? lit : (e & 0xFFu);
+}
+
+// rd_sym decodes one symbol; the buffer must hold 16 bits.
+LCT_DEV u32 rd_sym(Reader& r, const u32* dec) {
+  const u32 hi = (u32)(r.buf >> 32);
+  const u32 e = dec[hi >> 24];
+  r.seen |= e;
+  const u32 adv = __byte_perm(e, 0, 0x4441);
+  const u32 lit = (hi << __byte_perm(e, 0, 0x4442)) >> 24;
+  const u32 sym = (e & LCT_ESC) ? lit : (e & 0xFFu);
   r.buf <<= adv;
   r.nbits -= adv;
-  r.pos += adv;
-  r.bad |= adv == 0;
   return sym;
 }
 
+// rd_error is the reader's error kind at the end of its stream, 0 if none.
+LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
+  if (r.seen & LCT_INVALID) return LCT_ERR_INVALID_CODE;
+  if (32 * r.w - r.nbits > capBits) return LCT_ERR_PAST_CAPACITY;
+  return 0;
+}
+
 struct Writer {
-  u64 acc;    // pending bits, right-aligned (older bits above may linger)
+  u64 acc;    // pending bits, left-aligned
   u32 pend;   // pending bits, < 32
   u32 used;   // code bits written
   u32 w;      // next word of the row
   u32 coded;  // exponents written
-  u32 stop;   // the stream spilled
-  u32 cap;    // capacity in bits
+  u32 cap;    // capacity in bits; 0 once the stream spilled
   u32* row;
 };
 
@@ -279,31 +294,34 @@ LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits) {
   s.used = 0;
   s.w = 0;
   s.coded = 0;
-  s.stop = 0;
   s.cap = capBits;
   s.row = row;
 }
 
 // wr_put appends exponent x's code if it fits; at the first that does not,
 // the stream stops and it and every later exponent spill (format.md §3).
+// Branch-free but for the word store, so that the compiler can overlap
+// consecutive exponents' table lookups.
 LCT_DEV void wr_put(Writer& s, u32 x, const u32* enc) {
-  const u32 e = enc[x], len = e >> 16, u = s.used + len;
-  if (!s.stop && u <= s.cap) {
-    s.acc = (s.acc << len) | (e & 0xFFFFu);
-    s.used = u;
-    s.coded++;
-    s.pend += len;
-    if (s.pend >= 32) {
-      s.pend -= 32;
-      s.row[s.w++] = (u32)(s.acc >> s.pend);
-    }
-  } else {
-    s.stop = 1;
+  const u32 e = enc[x];
+  const u32 len = e >> 16;
+  const u32 fit = s.used + len <= s.cap;
+  const u32 le = fit ? len : 0u;
+  const u32 code = fit ? (e & 0xFFFFu) : 0u;
+  s.acc |= (u64)code << ((64u - s.pend - le) & 63u);  // (a shift of 64 only ever moves a 0)
+  s.pend += le;
+  s.used += le;
+  s.coded += fit;
+  s.cap = fit ? s.cap : 0u;  // every code is at least 1 bit: nothing fits any more
+  if (s.pend >= 32) {
+    s.row[s.w++] = (u32)(s.acc >> 32);
+    s.acc <<= 32;
+    s.pend -= 32;
   }
 }
 
 LCT_DEV void wr_finish(Writer& s, int words) {
-  if (s.pend) s.row[s.w++] = (u32)(s.acc << (32 - s.pend));
+  if (s.pend) s.row[s.w++] = (u32)(s.acc >> 32);
   for (u32 w = s.w; w < (u32)words; w++) s.row[w] = 0;
 }
 
@@ -487,9 +505,49 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
   const int j = threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
-#pragma unroll 4
-  for (int pp = 0; pp < nd; pp++) ex[pp * 256 + j] = (u8)rd_next(r, dec);
-  for (int pp = nd; pp < nc; pp++) ex[pp * 256 + j] = sp.ovp[p0 + pp - sp.coded];
+  int pp = 0;
+#pragma unroll 2
+  for (; pp + 1 < nd; pp += 2) {
+    rd_refill(r);
+    ex[pp * 256 + j] = (u8)rd_sym(r, dec);
+    ex[pp * 256 + 256 + j] = (u8)rd_sym(r, dec);
+  }
+  if (pp < nd) {
+    rd_refill(r);
+    ex[pp * 256 + j] = (u8)rd_sym(r, dec);
+  }
+  for (pp = nd; pp < nc; pp++) ex[pp * 256 + j] = sp.ovp[p0 + pp - sp.coded];
+}
+
+// decode_columns is decode_column for NT tensors at once, interleaved where
+// all of them decode from their streams.
+template <int NT>
+LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* dec, int p0, int pe) {
+  const int j = threadIdx.x;
+  int common = pe;
+#pragma unroll
+  for (int t = 0; t < NT; t++) common = imin(common, is[t].coded - p0);
+  common = imax(common, 0);
+  int pp = 0;
+  for (; pp + 1 < common; pp += 2) {
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+      rd_refill(rd[t]);
+      ex[t * LCT_CHF * 256 + pp * 256 + j] = (u8)rd_sym(rd[t], dec + t * 256);
+      ex[t * LCT_CHF * 256 + pp * 256 + 256 + j] = (u8)rd_sym(rd[t], dec + t * 256);
+    }
+  }
+  const int nc = imax(0, imin(pe, count - p0));
+#pragma unroll
+  for (int t = 0; t < NT; t++) {
+    u8* col = ex + t * LCT_CHF * 256 + j;
+    const int nd = imax(0, imin(pe, is[t].coded - p0));
+    for (int q = pp; q < nd; q++) {
+      rd_refill(rd[t]);
+      col[q * 256] = (u8)rd_sym(rd[t], dec + t * 256);
+    }
+    for (int q = nd; q < nc; q++) col[q * 256] = is[t].ovp[p0 + q - is[t].coded];
+  }
 }
 
 // ---- encode -------------------------------------------------------------------
@@ -636,8 +694,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __re
     }
     __syncthreads();
   }
-  if (r.bad) report(d, b, j, LCT_ERR_INVALID_CODE);
-  else if (r.pos > g.capBits) report(d, b, j, LCT_ERR_PAST_CAPACITY);
+  if (const u32 err = rd_error(r, g.capBits)) report(d, b, j, err);
 }
 
 // ---- sampling and histograms ----------------------------------------------------
@@ -699,13 +756,21 @@ extern "C" __global__ void __launch_bounds__(256) lct_hist(const u16* __restrict
 
 LCT_DEV float bf2f(u32 v) { return __uint_as_float(v << 16); }
 
-// f2bf rounds to the nearest BF16, ties to even; a NaN stays a quiet NaN with
-// its sign and top payload bits (trainer/bf16.FromFloat32).
+// f2bf rounds to the nearest BF16, ties to even, as trainer/bf16.FromFloat32
+// does. On the GPU it is one cvt.rn.bf16.f32, which gives the same bits for
+// every number; a NaN stays NaN (the canonical one, where the CPU keeps the
+// payload's top bits: NaN payloads differ between CPU and GPU anyway).
 LCT_DEV u32 f2bf(float f) {
+#ifdef LCT_EMU
   u32 u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) | 0x40u) & 0xFFFFu;
   u += 0x7fffu + ((u >> 16) & 1u);
   return u >> 16;
+#else
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#endif
 }
 
 // update1 applies one step to one element. v holds W, M (and V for AdamW) as
@@ -874,8 +939,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
     const int pe = imin(LCT_CHF, P - p0);
     // Column j: this chunk's old exponents. (The previous chunk's encoding
     // read column j too, in this thread, so no barrier is needed before.)
-#pragma unroll
-    for (int t = 0; t < NT; t++) decode_column(rd[t], is[t], count, ex + t * LCT_CHF * 256, dec + t * 256, p0, pe);
+    decode_columns<NT>(rd, is, count, ex, dec, p0, pe);
     __syncthreads();
     // Rows: old values in, new values out.
 #pragma unroll
@@ -906,22 +970,27 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
     }
     __syncthreads();
     // Column j: the new exponents into stream j, or into the overflow area.
+    // (The tensors interleave: independent chains for the scheduler.)
     const int lim = imin(pe, count - p0);
+    const u8* col = ex + j;
+    if (!OVF) {
+#pragma unroll 2
+      for (int pp = 0; pp < lim; pp++) {
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-      const u8* col = ex + t * LCT_CHF * 256 + j;
-      if (!OVF) {
-#pragma unroll 4
-        for (int pp = 0; pp < lim; pp++) wr_put(wr[t], col[pp * 256], enc + t * 256);
-      } else if (os[t].active) {
-        for (int pp = imax(0, os[t].coded - p0); pp < lim; pp++) os[t].ovp[p0 + pp - os[t].coded] = col[pp * 256];
+        for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+      }
+    } else {
+#pragma unroll
+      for (int t = 0; t < NT; t++) {
+        if (os[t].active) {
+          for (int pp = imax(0, os[t].coded - p0); pp < lim; pp++) os[t].ovp[p0 + pp - os[t].coded] = col[t * LCT_CHF * 256 + pp * 256];
+        }
       }
     }
   }
 #pragma unroll
   for (int t = 0; t < NT; t++) {
-    if (rd[t].bad) report(din[t], b, j, LCT_ERR_INVALID_CODE);
-    else if (rd[t].pos > gi[t].capBits) report(din[t], b, j, LCT_ERR_PAST_CAPACITY);
+    if (const u32 err = rd_error(rd[t], gi[t].capBits)) report(din[t], b, j, err);
   }
   if (!OVF) {
 #pragma unroll
