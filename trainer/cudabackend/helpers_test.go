@@ -153,8 +153,9 @@ func assertSameF32(t testing.TB, what string, got, want []float32) {
 
 // tolerance bounds the difference of a result from the CPU op's when the
 // two sum in different orders: each element may differ by
-// Rel·|cpu| + Abs·max|cpu|, and ‖got − cpu‖/‖cpu‖ may be at most Norm.
-type tolerance struct{ Rel, Abs, Norm float64 }
+// Rel·|cpu| + Abs·max|cpu| + Floor, and ‖got − cpu‖/‖cpu‖ may be at most
+// Norm.
+type tolerance struct{ Rel, Abs, Floor, Norm float64 }
 
 // assertNearBF16 checks got against the CPU's want within tol and logs how
 // close it came.
@@ -180,7 +181,7 @@ func assertNearBF16(t testing.TB, what string, got, want []uint16, tol tolerance
 		if scale > 0 {
 			worst = max(worst, d/scale)
 		}
-		if !(d <= tol.Rel*math.Abs(w)+tol.Abs*scale) {
+		if !(d <= tol.Rel*math.Abs(w)+tol.Abs*scale+tol.Floor) {
 			if first < 0 {
 				first = i
 			}
@@ -192,8 +193,8 @@ func assertNearBF16(t testing.TB, what string, got, want []uint16, tol tolerance
 		what, same, len(want), rel, tol.Norm, worst)
 	if bad > 0 {
 		g, w := bf16.ToFloat32(got[first]), bf16.ToFloat32(want[first])
-		t.Errorf("%s: %d of %d values outside %.3g·|cpu| + %.3g·%.3g; first at %d: got %g, CPU %g", what, bad, len(want),
-			tol.Rel, tol.Abs, scale, first, g, w)
+		t.Errorf("%s: %d of %d values outside %.3g·|cpu| + %.3g·%.3g + %.3g; first at %d: got %g, CPU %g", what, bad, len(want),
+			tol.Rel, tol.Abs, scale, tol.Floor, first, g, w)
 	}
 	if !(rel <= tol.Norm) {
 		t.Errorf("%s: relative error %.3g over %.3g", what, rel, tol.Norm)

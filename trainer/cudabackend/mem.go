@@ -147,3 +147,10 @@ func (m *Mem) Relabel(ptr device.Ptr, to trainer.Category) error {
 	m.sizes[ptr] = allocation{a.bytes, to}
 	return nil
 }
+
+// FreeAll returns every allocation of the run to the pool.
+func (m *Mem) FreeAll() {
+	for ptr := range m.sizes {
+		m.Free(ptr)
+	}
+}

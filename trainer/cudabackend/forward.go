@@ -1,0 +1,162 @@
+package cudabackend
+
+import (
+	"fmt"
+
+	"lcttop/trainer"
+)
+
+// do runs one device call unless the step has already failed.
+func (r *Run) do(f func() error) {
+	if r.err == nil {
+		r.keep(f())
+	}
+}
+
+func (r *Run) begin(s *slot) (p devPtr) {
+	r.do(func() (err error) { p, err = r.st.begin(s); return err })
+	return p
+}
+
+func (r *Run) commit(s *slot, p devPtr, keep bool) {
+	if p != 0 {
+		r.keep(r.st.commit(s, p, keep))
+	}
+}
+
+func (r *Run) read(s *slot) (p devPtr) {
+	r.do(func() (err error) { p, err = r.st.read(s); return err })
+	return p
+}
+
+func (r *Run) done(s *slot, p devPtr) {
+	if p != 0 {
+		r.st.done(s, p)
+	}
+}
+
+// forward runs the model on one batch and returns the mean loss: the CPU
+// trainer's forward (trainer/forward.go) step for step. In training it saves
+// what backward needs and leaves the loss gradient in r.dlogits; otherwise
+// it frees every buffer as soon as it is used.
+func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
+	r.err = nil
+	m := r.cfg.Model
+	B, T, C := r.cfg.Batch, r.cfg.SeqLen, m.Dim
+	N := B * T
+	if len(tokens) != N || len(targets) != N {
+		return 0, fmt.Errorf("batch of %d tokens and %d targets, want %d×%d", len(tokens), len(targets), B, T)
+	}
+	if _, _, err := EmbeddingOrder(tokens, trainer.Vocab); err != nil {
+		return 0, fmt.Errorf("tokens: %w", err)
+	}
+	if _, _, err := EmbeddingOrder(targets, trainer.Vocab); err != nil {
+		return 0, fmt.Errorf("targets: %w", err)
+	}
+	stats := func() (devPtr, devPtr) {
+		return r.alloc(trainer.Activations, 4*int64(N)), r.alloc(trainer.Activations, 4*int64(N))
+	}
+	dropStats := func(mean, rstd devPtr) {
+		if !train {
+			r.free(mean)
+			r.free(rstd)
+		}
+	}
+
+	x := r.begin(r.blocks[0].in)
+	dtok := r.uploadI32(trainer.Activations, tokens)
+	wte, wpe := r.readParam("wte"), r.readParam("wpe")
+	r.do(func() error { return r.ops.EmbeddingForward(x, dtok, wte, wpe, B, T, C) })
+	r.doneParam("wte", wte)
+	r.doneParam("wpe", wpe)
+	r.free(dtok)
+
+	for l := range m.Layers {
+		a := &r.blocks[l]
+		p := fmt.Sprintf("blk%d.", l)
+		a.mean1, a.rstd1 = stats()
+		ln1 := r.begin(a.ln1)
+		r.layerNorm(p+"ln1", ln1, a.mean1, a.rstd1, x)
+		dropStats(a.mean1, a.rstd1)
+		qkv := r.begin(a.qkv)
+		r.linear(Linear{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
+		r.commit(a.ln1, ln1, train)
+		y := r.begin(a.attn)
+		r.do(func() error { return r.ops.AttentionForward(Attention{B: B, T: T, C: C, H: m.Heads}, y, qkv) })
+		r.commit(a.qkv, qkv, train)
+		mid := r.begin(a.mid)
+		r.linear(Linear{N: N, In: C, Out: C}, p+"proj", mid, y)
+		r.commit(a.attn, y, train)
+		r.do(func() error { return r.ops.Add(mid, mid, x, N*C) })
+		r.commit(a.in, x, train)
+
+		a.mean2, a.rstd2 = stats()
+		ln2 := r.begin(a.ln2)
+		r.layerNorm(p+"ln2", ln2, a.mean2, a.rstd2, mid)
+		dropStats(a.mean2, a.rstd2)
+		h := r.begin(a.fc)
+		r.linear(Linear{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
+		r.commit(a.ln2, ln2, train)
+		gl := r.alloc(trainer.Activations, 2*int64(N)*int64(4*C)) // GELU output: recomputed in backward, never saved
+		r.do(func() error { return r.ops.GELUForward(gl, h, N*4*C) })
+		r.commit(a.fc, h, train)
+		next := r.lnfIn
+		if l+1 < m.Layers {
+			next = r.blocks[l+1].in
+		}
+		x = r.begin(next)
+		r.linear(Linear{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
+		r.free(gl)
+		r.do(func() error { return r.ops.Add(x, x, mid, N*C) })
+		r.commit(a.mid, mid, train)
+	}
+
+	r.meanf, r.rstdf = stats()
+	lnf := r.begin(r.lnf)
+	r.layerNorm("lnf", lnf, r.meanf, r.rstdf, x)
+	dropStats(r.meanf, r.rstdf)
+	r.commit(r.lnfIn, x, train)
+	logits := r.alloc(trainer.Activations, 2*int64(N)*trainer.Vocab)
+	head := r.readParam("head.w")
+	r.do(func() error {
+		return r.ops.LinearForward(Linear{N: N, In: C, Out: trainer.Vocab}, logits, lnf, head, 0)
+	})
+	r.doneParam("head.w", head)
+	r.commit(r.lnf, lnf, train)
+
+	// The loss gradient replaces the logits in place: from here the buffer
+	// is a gradient.
+	losses := r.alloc(trainer.Activations, 4*int64(N))
+	dtgt := r.uploadI32(trainer.Activations, targets)
+	r.do(func() error {
+		return r.ops.CrossEntropy(logits, losses, logits, dtgt, N, trainer.Vocab, 1/float32(N))
+	})
+	loss := r.meanLoss(losses, N)
+	r.free(losses)
+	r.free(dtgt)
+	if train && r.err == nil {
+		r.keep(r.mem.Relabel(logits, trainer.Gradients))
+		r.dlogits = logits
+	} else {
+		r.free(logits)
+	}
+	return loss, r.err
+}
+
+// layerNorm runs LayerNorm with parameters prefix.g and prefix.b.
+func (r *Run) layerNorm(prefix string, y, mean, rstd, x devPtr) {
+	g, b := r.readParam(prefix+".g"), r.readParam(prefix+".b")
+	r.do(func() error {
+		return r.ops.LayerNormForward(y, mean, rstd, x, g, b, r.cfg.Batch*r.cfg.SeqLen, r.cfg.Model.Dim)
+	})
+	r.doneParam(prefix+".g", g)
+	r.doneParam(prefix+".b", b)
+}
+
+// linear runs a Linear layer with parameters prefix.w and prefix.b.
+func (r *Run) linear(l Linear, prefix string, y, x devPtr) {
+	w, b := r.readParam(prefix+".w"), r.readParam(prefix+".b")
+	r.do(func() error { return r.ops.LinearForward(l, y, x, w, b) })
+	r.doneParam(prefix+".w", w)
+	r.doneParam(prefix+".b", b)
+}

@@ -1,0 +1,314 @@
+package cudabackend
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+	"lcttop/trainer/ops"
+	"lcttop/trainer/optim"
+)
+
+// Optimizer is the update rule: exactly one of AdamW and SGD is set. Its
+// per-step scalars come from trainer/optim, computed on the host in float64
+// as the CPU backend computes them.
+type Optimizer struct {
+	AdamW *optim.AdamW
+	SGD   *optim.SGD
+}
+
+func (o Optimizer) check() error {
+	if (o.AdamW == nil) == (o.SGD == nil) {
+		return errors.New("optimizer: set exactly one of AdamW and SGD")
+	}
+	return nil
+}
+
+// states are the optimizer states a parameter needs: class and name suffix,
+// as the CPU trainer names them.
+func (o Optimizer) states() []stateSpec {
+	if o.AdamW != nil {
+		return []stateSpec{{trainer.ClassAdamM, ".m"}, {trainer.ClassAdamV, ".v"}}
+	}
+	return []stateSpec{{trainer.ClassMomentum, ".mom"}}
+}
+
+type stateSpec struct {
+	class  trainer.TensorClass
+	suffix string
+}
+
+// Config is one run's shape.
+type Config struct {
+	Model     trainer.ModelConfig
+	Batch     int
+	SeqLen    int
+	Optimizer Optimizer
+	// Budget caps the run's device memory as its ledger counts it, in bytes
+	// (0: no cap); an allocation past it fails the step with an error that
+	// says so.
+	Budget int64
+}
+
+func (c Config) check() error {
+	m := c.Model
+	switch {
+	case m.Layers < 1 || m.Dim < 1 || m.Heads < 1 || m.Dim%m.Heads != 0:
+		return fmt.Errorf("model %q: layers %d, dim %d, heads %d: not a usable shape", m.Name, m.Layers, m.Dim, m.Heads)
+	case c.Batch < 1:
+		return fmt.Errorf("batch %d: must be at least 1", c.Batch)
+	case c.SeqLen < 1 || c.SeqLen > m.Context:
+		return fmt.Errorf("sequence length %d: model %s takes 1..%d", c.SeqLen, m.Name, m.Context)
+	}
+	return c.Optimizer.check()
+}
+
+// param is one parameter of the run and its optimizer states.
+type param struct {
+	name  string
+	n     int
+	decay bool
+	w     *slot
+	state []*slot
+}
+
+// devPtr is a device address.
+type devPtr = device.Ptr
+
+// slot is a stored tensor: a parameter, an optimizer state or an activation
+// saved for backward.
+type slot struct {
+	name  string
+	class trainer.TensorClass
+	cat   trainer.Category
+	n     int
+	ptr   device.Ptr // dense storage; 0 while an activation is not held
+}
+
+// blockActs are what one transformer block saves for backward.
+type blockActs struct {
+	in, ln1, qkv, attn, mid, ln2, fc *slot
+	mean1, rstd1, mean2, rstd2       device.Ptr // LayerNorm statistics, float32
+}
+
+// Run is one training on the device: the GPT of trainer/forward.go and
+// backward.go, op for op and buffer for buffer, with its tensors in device
+// memory. The dense store keeps them as they are (the shadow run).
+type Run struct {
+	cfg  Config
+	mem  *Mem
+	ops  *Ops
+	st   store
+	name string
+
+	params []*param
+	byName map[string]*param
+	blocks []blockActs
+	lnfIn  *slot
+	lnf    *slot
+	meanf  device.Ptr
+	rstdf  device.Ptr
+
+	dlogits device.Ptr // from forward to backward
+	err     error      // first error of the step
+}
+
+// newRun lays out the run's tensors; nothing is allocated until Load.
+func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	r := &Run{cfg: cfg, mem: mem, ops: NewOps(mem), st: st, name: name, byName: map[string]*param{}}
+	for _, ps := range cfg.Model.Params() {
+		p := &param{name: ps.Name, n: ps.Elements(), decay: ps.Decay,
+			w: &slot{name: ps.Name, class: trainer.ClassWeight, cat: trainer.Weights, n: ps.Elements()}}
+		for _, s := range cfg.Optimizer.states() {
+			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: trainer.OptimizerState, n: ps.Elements()})
+		}
+		r.params = append(r.params, p)
+		r.byName[ps.Name] = p
+	}
+	N, C := cfg.Batch*cfg.SeqLen, cfg.Model.Dim
+	act := func(name string, n int) *slot {
+		return &slot{name: "act." + name, class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+	}
+	for l := range cfg.Model.Layers {
+		p := fmt.Sprintf("blk%d.", l)
+		r.blocks = append(r.blocks, blockActs{
+			in: act(p+"in", N*C), ln1: act(p+"ln1", N*C), qkv: act(p+"qkv", N*3*C),
+			attn: act(p+"attn", N*C), mid: act(p+"mid", N*C), ln2: act(p+"ln2", N*C), fc: act(p+"fc", N*4*C),
+		})
+	}
+	r.lnfIn, r.lnf = act("lnf.in", N*C), act("lnf", N*C)
+	return r, nil
+}
+
+// Name is "shadow" or "lct".
+func (r *Run) Name() string { return r.name }
+
+// Memory is the run's ledger: live and peak bytes by category.
+func (r *Run) Memory() trainer.Memory { return r.mem.ledger.Memory() }
+
+// ResetPeak starts the peak figures again from what is live now.
+func (r *Run) ResetPeak() { r.mem.ledger.ResetPeak() }
+
+// Load sets every parameter and optimizer state from vals (by the CPU
+// trainer's names; missing states start at zero).
+func (r *Run) Load(vals map[string][]uint16) error {
+	for _, p := range r.params {
+		for _, s := range append([]*slot{p.w}, p.state...) {
+			v, ok := vals[s.name]
+			switch {
+			case !ok && s == p.w:
+				return fmt.Errorf("parameter %s missing", s.name)
+			case !ok:
+				v = make([]uint16, s.n)
+			case len(v) != s.n:
+				return fmt.Errorf("tensor %s: %d values, the model needs %d", s.name, len(v), s.n)
+			}
+			if err := r.st.set(s, v); err != nil {
+				return fmt.Errorf("loading %s: %w", s.name, err)
+			}
+		}
+	}
+	return r.mem.Dev().Sync()
+}
+
+// Read returns the current values of a parameter or optimizer state.
+func (r *Run) Read(name string) ([]uint16, error) {
+	for _, p := range r.params {
+		for _, s := range append([]*slot{p.w}, p.state...) {
+			if s.name == name {
+				return r.st.get(s)
+			}
+		}
+	}
+	return nil, fmt.Errorf("no tensor %q in the %s run", name, r.name)
+}
+
+// Names lists the parameters and optimizer states, in the CPU trainer's order.
+func (r *Run) Names() []string {
+	var out []string
+	for _, p := range r.params {
+		out = append(out, p.w.name)
+		for _, s := range p.state {
+			out = append(out, s.name)
+		}
+	}
+	return out
+}
+
+// TrainStep runs forward and backward on one batch (tokens and targets,
+// B·T each) and applies the optimizer for step (counted from 1). It returns
+// the mean loss and the wall time of the step, the device's work included.
+func (r *Run) TrainStep(tokens, targets []int32, step int) (float32, time.Duration, error) {
+	start := time.Now()
+	loss, err := r.forward(tokens, targets, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s run, forward: %w", r.name, err)
+	}
+	if err := r.backward(tokens, step); err != nil {
+		return 0, 0, fmt.Errorf("%s run, backward: %w", r.name, err)
+	}
+	if err := r.mem.Dev().Sync(); err != nil {
+		return 0, 0, fmt.Errorf("%s run, step %d: %w", r.name, step, err)
+	}
+	return loss, time.Since(start), nil
+}
+
+// Evaluate is the mean loss of one batch, without training.
+func (r *Run) Evaluate(tokens, targets []int32) (float32, error) {
+	loss, err := r.forward(tokens, targets, false)
+	if err != nil {
+		return 0, fmt.Errorf("%s run, evaluation: %w", r.name, err)
+	}
+	return loss, nil
+}
+
+// Close frees everything the run holds on the device. After a failed step
+// the run is in an unknown state: close it.
+func (r *Run) Close() {
+	r.mem.FreeAll()
+	for _, p := range r.params {
+		for _, s := range append([]*slot{p.w}, p.state...) {
+			s.ptr = 0
+		}
+	}
+	for _, s := range r.activationSlots() {
+		s.ptr = 0
+	}
+	r.dlogits = 0
+}
+
+// activationSlots lists the activation slots in forward order.
+func (r *Run) activationSlots() []*slot {
+	var out []*slot
+	for _, b := range r.blocks {
+		out = append(out, b.in, b.ln1, b.qkv, b.attn, b.mid, b.ln2, b.fc)
+	}
+	return append(out, r.lnfIn, r.lnf)
+}
+
+// keep records the first error of a sequence of device calls.
+func (r *Run) keep(err error) {
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+// alloc returns a buffer of category c, or 0 once the step has failed.
+func (r *Run) alloc(c trainer.Category, bytes int64) device.Ptr {
+	if r.err != nil {
+		return 0
+	}
+	p, err := r.mem.Alloc(c, bytes)
+	r.keep(err)
+	return p
+}
+
+func (r *Run) free(p device.Ptr) {
+	if p != 0 {
+		r.mem.Free(p)
+	}
+}
+
+// upload copies host int32s to a new buffer of category c.
+func (r *Run) uploadI32(c trainer.Category, v []int32) device.Ptr {
+	p := r.alloc(c, 4*int64(len(v)))
+	if p != 0 {
+		r.keep(r.mem.Dev().Upload(p, device.I32Bytes(v)))
+	}
+	return p
+}
+
+// readParam returns a device view of parameter name; pair with doneParam.
+func (r *Run) readParam(name string) device.Ptr {
+	if r.err != nil {
+		return 0
+	}
+	p, err := r.st.read(r.byName[name].w)
+	r.keep(err)
+	return p
+}
+
+func (r *Run) doneParam(name string, p device.Ptr) { r.st.done(r.byName[name].w, p) }
+
+// update applies the optimizer to parameter name from gradient g and frees g.
+func (r *Run) update(step int, name string, g device.Ptr) {
+	if r.err == nil {
+		r.keep(r.st.update(r.byName[name], g, step, r.cfg.Optimizer))
+	}
+	r.free(g)
+}
+
+// meanLoss downloads the per-row losses and averages them as the CPU does.
+func (r *Run) meanLoss(losses device.Ptr, n int) float32 {
+	if r.err != nil {
+		return 0
+	}
+	v := make([]float32, n)
+	r.keep(r.mem.Dev().Download(device.F32Bytes(v), losses))
+	return ops.MeanLoss(v)
+}

@@ -1,0 +1,94 @@
+package cudabackend
+
+import (
+	"fmt"
+
+	"lcttop/trainer/cudabackend/device"
+)
+
+// store keeps a run's tensors. The dense store keeps each as a BF16 buffer
+// (the shadow run); an LCT store keeps them compressed. Both are called in
+// the same order by the same forward and backward code, as in the CPU
+// trainer (trainer/store.go).
+type store interface {
+	// set stores a parameter's or state's values.
+	set(s *slot, v []uint16) error
+	// get returns its values.
+	get(s *slot) ([]uint16, error)
+	// read returns a device buffer holding s's values; pair with done.
+	read(s *slot) (device.Ptr, error)
+	done(s *slot, p device.Ptr)
+	// begin returns a buffer for an activation to be computed into; commit
+	// then keeps it for backward (keep) or drops it.
+	begin(s *slot) (device.Ptr, error)
+	commit(s *slot, p device.Ptr, keep bool) error
+	// release drops what s holds (its last use).
+	release(s *slot)
+	// update applies the optimizer at step to p and its states from g.
+	update(p *param, g device.Ptr, step int, opt Optimizer) error
+}
+
+// denseStore keeps every tensor as it is.
+type denseStore struct {
+	mem *Mem
+	ops *Ops
+}
+
+func (d *denseStore) set(s *slot, v []uint16) error {
+	if len(v) != s.n {
+		return fmt.Errorf("%s: %d values, want %d", s.name, len(v), s.n)
+	}
+	if s.ptr == 0 {
+		p, err := d.mem.Alloc(s.cat, 2*int64(s.n))
+		if err != nil {
+			return err
+		}
+		s.ptr = p
+	}
+	return d.mem.Dev().Upload(s.ptr, device.Bytes(v))
+}
+
+func (d *denseStore) get(s *slot) ([]uint16, error) {
+	if s.ptr == 0 {
+		return nil, fmt.Errorf("%s holds no values", s.name)
+	}
+	v := make([]uint16, s.n)
+	return v, d.mem.Dev().Download(device.Bytes(v), s.ptr)
+}
+
+func (d *denseStore) read(s *slot) (device.Ptr, error) {
+	if s.ptr == 0 {
+		return 0, fmt.Errorf("%s read before it was written", s.name)
+	}
+	return s.ptr, nil
+}
+
+func (d *denseStore) done(*slot, device.Ptr) {}
+
+func (d *denseStore) begin(s *slot) (device.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
+
+func (d *denseStore) commit(s *slot, p device.Ptr, keep bool) error {
+	if !keep {
+		d.mem.Free(p)
+		return nil
+	}
+	if s.ptr != 0 {
+		d.mem.Free(s.ptr)
+	}
+	s.ptr = p
+	return nil
+}
+
+func (d *denseStore) release(s *slot) {
+	if s.ptr != 0 {
+		d.mem.Free(s.ptr)
+		s.ptr = 0
+	}
+}
+
+func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer) error {
+	if opt.AdamW != nil {
+		return d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
+	}
+	return d.ops.SGD(p.w.ptr, p.state[0].ptr, g, p.n, opt.SGD.Step(step, p.decay))
+}
