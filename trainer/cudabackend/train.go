@@ -1,0 +1,247 @@
+package cudabackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// TrainOptions is a headless training on the device.
+type TrainOptions struct {
+	Config              // model, batch, sequence length, optimizer, budget
+	Steps        int    // steps to take
+	Seed         uint64 // starting values and batches, as the CPU trainer draws them
+	Text         []byte // training text (the caller passes the built-in corpus by default)
+	ValEvery     int    // validation loss every so many steps (0: never)
+	ValBatches   int    // batches in the validation set
+	LCT          bool   // train the compressed run beside the shadow
+	WarmupTiming int    // steps left out of the median step time (module load, pool growth)
+}
+
+// StepReport is what Train reports after each step.
+type StepReport struct {
+	StepResult
+	ValLoss float32 // latest validation loss (0 until measured)
+	Shadow  trainer.Memory
+}
+
+// Summary is a whole training's figures.
+type Summary struct {
+	Steps            int
+	FirstLoss        float32
+	LastLoss         float32
+	FirstValLoss     float32
+	LastValLoss      float32
+	MedianStepShadow time.Duration // over the steps after WarmupTiming
+	MedianStepLCT    time.Duration
+	PeakShadow       int64 // ledger's peak bytes
+	PeakLCT          int64
+	AllIdentical     bool // every step's losses were bit-identical
+}
+
+// Train runs opts on dev, calling report after each step (a non-nil error
+// from report stops it).
+func Train(ctx context.Context, dev device.Device, opts TrainOptions, report func(StepReport) error) (Summary, error) {
+	var sum Summary
+	if opts.Steps < 1 {
+		return sum, fmt.Errorf("steps %d: must be at least 1", opts.Steps)
+	}
+	text, err := SplitText(opts.Text, opts.SeqLen)
+	if err != nil {
+		return sum, fmt.Errorf("training data: %w", err)
+	}
+	var val []Batch
+	if opts.ValEvery > 0 {
+		if opts.ValBatches < 1 {
+			return sum, fmt.Errorf("validation every %d steps needs at least one validation batch", opts.ValEvery)
+		}
+		val = text.ValBatches(opts.ValBatches, opts.Batch, opts.SeqLen)
+	}
+	b, err := New(dev, opts.Config, InitialValues(opts.Model, opts.Seed), opts.LCT)
+	if err != nil {
+		return sum, err
+	}
+	defer b.Close()
+	sum.AllIdentical = true
+	var timesS, timesL []time.Duration
+	var valLoss float32
+	for step := 1; step <= opts.Steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		res, err := b.Step(text.TrainBatch(opts.Seed, step, opts.Batch, opts.SeqLen), step)
+		if err != nil {
+			return sum, fmt.Errorf("step %d: %w", step, err)
+		}
+		if opts.ValEvery > 0 && step%opts.ValEvery == 0 {
+			if valLoss, err = b.Validate(val); err != nil {
+				return sum, fmt.Errorf("step %d: %w", step, err)
+			}
+			if sum.FirstValLoss == 0 {
+				sum.FirstValLoss = valLoss
+			}
+			sum.LastValLoss = valLoss
+		}
+		if step == 1 {
+			sum.FirstLoss = res.LossShadow
+		}
+		sum.Steps, sum.LastLoss = step, res.LossShadow
+		sum.AllIdentical = sum.AllIdentical && res.BitIdentical
+		sum.PeakShadow, sum.PeakLCT = max(sum.PeakShadow, res.PeakShadow), max(sum.PeakLCT, res.PeakLCT)
+		if step > opts.WarmupTiming {
+			timesS = append(timesS, res.TimeShadow)
+			timesL = append(timesL, res.TimeLCT)
+		}
+		if report != nil {
+			if err := report(StepReport{StepResult: res, ValLoss: valLoss, Shadow: b.Shadow.Memory()}); err != nil {
+				return sum, err
+			}
+		}
+	}
+	sum.MedianStepShadow, sum.MedianStepLCT = median(timesS), median(timesL)
+	return sum, nil
+}
+
+// Validate is the mean loss of the shadow run over batches (the runs are
+// bit-identical when the LCT run exists: the step results say so).
+func (b *Backend) Validate(batches []Batch) (float32, error) {
+	if len(batches) == 0 {
+		return 0, errors.New("validation: no batches")
+	}
+	var s float64
+	for _, vb := range batches {
+		l, err := b.Shadow.Evaluate(vb.Tokens, vb.Targets)
+		if err != nil {
+			return 0, fmt.Errorf("validation: %w", err)
+		}
+		s += float64(l)
+	}
+	return float32(s / float64(len(batches))), nil
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// SweepOptions searches, at batch size 1 under a memory budget, the longest
+// sequence one training step fits in.
+type SweepOptions struct {
+	Model     trainer.ModelConfig // its Context is raised to Max
+	Optimizer Optimizer
+	Budget    int64 // bytes, as the ledger counts them
+	Min, Max  int   // sequence lengths searched, in steps of Quantum
+	Quantum   int
+	Seed      uint64
+	Text      []byte
+	LCT       bool // search for the LCT run (false: the dense run)
+}
+
+// SweepTrial is one sequence length tried.
+type SweepTrial struct {
+	SeqLen int
+	Fits   bool
+	Peak   int64  // ledger's peak bytes of the step (or when it failed)
+	Err    string // why it did not fit
+}
+
+// Sweep returns the longest sequence length in [Min, Max] (a multiple of
+// Quantum) whose training step fits the budget, 0 if none does, and every
+// length it tried. A failure other than running out of memory stops it.
+func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []SweepTrial, error) {
+	if opts.Quantum < 1 || opts.Min < opts.Quantum || opts.Max < opts.Min {
+		return 0, nil, fmt.Errorf("sweep: lengths %d..%d in steps of %d", opts.Min, opts.Max, opts.Quantum)
+	}
+	if opts.Budget <= 0 {
+		return 0, nil, errors.New("sweep: a memory budget is needed")
+	}
+	if opts.LCT {
+		return 0, nil, ErrNoLCTStore
+	}
+	if len(opts.Text) < opts.Max+2 {
+		return 0, nil, fmt.Errorf("sweep: %d bytes of text, sequences of %d need %d", len(opts.Text), opts.Max, opts.Max+2)
+	}
+	m := opts.Model
+	m.Context = opts.Max
+	vals := InitialValues(m, opts.Seed)
+	var trials []SweepTrial
+	try := func(T int) (bool, error) {
+		tr, err := sweepTrial(dev, m, opts, vals, T)
+		if err != nil {
+			return false, err
+		}
+		trials = append(trials, tr)
+		if log != nil {
+			log(tr)
+		}
+		return tr.Fits, nil
+	}
+	// Lengths are k·Quantum; find the largest k that fits by bisection
+	// between the smallest and the largest.
+	lo, hi := opts.Min/opts.Quantum, opts.Max/opts.Quantum
+	ok, err := try(lo * opts.Quantum)
+	if err != nil || !ok {
+		return 0, trials, err
+	}
+	if ok, err := try(hi * opts.Quantum); err != nil || ok {
+		if ok {
+			return hi * opts.Quantum, trials, nil
+		}
+		return 0, trials, err
+	}
+	for hi-lo > 1 { // lo fits, hi does not
+		mid := (lo + hi) / 2
+		ok, err := try(mid * opts.Quantum)
+		if err != nil {
+			return 0, trials, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo * opts.Quantum, trials, nil
+}
+
+// sweepTrial trains one step at batch 1 and length T in a fresh run.
+func sweepTrial(dev device.Device, m trainer.ModelConfig, opts SweepOptions, vals map[string][]uint16, T int) (SweepTrial, error) {
+	tr := SweepTrial{SeqLen: T}
+	cfg := Config{Model: m, Batch: 1, SeqLen: T, Optimizer: opts.Optimizer, Budget: opts.Budget}
+	b, err := New(dev, cfg, vals, false)
+	if err == nil {
+		batch := newBatch(1, T)
+		batch.fill(0, T, opts.Text, 0)
+		_, err = b.Step(batch, 1)
+		tr.Peak = b.Shadow.Memory().PeakTotal
+		if cerr := b.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		if !isOutOfMemory(err) {
+			return tr, fmt.Errorf("sweep at length %d: %w", T, err)
+		}
+		tr.Err = err.Error()
+		return tr, nil
+	}
+	tr.Fits = true
+	return tr, nil
+}
+
+// isOutOfMemory tells a step that did not fit (the budget, or the device
+// itself) from one that failed otherwise.
+func isOutOfMemory(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "out of memory budget") || strings.Contains(s, "CUDA_ERROR_OUT_OF_MEMORY") || strings.Contains(s, "out of memory")
+}
