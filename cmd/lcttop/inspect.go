@@ -76,24 +76,20 @@ func inspectSafetensors(path string, in []byte, cf *codecFlags, backend lctfile.
 	if err != nil {
 		return report{}, fmt.Errorf("%s: %w", path, err)
 	}
-	// A backend may leave Stats to the CPU; fill them where it did.
-	for i := range a.Segments {
-		if t := a.Segments[i].Tensor; t != nil && t.Stats.N != t.N {
-			if err := t.ComputeStats(); err != nil {
-				return report{}, fmt.Errorf("%s: %s: %w", path, a.Segments[i].Name, err)
-			}
-		}
-	}
 	r := buildReport(path, "safetensors", st, a)
 	r.Preset, r.Distribution = preset.String(), dist.String()
 	return r, nil
 }
 
-// inspectLCT verifies the archive by unpacking it (which also yields each
-// tensor's dtype and shape from the restored header), then recomputes each
-// LCT tensor's figures by decoding it.
+// inspectLCT verifies the archive by restoring the original file (which
+// also yields each tensor's dtype and shape from its header), then
+// recomputes each LCT tensor's figures by decoding it.
 func inspectLCT(path string, in []byte, backend lctfile.Backend) (report, error) {
-	original, err := lctfile.Unpack(in, backend)
+	a, err := lctfile.ReadArchive(in)
+	if err != nil {
+		return report{}, fmt.Errorf("%s: %w", path, err)
+	}
+	original, err := a.Restore(backend)
 	if err != nil {
 		return report{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -101,14 +97,10 @@ func inspectLCT(path string, in []byte, backend lctfile.Backend) (report, error)
 	if err != nil {
 		return report{}, fmt.Errorf("%s: restored file: %w", path, err)
 	}
-	a, err := lctfile.ReadArchive(in)
-	if err != nil {
-		return report{}, fmt.Errorf("%s: %w", path, err)
-	}
 	for i := range a.Segments {
 		if t := a.Segments[i].Tensor; t != nil {
 			if err := t.ComputeStats(); err != nil {
-				return report{}, fmt.Errorf("%s: %s: %w", path, a.Segments[i].Name, err)
+				return report{}, fmt.Errorf("%s: %s: %w", path, a.Segments[i].Label(), err)
 			}
 		}
 	}

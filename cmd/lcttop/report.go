@@ -124,23 +124,23 @@ func buildReport(path, format string, st *safetensors.File, a *lctfile.Archive) 
 		switch {
 		case s.Encoding == lctfile.EncodingLCT:
 			t := s.Tensor
-			st := &t.Stats
+			stats := &t.Stats
 			tr.Encoding = "lct"
-			tr.Entropy, tr.ExpectedBits = num(st.Entropy), num(st.ExpectedBits)
-			tr.AllocatedBits, tr.UsedBits = num(st.AllocatedBits), num(st.UsedBits)
-			tr.EscapeRate, tr.OverflowRate, tr.SpillStreamRate = num(st.EscapeRate), num(st.OverflowRate), num(st.SpillStreamRate)
+			tr.Entropy, tr.ExpectedBits = num(stats.Entropy), num(stats.ExpectedBits)
+			tr.AllocatedBits, tr.UsedBits = num(stats.AllocatedBits), num(stats.UsedBits)
+			tr.EscapeRate, tr.OverflowRate, tr.SpillStreamRate = num(stats.EscapeRate), num(stats.OverflowRate), num(stats.SpillStreamRate)
 			tr.LCTLayout = &LCTLayout{
 				Preset: t.Layout.Preset.String(), Distribution: t.Codebook.Dist.String(),
 				Shift: int(t.Codebook.Shift), EscLen: int(t.Codebook.EscLen),
 				BlockSize: t.Layout.BlockSize, StreamBytes: t.Layout.StreamBytes,
-				Escaped: st.Escaped, Spilled: st.Spilled, SpillingStreams: st.SpillingStreams, TotalStreams: st.TotalStreams,
+				Escaped: stats.Escaped, Spilled: stats.Spilled, SpillingStreams: stats.SpillingStreams, TotalStreams: stats.TotalStreams,
 			}
 			presets[tr.Preset], dists[tr.Distribution] = true, true
 			tot.LCTTensors++
-			escaped += int64(st.Escaped)
-			spilled += int64(st.Spilled)
-			spilling += int64(st.SpillingStreams)
-			streams += int64(st.TotalStreams)
+			escaped += int64(stats.Escaped)
+			spilled += int64(stats.Spilled)
+			spilling += int64(stats.SpillingStreams)
+			streams += int64(stats.TotalStreams)
 		case info.DType == "BF16":
 			// Stored raw: the exponent keeps its 8 bits.
 			h := codec.FullHistogram(safetensors.BF16Values(s.Payload))

@@ -7,7 +7,8 @@ import (
 )
 
 // Backend runs the codec somewhere: nil in Options means the CPU reference
-// codec; gpu.Codec implements it for CUDA.
+// codec; gpu.Codec implements it for CUDA. Encode fills dst.Stats, as
+// codec.Encoder does.
 type Backend interface {
 	Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error
 	Decode(t *codec.Tensor, dst []uint16) error

@@ -14,7 +14,7 @@ import (
 // outPath. Errors start with the path they concern; nothing is left at
 // outPath unless the whole file was written.
 func PackFile(inPath, outPath string, opt Options) error {
-	in, err := readInput(inPath)
+	in, err := ReadInput(inPath)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func PackFile(inPath, outPath string, opt Options) error {
 // UnpackFile restores the safetensors file that the .lct file at inPath
 // holds, writing it to outPath only once every checksum has matched.
 func UnpackFile(inPath, outPath string, backend Backend) error {
-	in, err := readInput(inPath)
+	in, err := ReadInput(inPath)
 	if err != nil {
 		return err
 	}
@@ -67,9 +67,7 @@ func WriteFileAtomic(path string, data []byte) error {
 
 // ReadInput reads a whole input file, with an error that starts with the
 // path and says only what the system said ("no such file or directory").
-func ReadInput(path string) ([]byte, error) { return readInput(path) }
-
-func readInput(path string) ([]byte, error) {
+func ReadInput(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read: %w", path, pathReason(err))

@@ -32,6 +32,20 @@ func Unpack(lct []byte, backend Backend) ([]byte, error) {
 	return out, nil
 }
 
+// Restore is Unpack for an archive ReadArchive has already checked: it
+// decodes every segment, checks every segment CRC and the layout, and
+// returns the original file.
+func (a *Archive) Restore(backend Backend) ([]byte, error) {
+	out, err := a.restore(backend)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.checkLayout(out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // restore decodes every segment into the original file's bytes.
 func (a *Archive) restore(backend Backend) ([]byte, error) {
 	out := make([]byte, a.OriginalSize())
