@@ -58,7 +58,7 @@ func TestGolden(t *testing.T) {
 					waitFor(t, tm, sc.marker)
 				}
 				tm.Send(keyMsg("q"))
-				final := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(Model)
+				final := tm.FinalModel(t, teatest.WithFinalTimeout(time.Minute)).(Model)
 				golden.RequireEqual(t, []byte(final.View()))
 			})
 		}
@@ -68,7 +68,7 @@ func TestGolden(t *testing.T) {
 func waitFor(t *testing.T, tm *teatest.TestModel, s string) {
 	t.Helper()
 	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(s)) },
-		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(5*time.Millisecond))
+		teatest.WithDuration(time.Minute), teatest.WithCheckInterval(5*time.Millisecond))
 }
 
 var _ tea.Model = Model{}
