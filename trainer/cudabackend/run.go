@@ -312,3 +312,22 @@ func (r *Run) meanLoss(losses device.Ptr, n int) float32 {
 	r.keep(r.mem.Dev().Download(device.F32Bytes(v), losses))
 	return ops.MeanLoss(v)
 }
+
+// NewOptimizer is the CPU trainer's optimizer of that name with its
+// defaults (trainer/optimizer.go: AdamW lr 3e-3, β 0.9/0.99, ε 1e-8, weight
+// decay 0.1; SGD lr 0.3, momentum 0.9); lr 0 takes the default.
+func NewOptimizer(name string, lr float64, warmup int) (Optimizer, error) {
+	switch name {
+	case "adamw":
+		if lr == 0 {
+			lr = 3e-3
+		}
+		return Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}, nil
+	case "sgd":
+		if lr == 0 {
+			lr = 0.3
+		}
+		return Optimizer{SGD: &optim.SGD{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Momentum: 0.9}}, nil
+	}
+	return Optimizer{}, fmt.Errorf("unknown optimizer %q (choose adamw|sgd)", name)
+}

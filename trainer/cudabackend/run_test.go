@@ -10,7 +10,6 @@ import (
 	"lcttop/codec/safetensors"
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
-	"lcttop/trainer/optim"
 )
 
 // cpuTrainer is the CPU trainer on the tiny model, as the headless mode
@@ -24,9 +23,11 @@ func cpuTrainer(t *testing.T, seed uint64) (*trainer.Trainer, Config) {
 		t.Fatal(err)
 	}
 	m := tr.Model()
-	// trainer/optimizer.go's AdamW defaults.
-	adam := optim.AdamW{Schedule: optim.Schedule{LR: 3e-3, Warmup: cfg.Warmup}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}
-	return tr, Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: Optimizer{AdamW: &adam}}
+	opt, err := NewOptimizer(cfg.Optimizer, cfg.LR, cfg.Warmup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: opt}
 }
 
 // checkpointValues reads a trainer checkpoint's tensors.
