@@ -130,6 +130,7 @@ func BenchmarkFrame(b *testing.B) {
 	m = nm.(Model)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU(b)
 	for i := 0; i < b.N; i++ {
 		snap.Step++
 		snap.Time = snap.Time.Add(DefaultRefresh)
@@ -139,5 +140,10 @@ func BenchmarkFrame(b *testing.B) {
 			b.Fatal("empty frame")
 		}
 	}
+	// CPU time, unlike wall time, does not grow when other programs share
+	// the machine: the UI's share of a core at the default refresh.
+	cpu := processCPU(b) - cpu0
+	b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/frame")
+	b.ReportMetric(100*cpu.Seconds()/float64(b.N)*float64(time.Second/DefaultRefresh), "core-%-at-refresh")
 	b.ReportMetric(float64(len(snap.Tensors)), "tensors")
 }
