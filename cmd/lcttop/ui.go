@@ -158,7 +158,7 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 	cancel()
 	wg.Wait()
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
-		return fmt.Errorf("terminal UI: %w", err)
+		return fmt.Errorf("terminal UI: %w (without a terminal, run lcttop train --headless)", err)
 	}
 	return nil
 }
