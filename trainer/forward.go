@@ -54,9 +54,9 @@ func (r *run) forward(b *batch, train bool) (float32, error) {
 		h := st.begin(a.fc)
 		r.linear(ops.Linear{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
 		st.commit(a.ln2, ln2, train)
-		gl := st.newBuf(Activations, N*4*C) // GELU output: recomputed in backward, never saved
-		ops.GELUForward(gl, h)
-		st.commit(a.fc, h, train)
+		// The GELU output is not saved (backward recomputes it from h).
+		gl := st.commitAndKeep(a.fc, h, train)
+		ops.GELUForward(gl, gl)
 		next := r.lnfIn
 		if l+1 < m.Layers {
 			next = r.blocks[l+1].in

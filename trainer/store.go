@@ -220,6 +220,28 @@ func (st *store) commit(s *slot, buf []uint16, keep bool) {
 	}
 }
 
+// commitAndKeep commits activation s like commit and returns a buffer of
+// the same values for the caller to overwrite (an element-wise op in place)
+// and free with freeBuf. The dense run must keep its stored buffer intact,
+// so it copies; the LCT run hands back the buffer it just encoded, put back
+// in order, so the values exist once dense and once compressed, not twice
+// dense. When keep is false (evaluation) nothing is saved and buf itself
+// is handed back.
+func (st *store) commitAndKeep(s *slot, buf []uint16, keep bool) []uint16 {
+	if !keep {
+		s.dense = nil
+		return buf
+	}
+	if !st.compress {
+		out := st.newBuf(s.cat, s.n)
+		copy(out, buf)
+		return out
+	}
+	st.encodeAll(s, buf)
+	scramble(buf) // encodeAll left it scrambled
+	return buf
+}
+
 // take returns activation s for its last use in the backward pass: the
 // caller owns the values (it may overwrite them) until drop. The LCT run
 // decodes into codec scratch and frees the compressed form at once, so the
