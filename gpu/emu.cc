@@ -60,7 +60,7 @@ const Kernel kernels[] = {
        lct_adamw_lct_ovf(D(0), D(1), D(2), D(3), D(4), D(5), A(const u16*, 6), F(a[7]), F(a[8]), F(a[9]), F(a[10]), F(a[11]), F(a[12]),
                          F(a[13]), F(a[14]), F(a[15]));
      }},
-    {"lct_fill_gaussian", [](const uint64_t* a) { lct_fill_gaussian(A(u16*, 0), (long long)a[1], a[2], F(a[3])); }},
+    {"lct_fill_gaussian", [](const uint64_t* a) { lct_fill_gaussian(A(u16*, 0), (long long)a[1], a[2], F(a[3]), (u32)a[4]); }},
 };
 
 }  // namespace

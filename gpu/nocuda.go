@@ -90,3 +90,6 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 	return ErrNoCUDA
 }
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error { return ErrNoCUDA }
+
+// RunBench returns ErrNoCUDA in this build.
+func RunBench(opt BenchOptions) (*BenchReport, error) { return nil, ErrNoCUDA }

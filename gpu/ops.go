@@ -345,13 +345,7 @@ func (d *Device) fusedStep(in, out []*Tensor, g Buffer, main, ovf kernel, scalar
 // FillGaussian writes n BF16 values drawn from N(0, scale²) into dst, the
 // same values for the same seed (benchmark data).
 func (d *Device) FillGaussian(dst Buffer, n int, seed uint64, scale float32) error {
-	if err := checkDense("gaussian fill", dst, n); err != nil {
-		return err
-	}
-	return d.do(func() error {
-		return d.launch(kFillGaussian, min(max((n+threads-1)/threads, 1), 8*d.info.SMs), threads, 0,
-			ptrArg(dst), uint64(n), seed, f32arg(scale))
-	})
+	return d.fillGaussian(dst, n, seed, scale, false)
 }
 
 // CopyBuffer copies bytes from src to dst on the device.

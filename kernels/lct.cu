@@ -1039,9 +1039,10 @@ extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct_ovf(const LctDes
 
 // ---- benchmark data ------------------------------------------------------------------
 
-// lct_fill_gaussian writes N(0, scale²) values as BF16, from a counter-based
-// hash of (seed, index): the same data for the same arguments.
-extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, long long n, u64 seed, float scale) {
+// lct_fill_gaussian writes N(0, scale²) values as BF16 (their absolute
+// values if absolute), from a counter-based hash of (seed, index): the same
+// data for the same arguments.
+extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, long long n, u64 seed, float scale, u32 absolute) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
     u64 z = seed + 0x9E3779B97F4A7C15ull * (u64)(i + 1);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -1050,6 +1051,6 @@ extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, lo
     const float u1 = ((float)(z >> 40) + 1.0f) * (1.0f / 16777216.0f);
     const float u2 = (float)((z >> 16) & 0xFFFFFFull) * (1.0f / 16777216.0f);
     const float r = sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2) * scale;
-    dst[i] = (u16)f2bf(r);
+    dst[i] = (u16)(f2bf(r) & (absolute ? 0x7FFFu : 0xFFFFu));
   }
 }
