@@ -238,7 +238,10 @@ func (st *store) commitAndKeep(s *slot, buf []uint16, keep bool) []uint16 {
 		return out
 	}
 	st.encodeAll(s, buf)
-	scramble(buf) // encodeAll left it scrambled
+	for i := range s.chunkCount() { // encodeAll left each chunk scrambled
+		lo, hi := s.chunkRange(i)
+		scramble(buf[lo:hi])
+	}
 	return buf
 }
 

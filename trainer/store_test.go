@@ -3,6 +3,7 @@ package trainer
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"lcttop/codec"
@@ -44,6 +45,55 @@ func TestCodecWorkerScratchBound(t *testing.T) {
 		t.Logf("%s: a codec worker allocated %d bytes", p, used)
 		if used > codecWorkerScratch {
 			t.Errorf("%s: a codec worker allocated %d bytes, more than the %d charged", p, used, codecWorkerScratch)
+		}
+	}
+}
+
+// TestStoreRoundTrips: every path into and out of the LCT store gives back
+// the values put in, for a tensor of several chunks and a partial one.
+func TestStoreRoundTrips(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	n := 3*chunkElems + 1000
+	want := make([]uint16, n)
+	for i := range want {
+		want[i] = bf16.FromFloat32(float32(r.NormFloat64()))
+	}
+	for _, compress := range []bool{false, true} {
+		st, err := newStore(compress, NewLedger(0), DefaultClassCodec, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		act := &slot{name: "act.x", class: ClassActivation, cat: Activations, n: n}
+		buf := st.begin(act)
+		copy(buf, want)
+		kept := st.commitAndKeep(act, buf, true)
+		if !slices.Equal(kept, want) {
+			t.Fatalf("compress %v: commitAndKeep changed the values it hands back", compress)
+		}
+		got := st.take(act)
+		if !slices.Equal(got, want) {
+			t.Fatalf("compress %v: take gave back other values", compress)
+		}
+		st.drop(act, got)
+		st.freeBuf(Activations, kept)
+
+		w := &slot{name: "w", class: ClassWeight, cat: Weights, n: n}
+		st.set(w, want)
+		view := st.read(w)
+		if !slices.Equal(view, want) {
+			t.Fatalf("compress %v: read after set differs", compress)
+		}
+		st.done(w, view)
+		var pieces []uint16
+		st.forEachChunk(w, func(lo int, vals []uint16) { pieces = append(pieces, vals...) })
+		if !slices.Equal(pieces, want) {
+			t.Fatalf("compress %v: forEachChunk differs", compress)
+		}
+		if err := st.takeErr(); err != nil {
+			t.Fatal(err)
+		}
+		if m := st.alloc.Memory(); m.Live[Activations] != 0 || m.Live[CodecScratch] != int64(len(st.workers))*codecWorkerScratch {
+			t.Fatalf("compress %v: memory left behind: %+v", compress, m.Live)
 		}
 	}
 }
