@@ -1,0 +1,37 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+
+	"lcttop/trainer"
+	"lcttop/ui/msgs"
+	"lcttop/ui/styles"
+)
+
+func TestSaving(t *testing.T) {
+	for _, c := range []struct {
+		lct, shadow int64
+		want        float64
+	}{{70, 100, 0.3}, {100, 100, 0}, {120, 100, -0.2}, {5, 0, 0}} {
+		if got := Saving(c.lct, c.shadow); got < c.want-1e-12 || got > c.want+1e-12 {
+			t.Errorf("Saving(%d, %d) = %v, want %v", c.lct, c.shadow, got, c.want)
+		}
+	}
+}
+
+func TestViewRowsAndDevice(t *testing.T) {
+	s := &trainer.Snapshot{
+		MemLCT:    trainer.Memory{Live: map[trainer.Category]int64{trainer.Weights: 700}, Peak: map[trainer.Category]int64{trainer.Weights: 700, trainer.CodecScratch: 64}, PeakTotal: 764},
+		MemShadow: trainer.Memory{Live: map[trainer.Category]int64{trainer.Weights: 1000}, Peak: map[trainer.Category]int64{trainer.Weights: 1000}, PeakTotal: 1000},
+	}
+	v := View(styles.New(nil), s, &msgs.Device{Available: true, Name: "GPU X", MemUsed: 1 << 30, MemTotal: 4 << 30}, 80, 14)
+	for _, want := range []string{"weights", "700 B", "1000 B", "30.0%", "codec_scratch", "—", "total", "23.6%", "GPU X", "1.00 GiB / 4.00 GiB"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("lacks %q:\n%s", want, v)
+		}
+	}
+	if v := View(styles.New(nil), nil, &msgs.Device{Err: "NVML not found"}, 60, 5); !strings.Contains(v, "waiting for the first snapshot") || !strings.Contains(v, "none: NVML not found") {
+		t.Errorf("empty view:\n%s", v)
+	}
+}
