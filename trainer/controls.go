@@ -126,13 +126,19 @@ func (t *Trainer) isStopped() bool {
 }
 
 // Pause stops Run before its next step.
-func (t *Trainer) Pause() { t.setControl(func() { t.paused = true }) }
+func (t *Trainer) Pause() { t.setControl(func() { t.paused, t.stepOnce = true, 0 }) }
 
 // Resume lets a paused Run continue.
 func (t *Trainer) Resume() { t.setControl(func() { t.paused = false; t.stepOnce = 0 }) }
 
-// StepOnce lets a paused Run take one step.
-func (t *Trainer) StepOnce() { t.setControl(func() { t.stepOnce++ }) }
+// StepOnce lets a paused Run take one step (it does nothing while running).
+func (t *Trainer) StepOnce() {
+	t.setControl(func() {
+		if t.paused {
+			t.stepOnce++
+		}
+	})
+}
 
 // Stop ends Run after the step in progress.
 func (t *Trainer) Stop() { t.setControl(func() { t.stopped = true }) }
