@@ -143,13 +143,6 @@ func (t *Trainer) StepOnce() {
 // Stop ends Run after the step in progress.
 func (t *Trainer) Stop() { t.setControl(func() { t.stopped = true }) }
 
-// Paused reports whether Run is paused.
-func (t *Trainer) Paused() bool {
-	t.ctl.Lock()
-	defer t.ctl.Unlock()
-	return t.paused
-}
-
 func (t *Trainer) setControl(f func()) {
 	t.ctl.Lock()
 	f()
