@@ -2,13 +2,11 @@ package trainer
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
-	"os"
 	"unicode/utf8"
 
+	"lcttop/codec/lctfile"
 	"lcttop/trainer/corpus"
 )
 
@@ -28,9 +26,9 @@ type dataset struct {
 func loadData(path string, seqLen int) (*dataset, error) {
 	text, name := corpus.Text, "built-in corpus"
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, err := lctfile.ReadInput(path)
 		if err != nil {
-			return nil, fmt.Errorf("training data %s: cannot read: %w", path, reason(err))
+			return nil, fmt.Errorf("training data %w", err) // "training data PATH: cannot read: why"
 		}
 		text, name = b, path
 		if err := checkText(b); err != nil {
@@ -43,15 +41,6 @@ func loadData(path string, seqLen int) (*dataset, error) {
 	}
 	cut := len(text) - len(text)/valFraction
 	return &dataset{name: name, train: text[:cut], val: text[cut:]}, nil
-}
-
-// reason drops the operation and path an *fs.PathError repeats.
-func reason(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 // checkText rejects empty and binary files: the model is trained on text,

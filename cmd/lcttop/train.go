@@ -75,14 +75,14 @@ momentum, adam_m, adam_v, activation.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&f.headless, "headless", false, "train without the UI, a line per step on stdout")
 	fs.BoolVar(&f.json, "json", false, "with --headless: one JSON snapshot per line instead")
-	fs.StringVar(&f.model, "model", def.Model, "model: "+trainModelNames())
+	fs.StringVar(&f.model, "model", def.Model, "model: "+modelNames())
 	fs.StringVar(&f.backend, "backend", def.Backend, "cpu|cuda")
 	fs.StringVar(&f.optimizer, "optimizer", def.Optimizer, "adamw|sgd")
 	fs.IntVar(&f.steps, "steps", def.Steps, "steps to train (0: until interrupted)")
 	fs.Uint64Var(&f.seed, "seed", def.Seed, "seed of the weights and the batches")
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
-	fs.StringVar(&f.preset, "preset", "", "LCT capacity preset, for all classes or class=preset: "+codecNames(codec.Presets)+" (default: auto for every class)")
-	fs.StringVar(&f.dist, "dist", "", "LCT codebook distribution, for all classes or class=dist: "+codecNames(codec.Distributions)+" (default: empirical)")
+	fs.StringVar(&f.preset, "preset", "", "LCT capacity preset, for all classes or class=preset: "+names(codec.Presets)+" (default: auto for every class)")
+	fs.StringVar(&f.dist, "dist", "", "LCT codebook distribution, for all classes or class=dist: "+names(codec.Distributions)+" (default: empirical)")
 	fs.IntVar(&f.batch, "batch", 0, "sequences per step (0: the model's default)")
 	fs.IntVar(&f.seqLen, "seq-len", 0, "tokens per sequence (0: the model's default)")
 	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: the optimizer's default)")
@@ -96,22 +96,6 @@ momentum, adam_m, adam_v, activation.`,
 	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
 	return cmd
-}
-
-func trainModelNames() string {
-	var out []string
-	for _, m := range trainer.Models {
-		out = append(out, m.Name)
-	}
-	return strings.Join(out, "|")
-}
-
-func codecNames[T fmt.Stringer](xs []T) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = x.String()
-	}
-	return strings.Join(s, "|")
 }
 
 func (f *trainFlags) config() (trainer.Config, error) {
@@ -156,7 +140,7 @@ func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error),
 		}
 		x, err := parse(name)
 		if err != nil {
-			return fmt.Errorf("%s %q: unknown value %q (choose %s)", flag, value, name, codecNames(all))
+			return fmt.Errorf("%s %q: unknown value %q (choose %s)", flag, value, name, names(all))
 		}
 		for _, c := range classes {
 			set(c, x)
