@@ -59,8 +59,8 @@ func gemm(out []uint16, rows, cols, K int, bias []uint16,
 }
 
 // dot sums a[k]·b[k] in ascending k with one float32 accumulator. Products
-// are converted explicitly so the compiler never fuses them into FMAs: the
-// result is the same on every architecture.
+// are converted explicitly so the compiler never fuses them into FMAs (Go
+// may fuse x*y+z on some architectures): every build sums alike.
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s float32
