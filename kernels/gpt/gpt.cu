@@ -300,10 +300,11 @@ extern "C" __global__ void gpt_crossentropy(bf16_t* dlogits, float* losses, cons
 
 // ---------------------------------------------------------------------------
 // Causal attention around cuBLAS: S = scale·Q·Kᵀ and the products with V run
-// in cuBLAS; these kernels take one row of S (query t, keys u) per block.
-// The row sums run in a fixed tree, not the CPU's sequential order, so the
-// attention matches the CPU within a tolerance (see the tests), while being
-// deterministic.
+// in cuBLAS, a chunk of Q query rows (t0 .. t0+Q−1) against the keys they
+// see (0 .. t0+Q−1, L of them) at a time; these kernels take one row of S
+// (query t, keys u < L) per block. The row sums run in a fixed tree, not the
+// CPU's sequential order, so the attention matches the CPU within a
+// tolerance (see the tests), while being deterministic.
 
 #define ATT_THREADS 128
 
@@ -337,36 +338,51 @@ __device__ __forceinline__ void softmaxRow(float* red, const float* S, int t, fl
   *inv = 1.0f / sum;
 }
 
-// P[r][u] = bf16(softmax over u ≤ t of S[r][·]), 0 for u > t, with t = r mod T.
-// S and P are rows×T; launch rows blocks of ATT_THREADS threads.
-extern "C" __global__ void gpt_attn_softmax(bf16_t* P, const float* S, int T) {
+// P[r][u] = bf16(softmax over u ≤ t of S[r][·]), 0 for t < u < L, where row r
+// is query t = t0 + (r mod Q) of head r div Q. S and P are rows×L; launch one
+// block of ATT_THREADS threads per row.
+extern "C" __global__ void gpt_attn_softmax(bf16_t* P, const float* S, int L, int Q, int t0) {
   __shared__ float red[ATT_THREADS];
   long long r = blockIdx.x;
-  int t = (int)(r % T);
-  const float* srow = S + r * T;
+  int t = t0 + (int)(r % Q);
+  const float* srow = S + r * L;
   float m, inv;
   softmaxRow(red, srow, t, &m, &inv);
-  bf16_t* prow = P + r * T;
-  for (int u = threadIdx.x; u < T; u += ATT_THREADS) prow[u] = u <= t ? f2bf(expf(srow[u] - m) * inv) : (bf16_t)0;
+  bf16_t* prow = P + r * L;
+  for (int u = threadIdx.x; u < L; u += ATT_THREADS) prow[u] = u <= t ? f2bf(expf(srow[u] - m) * inv) : (bf16_t)0;
 }
 
 // With p the float32 softmax of row r of S (recomputed as gpt_attn_softmax
 // computes it): dS[r][u] = bf16(p[u]·(dP[r][u] − Σ_u' p[u']·dP[r][u'])) for
-// u ≤ t, 0 above. Launch like gpt_attn_softmax.
-extern "C" __global__ void gpt_attn_softmax_backward(bf16_t* dS, const float* S, const float* dP, int T) {
+// u ≤ t, 0 above. Rows as in gpt_attn_softmax.
+extern "C" __global__ void gpt_attn_softmax_backward(bf16_t* dS, const float* S, const float* dP, int L, int Q, int t0) {
   __shared__ float red[ATT_THREADS];
   long long r = blockIdx.x;
-  int t = (int)(r % T);
-  const float* srow = S + r * T;
-  const float* dprow = dP + r * T;
+  int t = t0 + (int)(r % Q);
+  const float* srow = S + r * L;
+  const float* dprow = dP + r * L;
   float m, inv;
   softmaxRow(red, srow, t, &m, &inv);
   float ld = 0.0f;
   for (int u = threadIdx.x; u <= t; u += ATT_THREADS) ld += (expf(srow[u] - m) * inv) * dprow[u];
   float dot = blockReduce(red, ld, false);
-  bf16_t* out = dS + r * T;
-  for (int u = threadIdx.x; u < T; u += ATT_THREADS)
+  bf16_t* out = dS + r * L;
+  for (int u = threadIdx.x; u < L; u += ATT_THREADS)
     out[u] = u <= t ? f2bf((expf(srow[u] - m) * inv) * (dprow[u] - dot)) : (bf16_t)0;
+}
+
+// dst[t][h·D + d] (row stride ld) = bf16(src[h][t][d]) for total = heads·T·D
+// float32 values: the key and value gradients, summed in float32 over the
+// query chunks, stored once.
+extern "C" __global__ void gpt_heads_to_bf16(bf16_t* dst, const float* src, int T, int D, int ld, long long total) {
+  GRID_STRIDE(i, total) {
+    long long td = (long long)T * D;
+    long long h = i / td;
+    long long rem = i - h * td;
+    long long t = rem / D;
+    int d = (int)(rem - t * D);
+    dst[t * ld + h * D + d] = f2bf(src[i]);
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ var Kernels = []string{
 	"gpt_crossentropy",
 	"gpt_attn_softmax",
 	"gpt_attn_softmax_backward",
+	"gpt_heads_to_bf16",
 	"gpt_adamw",
 	"gpt_sgd",
 }

@@ -7,23 +7,27 @@ import (
 	"lcttop/trainer/cudabackend/device"
 )
 
-// attentionScratch bounds the score matrices of one group of heads: heads
-// are processed in groups whose S, dP (float32) and P (BF16) fit it.
+// attentionScratch bounds the score matrices of one product: heads are
+// taken in groups, and query rows in chunks, whose S, dP (float32) and P
+// (BF16) fit it, so that attention's scratch does not grow with T².
 const attentionScratch = 256 << 20
 
 // Attention is ops.Attention on the device: causal multi-head
 // self-attention over B sequences of T positions, qkv B·T×3C (q, k, v side
 // by side, head h in columns h·D..(h+1)·D of each), y B·T×C.
 //
-// Per sequence and group of heads, cuBLAS computes S = scale·Q·Kᵀ (float32)
-// and the products with V; a kernel takes each row's causal softmax (P,
-// BF16). Like the CPU op, nothing of size T² is kept between the passes: the
-// backward recomputes S and P. Because P enters the product with V in BF16
-// and the sums run in cuBLAS's order, the result matches the CPU within a
-// tolerance (see the tests).
+// Per sequence, group of heads and chunk of query rows t0..t0+Q−1, cuBLAS
+// computes S = scale·Q·Kᵀ (float32) against the keys 0..t0+Q−1 those rows
+// see, and the products with V; a kernel takes each row's causal softmax
+// (P, BF16). Like the CPU op, nothing of size T² is kept between the passes:
+// the backward recomputes S and P. The key and value gradients are summed
+// over the query chunks in float32 and rounded once. Because P and dS enter
+// the products in BF16 and the sums run in cuBLAS's order, the result
+// matches the CPU within a tolerance (see the tests).
 type Attention struct {
 	B, T, C, H int
-	Group      int // heads per batched product; 0 sizes groups to attentionScratch
+	Group      int // heads per batched product (0: as many as fit attentionScratch)
+	QueryChunk int // query rows per product (0: as many as fit)
 }
 
 func (a Attention) headDim() int { return a.C / a.H }
@@ -31,19 +35,31 @@ func (a Attention) headDim() int { return a.C / a.H }
 // scale is 1/sqrt(D) rounded to float32, as on the CPU.
 func (a Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.headDim()))) }
 
-// group is how many heads share one batched product.
-func (a Attention) group() int {
-	if a.Group > 0 {
-		return min(a.Group, a.H)
+// shape returns the heads per group and the query rows per chunk: whole
+// sequences when they fit, else chunks of a multiple of 64 rows.
+func (a Attention) shape() (group, chunk int) {
+	const perElem = 10 // S and dP float32, P BF16
+	T := int64(a.T)
+	chunk = a.QueryChunk
+	if chunk <= 0 {
+		chunk = a.T
+		if perElem*T*T > attentionScratch {
+			chunk = int(max(64, attentionScratch/(perElem*T)/64*64))
+		}
 	}
-	perHead := 10 * int64(a.T) * int64(a.T) // S and dP float32, P BF16
-	return int(max(1, min(int64(a.H), attentionScratch/perHead)))
+	chunk = min(chunk, a.T)
+	group = a.Group
+	if group <= 0 {
+		group = int(max(1, attentionScratch/(perElem*int64(chunk)*T)))
+	}
+	return min(group, a.H), chunk
 }
 
-// heads describes the matrices of heads h0.. of sequence b.
+// heads is a group of heads of one sequence: the first head's q, k, v in
+// qkv (or their gradients in dqkv) and its columns of y (or dy).
 type heads struct {
-	q, k, v, y device.Ptr // first head's q, k, v in qkv (or dqkv) and y (or dy)
-	n          int        // heads in the group
+	q, k, v, y device.Ptr
+	n          int
 }
 
 func (a Attention) at(qkv, y device.Ptr, b, h0, n int) heads {
@@ -56,41 +72,39 @@ func (a Attention) at(qkv, y device.Ptr, b, h0, n int) heads {
 	}
 }
 
-// gemm is one batched product over a group of heads: operands in qkv or y
-// advance by D columns per head, score matrices by T·T.
-func (a Attention) gemm(dev device.Device, transA, transB bool, m, n, k int, alpha float32, A, B, C device.Mat, batch int) error {
-	return dev.Gemm(device.Gemm{TransA: transA, TransB: transB, M: m, N: n, K: k, Alpha: alpha, A: A, B: B, C: C, Batch: batch})
+// Operands: rows of qkv (ld 3C) and of y (ld C) from row t, the group's
+// heads D columns apart; score matrices rows×L, one per head.
+func (a Attention) qkvRows(p device.Ptr, t int) device.Mat {
+	return device.Mat{Ptr: p.Add(2 * int64(t) * int64(3*a.C)), Type: device.BF16, LD: 3 * a.C, Stride: int64(a.headDim())}
+}
+func (a Attention) yRows(p device.Ptr, t int) device.Mat {
+	return device.Mat{Ptr: p.Add(2 * int64(t) * int64(a.C)), Type: device.BF16, LD: a.C, Stride: int64(a.headDim())}
+}
+func scores(p device.Ptr, t device.DType, rows, L int) device.Mat {
+	return device.Mat{Ptr: p, Type: t, LD: L, Stride: int64(rows) * int64(L)}
 }
 
-func (a Attention) inQKV(p device.Ptr) device.Mat {
-	return device.Mat{Ptr: p, Type: device.BF16, LD: 3 * a.C, Stride: int64(a.headDim())}
-}
-func (a Attention) inY(p device.Ptr) device.Mat {
-	return device.Mat{Ptr: p, Type: device.BF16, LD: a.C, Stride: int64(a.headDim())}
-}
-func (a Attention) square(p device.Ptr, t device.DType) device.Mat {
-	return device.Mat{Ptr: p, Type: t, LD: a.T, Stride: int64(a.T) * int64(a.T)}
-}
-
-// scores computes S = scale·Q·Kᵀ and P = softmax(S) for a group of heads.
-func (o *Ops) attentionScores(a Attention, g heads, S, P device.Ptr) error {
-	if err := a.gemm(o.dev, true, false, a.T, a.T, a.headDim(), a.scale(),
-		a.inQKV(g.k), a.inQKV(g.q), a.square(S, device.F32), g.n); err != nil {
+// chunkScores computes, for query rows t0..t0+Q−1 of a group of heads,
+// S = scale·Q·Kᵀ over keys 0..L−1 (L = t0+Q) and P = softmax(S).
+func (o *Ops) chunkScores(a Attention, g heads, S, P device.Ptr, t0, Q int) error {
+	L := t0 + Q
+	if err := o.dev.Gemm(device.Gemm{TransA: true, M: L, N: Q, K: a.headDim(), Alpha: a.scale(),
+		A: a.qkvRows(g.k, 0), B: a.qkvRows(g.q, t0), C: scores(S, device.F32, Q, L), Batch: g.n}); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_attn_softmax", g.n*a.T, gpt.AttentionThreads, P, S, int32(a.T))
+	return o.dev.Launch("gpt_attn_softmax", g.n*Q, gpt.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
 }
 
 // AttentionForward computes y from qkv.
 func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
-	G := a.group()
-	tt := int64(a.T) * int64(a.T) * int64(G)
-	S, err := o.mem.Alloc(scratchCat, 4*tt)
+	G, Qc := a.shape()
+	elems := int64(G) * int64(Qc) * int64(a.T)
+	S, err := o.mem.Alloc(scratchCat, 4*elems)
 	if err != nil {
 		return err
 	}
 	defer o.mem.Free(S)
-	P, err := o.mem.Alloc(scratchCat, 2*tt)
+	P, err := o.mem.Alloc(scratchCat, 2*elems)
 	if err != nil {
 		return err
 	}
@@ -98,13 +112,16 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 	for b := range a.B {
 		for h0 := 0; h0 < a.H; h0 += G {
 			g := a.at(qkv, y, b, h0, min(G, a.H-h0))
-			if err := o.attentionScores(a, g, S, P); err != nil {
-				return err
-			}
-			// y_h = P·V_h
-			if err := a.gemm(o.dev, false, false, a.headDim(), a.T, a.T, 1,
-				a.inQKV(g.v), a.square(P, device.BF16), a.inY(g.y), g.n); err != nil {
-				return err
+			for t0 := 0; t0 < a.T; t0 += Qc {
+				Q := min(Qc, a.T-t0)
+				if err := o.chunkScores(a, g, S, P, t0, Q); err != nil {
+					return err
+				}
+				// y rows t0.. = P·V
+				if err := o.dev.Gemm(device.Gemm{M: a.headDim(), N: Q, K: t0 + Q, Alpha: 1,
+					A: a.qkvRows(g.v, 0), B: scores(P, device.BF16, Q, t0+Q), C: a.yRows(g.y, t0), Batch: g.n}); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -113,53 +130,97 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 
 // AttentionBackward computes dqkv from dy and qkv.
 func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
-	G := a.group()
-	tt := int64(a.T) * int64(a.T) * int64(G)
-	S, err := o.mem.Alloc(scratchCat, 4*tt)
-	if err != nil {
-		return err
-	}
-	defer o.mem.Free(S)
-	dP, err := o.mem.Alloc(scratchCat, 4*tt)
-	if err != nil {
-		return err
-	}
-	defer o.mem.Free(dP)
-	P, err := o.mem.Alloc(scratchCat, 2*tt)
-	if err != nil {
-		return err
-	}
-	defer o.mem.Free(P)
+	G, Qc := a.shape()
 	D := a.headDim()
+	elems := int64(G) * int64(Qc) * int64(a.T)
+	acc := int64(G) * int64(a.T) * int64(D) // one head-group's dK or dV, float32
+	bufs := make([]device.Ptr, 0, 5)
+	defer func() {
+		for _, p := range bufs {
+			o.mem.Free(p)
+		}
+	}()
+	get := func(bytes int64) (device.Ptr, error) {
+		p, err := o.mem.Alloc(scratchCat, bytes)
+		if err == nil {
+			bufs = append(bufs, p)
+		}
+		return p, err
+	}
+	S, err := get(4 * elems)
+	if err != nil {
+		return err
+	}
+	dP, err := get(4 * elems)
+	if err != nil {
+		return err
+	}
+	P, err := get(2 * elems)
+	if err != nil {
+		return err
+	}
+	dK, err := get(4 * acc)
+	if err != nil {
+		return err
+	}
+	dV, err := get(4 * acc)
+	if err != nil {
+		return err
+	}
+	accMat := func(p device.Ptr) device.Mat {
+		return device.Mat{Ptr: p, Type: device.F32, LD: D, Stride: int64(a.T) * int64(D)}
+	}
 	for b := range a.B {
 		for h0 := 0; h0 < a.H; h0 += G {
 			n := min(G, a.H-h0)
-			g := a.at(qkv, dy, b, h0, n)   // q, k, v and dy
+			g := a.at(qkv, dy, b, h0, n)    // q, k, v and dy
 			dg := a.at(dqkv, dy, b, h0, n) // dq, dk, dv
-			if err := o.attentionScores(a, g, S, P); err != nil {
+			if err := o.dev.Memset(dK, 0, 4*int64(n)*int64(a.T)*int64(D)); err != nil {
 				return err
 			}
-			// dP = dY·Vᵀ (float32)
-			if err := a.gemm(o.dev, true, false, a.T, a.T, D, 1,
-				a.inQKV(g.v), a.inY(g.y), a.square(dP, device.F32), n); err != nil {
+			if err := o.dev.Memset(dV, 0, 4*int64(n)*int64(a.T)*int64(D)); err != nil {
 				return err
 			}
-			// dV = Pᵀ·dY
-			if err := a.gemm(o.dev, false, true, D, a.T, a.T, 1,
-				a.inY(g.y), a.square(P, device.BF16), a.inQKV(dg.v), n); err != nil {
+			for t0 := 0; t0 < a.T; t0 += Qc {
+				Q := min(Qc, a.T-t0)
+				L := t0 + Q
+				if err := o.chunkScores(a, g, S, P, t0, Q); err != nil {
+					return err
+				}
+				gemms := []device.Gemm{
+					// dP = dY·Vᵀ (float32)
+					{TransA: true, M: L, N: Q, K: D, Alpha: 1, A: a.qkvRows(g.v, 0), B: a.yRows(g.y, t0), C: scores(dP, device.F32, Q, L)},
+					// dV += Pᵀ·dY (float32, over the chunks)
+					{TransB: true, M: D, N: L, K: Q, Alpha: 1, Beta: 1, A: a.yRows(g.y, t0), B: scores(P, device.BF16, Q, L), C: accMat(dV)},
+				}
+				for _, gm := range gemms {
+					gm.Batch = n
+					if err := o.dev.Gemm(gm); err != nil {
+						return err
+					}
+				}
+				// dS = P∘(dP − rowsum(P∘dP)), into P's buffer
+				if err := o.dev.Launch("gpt_attn_softmax_backward", n*Q, gpt.AttentionThreads, P, S, dP, int32(L), int32(Q), int32(t0)); err != nil {
+					return err
+				}
+				gemms = []device.Gemm{
+					// dQ rows t0.. = scale·dS·K
+					{M: D, N: Q, K: L, Alpha: a.scale(), A: a.qkvRows(g.k, 0), B: scores(P, device.BF16, Q, L), C: a.qkvRows(dg.q, t0)},
+					// dK += scale·dSᵀ·Q (float32, over the chunks)
+					{TransB: true, M: D, N: L, K: Q, Alpha: a.scale(), Beta: 1, A: a.qkvRows(g.q, t0), B: scores(P, device.BF16, Q, L), C: accMat(dK)},
+				}
+				for _, gm := range gemms {
+					gm.Batch = n
+					if err := o.dev.Gemm(gm); err != nil {
+						return err
+					}
+				}
+			}
+			total := int64(n) * int64(a.T) * int64(D)
+			if err := o.elementwise("gpt_heads_to_bf16", total, dg.k, dK, int32(a.T), int32(D), int32(3*a.C), total); err != nil {
 				return err
 			}
-			// dS = P∘(dP − rowsum(P∘dP)), into P's buffer
-			if err := o.dev.Launch("gpt_attn_softmax_backward", n*a.T, gpt.AttentionThreads, P, S, dP, int32(a.T)); err != nil {
-				return err
-			}
-			// dQ = scale·dS·K, dK = scale·dSᵀ·Q
-			if err := a.gemm(o.dev, false, false, D, a.T, a.T, a.scale(),
-				a.inQKV(g.k), a.square(P, device.BF16), a.inQKV(dg.q), n); err != nil {
-				return err
-			}
-			if err := a.gemm(o.dev, false, true, D, a.T, a.T, a.scale(),
-				a.inQKV(g.q), a.square(P, device.BF16), a.inQKV(dg.k), n); err != nil {
+			if err := o.elementwise("gpt_heads_to_bf16", total, dg.v, dV, int32(a.T), int32(D), int32(3*a.C), total); err != nil {
 				return err
 			}
 		}

@@ -223,10 +223,17 @@ var (
 )
 
 func TestAttentionMatchesCPU(t *testing.T) {
-	for _, c := range []struct{ B, T, C, H, group int }{{2, 33, 48, 3, 0}, {1, 70, 32, 4, 3}, {2, 16, 64, 2, 1}} {
+	for _, c := range []struct{ B, T, C, H, group, chunk int }{
+		{2, 33, 48, 3, 0, 0},  // whole sequences, all heads at once
+		{1, 70, 32, 4, 3, 0},  // groups of 3 and 1 heads
+		{2, 16, 64, 2, 1, 0},  // one head at a time
+		{2, 70, 48, 3, 2, 32}, // query chunks of 32, 32 and 6 rows
+		{1, 64, 32, 2, 0, 16}, // chunks that divide T
+		{4, 64, 128, 4, 0, 0}, // the tiny model
+	} {
 		h := newTDev(t)
 		a := ops.Attention{B: c.B, T: c.T, C: c.C, H: c.H}
-		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group}
+		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk}
 		N := c.B * c.T
 		qkv := h.randBF16(N*3*c.C, 0, 1)
 		dq := h.bf16(qkv)
@@ -242,6 +249,25 @@ func TestAttentionMatchesCPU(t *testing.T) {
 		wantD := make([]uint16, N*3*c.C)
 		a.Backward(wantD, dy, qkv)
 		assertNearBF16(t, "Attention.Backward", h.get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
+	}
+}
+
+// The automatic shape takes whole sequences while they fit the scratch
+// bound and chunks of query rows beyond.
+func TestAttentionShape(t *testing.T) {
+	for _, c := range []struct{ T, H, group, chunk int }{
+		{1024, 16, 16, 1024},  // 160 MiB for all heads of a sequence
+		{4096, 16, 1, 4096},   // one head's 160 MiB
+		{8192, 16, 1, 3264},   // chunks of 51 rows of 64 so that 10·Q·T fits 256 MiB
+		{65536, 12, 1, 384},
+	} {
+		g, q := Attention{B: 1, T: c.T, C: 64 * c.H, H: c.H}.shape()
+		if g != c.group || q != c.chunk {
+			t.Errorf("T %d, %d heads: %d heads of %d rows, want %d of %d", c.T, c.H, g, q, c.group, c.chunk)
+		}
+		if 10*int64(g)*int64(q)*int64(c.T) > attentionScratch && q > 64 {
+			t.Errorf("T %d: %d heads of %d rows exceed the scratch bound", c.T, g, q)
+		}
 	}
 }
 

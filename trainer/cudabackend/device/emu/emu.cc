@@ -237,6 +237,7 @@ static const entry table[] = {
     SEQ(gpt_crossentropy),
     SYNC(gpt_attn_softmax),
     SYNC(gpt_attn_softmax_backward),
+    SEQ(gpt_heads_to_bf16),
     SEQ(gpt_adamw),
     SEQ(gpt_sgd),
 };
