@@ -173,7 +173,7 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	for b := range a.B {
 		for h0 := 0; h0 < a.H; h0 += G {
 			n := min(G, a.H-h0)
-			g := a.at(qkv, dy, b, h0, n)    // q, k, v and dy
+			g := a.at(qkv, dy, b, h0, n)   // q, k, v and dy
 			dg := a.at(dqkv, dy, b, h0, n) // dq, dk, dv
 			if err := o.dev.Memset(dK, 0, 4*int64(n)*int64(a.T)*int64(D)); err != nil {
 				return err

@@ -256,9 +256,9 @@ func TestAttentionMatchesCPU(t *testing.T) {
 // bound and chunks of query rows beyond.
 func TestAttentionShape(t *testing.T) {
 	for _, c := range []struct{ T, H, group, chunk int }{
-		{1024, 16, 16, 1024},  // 160 MiB for all heads of a sequence
-		{4096, 16, 1, 4096},   // one head's 160 MiB
-		{8192, 16, 1, 3264},   // chunks of 51 rows of 64 so that 10·Q·T fits 256 MiB
+		{1024, 16, 16, 1024}, // 160 MiB for all heads of a sequence
+		{4096, 16, 1, 4096},  // one head's 160 MiB
+		{8192, 16, 1, 3264},  // chunks of 51 rows of 64 so that 10·Q·T fits 256 MiB
 		{65536, 12, 1, 384},
 	} {
 		g, q := Attention{B: 1, T: c.T, C: 64 * c.H, H: c.H}.shape()
