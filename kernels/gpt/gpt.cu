@@ -230,20 +230,53 @@ extern "C" __global__ void gpt_layernorm_backward_dx(bf16_t* dx, const bf16_t* d
   }
 }
 
-// dg[c] = bf16(Σ_n dy·norm), db[c] = bf16(Σ_n dy), n ascending; one thread
-// per column.
-extern "C" __global__ void gpt_layernorm_backward_params(bf16_t* dg, bf16_t* db, const bf16_t* dy, const bf16_t* x,
-                                                         const float* mean, const float* rstd, int N, int C) {
-  GRID_STRIDE(c, (long long)C) {
+// Column sums (the LayerNorm gain and bias gradients, a Linear's bias
+// gradient) over N rows take two passes: each of ⌈N/rows⌉ chunks of rows
+// sums its columns in ascending n into a float32 partial, then the partials
+// are added in chunk order. With one chunk (rows ≥ N) this is the CPU's
+// sequential sum, bit for bit; with more it is as deterministic, sums in
+// another order, and keeps the GPU busy (one thread per column alone would
+// leave most of it idle and wait on memory latency N times in a row).
+
+// partial[k][c] = Σ_{n in chunk k} dy·norm and pb[k][c] = Σ dy, with
+// norm = (x−mean)·rstd; the grid covers chunks × C threads (total).
+extern "C" __global__ void gpt_layernorm_params_partial(float* pg, float* pb, const bf16_t* dy, const bf16_t* x,
+                                                        const float* mean, const float* rstd, int N, int C, int rows,
+                                                        long long total) {
+  GRID_STRIDE(i, total) {
+    long long k = i / C;
+    int c = (int)(i - k * C);
+    long long n0 = k * rows, n1 = min((long long)N, n0 + rows);
     float sg = 0.0f, sb = 0.0f;
-    for (long long n = 0; n < N; n++) {
+    for (long long n = n0; n < n1; n++) {
       float d = bf2f(dy[n * C + c]);
       float norm = (bf2f(x[n * C + c]) - mean[n]) * rstd[n];
       sg += d * norm;
       sb += d;
     }
-    dg[c] = f2bf(sg);
-    db[c] = f2bf(sb);
+    pg[i] = sg;
+    pb[i] = sb;
+  }
+}
+
+// partial[k][c] = Σ_{n in chunk k} in[n][c]; the grid covers chunks × C.
+extern "C" __global__ void gpt_colsum_partial(float* partial, const bf16_t* in, int N, int C, int rows, long long total) {
+  GRID_STRIDE(i, total) {
+    long long k = i / C;
+    int c = (int)(i - k * C);
+    long long n0 = k * rows, n1 = min((long long)N, n0 + rows);
+    float s = 0.0f;
+    for (long long n = n0; n < n1; n++) s += bf2f(in[n * C + c]);
+    partial[i] = s;
+  }
+}
+
+// out[c] = bf16(Σ_k partial[k][c]), k ascending; one thread per column.
+extern "C" __global__ void gpt_colsum_finish(bf16_t* out, const float* partial, int chunks, int C) {
+  GRID_STRIDE(c, (long long)C) {
+    float s = 0.0f;
+    for (int k = 0; k < chunks; k++) s += partial[(long long)k * C + c];
+    out[c] = f2bf(s);
   }
 }
 
@@ -258,16 +291,6 @@ extern "C" __global__ void gpt_bias_round(bf16_t* y, const float* acc, const bf1
   GRID_STRIDE(i, total) {
     int c = (int)(i % C);
     y[i] = f2bf(acc[i] + bf2f(bias[c]));
-  }
-}
-
-// out[c] = bf16(Σ_n in[n][c]), n ascending (the bias gradient); matches the
-// CPU bit for bit.
-extern "C" __global__ void gpt_colsum(bf16_t* out, const bf16_t* in, int N, int C) {
-  GRID_STRIDE(c, (long long)C) {
-    float s = 0.0f;
-    for (long long n = 0; n < N; n++) s += bf2f(in[n * C + c]);
-    out[c] = f2bf(s);
   }
 }
 

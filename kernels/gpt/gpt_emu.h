@@ -49,3 +49,4 @@ inline float __uint_as_float(unsigned u) {
 // exp, log, sqrt, tanh (double), expf and sqrtf (float) and INFINITY come
 // from the C library's math.h.
 inline int min(int a, int b) { return a < b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }

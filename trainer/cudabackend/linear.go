@@ -58,7 +58,7 @@ func (o *Ops) LinearBackwardInput(l Linear, dx, dy, w device.Ptr) error {
 }
 
 // LinearBackwardWeight computes dW = bf16(dyᵀ·x) (Out×In) and, if db is not
-// 0, db = bf16(Σ_n dy[n]) in ascending n (bit for bit the CPU's).
+// 0, db = bf16(Σ_n dy[n]) (ColSum: the CPU's bits when Ops.SumRows ≥ N).
 func (o *Ops) LinearBackwardWeight(l Linear, dw, db, dy, x device.Ptr) error {
 	if err := o.dev.Gemm(device.Gemm{TransB: true, M: l.In, N: l.Out, K: l.N, Alpha: 1,
 		A: l.bf16(x, l.In), B: l.bf16(dy, l.Out), C: l.bf16(dw, l.In)}); err != nil {

@@ -15,7 +15,16 @@ import (
 type Ops struct {
 	dev device.Device
 	mem *Mem
+	// SumRows is how many rows each partial sum of a column reduction
+	// covers (the LayerNorm gain and bias gradients, a bias gradient): 0
+	// takes DefaultSumRows; at least N sums each column in one pass, in
+	// ascending rows, the CPU's order bit for bit.
+	SumRows int
 }
+
+// DefaultSumRows keeps a column reduction's first pass short and wide: for
+// the 162M model's 8192 rows, 64 partials per column.
+const DefaultSumRows = 128
 
 // NewOps returns the kernels of a run whose scratch memory is mem.
 func NewOps(mem *Mem) *Ops { return &Ops{dev: mem.Dev(), mem: mem} }
@@ -107,8 +116,9 @@ func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) erro
 	return o.elementwise("gpt_layernorm_apply", n, y, x, mean, rstd, g, b, int32(C), n)
 }
 
-// LayerNormBackward is ops.LayerNorm.Backward, bit for bit: dx (N×C), dg and
-// db (C each) from dy, x, g and the forward's statistics.
+// LayerNormBackward is ops.LayerNorm.Backward: dx (N×C) bit for bit, dg and
+// db (C each) bit for bit when SumRows ≥ N (else within float32 rounding of
+// another summation order), from dy, x, g and the forward's statistics.
 func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, C int) error {
 	sums, err := o.mem.Alloc(scratchCat, 8*int64(N))
 	if err != nil {
@@ -124,13 +134,48 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, 
 	if err := o.elementwise("gpt_layernorm_backward_dx", n, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_layernorm_backward_params", gridFor(int64(C), 128), 128, dg, db, dy, x, mean, rstd, int32(N), int32(C))
+	rows, chunks := o.sumChunks(N)
+	partial, err := o.mem.Alloc(scratchCat, 8*int64(chunks)*int64(C))
+	if err != nil {
+		return err
+	}
+	defer o.mem.Free(partial)
+	pg, pb := partial, partial.Add(4*int64(chunks)*int64(C))
+	total := int64(chunks) * int64(C)
+	if err := o.elementwise("gpt_layernorm_params_partial", total, pg, pb, dy, x, mean, rstd, int32(N), int32(C), int32(rows), total); err != nil {
+		return err
+	}
+	if err := o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, dg, pg, int32(chunks), int32(C)); err != nil {
+		return err
+	}
+	return o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, db, pb, int32(chunks), int32(C))
 }
 
-// ColSum computes out[c] = bf16(Σ_n in[n][c]), n ascending (in is N×C): the
-// bias gradient of ops.Linear.BackwardWeight, bit for bit.
+// sumChunks is the rows per partial of a column reduction over N rows and
+// the number of partials.
+func (o *Ops) sumChunks(N int) (rows, chunks int) {
+	rows = o.SumRows
+	if rows <= 0 {
+		rows = DefaultSumRows
+	}
+	rows = min(rows, max(N, 1))
+	return rows, (N + rows - 1) / rows
+}
+
+// ColSum computes out[c] = bf16(Σ_n in[n][c]) (in is N×C): the bias
+// gradient of ops.Linear.BackwardWeight; bit for bit when SumRows ≥ N.
 func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
-	return o.dev.Launch("gpt_colsum", gridFor(int64(C), 128), 128, out, in, int32(N), int32(C))
+	rows, chunks := o.sumChunks(N)
+	partial, err := o.mem.Alloc(scratchCat, 4*int64(chunks)*int64(C))
+	if err != nil {
+		return err
+	}
+	defer o.mem.Free(partial)
+	total := int64(chunks) * int64(C)
+	if err := o.elementwise("gpt_colsum_partial", total, partial, in, int32(N), int32(C), int32(rows), total); err != nil {
+		return err
+	}
+	return o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, out, partial, int32(chunks), int32(C))
 }
 
 // CrossEntropy is ops.CrossEntropy.ForwardBackward, bit for bit: per-row
