@@ -5,6 +5,7 @@
 #   go test -c -tags cuda -o bin/gpu.test ./gpu/
 #   go test -c -tags cuda -o bin/cli.test ./cmd/lcttop/
 #   go build -tags cuda -o bin/lcttop ./cmd/lcttop
+#   go build -o bin/lcttop-cpu ./cmd/lcttop
 #   mkdir -p devrun && cp -r <the real tensors> devrun/tensors
 #
 # then run `bash gpu/devicerun.sh` from the repository root (bin/ and devrun/
@@ -17,7 +18,8 @@ root=$(pwd)
 OUT=${OUT:-$root/devrun/out}
 mkdir -p "$OUT"
 export LCTTOP_TENSORS=${LCTTOP_TENSORS:-$root/devrun/tensors}
-export LCTTOP_BIN=$root/bin/lcttop
+# the CLI tests run this binary for their no-CUDA cases (a default build)
+export LCTTOP_BIN=$root/bin/lcttop-cpu
 failed=()
 
 step() { # step NAME LOG COMMAND...: run, log, remember a failure

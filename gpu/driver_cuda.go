@@ -9,8 +9,13 @@ package gpu
 #include <cuda.h>
 #include <stdint.h>
 
+// lct_set_smem lets f have bytes of dynamic shared memory, and prefers the
+// largest shared-memory carveout, so that as many CTAs fit as the
+// multiprocessor's shared memory allows.
 static CUresult lct_set_smem(CUfunction f, int bytes) {
-	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+	CUresult rc = cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes);
+	if (rc != CUDA_SUCCESS) return rc;
+	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
 }
 
 static CUresult lct_smem_optin(int dev, int* bytes) {

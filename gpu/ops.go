@@ -19,8 +19,9 @@ const (
 // shared memory.
 func rowStride(c int) int { return ((c + 3) / 4) | 1 }
 
-// codecSmem is the shared memory of lct_encode and lct_decode.
-func codecSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStride(c) }
+// codecSmem is the shared memory of lct_encode and lct_decode (with the
+// decoder's slack of 128 words past the rows).
+func codecSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStride(c) + 128*4 }
 
 // fusedSmem is the shared memory of the fused updates.
 func fusedSmem(in, out []*Tensor) int {

@@ -319,8 +319,8 @@ func resize[T any](s []T, n int) []T {
 // Decode, by the next 8 bits, a field a byte: exponent | advance<<8 | code
 // length<<16 | flags<<24, the advance being the code length (+8 for ESC and
 // its literal), flag bit 0 ESC, bit 7 an invalid prefix (advancing 8).
-// Encode, by exponent: code (ESC and the literal for an escaped exponent) |
-// length<<16.
+// Encode, by exponent: the code (ESC and the literal for an escaped
+// exponent, at most 16 bits) left-aligned in the top bits | length.
 func buildTables(cb *codec.Codebook) [512]uint32 {
 	var tab [512]uint32
 	for i, e := range cb.DecodeTable() {
@@ -335,11 +335,11 @@ func buildTables(cb *codec.Codebook) [512]uint32 {
 	}
 	codes, esc := cb.Codes()
 	for x, l := range cb.Lengths {
-		if l != 0 {
-			tab[256+x] = uint32(l)<<16 | uint32(codes[x])
-		} else {
-			tab[256+x] = uint32(cb.EscLen+8)<<16 | uint32(esc)<<8 | uint32(x)
+		code, n := uint32(codes[x]), uint32(l)
+		if l == 0 {
+			code, n = uint32(esc)<<8|uint32(x), uint32(cb.EscLen)+8
 		}
+		tab[256+x] = code<<(32-n) | n
 	}
 	return tab
 }

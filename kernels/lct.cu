@@ -105,6 +105,14 @@ LCT_DEV void geo_init(Geo& g, const LctDesc* d, int b, int j) {
 // memory: enough for a full block, and odd.
 LCT_DEV int row_stride(long long C) { return (int)(((C + 3) >> 2) | 1); }
 
+// A reader refills a word per two symbols, so it loads at most 128 words of
+// its row; past its stream it reads the next stream's row. What it finds
+// there cannot change the outcome: a code that ends within the stream's
+// capacity is read from the stream's own bits (no other code is a prefix of
+// them), and one that does not is an error whatever the bits. The last row
+// is followed by LCT_SLACK zero words so that no read leaves shared memory.
+#define LCT_SLACK 128
+
 LCT_DEV void report(const LctDesc* d, int b, int j, u32 kind) {
   atomicMin((u64*)d->status + 1, ((u64)b << 16) | ((u64)j << 8) | kind);
 }
@@ -224,35 +232,32 @@ LCT_DEV void stage_out(const u32* rows, int W, u8* __restrict__ area, int Cb, in
 // exponent | advance << 8 | code length << 16 | flags << 24, the advance
 // being the code length (+8 for ESC, whose literal follows); flag bit 0 marks
 // ESC, bit 7 an invalid prefix (which advances 8 bits, to keep going).
-// Encode table entry, by exponent: code (ESC and the literal for an escaped
-// exponent) | length << 16.
+// Encode table entry, by exponent: the code (ESC and the literal for an
+// escaped exponent, at most 16 bits) left-aligned in the top bits | length.
 #define LCT_ESC (1u << 24)
 #define LCT_INVALID 0x80000000u
 
 struct Reader {
   u64 buf;    // unread bits, left-aligned
   u32 nbits;  // valid bits in buf
-  u32 w;      // words loaded (zeros past the stream count too)
+  u32 w;      // words loaded
   u32 seen;   // the OR of the table entries met: bit 31, an invalid prefix
   const u32* row;
-  u32 words;
 };
 
-LCT_DEV void rd_init(Reader& r, const u32* row, int words) {
+LCT_DEV void rd_init(Reader& r, const u32* row) {
   r.buf = 0;
   r.nbits = 0;
   r.w = 0;
   r.seen = 0;
   r.row = row;
-  r.words = (u32)words;
 }
 
 // rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
 // each at most 16 bits (ESC and its literal).
 LCT_DEV void rd_refill(Reader& r) {
   if (r.nbits < 32) {
-    const u32 x = r.w < r.words ? r.row[r.w] : 0u;  // past the stream: zeros
-    r.buf |= (u64)x << (32 - r.nbits);
+    r.buf |= (u64)r.row[r.w] << (32 - r.nbits);
     r.w++;
     r.nbits += 32;
   }
@@ -278,51 +283,71 @@ LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
   return 0;
 }
 
+// The writer appends every code, fitting or not, and counts those that fit:
+// since the bits only grow, they are a prefix, the exponents before the
+// first code that does not fit (format.md §3). wr_finish then clears what
+// came after them. This keeps the per-exponent work free of branches.
 struct Writer {
-  u64 acc;    // pending bits, left-aligned
+  u32 hi;     // pending bits, left-aligned
   u32 pend;   // pending bits, < 32
-  u32 used;   // code bits written
+  u32 used;   // bits appended
+  u32 fit;    // bits of the codes that fit
+  u32 coded;  // exponents that fit
   u32 w;      // next word of the row
-  u32 coded;  // exponents written
-  u32 cap;    // capacity in bits; 0 once the stream spilled
+  u32 cap;    // capacity in bits
+  u32 words;  // words of the row
   u32* row;
 };
 
-LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits) {
-  s.acc = 0;
+LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits, int words) {
+  s.hi = 0;
   s.pend = 0;
   s.used = 0;
-  s.w = 0;
+  s.fit = 0;
   s.coded = 0;
+  s.w = 0;
   s.cap = capBits;
+  s.words = (u32)words;
   s.row = row;
 }
 
-// wr_put appends exponent x's code if it fits; at the first that does not,
-// the stream stops and it and every later exponent spill (format.md §3).
-// Branch-free but for the word store, so that the compiler can overlap
-// consecutive exponents' table lookups.
+// shl32 is x << s for s in 0..32 (32 gives 0).
+LCT_DEV u32 shl32(u32 x, u32 s) {
+#ifdef LCT_EMU
+  return s >= 32 ? 0u : x << s;
+#else
+  return __funnelshift_lc(0u, x, s);
+#endif
+}
+
 LCT_DEV void wr_put(Writer& s, u32 x, const u32* enc) {
   const u32 e = enc[x];
-  const u32 len = e >> 16;
-  const u32 fit = s.used + len <= s.cap;
-  const u32 le = fit ? len : 0u;
-  const u32 code = fit ? (e & 0xFFFFu) : 0u;
-  s.acc |= (u64)code << ((64u - s.pend - le) & 63u);  // (a shift of 64 only ever moves a 0)
-  s.pend += le;
-  s.used += le;
-  s.coded += fit;
-  s.cap = fit ? s.cap : 0u;  // every code is at least 1 bit: nothing fits any more
+  const u32 len = e & 31u, code = e & ~31u;
+  s.used += len;
+  const bool ok = s.used <= s.cap;
+  s.coded += ok;
+  s.fit = ok ? s.used : s.fit;
+  s.hi |= code >> s.pend;
+  const u32 lo = shl32(code, 32 - s.pend);  // the code's bits past this word
+  s.pend += len;
   if (s.pend >= 32) {
-    s.row[s.w++] = (u32)(s.acc >> 32);
-    s.acc <<= 32;
+    if (s.w < s.words) s.row[s.w] = s.hi;
+    s.w++;
+    s.hi = lo;
     s.pend -= 32;
   }
 }
 
-LCT_DEV void wr_finish(Writer& s, int words) {
-  if (s.pend) s.row[s.w++] = (u32)(s.acc >> 32);
-  for (u32 w = s.w; w < (u32)words; w++) s.row[w] = 0;
+LCT_DEV void wr_finish(Writer& s) {
+  u32 w = s.fit >> 5;
+  if (w < s.words) {
+    // The word holding the end of the codes that fit: flushed already, or
+    // still pending. Keep its first fit%32 bits.
+    const u32 x = s.w > w ? s.row[w] : s.hi;
+    const u32 b = s.fit & 31u;
+    s.row[w++] = b ? x & (0xFFFFFFFFu << (32 - b)) : 0u;
+  }
+  for (; w < s.words; w++) s.row[w] = 0;
 }
 
 // ---- spills -----------------------------------------------------------------
@@ -379,7 +404,7 @@ LCT_DEV void out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, 
   const u32 mask = __ballot_sync(LCT_FULL, flag);
   if ((j & 31) == 0) ((u32*)d->bitmaps)[(long long)b * 8 + (j >> 5)] = mask;
   u32 S, spilled, bits;
-  block_sum3(flag, spill, w.used, tmp, S, spilled, bits);
+  block_sum3(flag, spill, w.fit, tmp, S, spilled, bits);
   if (S) ((u8*)d->spill)[(long long)b * 256 + j] = (u8)spill;
   if (j == 0) {
     u32* bs = (u32*)d->bstats + 4LL * b;
@@ -552,7 +577,12 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
 
 // ---- encode -------------------------------------------------------------------
 
-extern "C" __global__ void __launch_bounds__(256) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+// lct_encode and lct_decode are bounded to 40 registers so that six CTAs (48
+// warps, with about 37 KB of shared memory each) share a multiprocessor: the
+// coding loops are bound by integer issue, and more warps hide the table
+// lookups' latency.
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x, b = blockIdx.x;
   Geo g;
@@ -566,7 +596,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode(const LctDesc* __re
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
-  wr_init(w, rows + j * W, g.capBits);
+  wr_init(w, rows + j * W, g.capBits, g.words);
   uint4 pre[LCT_G];
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
@@ -592,7 +622,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode(const LctDesc* __re
     for (int pp = 0; pp < lim; pp++) wr_put(w, ex[pp * 256 + j], enc);
     __syncthreads();
   }
-  wr_finish(w, g.words);
+  wr_finish(w);
   out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
 }
@@ -658,7 +688,7 @@ extern "C" __global__ void __launch_bounds__(1024) lct_scan(const LctDesc* d0, c
 
 // ---- decode -------------------------------------------------------------------
 
-extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x, b = blockIdx.x;
   Geo g;
@@ -669,6 +699,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __re
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
   dec[j] = __ldg((const u32*)d->tables + j);
+  if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
   uint2 pre[LCT_G];
@@ -679,7 +710,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode(const LctDesc* __re
   in_spill(sp, d, g, b, j, tmp);
   __syncthreads();
   Reader r;
-  rd_init(r, rows + j * W, g.words);
+  rd_init(r, rows + j * W);
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
     decode_column(r, sp, g.count, ex, dec, p0, imin(LCT_CH, g.P - p0));
     __syncthreads();
@@ -878,7 +909,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   u32* next = (u32*)(ex + NT * LCT_CHF * 256);
   int Win[NT], Wout[NT];
   u32* rin[NT];
-  u32* rout[NT];
+  u32* rout[NT];  // (they follow the input rows: a reader past its last row reads these)
   Geo gi[NT], go[NT];
 #pragma unroll
   for (int t = 0; t < NT; t++) {
@@ -931,8 +962,8 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   Writer wr[NT];
 #pragma unroll
   for (int t = 0; t < NT; t++) {
-    rd_init(rd[t], rin[t] + j * Win[t], gi[t].words);
-    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits);
+    rd_init(rd[t], rin[t] + j * Win[t]);
+    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits, go[t].words);
   }
 
   for (int p0 = 0; p0 < P; p0 += LCT_CHF) {
@@ -995,7 +1026,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   if (!OVF) {
 #pragma unroll
     for (int t = 0; t < NT; t++) {
-      wr_finish(wr[t], go[t].words);
+      wr_finish(wr[t]);
       out_finish(dout[t], go[t], wr[t], b, j, tmp);
     }
 #pragma unroll
@@ -1019,7 +1050,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_sgd_lct_ovf(const LctDesc*
   fused<2, LCT_OP_SGD, true>(in, out, g, sc);
 }
 
-extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo, const LctDesc* vo,
+extern "C" __global__ void __launch_bounds__(256, 1) lct_adamw_lct(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo, const LctDesc* vo,
                                                                 const u16* __restrict__ g, float lr, float b1, float omb1, float b2, float omb2, float eps, float wd,
                                                                 float bc1, float bc2) {
   const LctDesc* in[3] = {w, m, v};
@@ -1028,7 +1059,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct(const LctDesc* w
   fused<3, LCT_OP_ADAMW, false>(in, out, g, sc);
 }
 
-extern "C" __global__ void __launch_bounds__(256) lct_adamw_lct_ovf(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo,
+extern "C" __global__ void __launch_bounds__(256, 1) lct_adamw_lct_ovf(const LctDesc* w, const LctDesc* m, const LctDesc* v, const LctDesc* wo, const LctDesc* mo,
                                                                     const LctDesc* vo, const u16* __restrict__ g, float lr, float b1, float omb1, float b2, float omb2,
                                                                     float eps, float wd, float bc1, float bc2) {
   const LctDesc* in[3] = {w, m, v};

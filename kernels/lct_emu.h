@@ -126,6 +126,10 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 }
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
+  unsigned s = shift < 32 ? shift : 32;
+  return (unsigned)(((((uint64_t)hi << 32) | lo) << s) >> 32);
+}
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
   uint64_t v = ((uint64_t)y << 32) | x;
   unsigned r = 0;
