@@ -27,7 +27,7 @@ const attentionScratch = 256 << 20
 type Attention struct {
 	B, T, C, H int
 	Group      int // heads per batched product (0: as many as fit attentionScratch)
-	QueryChunk int // query rows per product (0: as many as fit)
+	QueryChunk int // query rows per product (0: defaultQueryChunk, fewer if they do not fit)
 }
 
 func (a Attention) headDim() int { return a.C / a.H }
@@ -35,16 +35,21 @@ func (a Attention) headDim() int { return a.C / a.H }
 // scale is 1/sqrt(D) rounded to float32, as on the CPU.
 func (a Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.headDim()))) }
 
-// shape returns the heads per group and the query rows per chunk: whole
-// sequences when they fit, else chunks of a multiple of 64 rows.
+// defaultQueryChunk is the query rows per product when the scratch bound
+// allows more: causal rows t0..t0+Q−1 need only keys up to t0+Q−1, so chunks
+// skip most of the masked half of S (at T = 1024, chunks of 512 compute 3/4
+// of S, whole rows all of it) at the price of more, smaller products.
+const defaultQueryChunk = 512
+
+// shape returns the heads per group and the query rows per chunk.
 func (a Attention) shape() (group, chunk int) {
 	const perElem = 10 // S and dP float32, P BF16
 	T := int64(a.T)
 	chunk = a.QueryChunk
 	if chunk <= 0 {
-		chunk = a.T
-		if perElem*T*T > attentionScratch {
-			chunk = int(max(64, attentionScratch/(perElem*T)/64*64))
+		chunk = defaultQueryChunk
+		if fit := attentionScratch / (perElem * T) / 64 * 64; int64(chunk) > fit {
+			chunk = int(max(64, fit))
 		}
 	}
 	chunk = min(chunk, a.T)

@@ -267,14 +267,15 @@ func TestAttentionMatchesCPU(t *testing.T) {
 	}
 }
 
-// The automatic shape takes whole sequences while they fit the scratch
-// bound and chunks of query rows beyond.
+// The automatic shape takes chunks of 512 query rows, fewer where the
+// scratch bound needs it, and as many heads as fit.
 func TestAttentionShape(t *testing.T) {
 	for _, c := range []struct{ T, H, group, chunk int }{
-		{1024, 16, 16, 1024}, // 160 MiB for all heads of a sequence
-		{4096, 16, 1, 4096},  // one head's 160 MiB
-		{8192, 16, 1, 3264},  // chunks of 51 rows of 64 so that 10·Q·T fits 256 MiB
-		{65536, 12, 1, 384},
+		{64, 4, 4, 64},      // short sequences in one product
+		{1024, 16, 16, 512}, // 80 MiB for all heads
+		{4096, 16, 12, 512}, // 12 heads fit 256 MiB
+		{8192, 16, 6, 512},  // 6 heads fit
+		{65536, 12, 1, 384}, // 6 blocks of 64 rows fit
 	} {
 		g, q := Attention{B: 1, T: c.T, C: 64 * c.H, H: c.H}.shape()
 		if g != c.group || q != c.chunk {

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One run of the CUDA trainer backend's checks and measurements on a GPU
+# machine, from the repository root, with binaries built beforehand on a
+# machine with Go (the GPU machine has none):
+#
+#   go test -c -tags cuda -o bin/cudabackend/cudabackend.test ./trainer/cudabackend/
+#   go build -tags cuda -o bin/cudabackend/cudatrain ./trainer/cudabackend/cmd/cudatrain
+#
+# Stages, each under its own time limit, most important first: the backend's
+# tests against the CPU ops on the GPU; 200 steps of the 162M model; the
+# PyTorch reference on the same configuration; the batch-1 sequence sweep
+# under a budget; compute-sanitizer over the kernel tests. Full logs go to
+# $OUT (default ./device-out); a short table is printed last.
+set -uo pipefail
+OUT=${OUT:-device-out}
+mkdir -p "$OUT"
+STEPS=${STEPS:-200}
+BUDGET_GIB=${BUDGET_GIB:-16}
+exec > >(tee "$OUT/run.log") 2>&1
+
+stage() { echo; echo "=== $1 ($(date +%T))"; }
+
+stage "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem --format=csv
+if [ -z "${LCTTOP_CUBLAS:-}" ]; then
+  lib=$(ldconfig -p 2>/dev/null | awk '/libcublas\.so\.[0-9]+ /{print $NF; exit}')
+  [ -n "$lib" ] || lib=$(find /usr/local /opt /usr/lib -name 'libcublas.so.[0-9]*' 2>/dev/null | sort -V | tail -1)
+  if [ -n "$lib" ]; then export LCTTOP_CUBLAS="$lib"; fi
+fi
+echo "cuBLAS: ${LCTTOP_CUBLAS:-(search path)}"
+
+stage "tests on the GPU"
+timeout 420 bin/cudabackend/cudabackend.test -test.v -test.count=1 -test.timeout 400s >"$OUT/tests.log" 2>&1
+echo "tests rc=$?"
+grep -E '^(--- |ok|PASS|FAIL)|identical to the CPU|loss .* vs|no CUDA' "$OUT/tests.log" | head -80
+
+stage "162M, $STEPS steps (dense run)"
+timeout 600 bin/cudabackend/cudatrain --model gpt162m --steps "$STEPS" --val-every 50 --val-batches 4 --json >"$OUT/train162m.jsonl"
+echo "train rc=$?"
+tail -1 "$OUT/train162m.jsonl"
+
+stage "PyTorch reference, 162M"
+PYTHONUNBUFFERED=1 timeout 300 python3 scripts/pytorch_reference.py --model gpt162m --steps 30 --warmup 5 >"$OUT/torch.jsonl" 2>"$OUT/torch.err"
+echo "torch rc=$?"; tail -1 "$OUT/torch.jsonl"; tail -3 "$OUT/torch.err"
+
+stage "sweep at batch 1 within $BUDGET_GIB GiB (dense run)"
+timeout 600 bin/cudabackend/cudatrain --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 1024 --sweep-max 65536 --sweep-quantum 1024 --json >"$OUT/sweep.jsonl"
+echo "sweep rc=$?"; cat "$OUT/sweep.jsonl"
+
+stage "compute-sanitizer memcheck over the kernel tests"
+timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 bin/cudabackend/cudabackend.test -test.count=1 \
+  -test.run 'TestAddGELU|TestEmbedding|TestLayerNorm|TestCrossEntropy|TestOptimizers|TestLinearMatchesCPU|TestAttentionMatchesCPU' \
+  >"$OUT/sanitizer.log" 2>&1
+echo "sanitizer rc=$?"; tail -5 "$OUT/sanitizer.log"
+
+stage "summary"
+python3 - "$OUT" <<'EOF'
+import json, sys, os
+out = sys.argv[1]
+def lines(name):
+    try:
+        return [json.loads(l) for l in open(os.path.join(out, name)) if l.startswith("{")]
+    except FileNotFoundError:
+        return []
+tr = [l for l in lines("train162m.jsonl") if l.get("summary")]
+to = lines("torch.jsonl")
+sw = [l for l in lines("sweep.jsonl") if "sweep_longest" in l]
+if tr:
+    s = tr[-1]
+    print(f"ours   162M: median step {s['median_step_ms_shadow']:.1f} ms, peak {s['peak_bytes_shadow']/2**20:.0f} MiB, "
+          f"loss {s['first_loss']:.3f} -> {s['last_loss']:.3f}, val {s['first_val_loss']:.3f} -> {s['last_val_loss']:.3f}")
+if to:
+    t = to[-1]
+    print(f"torch  162M: median step {t['median_step_ms']:.1f} ms, peak {t['peak_allocated_bytes']/2**20:.0f} MiB "
+          f"(reserved {t['peak_reserved_bytes']/2**20:.0f}), {t['pytorch']}")
+if tr and to:
+    print(f"ours/torch step time: {tr[-1]['median_step_ms_shadow']/to[-1]['median_step_ms']:.2f}")
+if sw:
+    print(f"sweep: longest dense sequence at batch 1 within the budget: {sw[-1]['sweep_longest']}")
+EOF
