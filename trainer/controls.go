@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"lcttop/codec"
 )
@@ -13,18 +12,18 @@ import (
 // Run trains until cfg.Steps steps are done (0: until stopped), Stop is
 // called or ctx ends, emitting a Snapshot after each step. While paused it
 // waits, takes single steps on StepOnce, and applies codec changes at once
-// (emitting a snapshot that shows them). It closes Snapshots when it
+// (emitting a snapshot that shows them). When it ends without an error it
+// writes the final checkpoint (FinalCheckpoint). It closes Snapshots when it
 // returns; the error is the one that stopped training (nil when it
 // finished or was stopped).
 func (t *Trainer) Run(ctx context.Context) error {
 	defer close(t.snaps)
-	t.runStart = time.Now()
 	for {
-		once, err := t.waitTurn(ctx)
+		next, err := t.waitTurn(ctx)
 		if err != nil || t.isStopped() {
-			return nil
+			return t.FinalCheckpoint()
 		}
-		if once == turnCodec {
+		if next == turnCodec {
 			t.mu.Lock()
 			err := t.applyPending()
 			snap := t.last
@@ -42,17 +41,30 @@ func (t *Trainer) Run(ctx context.Context) error {
 			continue
 		}
 		if t.cfg.Steps > 0 && t.currentStep() >= t.cfg.Steps {
-			return nil
+			return t.FinalCheckpoint()
 		}
 		snap, err := t.Step(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return t.FinalCheckpoint()
 		}
 		t.emit(snap)
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// FinalCheckpoint writes the checkpoint of the current step to
+// CheckpointPath, unless none is configured, no step was taken, or
+// CheckpointEvery already wrote this step's.
+func (t *Trainer) FinalCheckpoint() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	every := t.cfg.CheckpointEvery
+	if t.cfg.CheckpointPath == "" || t.step == 0 || every > 0 && t.step%every == 0 {
+		return nil
+	}
+	return t.saveCheckpoint(t.cfg.CheckpointPath)
 }
 
 type turn int

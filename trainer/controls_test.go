@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -81,9 +82,10 @@ func TestRunControls(t *testing.T) {
 	}
 }
 
-func TestRunStopsAtSteps(t *testing.T) {
+func TestRunStopsAtStepsAndCheckpoints(t *testing.T) {
 	cfg := quickConfig("sgd")
 	cfg.Steps = 3
+	cfg.CheckpointPath = filepath.Join(t.TempDir(), "end.lct")
 	tr := newTrainer(t, cfg)
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -94,6 +96,10 @@ func TestRunStopsAtSteps(t *testing.T) {
 	}
 	if last.Step != 3 {
 		t.Fatalf("last snapshot is step %d, want 3", last.Step)
+	}
+	cfg.ResumePath = cfg.CheckpointPath
+	if r := newTrainer(t, cfg); r.step != 3 {
+		t.Fatalf("the final checkpoint holds step %d, want 3", r.step)
 	}
 }
 

@@ -43,7 +43,6 @@ type Trainer struct {
 	pending  map[TensorClass]ClassCodec // asked for, not applied yet
 	wake     chan struct{}
 	snaps    chan Snapshot
-	runStart time.Time
 }
 
 // New checks cfg, loads the data, and sets up both runs from the seed (or

@@ -183,10 +183,8 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON 
 			fmt.Fprintln(out, stepLine(s))
 		}
 	}
-	if cfg.CheckpointPath != "" && last.Step > 0 && (cfg.CheckpointEvery == 0 || last.Step%cfg.CheckpointEvery != 0) {
-		if err := tr.SaveCheckpoint(cfg.CheckpointPath); err != nil {
-			return err
-		}
+	if err := tr.FinalCheckpoint(); err != nil {
+		return err
 	}
 	if last.Step > 0 && !last.BitIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", last.Mismatch)
