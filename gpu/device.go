@@ -73,7 +73,6 @@ func (d *Device) Close() error {
 		}
 	}
 	d.live = nil
-	d.drv.exit()
 	if err := d.drv.close(); err != nil && first == nil {
 		first = err
 	}

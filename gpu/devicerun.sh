@@ -38,6 +38,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used,memo
 step "gpu tests" "$OUT/gpu-test.log" bash -c "cd gpu && '$root/bin/gpu.test' -test.v -test.timeout 20m"
 step "cli tests" "$OUT/cli-test.log" bash -c "cd cmd/lcttop && '$root/bin/cli.test' -test.v -test.timeout 10m"
 step "bench" "$OUT/bench.log" bash -c "'$root/bin/lcttop' bench --json-out '$OUT/bench.json' >'$OUT/bench.txt'"
+# The 256 Mi figures once more: how much they move from run to run.
+step "bench again" "$OUT/bench.log" bash -c "echo; echo 'again, 256 Mi only:' >>'$OUT/bench.txt'; '$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '' >>'$OUT/bench.txt' 2>>'$OUT/bench.log'"
 if [ "${PROFILE:-0}" = 1 ]; then
 	step "ncu" "$OUT/ncu.txt" timeout 400 ncu --clock-control none \
 		-k 'regex:^lct_(encode|decode|sgd_lct|adamw_lct|sgd_bf16|adamw_bf16)$' -c 16 \

@@ -13,7 +13,6 @@ type kernel int
 const (
 	kEncode kernel = iota
 	kEncodeOverflow
-	kScan
 	kDecode
 	kSampleHist
 	kHist
@@ -30,7 +29,6 @@ const (
 var kernelNames = [numKernels]string{
 	kEncode:           "lct_encode",
 	kEncodeOverflow:   "lct_encode_overflow",
-	kScan:             "lct_scan",
 	kDecode:           "lct_decode",
 	kSampleHist:       "lct_sample_hist",
 	kHist:             "lct_hist",
@@ -69,6 +67,8 @@ type driver interface {
 	launch(k kernel, grid, block, smem int, args []uint64) error
 	synchronize() error
 	newEvent() (event, error)
+	// close releases the driver; it runs between enter and exit and does
+	// the exit itself.
 	close() error
 }
 

@@ -33,6 +33,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"gorgonia.org/cu"
@@ -75,15 +76,20 @@ func openDriver(ordinal int) (driver, error) {
 	d := &cudaDriver{dev: dev, ctx: ctx}
 	d.vals = (*C.uint64_t)(C.malloc(8 * cudaMaxArgs))
 	d.ptrs = (*unsafe.Pointer)(C.malloc(C.size_t(unsafe.Sizeof(unsafe.Pointer(nil))) * cudaMaxArgs))
+	// The context is current per OS thread: stay on this one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := d.enter(); err != nil {
-		d.close()
+		C.free(unsafe.Pointer(d.vals))
+		C.free(unsafe.Pointer(d.ptrs))
+		d.dev.ReleasePrimaryCtx()
 		return nil, err
 	}
-	defer d.exit()
 	if err := d.load(); err != nil {
 		d.close()
 		return nil, err
 	}
+	d.exit()
 	return d, nil
 }
 
@@ -174,6 +180,8 @@ func (d *cudaDriver) launch(k kernel, grid, block, smem int, args []uint64) erro
 
 func (d *cudaDriver) synchronize() error { return cu.Synchronize() }
 
+// close unloads the module (the context must be current: it runs between
+// enter and the exit it does itself) and releases the context.
 func (d *cudaDriver) close() error {
 	var first error
 	if d.mod != (cu.Module{}) {
@@ -181,6 +189,7 @@ func (d *cudaDriver) close() error {
 			first = err
 		}
 	}
+	d.exit()
 	if err := d.dev.ReleasePrimaryCtx(); err != nil && first == nil {
 		first = err
 	}

@@ -37,7 +37,6 @@ struct Kernel {
 const Kernel kernels[] = {
     {"lct_encode", [](const uint64_t* a) { lct_encode(D(0), A(const u16*, 1)); }},
     {"lct_encode_overflow", [](const uint64_t* a) { lct_encode_overflow(D(0), A(const u16*, 1)); }},
-    {"lct_scan", [](const uint64_t* a) { lct_scan(D(0), D(1), D(2)); }},
     {"lct_decode", [](const uint64_t* a) { lct_decode(D(0), A(u16*, 1)); }},
     {"lct_sample_hist", [](const uint64_t* a) { lct_sample_hist(A(const u16*, 0), (long long)a[1], A(u32*, 2)); }},
     {"lct_hist", [](const uint64_t* a) { lct_hist(A(const u16*, 0), (long long)a[1], A(u64*, 2)); }},

@@ -76,17 +76,13 @@ func (d *Device) encode(t *Tensor, src Buffer) error {
 	return d.encodeOverflow(t, src)
 }
 
-// encodeMain runs the encoder and the scan: everything but the overflow area.
+// encodeMain runs the encoder (whose last CTA places the blocks' overflow
+// regions): everything but the overflow area.
 func (d *Device) encodeMain(t *Tensor, src Buffer) error {
-	nb := t.blocks()
-	if nb == 0 {
+	if t.blocks() == 0 {
 		return t.setStatus(0)
 	}
-	desc := ptrArg(t.desc)
-	if err := d.launch(kEncode, nb, threads, codecSmem(t.layout.StreamBytes), desc, ptrArg(src)); err != nil {
-		return err
-	}
-	return d.launch(kScan, 1, 1024, 32*8, desc, desc, desc)
+	return d.launch(kEncode, t.blocks(), threads, codecSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(src))
 }
 
 func (d *Device) encodeOverflow(t *Tensor, src Buffer) error {
@@ -331,13 +327,6 @@ func (d *Device) fusedStep(in, out []*Tensor, g Buffer, main, ovf kernel, scalar
 	args = append(args, ptrArg(g))
 	args = append(args, scalars...)
 	if err := d.launch(main, nb, threads, smem, args...); err != nil {
-		return err
-	}
-	descs := [3]uint64{ptrArg(out[0].desc), ptrArg(out[0].desc), ptrArg(out[0].desc)}
-	for i, t := range out {
-		descs[i] = ptrArg(t.desc)
-	}
-	if err := d.launch(kScan, len(out), 1024, 32*8, descs[:]...); err != nil {
 		return err
 	}
 	return d.launch(ovf, nb, threads, smem, args...)

@@ -11,8 +11,9 @@ import (
 // statusSlots is how many tensors a device can hold at once.
 const statusSlots = 16384
 
-// statusArena holds every tensor's two status words, the overflow length
-// (written by the encoder's scan) and the first decode error (~0 for none),
+// statusArena holds every tensor's status, four words: the overflow length
+// (written by the encoder's last CTA), the first decode error (~0 for none),
+// the encoder's count of finished blocks (0 between launches) and a spare,
 // in one device buffer, so that SyncStatus reads them all in one copy.
 type statusArena struct {
 	buf   Buffer
@@ -24,7 +25,7 @@ type statusArena struct {
 
 func (a *statusArena) init(d *Device) error {
 	var err error
-	if a.buf, err = d.alloc(16*statusSlots, CodecScratch); err != nil {
+	if a.buf, err = d.alloc(statusBytes*statusSlots, CodecScratch); err != nil {
 		return err
 	}
 	a.owner = make([]*Tensor, statusSlots)
@@ -32,7 +33,7 @@ func (a *statusArena) init(d *Device) error {
 	for s := statusSlots - 1; s >= 0; s-- {
 		a.free = append(a.free, s)
 	}
-	a.host = make([]byte, 16*statusSlots)
+	a.host = make([]byte, statusBytes*statusSlots)
 	return nil
 }
 
@@ -52,7 +53,10 @@ func (a *statusArena) release(s int) {
 	a.free = append(a.free, s)
 }
 
-func (a *statusArena) ptr(s int) uintptr { return a.buf.ptr + uintptr(16*s) }
+func (a *statusArena) ptr(s int) uintptr { return a.buf.ptr + uintptr(statusBytes*s) }
+
+// statusBytes is one tensor's status in the arena.
+const statusBytes = 32
 
 // SyncStatus waits for the device's work and reads every tensor's status in
 // one copy: the overflow lengths the encoders produced and the errors the
@@ -64,7 +68,7 @@ func (d *Device) SyncStatus() error {
 
 func (d *Device) syncStatus() error {
 	a := &d.status
-	if err := d.dtoh(a.host[:16*a.high], a.buf, 0); err != nil {
+	if err := d.dtoh(a.host[:statusBytes*a.high], a.buf, 0); err != nil {
 		return err
 	}
 	var errs []error
@@ -73,8 +77,8 @@ func (d *Device) syncStatus() error {
 		if t == nil {
 			continue
 		}
-		t.ovLen = binary.LittleEndian.Uint64(a.host[16*s:])
-		t.decodeErr = binary.LittleEndian.Uint64(a.host[16*s+8:])
+		t.ovLen = binary.LittleEndian.Uint64(a.host[statusBytes*s:])
+		t.decodeErr = binary.LittleEndian.Uint64(a.host[statusBytes*s+8:])
 		if t.ovLen > uint64(t.ovCap) {
 			errs = append(errs, &OverflowError{Tensor: t.label(), Needed: int(t.ovLen), Holds: t.ovCap})
 		}

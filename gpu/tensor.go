@@ -184,12 +184,13 @@ func (t *Tensor) writeDesc() error {
 	return t.dev.htod(t.desc, 0, b[:])
 }
 
-// setStatus writes the status words: the overflow length, and no error.
+// setStatus writes the status words: the overflow length, no error, no
+// finished blocks.
 func (t *Tensor) setStatus(ovLen uint64) error {
-	var b [16]byte
+	var b [statusBytes]byte
 	binary.LittleEndian.PutUint64(b[:], ovLen)
 	binary.LittleEndian.PutUint64(b[8:], noError)
-	return t.dev.htod(t.dev.status.buf, 16*t.slot, b[:])
+	return t.dev.htod(t.dev.status.buf, statusBytes*t.slot, b[:])
 }
 
 // clearError resets the decode error word before a decode reads t.
@@ -200,7 +201,7 @@ func (t *Tensor) clearError() error {
 // readStatus reads t's status words alone (waiting for the device).
 func (t *Tensor) readStatus() error {
 	var b [16]byte
-	if err := t.dev.dtoh(b[:], t.dev.status.buf, 16*t.slot); err != nil {
+	if err := t.dev.dtoh(b[:], t.dev.status.buf, statusBytes*t.slot); err != nil {
 		return err
 	}
 	t.ovLen = binary.LittleEndian.Uint64(b[:])

@@ -15,9 +15,9 @@
 // accesses on the global side, by columns (one stream each) on the coding side.
 //
 // Encoding writes sf bytes, stream areas, spill bitmaps, per-stream spill
-// counts and per-block overflow sizes; lct_scan turns the sizes into offsets
-// and the overflow length; an overflow pass then writes markers and spilled
-// exponents. The fused updates recompute a spilling block's new values in
+// counts and per-block overflow sizes; the CTA that finishes last turns the
+// sizes into offsets and the overflow length; an overflow pass then writes
+// markers and spilled exponents. The fused updates recompute a spilling block's new values in
 // their overflow pass (same code, same inputs, same bits), which is why they
 // write their outputs out of place.
 //
@@ -65,7 +65,7 @@ struct LctDesc {
   u64 tables;    // u32[512]: decode table (by next 8 bits), then encode table (by exponent)
   u64 spill;     // u8[256 * nblocks]: spill count per stream, written by the encoder
   u64 bstats;    // u32[4 * nblocks]: overflow bytes, code bits, spilled, spilling streams
-  u64 status;    // u64[2]: overflow length, first decode error (~0 = none)
+  u64 status;    // u64[4]: overflow length, first decode error (~0 = none), blocks done (u32), 0
   long long n;   // elements
   long long B;   // block size
   long long C;   // bytes per stream of a full block
@@ -104,6 +104,10 @@ LCT_DEV void geo_init(Geo& g, const LctDesc* d, int b, int j) {
 // row_stride is the distance in words between two streams' rows in shared
 // memory: enough for a full block, and odd.
 LCT_DEV int row_stride(long long C) { return (int)(((C + 3) >> 2) | 1); }
+
+// Scratch words of each kernel's 32-word tmp (the block sums use 0..23).
+#define LCT_TMP_LAST 29  // this CTA finished last
+#define LCT_TMP_DUMP 30  // sink of a spilling stream's stores past its row
 
 // A reader refills a word per two symbols, so it loads at most 128 words of
 // its row; past its stream it reads the next stream's row. What it finds
@@ -297,9 +301,10 @@ struct Writer {
   u32 cap;    // capacity in bits
   u32 words;  // words of the row
   u32* row;
+  u32* dump;  // where a spilling stream's words past its row go
 };
 
-LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits, int words) {
+LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits, int words, u32* dump) {
   s.hi = 0;
   s.pend = 0;
   s.used = 0;
@@ -309,6 +314,7 @@ LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits, int words) {
   s.cap = capBits;
   s.words = (u32)words;
   s.row = row;
+  s.dump = dump;
 }
 
 // shl32 is x << s for s in 0..32 (32 gives 0).
@@ -330,12 +336,13 @@ LCT_DEV void wr_put(Writer& s, u32 x, const u32* enc) {
   s.hi |= code >> s.pend;
   const u32 lo = shl32(code, 32 - s.pend);  // the code's bits past this word
   s.pend += len;
-  if (s.pend >= 32) {
-    if (s.w < s.words) s.row[s.w] = s.hi;
-    s.w++;
-    s.hi = lo;
-    s.pend -= 32;
-  }
+  // Store the current word whether it is complete or not (a later store or
+  // wr_finish completes it): no branch.
+  *(s.w < s.words ? s.row + s.w : s.dump) = s.hi;
+  const bool full = s.pend >= 32;
+  s.w += full;
+  s.hi = full ? lo : s.hi;
+  s.pend &= 31u;  // pend < 48
 }
 
 LCT_DEV void wr_finish(Writer& s) {
@@ -413,6 +420,50 @@ LCT_DEV void out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, 
     bs[2] = spilled;
     bs[3] = S;
   }
+}
+
+// ldcg reads what other CTAs wrote, past the L1 cache.
+LCT_DEV u32 ldcg(const u32* p) {
+#ifdef LCT_EMU
+  return *(volatile const u32*)p;
+#else
+  return __ldcg(p);
+#endif
+}
+
+// scan_offsets turns the per-block overflow sizes of d into offsets and the
+// overflow length. One CTA runs it, once every block is encoded.
+LCT_DEV void scan_offsets(const LctDesc* d, u32* tmp) {
+  const long long nbk = d->nblocks;
+  const u32* bs = (const u32*)d->bstats;
+  u32* off = (u32*)d->offsets;
+  u64 carry = 0;
+  for (long long base = 0; base < nbk; base += 256) {
+    const long long b = base + threadIdx.x;
+    const u32 v = b < nbk ? ldcg(bs + 4 * b) : 0u;
+    u32 total;
+    const u32 before = block_scan(v, tmp, total);
+    if (b < nbk) off[b] = (u32)(carry + before);
+    carry += total;
+  }
+  if (threadIdx.x == 0) ((u64*)d->status)[0] = carry;
+}
+
+// finished counts this CTA's block as done and tells whether it was the last
+// (then every block's sizes are in memory). Every thread must call it.
+LCT_DEV bool finished(const LctDesc* d, u32* tmp) {
+  if (threadIdx.x == 0) {
+    __threadfence();
+    u32* counter = (u32*)((u64*)d->status + 2);
+    const u32 ticket = atomicAdd(counter, 1u);
+    const bool last = ticket == (u32)d->nblocks - 1;
+    if (last) *counter = 0;  // ready for the next launch
+    tmp[LCT_TMP_LAST] = last;
+  }
+  __syncthreads();
+  const bool last = tmp[LCT_TMP_LAST] != 0;
+  if (last) __threadfence();
+  return last;
 }
 
 // OutSpill is where the overflow pass puts stream j's spilled exponents.
@@ -530,6 +581,15 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
   const int j = threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
+  if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
+#pragma unroll
+    for (int pp = 0; pp < LCT_CH; pp += 2) {
+      rd_refill(r);
+      ex[pp * 256 + j] = (u8)rd_sym(r, dec);
+      ex[pp * 256 + 256 + j] = (u8)rd_sym(r, dec);
+    }
+    return;
+  }
   int pp = 0;
 #pragma unroll 2
   for (; pp + 1 < nd; pp += 2) {
@@ -596,7 +656,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
-  wr_init(w, rows + j * W, g.capBits, g.words);
+  wr_init(w, rows + j * W, g.capBits, g.words, tmp + LCT_TMP_DUMP);
   uint4 pre[LCT_G];
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
@@ -618,17 +678,22 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-#pragma unroll 4
-    for (int pp = 0; pp < lim; pp++) wr_put(w, ex[pp * 256 + j], enc);
+    if (lim == LCT_CH) {
+#pragma unroll 8
+      for (int pp = 0; pp < LCT_CH; pp++) wr_put(w, ex[pp * 256 + j], enc);
+    } else {
+      for (int pp = 0; pp < lim; pp++) wr_put(w, ex[pp * 256 + j], enc);
+    }
     __syncthreads();
   }
   wr_finish(w);
   out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
+  if (finished(d, tmp)) scan_offsets(d, tmp);
 }
 
 // lct_encode_overflow writes each spilling block's markers and spilled
-// exponents once lct_scan has placed the blocks.
+// exponents once the encoder's last CTA has placed the blocks.
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
   u32* tmp = (u32*)LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x, b = blockIdx.x;
@@ -639,51 +704,6 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctD
   out_spill(os, d, g, b, j, tmp);
   if (!os.active) return;
   for (int p = os.coded; p < g.count; p++) os.ovp[p - os.coded] = (u8)(src[g.base + (long long)p * 256 + j] >> 7);
-}
-
-// lct_scan turns per-block overflow sizes into offsets and the overflow
-// length, for tensor blockIdx.x of d0, d1, d2. One CTA of 1024 per tensor.
-extern "C" __global__ void __launch_bounds__(1024) lct_scan(const LctDesc* d0, const LctDesc* d1, const LctDesc* d2) {
-  const LctDesc* d = blockIdx.x == 0 ? d0 : (blockIdx.x == 1 ? d1 : d2);
-  u64* ws = (u64*)LCT_DYNAMIC_SMEM;  // 32 warp sums
-  const long long nbk = d->nblocks;
-  const u32* bs = (const u32*)d->bstats;
-  u32* off = (u32*)d->offsets;
-  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
-  u64 carry = 0;
-  for (long long base = 0; base < nbk; base += 4096) {
-    u64 v[4], local = 0;
-    for (int i = 0; i < 4; i++) {
-      const long long idx = base + t * 4 + i;
-      v[i] = idx < nbk ? (u64)bs[4 * idx] : 0ull;
-      local += v[i];
-    }
-    u64 x = local;
-    for (int o = 1; o < 32; o <<= 1) {
-      u64 y = __shfl_up_sync(LCT_FULL, x, o);
-      if (lane >= o) x += y;
-    }
-    if (lane == 31) ws[warp] = x;
-    __syncthreads();
-    if (warp == 0) {
-      u64 y = ws[lane];
-      for (int o = 1; o < 32; o <<= 1) {
-        u64 z = __shfl_up_sync(LCT_FULL, y, o);
-        if (lane >= o) y += z;
-      }
-      ws[lane] = y;
-    }
-    __syncthreads();
-    u64 run = carry + (warp ? ws[warp - 1] : 0ull) + x - local;
-    for (int i = 0; i < 4; i++) {
-      const long long idx = base + t * 4 + i;
-      if (idx < nbk) off[idx] = (u32)run;
-      run += v[i];
-    }
-    carry += ws[31];
-    __syncthreads();
-  }
-  if (t == 0) ((u64*)d->status)[0] = carry;
 }
 
 // ---- decode -------------------------------------------------------------------
@@ -963,7 +983,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
 #pragma unroll
   for (int t = 0; t < NT; t++) {
     rd_init(rd[t], rin[t] + j * Win[t]);
-    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits, go[t].words);
+    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits, go[t].words, tmp + LCT_TMP_DUMP);
   }
 
   for (int p0 = 0; p0 < P; p0 += LCT_CHF) {
@@ -1005,10 +1025,17 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
     const int lim = imin(pe, count - p0);
     const u8* col = ex + j;
     if (!OVF) {
-#pragma unroll 2
-      for (int pp = 0; pp < lim; pp++) {
+      if (lim == LCT_CHF) {
+#pragma unroll 4
+        for (int pp = 0; pp < LCT_CHF; pp++) {
 #pragma unroll
-        for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+        }
+      } else {
+        for (int pp = 0; pp < lim; pp++) {
+#pragma unroll
+          for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+        }
       }
     } else {
 #pragma unroll
@@ -1031,6 +1058,10 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
     }
 #pragma unroll
     for (int t = 0; t < NT; t++) stage_out(rout[t], Wout[t], (u8*)dout[t]->streams + go[t].area, go[t].Cb, go[t].words);
+    if (finished(dout[0], tmp)) {
+#pragma unroll
+      for (int t = 0; t < NT; t++) scan_offsets(dout[t], tmp);
+    }
   }
 }
 
