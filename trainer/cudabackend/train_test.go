@@ -87,3 +87,48 @@ func TestSweepRejectsBadRange(t *testing.T) {
 		t.Error("a range from 64 to 32 was accepted")
 	}
 }
+
+// Two runs from the same start on the same batches agree bit for bit, step
+// after step: what the LCT run's comparison with the shadow rests on.
+func TestRunsRepeatBitForBit(t *testing.T) {
+	dev := testDevice(t)
+	m := testModel
+	cfg := Config{Model: m, Batch: 2, SeqLen: 16, Optimizer: Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}}
+	text, err := SplitText(corpus.Text, cfg.SeqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := InitialValues(m, 11)
+	var runs [2]*Backend
+	for i := range runs {
+		if runs[i], err = New(dev, cfg, vals, false); err != nil {
+			t.Fatal(err)
+		}
+		defer runs[i].Close()
+	}
+	for step := 1; step <= 4; step++ {
+		batch := text.TrainBatch(11, step, cfg.Batch, cfg.SeqLen)
+		a, err := runs[0].Step(batch, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := runs[1].Step(batch, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Float32bits(a.LossShadow) != math.Float32bits(b.LossShadow) {
+			t.Fatalf("step %d: losses %v and %v", step, a.LossShadow, b.LossShadow)
+		}
+	}
+	for _, name := range runs[0].Shadow.Names() {
+		x, err := runs[0].Shadow.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		y, err := runs[1].Shadow.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSameBF16(t, name+" of the second run", y, x)
+	}
+}
