@@ -122,3 +122,18 @@ func BenchmarkFitCodebook(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCopy is the ceiling the codec benchmarks are read against: a
+// plain copy of the same BF16 tensors (one read and one write of 2N bytes),
+// in the same run. Bytes are the BF16 input, as for Encode and Decode.
+func BenchmarkCopy(b *testing.B) {
+	for _, in := range benchTensors(b) {
+		b.Run(in.name, func(b *testing.B) {
+			dst := make([]uint16, len(in.src))
+			b.SetBytes(int64(2 * len(in.src)))
+			for b.Loop() {
+				copy(dst, in.src)
+			}
+		})
+	}
+}
