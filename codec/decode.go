@@ -191,6 +191,17 @@ func (d *Decoder) runBlock(worker, b int) {
 	}
 }
 
+// CheckStructure checks every section's size and the overflow bookkeeping
+// (offsets, bitmaps, markers) against the layout (format.md §5), for a tensor
+// built by hand or about to go to another decoder; stream bits are checked
+// while decoding.
+func (t *Tensor) CheckStructure() error {
+	if err := t.checkStructure(); err != nil {
+		return fmt.Errorf("codec: %w", err)
+	}
+	return nil
+}
+
 // checkStructure checks every section's size and the overflow bookkeeping
 // (offsets, bitmaps, markers) against the layout; stream bits are checked
 // while decoding.

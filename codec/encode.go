@@ -106,7 +106,7 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 		codeBits += bits
 	}
 	e.writeOverflow(dst, src, &st)
-	st.finish(dst, codeBits)
+	st.Finish(dst, codeBits)
 	dst.Stats = st
 	return nil
 }

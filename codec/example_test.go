@@ -81,3 +81,36 @@ func ExampleEncoder() {
 	// step 1: shift -2, spilled 0
 	// step 2: shift -2, spilled 0
 }
+
+func ExampleTensor_CheckStructure() {
+	src := make([]uint16, 1000)
+	for i := range src {
+		src[i] = bf16(float32(i) * 0.001)
+	}
+	t, _ := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Gaussian})
+	fmt.Println(t.CheckStructure())
+	t.SF = t.SF[:10] // a section cut short
+	fmt.Println(t.CheckStructure())
+	// Output:
+	// <nil>
+	// codec: sf section holds 10 bytes, want 1000
+}
+
+func ExampleStats_Finish() {
+	src := make([]uint16, 1000)
+	for i := range src {
+		src[i] = bf16(float32(1+i%7) * 0.25) // exponents 125..127
+	}
+	t, _ := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Empirical})
+	// Another encoder (the GPU's) counts the histogram, the spills and the
+	// code bits; Finish derives every other figure from them. Nothing spilled
+	// here, so every exponent was coded at its codebook cost.
+	var codeBits uint64
+	for _, v := range src {
+		codeBits += uint64(t.Codebook.Cost(byte(v >> 7)))
+	}
+	s := codec.Stats{Histogram: codec.FullHistogram(src)}
+	s.Finish(t, codeBits)
+	fmt.Println(t.Stats.Spilled, s == t.Stats)
+	// Output: 0 true
+}

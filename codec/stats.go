@@ -20,9 +20,12 @@ type Stats struct {
 	Histogram                     Histogram
 }
 
-// finish fills the totals and rates of s from its histogram, spill counts and
-// the code bits written.
-func (s *Stats) finish(t *Tensor, codeBits uint64) {
+// Finish fills the totals and rates of s for the encoded tensor t from what
+// the caller has counted: s.Histogram (every exponent), s.Spilled,
+// s.SpillingStreams and codeBits, the code bits written to the streams. The
+// encoders (this package's and the GPU's) count those and share these formulas,
+// so both report the same figures.
+func (s *Stats) Finish(t *Tensor, codeBits uint64) {
 	s.N = t.N
 	s.StoredBytes = t.StoredBytes()
 	s.Entropy = s.Histogram.Entropy()
@@ -92,7 +95,7 @@ func (t *Tensor) ComputeStats() error {
 			}
 		}
 	}
-	s.finish(t, codeBits)
+	s.Finish(t, codeBits)
 	t.Stats = s
 	return nil
 }

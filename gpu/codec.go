@@ -126,7 +126,11 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 			spilled += int(le32(s[8:]))
 			spilling += int(le32(s[12:]))
 		}
-		dst.Stats = finishStats(dst, hist, codeBits, spilled, spilling)
+		// The device counts; codec's formulas turn the counts into the very
+		// figures its own encoder reports.
+		st := codec.Stats{Histogram: hist, Spilled: spilled, SpillingStreams: spilling}
+		st.Finish(dst, codeBits)
+		dst.Stats = st
 		return nil
 	})
 }
@@ -134,7 +138,7 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 // Decode decodes t into dst (len(dst) must be t.N), checking t's structure
 // first and its streams on the device, as codec.Decoder.Decode does.
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
-	if err := checkStructure(t); err != nil {
+	if err := t.CheckStructure(); err != nil {
 		return fmt.Errorf("gpu: decode: %w", err)
 	}
 	if len(dst) != t.N {

@@ -9,10 +9,11 @@ import (
 	"lcttop/codec"
 )
 
-// The device returns per-block counts; finishStats must turn them into the
-// very Stats codec's encoder reports. Here the counts come from decoding on
-// the CPU, so this runs in every build.
-func TestFinishStatsMatchesCodec(t *testing.T) {
+// The device returns per-block counts (code bits, spilled exponents, spilling
+// streams) and Codec.Encode hands them to codec.Stats.Finish; counted as the
+// kernels count them, they must give the very Stats codec's encoder reports.
+// Here the counts come from the CPU, so this runs in every build.
+func TestStatsFromDeviceCountsMatchCodec(t *testing.T) {
 	r := rand.New(rand.NewPCG(40, 41))
 	for _, n := range []int{0, 1, 300, 65536 + 4321} {
 		src := make([]uint16, n)
@@ -47,9 +48,10 @@ func TestFinishStatsMatchesCodec(t *testing.T) {
 					}
 				}
 			}
-			got := finishStats(ct, codec.FullHistogram(src), codeBits, spilled, spilling)
+			got := codec.Stats{Histogram: codec.FullHistogram(src), Spilled: spilled, SpillingStreams: spilling}
+			got.Finish(ct, codeBits)
 			if got != ct.Stats {
-				t.Fatalf("n=%d %s: finishStats\n got %+v\nwant %+v", n, p, statsText(got), statsText(ct.Stats))
+				t.Fatalf("n=%d %s: Stats.Finish from the counts\n got %+v\nwant %+v", n, p, statsText(got), statsText(ct.Stats))
 			}
 		}
 	}
@@ -60,7 +62,8 @@ func statsText(s codec.Stats) codec.Stats {
 	return s
 }
 
-// checkStructure accepts what codec writes and names what is broken.
+// codec.(*Tensor).CheckStructure, which Codec.Decode runs before uploading,
+// accepts what codec writes and names what is broken.
 func TestCheckStructure(t *testing.T) {
 	r := rand.New(rand.NewPCG(42, 43))
 	src := make([]uint16, 2*65536+5)
@@ -71,7 +74,7 @@ func TestCheckStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkStructure(good); err != nil {
+	if err := good.CheckStructure(); err != nil {
 		t.Fatalf("a tensor codec wrote: %v", err)
 	}
 	clone := func() *codec.Tensor {
@@ -96,9 +99,20 @@ func TestCheckStructure(t *testing.T) {
 	for _, tc := range cases {
 		c := clone()
 		tc.damage(c)
-		err := checkStructure(c)
+		err := c.CheckStructure()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
 		}
 	}
+}
+
+// blockLen and streamCount are format.md's n_b and a stream's element count,
+// for counting here as the kernels do.
+func blockLen(l codec.Layout, n, b int) int { return min(l.BlockSize, n-b*l.BlockSize) }
+
+func streamCount(nb, j int) int {
+	if j >= nb {
+		return 0
+	}
+	return (nb - j + codec.Streams - 1) / codec.Streams
 }
