@@ -5,7 +5,8 @@
 // (Ampere, Hopper) when package gpu loads it.
 //
 // Regenerate after editing lct.cu with `go generate ./kernels` (nvcc 11.8);
-// check_ptx.sh fails when the committed PTX is stale.
+// check_ptx.sh fails when the committed PTX of this folder or of
+// kernels/gpt is stale.
 package kernels
 
 //go:generate nvcc -ptx -arch=compute_80 -O3 -o lct.ptx lct.cu
