@@ -1,48 +1,80 @@
 package cudabackend
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"lcttop/trainer"
 	"lcttop/trainer/cudabackend/device"
 )
 
-// ErrNoLCTStore is returned when the LCT run is asked for: the compressed
-// store on the GPU is not built yet (it needs device-pointer access to
-// package gpu's tensors, see the package documentation).
-var ErrNoLCTStore = errors.New("CUDA backend: the LCT (compressed) store on the GPU is not built yet; only the dense run is available")
+// LCTOptions asks for the LCT run beside the shadow.
+type LCTOptions struct {
+	// Codec compresses the LCT run's tensors (nil: HostCodec).
+	Codec Codec
+	// Classes is the codec setting per tensor class (nil:
+	// trainer.DefaultClassCodec).
+	Classes map[trainer.TensorClass]trainer.ClassCodec
+}
 
-// Backend trains on one GPU: the dense shadow run and, when built, the LCT
-// run, in lockstep on the same batches, both drawing device memory from one
-// pool while each keeps its own ledger.
+// Backend trains on one GPU: the dense shadow run and, when asked for, the
+// LCT run, in lockstep on the same batches, both drawing device memory from
+// one pool while each keeps its own ledger.
 type Backend struct {
 	dev    device.Device
 	pool   *Pool
 	Shadow *Run
-	LCT    *Run // nil: the LCT store is not built yet
+	LCT    *Run // nil without LCTOptions
 }
 
 // New sets up the runs of cfg on dev (not taking ownership of dev) from the
-// starting values vals. lct asks for the compressed run beside the shadow.
-func New(dev device.Device, cfg Config, vals map[string][]uint16, lct bool) (*Backend, error) {
-	if lct {
-		return nil, ErrNoLCTStore
+// starting values vals; lct, if not nil, adds the LCT run.
+func New(dev device.Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Backend, error) {
+	b := &Backend{dev: dev, pool: NewPool(dev)}
+	var err error
+	if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
+		b.Close()
+		return nil, err
 	}
-	pool := NewPool(dev)
+	if lct != nil {
+		if b.LCT, err = newLoadedRun(b.pool, "lct", cfg, vals, lct); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// newLoadedRun makes a run with its own ledger on pool, dense (lct nil) or
+// LCT, loads vals and starts its peak from there.
+func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Run, error) {
 	mem := NewMem(pool, cfg.Budget)
-	r, err := newRun("shadow", cfg, mem, &denseStore{mem: mem, ops: NewOps(mem)})
+	var st store = &denseStore{mem: mem, ops: NewOps(mem)}
+	if lct != nil {
+		c, classes := lct.Codec, lct.Classes
+		if c == nil {
+			c = &HostCodec{}
+		}
+		if classes == nil {
+			classes = trainer.DefaultClassCodec
+		}
+		ls, err := newLCTStore(mem, c, classes)
+		if err != nil {
+			return nil, err
+		}
+		st = ls
+	}
+	r, err := newRun(name, cfg, mem, st)
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{dev: dev, pool: pool, Shadow: r}
 	if err := r.Load(vals); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("shadow run: %w", err)
+		r.Close()
+		return nil, fmt.Errorf("%s run: %w", name, err)
 	}
 	r.ResetPeak()
-	return b, nil
+	return r, nil
 }
 
 // Device is the GPU the backend trains on.
@@ -56,7 +88,8 @@ type StepResult struct {
 	Step                   int
 	LossShadow, LossLCT    float32
 	TimeShadow, TimeLCT    time.Duration
-	BitIdentical           bool // the losses' bits agree (true when there is no LCT run)
+	BitIdentical           bool          // the losses' bits agree (true when there is no LCT run)
+	CodecTime              time.Duration // the LCT run's encoding and decoding
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 }
@@ -71,7 +104,10 @@ func (b *Backend) Step(batch Batch, step int) (StepResult, error) {
 	}
 	res.PeakShadow = b.Shadow.Memory().PeakTotal
 	if b.LCT != nil {
+		ls := b.LCT.st.(*lctStore)
+		ls.clock = codecClock{}
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
+		res.CodecTime = ls.clock.encode + ls.clock.decode
 		if err != nil {
 			return res, err
 		}
@@ -80,6 +116,48 @@ func (b *Backend) Step(batch Batch, step int) (StepResult, error) {
 	}
 	res.PoolHeld, res.PoolHeldPeak = b.pool.Held()
 	return res, nil
+}
+
+// CheckWeights compares every parameter and optimizer state of the LCT run,
+// decoded, with the shadow's, and returns the first difference ("" when
+// identical, or when there is no LCT run).
+func (b *Backend) CheckWeights() (string, error) {
+	if b.LCT == nil {
+		return "", nil
+	}
+	for _, name := range b.Shadow.Names() {
+		want, err := b.Shadow.Read(name)
+		if err != nil {
+			return "", err
+		}
+		got, err := b.LCT.Read(name)
+		if err != nil {
+			return "", err
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				return fmt.Sprintf("%s[%d] = %#04x (LCT) vs %#04x (shadow)", name, i, got[i], want[i]), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// Tensors reports the LCT run's stored tensors (nil without it).
+func (b *Backend) Tensors() []trainer.TensorStats {
+	if b.LCT == nil {
+		return nil
+	}
+	ls := b.LCT.st.(*lctStore)
+	var out []trainer.TensorStats
+	for _, p := range b.LCT.params {
+		for _, s := range append([]*slot{p.w}, p.state...) {
+			if ts, ok := ls.tensorStats(s); ok {
+				out = append(out, ts)
+			}
+		}
+	}
+	return out
 }
 
 // Close frees the runs' memory (the device stays open).

@@ -293,7 +293,11 @@ func (r *Run) readParam(name string) device.Ptr {
 	return p
 }
 
-func (r *Run) doneParam(name string, p device.Ptr) { r.st.done(r.byName[name].w, p) }
+func (r *Run) doneParam(name string, p device.Ptr) {
+	if p != 0 {
+		r.st.done(r.byName[name].w, p)
+	}
+}
 
 // update applies the optimizer to parameter name from gradient g and frees g.
 func (r *Run) update(step int, name string, g device.Ptr) {

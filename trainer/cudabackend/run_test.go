@@ -72,7 +72,7 @@ func TestDenseRunTracksCPUTrainer(t *testing.T) {
 		assertSameBF16(t, "starting "+name, got, want)
 	}
 
-	b, err := New(dev, cfg, vals, false)
+	b, err := New(dev, cfg, vals, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,21 +14,24 @@ import (
 
 // TrainOptions is a headless training on the device.
 type TrainOptions struct {
-	Config              // model, batch, sequence length, optimizer, budget
-	Steps        int    // steps to take
-	Seed         uint64 // starting values and batches, as the CPU trainer draws them
-	Text         []byte // training text (the caller passes the built-in corpus by default)
-	ValEvery     int    // validation loss every so many steps (0: never)
-	ValBatches   int    // batches in the validation set
-	LCT          bool   // train the compressed run beside the shadow
-	WarmupTiming int    // steps left out of the median step time (module load, pool growth)
+	Config                   // model, batch, sequence length, optimizer, budget
+	Steps        int         // steps to take
+	Seed         uint64      // starting values and batches, as the CPU trainer draws them
+	Text         []byte      // training text (the caller passes the built-in corpus by default)
+	ValEvery     int         // validation loss every so many steps (0: never)
+	ValBatches   int         // batches in the validation set
+	LCT          *LCTOptions // train the compressed run beside the shadow
+	CheckEvery   int         // compare all weights and states of the two runs every so many steps (0: never)
+	WarmupTiming int         // steps left out of the median step time (module load, pool growth)
 }
 
 // StepReport is what Train reports after each step.
 type StepReport struct {
 	StepResult
-	ValLoss float32 // latest validation loss (0 until measured)
-	Shadow  trainer.Memory
+	ValLoss        float32 // latest validation loss (0 until measured)
+	Shadow, LCT    trainer.Memory
+	Mismatch       string // the first difference between the runs so far
+	WeightsChecked int
 }
 
 // Summary is a whole training's figures.
@@ -42,7 +45,9 @@ type Summary struct {
 	MedianStepLCT    time.Duration
 	PeakShadow       int64 // ledger's peak bytes
 	PeakLCT          int64
-	AllIdentical     bool // every step's losses were bit-identical
+	AllIdentical     bool   // every step's losses (and weights, when checked) were bit-identical
+	Mismatch         string // the first difference, if any
+	WeightsChecked   int    // the last step whose weights were compared
 }
 
 // Train runs opts on dev, calling report after each step (a non-nil error
@@ -92,14 +97,32 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 			sum.FirstLoss = res.LossShadow
 		}
 		sum.Steps, sum.LastLoss = step, res.LossShadow
-		sum.AllIdentical = sum.AllIdentical && res.BitIdentical
+		if !res.BitIdentical && sum.Mismatch == "" {
+			sum.Mismatch = fmt.Sprintf("step %d: loss %v (LCT) vs %v (shadow)", step, res.LossLCT, res.LossShadow)
+		}
+		if opts.CheckEvery > 0 && step%opts.CheckEvery == 0 {
+			diff, err := b.CheckWeights()
+			if err != nil {
+				return sum, fmt.Errorf("step %d: comparing weights: %w", step, err)
+			}
+			if diff != "" && sum.Mismatch == "" {
+				sum.Mismatch = fmt.Sprintf("step %d: %s", step, diff)
+			}
+			sum.WeightsChecked = step
+		}
+		sum.AllIdentical = sum.Mismatch == ""
 		sum.PeakShadow, sum.PeakLCT = max(sum.PeakShadow, res.PeakShadow), max(sum.PeakLCT, res.PeakLCT)
 		if step > opts.WarmupTiming {
 			timesS = append(timesS, res.TimeShadow)
 			timesL = append(timesL, res.TimeLCT)
 		}
 		if report != nil {
-			if err := report(StepReport{StepResult: res, ValLoss: valLoss, Shadow: b.Shadow.Memory()}); err != nil {
+			rep := StepReport{StepResult: res, ValLoss: valLoss, Shadow: b.Shadow.Memory(), Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+			rep.BitIdentical = sum.AllIdentical
+			if b.LCT != nil {
+				rep.LCT = b.LCT.Memory()
+			}
+			if err := report(rep); err != nil {
 				return sum, err
 			}
 		}
@@ -144,7 +167,7 @@ type SweepOptions struct {
 	Quantum   int
 	Seed      uint64
 	Text      []byte
-	LCT       bool // search for the LCT run (false: the dense run)
+	LCT       *LCTOptions // search for the LCT run (nil: the dense run)
 }
 
 // SweepTrial is one sequence length tried.
@@ -164,9 +187,6 @@ func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []S
 	}
 	if opts.Budget <= 0 {
 		return 0, nil, errors.New("sweep: a memory budget is needed")
-	}
-	if opts.LCT {
-		return 0, nil, ErrNoLCTStore
 	}
 	if len(opts.Text) < opts.Max+2 {
 		return 0, nil, fmt.Errorf("sweep: %d bytes of text, sequences of %d need %d", len(opts.Text), opts.Max, opts.Max+2)
@@ -218,15 +238,21 @@ func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []S
 func sweepTrial(dev device.Device, m trainer.ModelConfig, opts SweepOptions, vals map[string][]uint16, T int) (SweepTrial, error) {
 	tr := SweepTrial{SeqLen: T}
 	cfg := Config{Model: m, Batch: 1, SeqLen: T, Optimizer: opts.Optimizer, Budget: opts.Budget}
-	b, err := New(dev, cfg, vals, false)
+	name := "shadow"
+	if opts.LCT != nil {
+		name = "lct"
+	}
+	pool := NewPool(dev)
+	r, err := newLoadedRun(pool, name, cfg, vals, opts.LCT)
 	if err == nil {
 		batch := newBatch(1, T)
 		batch.fill(0, T, opts.Text, 0)
-		_, err = b.Step(batch, 1)
-		tr.Peak = b.Shadow.Memory().PeakTotal
-		if cerr := b.Close(); cerr != nil && err == nil {
-			err = cerr
-		}
+		_, _, err = r.TrainStep(batch.Tokens, batch.Targets, 1)
+		tr.Peak = r.Memory().PeakTotal
+		r.Close()
+	}
+	if terr := pool.Trim(); terr != nil && err == nil {
+		err = terr
 	}
 	if err != nil {
 		if !isOutOfMemory(err) {

@@ -101,7 +101,7 @@ func TestRunsRepeatBitForBit(t *testing.T) {
 	vals := InitialValues(m, 11)
 	var runs [2]*Backend
 	for i := range runs {
-		if runs[i], err = New(dev, cfg, vals, false); err != nil {
+		if runs[i], err = New(dev, cfg, vals, nil); err != nil {
 			t.Fatal(err)
 		}
 		defer runs[i].Close()

@@ -30,6 +30,7 @@ type flags struct {
 	model, optimizer, data             string
 	batch, seqLen, steps, warmup       int
 	valEvery, valBatches, timingWarmup int
+	checkEvery                         int
 	seed                               uint64
 	lr, budgetGiB                      float64
 	jsonOut, lct, sweep                bool
@@ -59,9 +60,10 @@ func main() {
 	fl.IntVar(&f.valEvery, "val-every", 25, "validation loss every so many steps (0: never)")
 	fl.IntVar(&f.valBatches, "val-batches", 4, "batches in the validation set")
 	fl.IntVar(&f.timingWarmup, "timing-warmup", 3, "steps left out of the median step time")
+	fl.IntVar(&f.checkEvery, "check-every", 50, "with --lct: compare every weight and state of the two runs every so many steps (0: never)")
 	fl.Float64Var(&f.budgetGiB, "mem-budget", 0, "device memory budget per run, GiB, as the allocator counts it (0: none)")
 	fl.BoolVar(&f.jsonOut, "json", false, "one JSON object per step, and one for the summary")
-	fl.BoolVar(&f.lct, "lct", false, "train the LCT (compressed) run beside the shadow")
+	fl.BoolVar(&f.lct, "lct", false, "train the LCT (compressed) run beside the shadow (codec on the host for now: memory figures are the design's, its step time is not)")
 	fl.BoolVar(&f.sweep, "sweep", false, "find the longest sequence at batch 1 whose step fits --mem-budget")
 	fl.IntVar(&f.sweepMin, "sweep-min", 256, "shortest sequence the sweep tries")
 	fl.IntVar(&f.sweepMax, "sweep-max", 16384, "longest sequence the sweep tries")
@@ -91,6 +93,10 @@ func run(f flags) error {
 		return fmt.Errorf("--mem-budget %g: must be a positive number of GiB", f.budgetGiB)
 	}
 	budget := int64(f.budgetGiB * (1 << 30))
+	var lct *cudabackend.LCTOptions
+	if f.lct {
+		lct = &cudabackend.LCTOptions{}
+	}
 	dev, err := device.Open()
 	if err != nil {
 		return err
@@ -114,7 +120,7 @@ func run(f flags) error {
 			return fmt.Errorf("--sweep needs --mem-budget")
 		}
 		so := cudabackend.SweepOptions{Model: m, Optimizer: opt, Budget: budget, Min: f.sweepMin, Max: f.sweepMax,
-			Quantum: f.sweepQuantum, Seed: f.seed, Text: text, LCT: f.lct}
+			Quantum: f.sweepQuantum, Seed: f.seed, Text: text, LCT: lct}
 		longest, _, err := cudabackend.Sweep(dev, so, func(tr cudabackend.SweepTrial) {
 			if f.jsonOut {
 				out.Encode(map[string]any{"sweep_trial": tr, "lct": f.lct})
@@ -140,7 +146,7 @@ func run(f flags) error {
 		cfg.SeqLen = m.SeqLen
 	}
 	opts := cudabackend.TrainOptions{Config: cfg, Steps: f.steps, Seed: f.seed, Text: text, ValEvery: f.valEvery,
-		ValBatches: f.valBatches, LCT: f.lct, WarmupTiming: f.timingWarmup}
+		ValBatches: f.valBatches, LCT: lct, WarmupTiming: f.timingWarmup, CheckEvery: f.checkEvery}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
@@ -149,14 +155,16 @@ func run(f flags) error {
 		if f.jsonOut {
 			return out.Encode(map[string]any{
 				"step": r.Step, "loss_shadow": r.LossShadow, "loss_lct": r.LossLCT, "bit_identical": r.BitIdentical,
-				"step_ms_shadow": ms(r.TimeShadow), "step_ms_lct": ms(r.TimeLCT), "val_loss": r.ValLoss,
-				"peak_bytes_shadow": r.PeakShadow, "peak_bytes_lct": r.PeakLCT, "mem_shadow": r.Shadow,
+				"step_ms_shadow": ms(r.TimeShadow), "step_ms_lct": ms(r.TimeLCT), "codec_ms": ms(r.CodecTime), "val_loss": r.ValLoss,
+				"peak_bytes_shadow": r.PeakShadow, "peak_bytes_lct": r.PeakLCT, "mem_shadow": r.Shadow, "mem_lct": r.LCT,
+				"mismatch": r.Mismatch, "weights_checked": r.WeightsChecked,
 				"pool_held_bytes": r.PoolHeld, "pool_held_peak_bytes": r.PoolHeldPeak,
 				"nvml_process_bytes": s.ProcessMem, "nvml_used_bytes": s.MemUsed, "nvml_err": s.Err,
 			})
 		}
-		fmt.Printf("step %4d  loss %.4f  val %.4f  %8.2f ms  peak %8.1f MiB  pool %8.1f MiB  nvml process %8.1f MiB\n",
-			r.Step, r.LossShadow, r.ValLoss, ms(r.TimeShadow), mib(r.PeakShadow), mib(r.PoolHeld), mib(int64(s.ProcessMem)))
+		fmt.Printf("step %4d  loss %.4f (lct %.4f, identical %v)  val %.4f  %8.2f ms (lct %8.2f, codec %8.2f)  peak %8.1f MiB (lct %8.1f)  pool %8.1f MiB  nvml process %8.1f MiB\n",
+			r.Step, r.LossShadow, r.LossLCT, r.BitIdentical, r.ValLoss, ms(r.TimeShadow), ms(r.TimeLCT), ms(r.CodecTime),
+			mib(r.PeakShadow), mib(r.PeakLCT), mib(r.PoolHeld), mib(int64(s.ProcessMem)))
 		return nil
 	})
 	if err != nil {
@@ -168,6 +176,7 @@ func run(f flags) error {
 		"first_val_loss": sum.FirstValLoss, "last_val_loss": sum.LastValLoss,
 		"median_step_ms_shadow": ms(sum.MedianStepShadow), "median_step_ms_lct": ms(sum.MedianStepLCT),
 		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT, "all_bit_identical": sum.AllIdentical,
+		"mismatch": sum.Mismatch, "weights_checked": sum.WeightsChecked, "lct": f.lct,
 		"wall_s": time.Since(start).Seconds(),
 	}
 	if f.jsonOut {

@@ -1,0 +1,94 @@
+package cudabackend
+
+import (
+	"fmt"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// HostCodec is a Codec that runs the reference codec (package codec) on the
+// host: Encode copies the values to the host, encodes them and uploads the
+// serialised tensor (format.md §5) into device memory; Decode downloads it,
+// decodes and uploads the values. The compressed tensors live on the
+// device, byte for byte what the GPU codec writes (the two are tested
+// identical), so the LCT run's memory figures are those of the design; its
+// step time is not: every encode and decode crosses PCIe and runs on the
+// CPU. It is the LCT run's codec until package gpu's device tensors can
+// share memory with this backend.
+type HostCodec struct {
+	enc codec.Encoder
+	dec codec.Decoder
+}
+
+// hostTensor is a serialised LCT tensor in device memory.
+type hostTensor struct {
+	dev   device.Device
+	ptr   devPtr
+	bytes int64
+	n     int
+	stats codec.Stats
+	cb    codec.Codebook
+}
+
+func (t *hostTensor) Bytes() int64             { return t.bytes }
+func (t *hostTensor) Stats() codec.Stats       { return t.stats }
+func (t *hostTensor) Codebook() codec.Codebook { return t.cb }
+
+// Encode implements Codec.
+func (h *HostCodec) Encode(mem *Mem, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec) (Compressed, error) {
+	vals := make([]uint16, n)
+	if err := mem.Dev().Download(device.Bytes(vals), src); err != nil {
+		return nil, err
+	}
+	sample := codec.SampleHistogram(vals)
+	cb := codec.FitCodebook(cc.Dist, &sample)
+	var t codec.Tensor
+	if err := h.enc.Encode(&t, vals, cb, codec.ChooseLayout(cc.Preset, &cb, &sample)); err != nil {
+		return nil, err
+	}
+	b, err := t.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	ht := &hostTensor{dev: mem.Dev(), bytes: int64(len(b)), n: n, stats: t.Stats, cb: t.Codebook}
+	if ht.ptr, err = mem.Alloc(cat, ht.bytes); err != nil {
+		return nil, err
+	}
+	if err := mem.Dev().Upload(ht.ptr, b); err != nil {
+		mem.Free(ht.ptr)
+		return nil, err
+	}
+	return ht, nil
+}
+
+// Decode implements Codec.
+func (h *HostCodec) Decode(dst devPtr, c Compressed) error {
+	ht, ok := c.(*hostTensor)
+	if !ok {
+		return fmt.Errorf("host codec: cannot decode a %T", c)
+	}
+	// The allocation was rounded up; the serialised tensor is its first bytes.
+	b := make([]byte, ht.bytes)
+	if err := ht.dev.Download(b, ht.ptr); err != nil {
+		return err
+	}
+	t, err := codec.ParseTensor(b)
+	if err != nil {
+		return fmt.Errorf("host codec: the tensor read back from the device: %w", err)
+	}
+	vals := make([]uint16, ht.n)
+	if err := h.dec.Decode(t, vals); err != nil {
+		return err
+	}
+	return ht.dev.Upload(dst, device.Bytes(vals))
+}
+
+// Free implements Codec.
+func (h *HostCodec) Free(mem *Mem, c Compressed) {
+	if ht, ok := c.(*hostTensor); ok && ht.ptr != 0 {
+		mem.Free(ht.ptr)
+		ht.ptr = 0
+	}
+}

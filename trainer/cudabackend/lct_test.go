@@ -1,0 +1,139 @@
+package cudabackend
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+	"lcttop/trainer/corpus"
+)
+
+// The LCT run, its tensors compressed, takes the shadow's steps bit for bit:
+// losses every step, every weight and optimizer state when checked, with
+// either optimizer and a non-default codec setting.
+func TestLCTRunIdenticalToShadow(t *testing.T) {
+	high := maps.Clone(trainer.DefaultClassCodec)
+	for c := range high {
+		high[c] = trainer.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	}
+	for _, c := range []struct {
+		name    string
+		opt     Optimizer
+		classes map[trainer.TensorClass]trainer.ClassCodec
+	}{
+		{"adamw, default codec", mustOptimizer(t, "adamw"), nil},
+		{"sgd, high/gaussian", mustOptimizer(t, "sgd"), high},
+	} {
+		dev := testDevice(t)
+		opts := TrainOptions{
+			Config: Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: c.opt},
+			Steps:  6, Seed: 21, Text: corpus.Text, CheckEvery: 3,
+			LCT: &LCTOptions{Classes: c.classes},
+		}
+		var last StepReport
+		sum, err := Train(context.Background(), dev, opts, func(r StepReport) error {
+			last = r
+			if r.LossLCT != r.LossShadow {
+				t.Errorf("%s, step %d: loss %v (LCT) vs %v (shadow)", c.name, r.Step, r.LossLCT, r.LossShadow)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !sum.AllIdentical || sum.Mismatch != "" || sum.WeightsChecked != 6 {
+			t.Errorf("%s: summary %+v", c.name, sum)
+		}
+		if last.LCT.Peak[trainer.CodecScratch] == 0 || last.LCT.Live[trainer.Weights] == 0 {
+			t.Errorf("%s: LCT run's memory %+v: no codec scratch or no weights", c.name, last.LCT)
+		}
+	}
+}
+
+func mustOptimizer(t *testing.T, name string) Optimizer {
+	t.Helper()
+	o, err := NewOptimizer(name, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// On the tiny model, whose tensors are large enough for the codec to pay,
+// the LCT run holds its weights, states and saved activations in fewer
+// bytes than the shadow, and its peak is lower.
+func TestLCTRunUsesLessMemory(t *testing.T) {
+	dev := testDevice(t)
+	m, err := trainer.LookupModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := New(dev, cfg, InitialValues(m, 4), &LCTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text, err := SplitText(corpus.Text, cfg.SeqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Step(text.TrainBatch(4, 1, cfg.Batch, cfg.SeqLen), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.BitIdentical {
+		t.Fatalf("losses %v (LCT) vs %v (shadow)", res.LossLCT, res.LossShadow)
+	}
+	ms, ml := b.Shadow.Memory(), b.LCT.Memory()
+	for _, c := range []trainer.Category{trainer.Weights, trainer.OptimizerState} {
+		if ml.Live[c] >= ms.Live[c] {
+			t.Errorf("%s: %d bytes live in the LCT run, %d in the shadow", c, ml.Live[c], ms.Live[c])
+		}
+	}
+	if ml.Peak[trainer.Activations] >= ms.Peak[trainer.Activations] || ml.PeakTotal >= ms.PeakTotal {
+		t.Errorf("peaks: LCT %+v, shadow %+v", ml, ms)
+	}
+	t.Logf("peak %d bytes (LCT) vs %d (shadow): %.1f%% less; codec %v of the LCT step's %v",
+		ml.PeakTotal, ms.PeakTotal, 100*(1-float64(ml.PeakTotal)/float64(ms.PeakTotal)), res.CodecTime, res.TimeLCT)
+	if len(b.Tensors()) != len(b.LCT.Names()) {
+		t.Errorf("%d tensor reports for %d stored tensors", len(b.Tensors()), len(b.LCT.Names()))
+	}
+}
+
+// The sweep searches the LCT run the same way: under the peak the shadow
+// needs at some length, the LCT run fits that length at least.
+func TestSweepLCTFitsWhatDenseFits(t *testing.T) {
+	dev := testDevice(t)
+	m, err := trainer.LookupModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := SweepOptions{Model: m, Optimizer: mustOptimizer(t, "sgd"), Min: 32, Max: 256, Quantum: 32, Seed: 5, Text: corpus.Text, Budget: 1 << 40}
+	mm := m
+	mm.Context = opts.Max
+	tr, err := sweepTrial(dev, mm, opts, InitialValues(mm, opts.Seed), 96)
+	if err != nil || !tr.Fits {
+		t.Fatalf("dense trial at 96: %+v, %v", tr, err)
+	}
+	opts.Budget = tr.Peak
+	dense, _, err := Sweep(dev, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.LCT = &LCTOptions{}
+	lct, trials, err := Sweep(dev, opts, func(tr SweepTrial) { t.Logf("LCT %+v", tr) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dense != 96 || lct < dense {
+		t.Errorf("within the dense peak at 96 (%d bytes): dense %d, LCT %d", opts.Budget, dense, lct)
+	}
+	for _, tr := range trials {
+		if tr.Fits != (tr.SeqLen <= lct) {
+			t.Errorf("trial %+v against the longest %d", tr, lct)
+		}
+	}
+}
