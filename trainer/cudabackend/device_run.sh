@@ -15,7 +15,7 @@ set -uo pipefail
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
 STEPS=${STEPS:-200}
-BUDGET_GIB=${BUDGET_GIB:-16}
+BUDGET_GIB=${BUDGET_GIB:-8}
 exec > >(tee "$OUT/run.log") 2>&1
 
 stage() { echo; echo "=== $1 ($(date +%T))"; }
@@ -29,29 +29,56 @@ if [ -z "${LCTTOP_CUBLAS:-}" ]; then
 fi
 echo "cuBLAS: ${LCTTOP_CUBLAS:-(search path)}"
 
-stage "tests on the GPU"
-timeout 420 bin/cudabackend/cudabackend.test -test.v -test.count=1 -test.timeout 400s >"$OUT/tests.log" 2>&1
-echo "tests rc=$?"
-grep -E '^(--- |ok|PASS|FAIL)|identical to the CPU|loss .* vs|no CUDA' "$OUT/tests.log" | head -80
+STAGES=${STAGES:-tests dense torch lctsmall lct162 sweep sanitizer}
+want() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
 
-stage "162M, $STEPS steps (dense run)"
-timeout 600 bin/cudabackend/cudatrain --model gpt162m --steps "$STEPS" --val-every 50 --val-batches 4 --json >"$OUT/train162m.jsonl"
-echo "train rc=$?"
-tail -1 "$OUT/train162m.jsonl"
+if want tests; then
+  stage "tests on the GPU"
+  timeout 120 bin/cudabackend/cudabackend.test -test.v -test.count=1 -test.timeout 115s >"$OUT/tests.log" 2>&1
+  echo "tests rc=$?"
+  grep -E '^(--- |ok|PASS|FAIL)|identical to the CPU|loss .* vs|no CUDA|less;' "$OUT/tests.log" | head -90
+fi
 
-stage "PyTorch reference, 162M"
-PYTHONUNBUFFERED=1 timeout 300 python3 scripts/pytorch_reference.py --model gpt162m --steps 30 --warmup 5 >"$OUT/torch.jsonl" 2>"$OUT/torch.err"
-echo "torch rc=$?"; tail -1 "$OUT/torch.jsonl"; tail -3 "$OUT/torch.err"
+if want dense; then
+  stage "162M, $STEPS steps (dense run)"
+  timeout 80 bin/cudabackend/cudatrain --model gpt162m --steps "$STEPS" --val-every 50 --val-batches 4 --json >"$OUT/train162m.jsonl"
+  echo "train rc=$?"
+  tail -1 "$OUT/train162m.jsonl"
+fi
 
-stage "sweep at batch 1 within $BUDGET_GIB GiB (dense run)"
-timeout 600 bin/cudabackend/cudatrain --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 1024 --sweep-max 65536 --sweep-quantum 1024 --json >"$OUT/sweep.jsonl"
-echo "sweep rc=$?"; cat "$OUT/sweep.jsonl"
+if want torch; then
+  stage "PyTorch reference, 162M"
+  PYTHONUNBUFFERED=1 timeout 80 python3 scripts/pytorch_reference.py --model gpt162m --steps 30 --warmup 5 >"$OUT/torch.jsonl" 2>"$OUT/torch.err"
+  echo "torch rc=$?"; tail -1 "$OUT/torch.jsonl"; tail -3 "$OUT/torch.err"
+fi
 
-stage "compute-sanitizer memcheck over the kernel tests"
-timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 bin/cudabackend/cudabackend.test -test.count=1 \
-  -test.run 'TestAddGELU|TestEmbedding|TestLayerNorm|TestCrossEntropy|TestOptimizers|TestLinearMatchesCPU|TestAttentionMatchesCPU' \
-  >"$OUT/sanitizer.log" 2>&1
-echo "sanitizer rc=$?"; tail -5 "$OUT/sanitizer.log"
+if want lctsmall; then
+  stage "medium model, 200 steps, LCT run beside the shadow"
+  timeout 90 bin/cudabackend/cudatrain --model medium --steps 200 --lct --check-every 50 --val-every 50 --json >"$OUT/lct_medium.jsonl"
+  echo "lct medium rc=$?"; tail -1 "$OUT/lct_medium.jsonl"
+fi
+
+if want lct162; then
+  stage "162M, LCT run beside the shadow (host codec)"
+  timeout 150 bin/cudabackend/cudatrain --model gpt162m --steps "${LCT_STEPS:-12}" --lct --check-every 6 --val-every 0 --timing-warmup 2 --json >"$OUT/lct162m.jsonl"
+  echo "lct 162M rc=$?"; tail -1 "$OUT/lct162m.jsonl"
+fi
+
+if want sweep; then
+  stage "sweeps at batch 1 within $BUDGET_GIB GiB"
+  timeout 100 bin/cudabackend/cudatrain --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >"$OUT/sweep.jsonl"
+  echo "sweep dense rc=$?"
+  timeout 170 bin/cudabackend/cudatrain --model gpt162m --sweep --lct --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >>"$OUT/sweep.jsonl"
+  echo "sweep lct rc=$?"; cat "$OUT/sweep.jsonl"
+fi
+
+if want sanitizer; then
+  stage "compute-sanitizer memcheck over the kernel tests"
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 bin/cudabackend/cudabackend.test -test.count=1 \
+    -test.run 'TestAddGELU|TestEmbedding|TestLayerNorm|TestCrossEntropy|TestOptimizers|TestLinearMatchesCPU|TestAttentionMatchesCPU' \
+    >"$OUT/sanitizer.log" 2>&1
+  echo "sanitizer rc=$?"; tail -5 "$OUT/sanitizer.log"
+fi
 
 stage "summary"
 python3 - "$OUT" <<'EOF'
@@ -65,6 +92,13 @@ def lines(name):
 tr = [l for l in lines("train162m.jsonl") if l.get("summary")]
 to = lines("torch.jsonl")
 sw = [l for l in lines("sweep.jsonl") if "sweep_longest" in l]
+for name in ("lct_medium.jsonl", "lct162m.jsonl"):
+    s = [l for l in lines(name) if l.get("summary")]
+    if s:
+        s = s[-1]
+        print(f"{name}: {s['steps']} steps, all bit-identical {s['all_bit_identical']} (weights checked at {s['weights_checked']}), "
+              f"peak {s['peak_bytes_shadow']/2**20:.0f} MiB (shadow) vs {s['peak_bytes_lct']/2**20:.0f} MiB (LCT): "
+              f"{100*(1-s['peak_bytes_lct']/s['peak_bytes_shadow']):.1f}% less; step {s['median_step_ms_shadow']:.1f} ms vs {s['median_step_ms_lct']:.1f} ms (host codec)")
 if tr:
     s = tr[-1]
     print(f"ours   162M: median step {s['median_step_ms_shadow']:.1f} ms, peak {s['peak_bytes_shadow']/2**20:.0f} MiB, "
@@ -75,6 +109,6 @@ if to:
           f"(reserved {t['peak_reserved_bytes']/2**20:.0f}), {t['pytorch']}")
 if tr and to:
     print(f"ours/torch step time: {tr[-1]['median_step_ms_shadow']/to[-1]['median_step_ms']:.2f}")
-if sw:
-    print(f"sweep: longest dense sequence at batch 1 within the budget: {sw[-1]['sweep_longest']}")
+for l in sw:
+    print(f"sweep: longest {'LCT' if l['lct'] else 'dense'} sequence at batch 1 within {l['budget_bytes']/2**30:.0f} GiB: {l['sweep_longest']}")
 EOF
