@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"lcttop/internal/testbf16"
 )
 
 // FuzzRoundTrip: any values (two bytes each, little-endian) encode under
@@ -41,7 +43,7 @@ func FuzzRoundTrip(f *testing.F) {
 				if err := d.Decode(&enc, out); err != nil {
 					t.Fatalf("%v/%v: %v", p, dist, err)
 				}
-				if i := firstDiff16(out, src); i >= 0 {
+				if i := testbf16.FirstDiff(out, src); i >= 0 {
 					t.Fatalf("%v/%v: value %d is %#04x, want %#04x", p, dist, i, out[i], src[i])
 				}
 			}
@@ -78,7 +80,7 @@ func FuzzParseTensor(f *testing.F) {
 			t.Fatalf("parsed and decoded but does not marshal: %v", err)
 		}
 		if !bytes.Equal(again, b) {
-			t.Fatalf("Marshal(Parse(b)) differs from b at byte %d", firstDiff(again, b))
+			t.Fatalf("Marshal(Parse(b)) differs from b at byte %d", testbf16.FirstDiff(again, b))
 		}
 		if err := tt.ComputeStats(); err != nil {
 			t.Fatalf("decoded but ComputeStats fails: %v", err)

@@ -3,21 +3,17 @@ package codec
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"lcttop/internal/testbf16"
 )
 
 // gaussianBF16 returns n BF16 values of a normal distribution with standard
 // deviation sigma (truncated from float32), deterministic in seed.
 func gaussianBF16(n int, seed uint64, sigma float64) []uint16 {
-	r := rand.New(rand.NewPCG(seed, 0x6c6374))
-	out := make([]uint16, n)
-	for i := range out {
-		out[i] = uint16(math.Float32bits(float32(r.NormFloat64()*sigma)) >> 16)
-	}
-	return out
+	return testbf16.Gaussian(rand.New(rand.NewPCG(seed, 0x6c6374)), n, sigma)
 }
 
 // randomBF16 returns n uniformly random bit patterns.
@@ -42,24 +38,15 @@ func sameTensor(a, b *Tensor) error {
 	case !bytes.Equal(a.SF, b.SF):
 		return fmt.Errorf("sf bytes differ")
 	case !bytes.Equal(a.Streams, b.Streams):
-		return fmt.Errorf("stream areas differ at byte %d", firstDiff(a.Streams, b.Streams))
+		return fmt.Errorf("stream areas differ at byte %d", testbf16.FirstDiff(a.Streams, b.Streams))
 	case !bytes.Equal(a.Bitmaps, b.Bitmaps):
-		return fmt.Errorf("bitmaps differ at byte %d", firstDiff(a.Bitmaps, b.Bitmaps))
+		return fmt.Errorf("bitmaps differ at byte %d", testbf16.FirstDiff(a.Bitmaps, b.Bitmaps))
 	case !slices.Equal(a.Offsets, b.Offsets):
 		return fmt.Errorf("offsets differ: %v vs %v", a.Offsets, b.Offsets)
 	case !bytes.Equal(a.Overflow, b.Overflow):
-		return fmt.Errorf("overflow areas differ at byte %d (lengths %d, %d)", firstDiff(a.Overflow, b.Overflow), len(a.Overflow), len(b.Overflow))
+		return fmt.Errorf("overflow areas differ at byte %d (lengths %d, %d)", testbf16.FirstDiff(a.Overflow, b.Overflow), len(a.Overflow), len(b.Overflow))
 	}
 	return nil
-}
-
-func firstDiff(a, b []byte) int {
-	for i := range min(len(a), len(b)) {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return min(len(a), len(b))
 }
 
 // checkRoundTrip encodes src with opt and checks everything a caller relies
@@ -92,7 +79,7 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 	if err != nil {
 		fail("decode: %v", err)
 	}
-	if i := firstDiff16(got, src); i >= 0 {
+	if i := testbf16.FirstDiff(got, src); i >= 0 {
 		fail("decoded value %d is %#04x, want %#04x", i, got[i], src[i])
 	}
 	bin, err := enc.MarshalBinary()
@@ -117,18 +104,6 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 	}
 	checkStatsInvariants(t, name, src, enc)
 	return enc
-}
-
-func firstDiff16(a, b []uint16) int {
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return -1
 }
 
 // checkStatsInvariants checks the encoder's counters against direct counts.

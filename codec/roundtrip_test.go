@@ -4,20 +4,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"lcttop/internal/testbf16"
 )
 
 // allPatterns returns every BF16 bit pattern once, in a fixed shuffled order
 // so that each stream sees a mix of exponents.
 func allPatterns(shuffle bool) []uint16 {
-	src := make([]uint16, 1<<16)
-	for i := range src {
-		src[i] = uint16(i)
+	if !shuffle {
+		return testbf16.AllPatterns(nil)
 	}
-	if shuffle {
-		r := rand.New(rand.NewPCG(7, 7))
-		r.Shuffle(len(src), func(i, j int) { src[i], src[j] = src[j], src[i] })
-	}
-	return src
+	return testbf16.AllPatterns(rand.New(rand.NewPCG(7, 7)))
 }
 
 func forEachOption(f func(opt Options)) {
@@ -132,7 +129,7 @@ func TestWorkersAgree(t *testing.T) {
 			if err := (&Decoder{Workers: w}).Decode(&got, dst); err != nil {
 				t.Fatal(err)
 			}
-			if i := firstDiff16(dst, src); i >= 0 {
+			if i := testbf16.FirstDiff(dst, src); i >= 0 {
 				t.Fatalf("%v Workers=%d: value %d differs", opt, w, i)
 			}
 		}
@@ -160,7 +157,7 @@ func TestEncoderReuse(t *testing.T) {
 		if err := d.Decode(&dst, out); err != nil {
 			t.Fatalf("input %d: %v", i, err)
 		}
-		if j := firstDiff16(out, src); j >= 0 {
+		if j := testbf16.FirstDiff(out, src); j >= 0 {
 			t.Fatalf("input %d: value %d differs", i, j)
 		}
 	}

@@ -10,18 +10,13 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/internal/testbf16"
 	"lcttop/internal/testtensors"
 )
 
 // allPatterns is every BF16 bit pattern once, shuffled deterministically.
 func allPatterns(seed uint64) []uint16 {
-	v := make([]uint16, 65536)
-	for i := range v {
-		v[i] = uint16(i)
-	}
-	r := rand.New(rand.NewPCG(seed, 7))
-	r.Shuffle(len(v), func(i, j int) { v[i], v[j] = v[j], v[i] })
-	return v
+	return testbf16.AllPatterns(rand.New(rand.NewPCG(seed, 7)))
 }
 
 // TestEncodeAllPatterns: every preset and distribution on all 65,536
@@ -31,10 +26,7 @@ func allPatterns(seed uint64) []uint16 {
 func TestEncodeAllPatterns(t *testing.T) {
 	c := testCodec(t)
 	shuffled := allPatterns(1)
-	ordered := make([]uint16, 65536)
-	for i := range ordered {
-		ordered[i] = uint16(i)
-	}
+	ordered := testbf16.AllPatterns(nil)
 	for _, p := range codec.Presets {
 		for _, d := range codec.Distributions {
 			if emulated(t) && p != codec.Clean && d != codec.Gaussian {
@@ -58,7 +50,7 @@ func TestEncodeSizes(t *testing.T) {
 		sizes = []int{0, 1, 9, 257, 4097, 32769, 65537}
 	}
 	for _, n := range sizes {
-		src := gaussianBF16(r, n, 0.05)
+		src := testbf16.Gaussian(r, n, 0.05)
 		for _, p := range []codec.Preset{codec.Clean, codec.High, codec.Auto} {
 			cb, l := fit(src, p, codec.Laplace)
 			checkEncode(t, c, fmt.Sprintf("gaussian n=%d %s", n, p), src, cb, l)
@@ -75,7 +67,7 @@ func TestEncodeAdversarial(t *testing.T) {
 	if emulated(t) {
 		n = 65536 + 777
 	}
-	normal := gaussianBF16(r, n, 0.01)
+	normal := testbf16.Gaussian(r, n, 0.01)
 	cbNormal, clean := fit(normal, codec.Clean, codec.Gaussian)
 
 	// Exponents drawn uniformly: nearly all escaped, 9+ bits each.
@@ -155,7 +147,7 @@ func TestRealTensors(t *testing.T) {
 func TestDecodeCorrupt(t *testing.T) {
 	c := testCodec(t)
 	r := rand.New(rand.NewPCG(8, 9))
-	src := gaussianBF16(r, 65536+1000, 0.02)
+	src := testbf16.Gaussian(r, 65536+1000, 0.02)
 	failures := 0
 	trials := 40
 	if emulated(t) {
@@ -187,7 +179,7 @@ func TestDecodeCorrupt(t *testing.T) {
 			failures++
 			continue
 		}
-		if i := firstDiffU16(want, got); i >= 0 {
+		if i := testbf16.FirstDiff(want, got); i >= 0 {
 			t.Fatalf("trial %d: corrupt but decodable tensor: value %d: codec %#04x, gpu %#04x", trial, i, want[i], got[i])
 		}
 	}
@@ -217,7 +209,7 @@ func TestHistograms(t *testing.T) {
 		if emulated(t) && n > 20000 {
 			continue
 		}
-		src := gaussianBF16(r, n, 0.3)
+		src := testbf16.Gaussian(r, n, 0.3)
 		buf, err := d.Alloc(2*n, Activations)
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +244,7 @@ func TestDeviceTensor(t *testing.T) {
 	d := device(t)
 	r := rand.New(rand.NewPCG(12, 13))
 	n := 2*65536 + 99
-	src := gaussianBF16(r, n, 0.01)
+	src := testbf16.Gaussian(r, n, 0.01)
 	for i := 0; i < n; i += 3 {
 		src[i] ^= 0x3F80 // exponents far from the codebook's: spills
 	}
@@ -312,7 +304,7 @@ func TestDeviceTensor(t *testing.T) {
 	if err := d.DownloadBF16(back, out); err != nil {
 		t.Fatal(err)
 	}
-	if i := firstDiffU16(src, back); i >= 0 {
+	if i := testbf16.FirstDiff(src, back); i >= 0 {
 		t.Fatalf("device decode differs at %d", i)
 	}
 	m := d.Memory()

@@ -5,13 +5,12 @@ package gpu
 import (
 	"bytes"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"reflect"
 	"sync"
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/internal/testbf16"
 )
 
 var (
@@ -44,15 +43,6 @@ func testCodec(t testing.TB) *Codec {
 		}
 	})
 	return c
-}
-
-// gaussianBF16 draws n BF16 values of N(0, scale²).
-func gaussianBF16(r *rand.Rand, n int, scale float64) []uint16 {
-	v := make([]uint16, n)
-	for i := range v {
-		v[i] = uint16(math.Float32bits(float32(r.NormFloat64()*scale)) >> 16)
-	}
-	return v
 }
 
 // fit picks the codebook and layout the way codec.Encode does.
@@ -132,20 +122,8 @@ func checkEncode(t *testing.T, c *Codec, what string, src []uint16, cb codec.Cod
 	if err := c.Decode(want, back); err != nil {
 		t.Fatalf("%s: gpu decode: %v", what, err)
 	}
-	if i := firstDiffU16(src, back); i >= 0 {
+	if i := testbf16.FirstDiff(src, back); i >= 0 {
 		t.Fatalf("%s: gpu decode differs at %d of %d: want %#04x, got %#04x", what, i, len(src), src[i], back[i])
 	}
 	return want
-}
-
-func firstDiffU16(a, b []uint16) int {
-	for i := range a {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	if len(a) != len(b) {
-		return min(len(a), len(b))
-	}
-	return -1
 }

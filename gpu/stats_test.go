@@ -1,12 +1,12 @@
 package gpu
 
 import (
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/internal/testbf16"
 )
 
 // The device returns per-block counts (code bits, spilled exponents, spilling
@@ -16,12 +16,9 @@ import (
 func TestStatsFromDeviceCountsMatchCodec(t *testing.T) {
 	r := rand.New(rand.NewPCG(40, 41))
 	for _, n := range []int{0, 1, 300, 65536 + 4321} {
-		src := make([]uint16, n)
-		for i := range src {
-			src[i] = uint16(math.Float32bits(float32(r.NormFloat64()*0.01)) >> 16)
-			if i%7 == 0 {
-				src[i] ^= 0x3F80 // far exponents: escapes and spills
-			}
+		src := testbf16.Gaussian(r, n, 0.01)
+		for i := 0; i < n; i += 7 {
+			src[i] ^= 0x3F80 // far exponents: escapes and spills
 		}
 		for _, p := range []codec.Preset{codec.Clean, codec.Auto} {
 			ct, err := codec.Encode(src, codec.Options{Preset: p, Dist: codec.Gaussian})

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/internal/testbf16"
 	"lcttop/internal/testtensors"
 	"lcttop/trainer/optim"
 )
@@ -166,7 +167,7 @@ func checkPlain(t *testing.T, d *Device, oc optCase, ref [][]uint16, step int) {
 		if err := d.DownloadBF16(got, bufs[i]); err != nil {
 			t.Fatal(err)
 		}
-		if j := firstDiffU16(ref[i], got); j >= 0 {
+		if j := testbf16.FirstDiff(ref[i], got); j >= 0 {
 			t.Fatalf("%s: plain step, tensor %d value %d: CPU %#04x, GPU %#04x (inputs %#04x, g %#04x)", oc.name, i, j, ref[i][j], got[j], oc.vals[i][j], oc.grad[j])
 		}
 	}
@@ -183,10 +184,10 @@ func abs(v []uint16) []uint16 {
 // synthetic makes a case of gaussian tensors, all stored with preset p
 // (codebooks fitted before and after the update).
 func synthetic(r *rand.Rand, name string, n int, adam bool, p codec.Preset, d codec.Distribution) optCase {
-	oc := optCase{name: name, grad: gaussianBF16(r, n, 1e-2)}
-	oc.vals = [][]uint16{gaussianBF16(r, n, 0.05), gaussianBF16(r, n, 1e-3)}
+	oc := optCase{name: name, grad: testbf16.Gaussian(r, n, 1e-2)}
+	oc.vals = [][]uint16{testbf16.Gaussian(r, n, 0.05), testbf16.Gaussian(r, n, 1e-3)}
 	if adam {
-		oc.vals = append(oc.vals, abs(gaussianBF16(r, n, 1e-5)))
+		oc.vals = append(oc.vals, abs(testbf16.Gaussian(r, n, 1e-5)))
 	}
 	ref := oc.reference(3)
 	for i, v := range oc.vals {
@@ -400,7 +401,7 @@ func TestFusedRealTensors(t *testing.T) {
 		if wv == nil {
 			t.Fatalf("sgd_step300: no weights for %s", name)
 		}
-		oc := optCase{name: "sgd " + suffix, vals: [][]uint16{wv, mom}, grad: gaussianBF16(r, len(wv), 1e-3)}
+		oc := optCase{name: "sgd " + suffix, vals: [][]uint16{wv, mom}, grad: testbf16.Gaussian(r, len(wv), 1e-3)}
 		oc2 := stores(oc.vals, oc.reference(3))
 		oc2.name, oc2.grad = oc.name, oc.grad
 		checkFused(t, oc2)

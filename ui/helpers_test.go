@@ -55,34 +55,21 @@ func updateCmd(t testing.TB, m Model, msg tea.Msg) (Model, tea.Cmd) {
 	return nm.(Model), cmd
 }
 
+// namedKeys are the keys keyMsg knows by name; any other string is typed
+// as runes.
+var namedKeys = map[string]tea.KeyType{
+	"up": tea.KeyUp, "down": tea.KeyDown, "left": tea.KeyLeft, "right": tea.KeyRight,
+	"tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab, "enter": tea.KeyEnter, "esc": tea.KeyEsc,
+	"pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown, "home": tea.KeyHome, "end": tea.KeyEnd,
+}
+
+// keyMsg is the message bubbletea sends for the key named s.
 func keyMsg(s string) tea.KeyMsg {
-	switch s {
-	case "up":
-		return tea.KeyMsg{Type: tea.KeyUp}
-	case "down":
-		return tea.KeyMsg{Type: tea.KeyDown}
-	case "left":
-		return tea.KeyMsg{Type: tea.KeyLeft}
-	case "right":
-		return tea.KeyMsg{Type: tea.KeyRight}
-	case "tab":
-		return tea.KeyMsg{Type: tea.KeyTab}
-	case "shift+tab":
-		return tea.KeyMsg{Type: tea.KeyShiftTab}
-	case "enter":
-		return tea.KeyMsg{Type: tea.KeyEnter}
-	case "esc":
-		return tea.KeyMsg{Type: tea.KeyEsc}
-	case "space":
+	if s == "space" {
 		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
-	case "pgdown":
-		return tea.KeyMsg{Type: tea.KeyPgDown}
-	case "end":
-		return tea.KeyMsg{Type: tea.KeyEnd}
-	case "home":
-		return tea.KeyMsg{Type: tea.KeyHome}
-	case "pgup":
-		return tea.KeyMsg{Type: tea.KeyPgUp}
+	}
+	if k, ok := namedKeys[s]; ok {
+		return tea.KeyMsg{Type: k}
 	}
 	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
 }

@@ -9,17 +9,13 @@ import (
 	"testing"
 
 	"lcttop/codec/safetensors"
+	"lcttop/internal/testbf16"
 )
 
 // gaussianBF16 returns n BF16 values of a normal distribution with the
 // given scale, as trained weights roughly are; seeded, so reproducible.
 func gaussianBF16(n int, scale float64, seed uint64) []uint16 {
-	r := rand.New(rand.NewPCG(seed, 1))
-	v := make([]uint16, n)
-	for i := range v {
-		v[i] = uint16(math.Float32bits(float32(r.NormFloat64()*scale)) >> 16)
-	}
-	return v
+	return testbf16.Gaussian(rand.New(rand.NewPCG(seed, 1)), n, scale)
 }
 
 // rawTensor is one tensor of a hand-built safetensors file.
