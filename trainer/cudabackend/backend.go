@@ -114,6 +114,9 @@ func (b *Backend) Step(batch Batch, step int) (StepResult, error) {
 		res.BitIdentical = math.Float32bits(res.LossLCT) == math.Float32bits(res.LossShadow)
 		res.PeakLCT = b.LCT.Memory().PeakTotal
 	}
+	if err := b.pool.TrimUnused(); err != nil {
+		return res, err
+	}
 	res.PoolHeld, res.PoolHeldPeak = b.pool.Held()
 	return res, nil
 }

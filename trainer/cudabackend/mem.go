@@ -12,56 +12,90 @@ import (
 const align = 256
 
 // Pool caches device memory between uses: a block freed by one step is
-// handed out again for the same size at the next, so training steps do not
-// call cuMemAlloc and cuMemFree (which waits for the GPU). Both runs of a
-// training draw on one Pool.
+// handed out again for the same size class at the next, so training steps
+// do not call cuMemAlloc and cuMemFree (which waits for the GPU). Sizes up
+// to 1 MiB are classes of their own (256-byte granularity); larger ones
+// round up to 64 KiB, so that a compressed tensor whose size moves by a few
+// bytes from one step to the next reuses its block. Classes not used during
+// a step are given back to the device after it (TrimUnused), so sizes that
+// drift do not pile up. Both runs of a training draw on one Pool.
 type Pool struct {
-	dev    device.Device
-	free   map[int64][]device.Ptr
-	cached int64 // bytes held in free lists
-	held   int64 // bytes allocated from the device, in use or cached
-	peak   int64 // largest held
+	dev     device.Device
+	free    map[int64][]device.Ptr
+	lastUse map[int64]int // generation of the last get or put of a class
+	gen     int
+	cached  int64 // bytes held in free lists
+	held    int64 // bytes allocated from the device, in use or cached
+	peak    int64 // largest held
 }
 
 // NewPool returns an empty pool on dev.
-func NewPool(dev device.Device) *Pool { return &Pool{dev: dev, free: map[int64][]device.Ptr{}} }
+func NewPool(dev device.Device) *Pool {
+	return &Pool{dev: dev, free: map[int64][]device.Ptr{}, lastUse: map[int64]int{}}
+}
 
 // Held is what the pool has allocated from the device now, and at most.
 func (p *Pool) Held() (now, peak int64) { return p.held, p.peak }
 
+// sizeClass is the block size that serves a request of bytes.
+func sizeClass(bytes int64) int64 {
+	const small, grain = 1 << 20, 64 << 10
+	if bytes <= small {
+		return (bytes + align - 1) / align * align
+	}
+	return (bytes + grain - 1) / grain * grain
+}
+
 func (p *Pool) get(bytes int64) (device.Ptr, error) {
-	if l := p.free[bytes]; len(l) > 0 {
+	c := sizeClass(bytes)
+	p.lastUse[c] = p.gen
+	if l := p.free[c]; len(l) > 0 {
 		ptr := l[len(l)-1]
-		p.free[bytes] = l[:len(l)-1]
-		p.cached -= bytes
+		p.free[c] = l[:len(l)-1]
+		p.cached -= c
 		return ptr, nil
 	}
-	ptr, err := p.dev.Alloc(bytes)
+	ptr, err := p.dev.Alloc(c)
 	if err != nil && p.cached > 0 {
 		// Give the cache back and try once more.
 		if terr := p.Trim(); terr != nil {
 			return 0, terr
 		}
-		ptr, err = p.dev.Alloc(bytes)
+		ptr, err = p.dev.Alloc(c)
 	}
 	if err != nil {
 		return 0, err
 	}
-	p.held += bytes
+	p.held += c
 	p.peak = max(p.peak, p.held)
 	return ptr, nil
 }
 
 func (p *Pool) put(ptr device.Ptr, bytes int64) {
-	p.free[bytes] = append(p.free[bytes], ptr)
-	p.cached += bytes
+	c := sizeClass(bytes)
+	p.lastUse[c] = p.gen
+	p.free[c] = append(p.free[c], ptr)
+	p.cached += c
 }
 
 // Trim frees every cached block.
-func (p *Pool) Trim() error {
+func (p *Pool) Trim() error { return p.trim(func(int64) bool { return true }) }
+
+// TrimUnused frees the cached blocks of every size class not used since the
+// last TrimUnused, and starts a new generation (call it after each step).
+func (p *Pool) TrimUnused() error {
+	gen := p.gen
+	err := p.trim(func(c int64) bool { return p.lastUse[c] < gen })
+	p.gen++
+	return err
+}
+
+func (p *Pool) trim(drop func(class int64) bool) error {
 	sizes := make([]int64, 0, len(p.free))
 	for s := range p.free {
-		sizes = append(sizes, s)
+		if drop(s) {
+			sizes = append(sizes, s)
+		}
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
 	for _, s := range sizes {
@@ -70,10 +104,11 @@ func (p *Pool) Trim() error {
 				return err
 			}
 			p.held -= s
+			p.cached -= s
 		}
 		delete(p.free, s)
+		delete(p.lastUse, s)
 	}
-	p.cached = 0
 	return nil
 }
 

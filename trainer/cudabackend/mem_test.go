@@ -1,0 +1,56 @@
+package cudabackend
+
+import (
+	"testing"
+
+	"lcttop/trainer"
+)
+
+// Blocks are reused across steps within a size class, and classes a step
+// did not use go back to the device after it.
+func TestPoolReusesAndTrims(t *testing.T) {
+	dev := testDevice(t)
+	pool := NewPool(dev)
+	mem := NewMem(pool, 0)
+	// A compressed tensor of a little over 5 MiB whose size moves by a few
+	// bytes between steps keeps its block.
+	a, err := mem.Alloc(trainer.Weights, 5<<20+1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.Free(a)
+	b, err := mem.Alloc(trainer.Weights, 5<<20+3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b != a {
+		t.Errorf("a request of nearly the same size got a new block")
+	}
+	if got := mem.Ledger().Memory().Live[trainer.Weights]; got != (5<<20+3000+255)/256*256 {
+		t.Errorf("ledger counts %d bytes, want the request rounded to 256", got)
+	}
+	mem.Free(b)
+	held, _ := pool.Held()
+	if err := pool.TrimUnused(); err != nil { // the class was used in this generation: kept
+		t.Fatal(err)
+	}
+	if now, _ := pool.Held(); now != held || now == 0 {
+		t.Errorf("held %d after trimming a used class, %d before", now, held)
+	}
+	if err := pool.TrimUnused(); err != nil { // unused through a whole generation: freed
+		t.Fatal(err)
+	}
+	if now, _ := pool.Held(); now != 0 {
+		t.Errorf("held %d after trimming an unused class", now)
+	}
+}
+
+func TestSizeClasses(t *testing.T) {
+	for _, c := range []struct{ in, want int64 }{
+		{1, 256}, {256, 256}, {257, 512}, {1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 64<<10}, {5<<20 + 3000, 5<<20 + 64<<10},
+	} {
+		if got := sizeClass(c.in); got != c.want {
+			t.Errorf("sizeClass(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
