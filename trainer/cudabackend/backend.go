@@ -172,3 +172,24 @@ func (b *Backend) Close() error {
 	}
 	return b.pool.Trim()
 }
+
+// Snapshot turns a step's result into the trainer's Snapshot, as the UI and
+// the headless mode show it: both losses, the verdict, times, memory by
+// category for both runs and the LCT run's tensors. valLoss and mismatch
+// (the first difference found, "" if none) come from the caller's loop.
+func (b *Backend) Snapshot(res StepResult, model, optimizer string, valLoss float32, mismatch string) trainer.Snapshot {
+	s := trainer.Snapshot{
+		Step: res.Step, Time: time.Now(), Backend: "cuda", Model: model, Optimizer: optimizer,
+		LossShadow: res.LossShadow, LossLCT: res.LossLCT, ValLoss: valLoss,
+		BitIdentical: b.LCT != nil && mismatch == "", Mismatch: mismatch,
+		StepTimeShadow: res.TimeShadow, StepTimeLCT: res.TimeLCT, CodecTime: res.CodecTime,
+		MemShadow: b.Shadow.Memory(), PeakBytesShadow: res.PeakShadow,
+		Tensors: b.Tensors(),
+	}
+	if b.LCT != nil {
+		s.MemLCT, s.PeakBytesLCT = b.LCT.Memory(), res.PeakLCT
+	} else {
+		s.Mismatch = "no LCT run"
+	}
+	return s
+}

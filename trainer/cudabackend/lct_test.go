@@ -137,3 +137,30 @@ func TestSweepLCTFitsWhatDenseFits(t *testing.T) {
 		}
 	}
 }
+
+// A step's Snapshot carries both runs' figures the way the CPU trainer's do.
+func TestSnapshot(t *testing.T) {
+	dev := testDevice(t)
+	cfg := Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := New(dev, cfg, InitialValues(testModel, 2), &LCTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text, err := SplitText(corpus.Text, cfg.SeqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Step(text.TrainBatch(2, 1, cfg.Batch, cfg.SeqLen), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := b.Snapshot(res, "test", "adamw", 0, "")
+	if s.Step != 1 || s.Backend != "cuda" || !s.BitIdentical || s.LossLCT != s.LossShadow || s.PeakBytesLCT <= 0 ||
+		s.PeakBytesShadow != s.MemShadow.PeakTotal || s.PeakBytesLCT != s.MemLCT.PeakTotal || len(s.Tensors) != len(b.LCT.Names()) {
+		t.Errorf("snapshot %+v", s)
+	}
+	if s := b.Snapshot(res, "test", "adamw", 0, "step 1: differs"); s.BitIdentical {
+		t.Error("a mismatch was reported as identical")
+	}
+}
