@@ -11,7 +11,7 @@ import (
 // so that gradients live one tensor at a time. Each weight is read for its
 // input gradient before it is updated. Saved activations are released after
 // their last use.
-func (r *run) backward(b *batch, step int) error {
+func (r *run) backward(b *Batch, step int) error {
 	st := r.st
 	m := r.model
 	N, C := r.B*r.T, m.Dim
@@ -99,7 +99,7 @@ func (r *run) backward(b *batch, step int) error {
 
 	// Embeddings; position rows past T (a shorter sequence) get zero gradient.
 	dwte, dwpe := grad(Vocab*C), grad(m.Context*C)
-	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Backward(dwte, dwpe, dres, b.tokens)
+	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Backward(dwte, dwpe, dres, b.Tokens)
 	st.freeBuf(Gradients, dres)
 	r.update(step, "wte", dwte)
 	r.update(step, "wpe", dwpe)

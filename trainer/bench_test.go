@@ -47,7 +47,7 @@ func BenchmarkStep(b *testing.B) {
 			var clock codecClock
 			for b.Loop() {
 				tr.step++
-				batch := tr.data.trainBatch(cfg.Seed, tr.step, tr.cfg.Batch, tr.cfg.SeqLen)
+				batch := tr.data.TrainBatch(cfg.Seed, tr.step, tr.cfg.Batch, tr.cfg.SeqLen)
 				var loss [2]float32
 				for i, r := range []*run{tr.shadow, tr.lct} {
 					r.st.clock = codecClock{}

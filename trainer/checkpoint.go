@@ -62,10 +62,10 @@ func (t *Trainer) saveCheckpoint(path string) error {
 
 // checkpointSettings are the settings that decide the training's numbers:
 // resuming with any of them different would not continue the same run.
-func (rc resolved) checkpointSettings(d *dataset) map[string]string {
+func (rc resolved) checkpointSettings(d *Dataset) map[string]string {
 	text := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	text.Write(d.train)
-	text.Write(d.val)
+	text.Write(d.Train)
+	text.Write(d.Val)
 	return map[string]string{
 		"lcttop.model":     rc.Model,
 		"lcttop.optimizer": rc.Optimizer,
@@ -80,7 +80,7 @@ func (rc resolved) checkpointSettings(d *dataset) map[string]string {
 
 // readCheckpoint loads a checkpoint written by SaveCheckpoint and checks it
 // belongs to this configuration; it returns the tensors and the step.
-func readCheckpoint(path string, rc resolved, d *dataset) (map[string][]uint16, int, error) {
+func readCheckpoint(path string, rc resolved, d *Dataset) (map[string][]uint16, int, error) {
 	fail := func(format string, args ...any) (map[string][]uint16, int, error) {
 		return nil, 0, fmt.Errorf("resume %s: "+format, append([]any{path}, args...)...)
 	}

@@ -14,16 +14,18 @@ import (
 // the validation loss.
 const valFraction = 10
 
-// dataset is training text split into a training and a held-out part.
-type dataset struct {
-	name       string
-	train, val []byte
+// Dataset is training text split into a training and a held-out part.
+// The CPU trainer and the CUDA backend draw their batches from it, so both
+// train on the same bytes.
+type Dataset struct {
+	Name       string // the file, or "built-in corpus"
+	Train, Val []byte
 }
 
-// loadData reads the training text: the built-in corpus when path is empty,
+// LoadData reads the training text: the built-in corpus when path is empty,
 // else the user's file, which must be non-empty text long enough to hold a
 // training and a validation sequence of seqLen+1 bytes each.
-func loadData(path string, seqLen int) (*dataset, error) {
+func LoadData(path string, seqLen int) (*Dataset, error) {
 	text, name := corpus.Text, "built-in corpus"
 	if path != "" {
 		b, err := lctfile.ReadInput(path)
@@ -35,12 +37,19 @@ func loadData(path string, seqLen int) (*dataset, error) {
 			return nil, fmt.Errorf("training data %s: %w", path, err)
 		}
 	}
+	return SplitText(name, text, seqLen)
+}
+
+// SplitText holds out the last tenth of text for validation; text (called
+// name in errors) must hold a training and a validation sequence of
+// seqLen+1 bytes each.
+func SplitText(name string, text []byte, seqLen int) (*Dataset, error) {
 	need := 2 * (seqLen + 1) * valFraction
 	if len(text) < need {
 		return nil, fmt.Errorf("training data %s: %d bytes is too short for sequences of %d bytes: need at least %d", name, len(text), seqLen, need)
 	}
 	cut := len(text) - len(text)/valFraction
-	return &dataset{name: name, train: text[:cut], val: text[cut:]}, nil
+	return &Dataset{Name: name, Train: text[:cut], Val: text[cut:]}, nil
 }
 
 // checkText rejects empty and binary files: the model is trained on text,
@@ -66,50 +75,51 @@ func checkText(b []byte) error {
 	return nil
 }
 
-// batch is B sequences of T input tokens and their next-token targets.
-type batch struct {
-	tokens, targets []int32
+// Batch is B sequences of T input tokens and their next-token targets.
+type Batch struct {
+	Tokens, Targets []int32
 }
 
-// fill copies the sequence starting at text[pos] into row r.
-func (b *batch) fill(r, T int, text []byte, pos int) {
+// Fill copies the sequence starting at text[pos] into row r.
+func (b *Batch) Fill(r, T int, text []byte, pos int) {
 	for t := range T {
-		b.tokens[r*T+t] = int32(text[pos+t])
-		b.targets[r*T+t] = int32(text[pos+t+1])
+		b.Tokens[r*T+t] = int32(text[pos+t])
+		b.Targets[r*T+t] = int32(text[pos+t+1])
 	}
 }
 
-func newBatch(B, T int) *batch {
-	return &batch{tokens: make([]int32, B*T), targets: make([]int32, B*T)}
+// NewBatch is an empty batch of B sequences of T tokens.
+func NewBatch(B, T int) *Batch {
+	return &Batch{Tokens: make([]int32, B*T), Targets: make([]int32, B*T)}
 }
 
-// trainBatch is the batch of step (from 1): random positions drawn from a
+// TrainBatch is the batch of step (from 1): random positions drawn from a
 // generator seeded by (seed, step) alone, so any step's batch is known
 // without replaying the ones before (a resumed run draws the same batches).
-func (d *dataset) trainBatch(seed uint64, step, B, T int) *batch {
+func (d *Dataset) TrainBatch(seed uint64, step, B, T int) *Batch {
 	r := rand.New(rand.NewPCG(seed, uint64(step)))
-	b := newBatch(B, T)
+	b := NewBatch(B, T)
 	for row := range B {
-		b.fill(row, T, d.train, r.IntN(len(d.train)-T))
+		b.Fill(row, T, d.Train, r.IntN(len(d.Train)-T))
 	}
 	return b
 }
 
-// valBatches is the fixed validation set: n batches of B sequences at evenly
+// ValBatches is the fixed validation set: n batches of B sequences at evenly
 // spaced positions over the held-out text.
-func (d *dataset) valBatches(n, B, T int) []*batch {
+func (d *Dataset) ValBatches(n, B, T int) []*Batch {
 	count := n * B
-	span := len(d.val) - T - 1
-	out := make([]*batch, n)
+	span := len(d.Val) - T - 1
+	out := make([]*Batch, n)
 	for i := range n {
-		out[i] = newBatch(B, T)
+		out[i] = NewBatch(B, T)
 		for row := range B {
 			k := i*B + row
 			pos := 0
 			if count > 1 {
 				pos = k * span / (count - 1)
 			}
-			out[i].fill(row, T, d.val, pos)
+			out[i].Fill(row, T, d.Val, pos)
 		}
 	}
 	return out

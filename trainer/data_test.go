@@ -8,14 +8,14 @@ import (
 )
 
 func TestBuiltinCorpusLoads(t *testing.T) {
-	d, err := loadData("", 64)
+	d, err := LoadData("", 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(d.train) < 9*len(d.val) || len(d.val) == 0 {
-		t.Fatalf("split %d/%d", len(d.train), len(d.val))
+	if len(d.Train) < 9*len(d.Val) || len(d.Val) == 0 {
+		t.Fatalf("split %d/%d", len(d.Train), len(d.Val))
 	}
-	if err := checkText(append(append([]byte(nil), d.train...), d.val...)); err != nil {
+	if err := checkText(append(append([]byte(nil), d.Train...), d.Val...)); err != nil {
 		t.Fatalf("the built-in corpus is not text: %v", err)
 	}
 }
@@ -39,7 +39,7 @@ func TestBadDataErrors(t *testing.T) {
 		{write("short.txt", []byte("hello")), "too short"},
 	}
 	for _, c := range cases {
-		_, err := loadData(c.path, 64)
+		_, err := LoadData(c.path, 64)
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), c.path) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line naming the file and containing %q", c.path, err, c.want)
 		}
@@ -47,15 +47,15 @@ func TestBadDataErrors(t *testing.T) {
 }
 
 func TestBatchesDeterministic(t *testing.T) {
-	d, err := loadData("", 16)
+	d, err := LoadData("", 16)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := d.trainBatch(7, 3, 4, 16), d.trainBatch(7, 3, 4, 16)
-	c := d.trainBatch(7, 4, 4, 16)
-	same := func(x, y *batch) bool {
-		for i := range x.tokens {
-			if x.tokens[i] != y.tokens[i] || x.targets[i] != y.targets[i] {
+	a, b := d.TrainBatch(7, 3, 4, 16), d.TrainBatch(7, 3, 4, 16)
+	c := d.TrainBatch(7, 4, 4, 16)
+	same := func(x, y *Batch) bool {
+		for i := range x.Tokens {
+			if x.Tokens[i] != y.Tokens[i] || x.Targets[i] != y.Targets[i] {
 				return false
 			}
 		}
@@ -64,13 +64,13 @@ func TestBatchesDeterministic(t *testing.T) {
 	if !same(a, b) || same(a, c) {
 		t.Fatal("a step's batch must depend on (seed, step) alone")
 	}
-	for i := 0; i+1 < len(a.tokens); i++ {
-		if i%16 != 15 && a.targets[i] != a.tokens[i+1] {
+	for i := 0; i+1 < len(a.Tokens); i++ {
+		if i%16 != 15 && a.Targets[i] != a.Tokens[i+1] {
 			t.Fatalf("target %d is not the next token", i)
 		}
 	}
-	vb := d.valBatches(2, 4, 16)
-	if len(vb) != 2 || !same(vb[0], d.valBatches(2, 4, 16)[0]) {
+	vb := d.ValBatches(2, 4, 16)
+	if len(vb) != 2 || !same(vb[0], d.ValBatches(2, 4, 16)[0]) {
 		t.Fatal("validation batches must be fixed")
 	}
 }

@@ -9,7 +9,7 @@ import (
 // forward runs the model on one batch and returns the mean loss. In training
 // (train true) it saves what backward needs and leaves the loss gradient in
 // r.dlogits; otherwise it frees every buffer as soon as it is used.
-func (r *run) forward(b *batch, train bool) (float32, error) {
+func (r *run) forward(b *Batch, train bool) (float32, error) {
 	st := r.st
 	m := r.model
 	N, C := r.B*r.T, m.Dim
@@ -24,7 +24,7 @@ func (r *run) forward(b *batch, train bool) (float32, error) {
 
 	x := st.begin(r.blocks[0].in)
 	wte, wpe := r.readParam("wte"), r.readParam("wpe")
-	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Forward(x, b.tokens, wte, wpe)
+	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Forward(x, b.Tokens, wte, wpe)
 	r.doneParam("wte", wte)
 	r.doneParam("wpe", wpe)
 
@@ -82,7 +82,7 @@ func (r *run) forward(b *batch, train bool) (float32, error) {
 	// The loss gradient replaces the logits in place: from here the buffer
 	// is a gradient.
 	losses := st.newF32(Activations, N)
-	ops.CrossEntropy{N: N, V: Vocab}.ForwardBackward(logits, losses, logits, b.targets, 1/float32(N))
+	ops.CrossEntropy{N: N, V: Vocab}.ForwardBackward(logits, losses, logits, b.Targets, 1/float32(N))
 	loss := ops.MeanLoss(losses)
 	st.freeF32(Activations, losses)
 	if train {

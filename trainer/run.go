@@ -70,10 +70,10 @@ func newRun(name string, compress bool, m ModelConfig, B, T int, opt optimizer, 
 	return r, nil
 }
 
-// initialValues draws the starting parameters from the seed: each tensor
+// InitialValues draws the starting parameters from the seed: each tensor
 // from its own generator (seed, index), so adding a tensor leaves the others
 // unchanged.
-func initialValues(m ModelConfig, seed uint64) map[string][]uint16 {
+func InitialValues(m ModelConfig, seed uint64) map[string][]uint16 {
 	out := map[string][]uint16{}
 	for i, ps := range m.Params() {
 		v := make([]uint16, ps.Elements())

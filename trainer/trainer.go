@@ -22,8 +22,8 @@ import (
 // goroutine while Run trains on another.
 type Trainer struct {
 	cfg    resolved
-	data   *dataset
-	val    []*batch
+	data   *Dataset
+	val    []*Batch
 	shadow *run
 	lct    *run
 
@@ -52,7 +52,7 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := loadData(rc.DataPath, rc.SeqLen)
+	data, err := LoadData(rc.DataPath, rc.SeqLen)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func New(cfg Config) (*Trainer, error) {
 		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
 	}
 	if rc.ValBatches > 0 {
-		t.val = data.valBatches(rc.ValBatches, rc.Batch, rc.SeqLen)
+		t.val = data.ValBatches(rc.ValBatches, rc.Batch, rc.SeqLen)
 	}
 	classes := maps.Clone(rc.Codec)
 	if t.shadow, err = newRun("shadow", false, rc.model, rc.Batch, rc.SeqLen, opt, classes, 0); err != nil {
@@ -75,7 +75,7 @@ func New(cfg Config) (*Trainer, error) {
 	if t.lct, err = newRun("lct", true, rc.model, rc.Batch, rc.SeqLen, opt, classes, rc.poolBudget()); err != nil {
 		return nil, err
 	}
-	vals := initialValues(rc.model, rc.Seed)
+	vals := InitialValues(rc.model, rc.Seed)
 	if rc.ResumePath != "" {
 		if vals, t.step, err = readCheckpoint(rc.ResumePath, rc, data); err != nil {
 			return nil, err
@@ -127,7 +127,7 @@ func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
 		return t.failed(err)
 	}
 	step := t.step + 1
-	b := t.data.trainBatch(t.cfg.Seed, step, t.cfg.Batch, t.cfg.SeqLen)
+	b := t.data.TrainBatch(t.cfg.Seed, step, t.cfg.Batch, t.cfg.SeqLen)
 	lossS, timeS, err := t.shadow.trainStep(b, step)
 	if err != nil {
 		return t.failed(fmt.Errorf("step %d, shadow run: %w", step, err))
@@ -171,7 +171,7 @@ func (t *Trainer) failed(err error) (Snapshot, error) {
 }
 
 // trainStep runs forward and backward on one batch.
-func (r *run) trainStep(b *batch, step int) (float32, time.Duration, error) {
+func (r *run) trainStep(b *Batch, step int) (float32, time.Duration, error) {
 	start := time.Now()
 	loss, err := r.forward(b, true)
 	if err != nil {

@@ -95,7 +95,7 @@ type StepResult struct {
 }
 
 // Step trains both runs on batch for step (from 1).
-func (b *Backend) Step(batch Batch, step int) (StepResult, error) {
+func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 	res := StepResult{Step: step, BitIdentical: true}
 	var err error
 	res.LossShadow, res.TimeShadow, err = b.Shadow.TrainStep(batch.Tokens, batch.Targets, step)

@@ -29,7 +29,7 @@ func TestLCTRunIdenticalToShadow(t *testing.T) {
 		dev := testDevice(t)
 		opts := TrainOptions{
 			Config: Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: c.opt},
-			Steps:  6, Seed: 21, Text: corpus.Text, CheckEvery: 3,
+			Steps:  6, Seed: 21, Data: testData(t, 16), CheckEvery: 3,
 			LCT: &LCTOptions{Classes: c.classes},
 		}
 		var last StepReport
@@ -54,7 +54,7 @@ func TestLCTRunIdenticalToShadow(t *testing.T) {
 
 func mustOptimizer(t *testing.T, name string) Optimizer {
 	t.Helper()
-	o, err := NewOptimizer(name, 0, 2)
+	o, err := trainer.NewOptimizerSettings(name, 0, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +71,12 @@ func TestLCTRunUsesLessMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, InitialValues(m, 4), &LCTOptions{})
+	b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	text, err := SplitText(corpus.Text, cfg.SeqLen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := testData(t, cfg.SeqLen)
 	res, err := b.Step(text.TrainBatch(4, 1, cfg.Batch, cfg.SeqLen), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -114,7 +111,7 @@ func TestSweepLCTFitsWhatDenseFits(t *testing.T) {
 	opts := SweepOptions{Model: m, Optimizer: mustOptimizer(t, "sgd"), Min: 32, Max: 256, Quantum: 32, Seed: 5, Text: corpus.Text, Budget: 1 << 40}
 	mm := m
 	mm.Context = opts.Max
-	tr, err := sweepTrial(dev, mm, opts, InitialValues(mm, opts.Seed), 96)
+	tr, err := sweepTrial(dev, mm, opts, trainer.InitialValues(mm, opts.Seed), 96)
 	if err != nil || !tr.Fits {
 		t.Fatalf("dense trial at 96: %+v, %v", tr, err)
 	}
@@ -142,15 +139,12 @@ func TestSweepLCTFitsWhatDenseFits(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	dev := testDevice(t)
 	cfg := Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, InitialValues(testModel, 2), &LCTOptions{})
+	b, err := New(dev, cfg, trainer.InitialValues(testModel, 2), &LCTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	text, err := SplitText(corpus.Text, cfg.SeqLen)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text := testData(t, cfg.SeqLen)
 	res, err := b.Step(text.TrainBatch(2, 1, cfg.Batch, cfg.SeqLen), 1)
 	if err != nil {
 		t.Fatal(err)

@@ -8,18 +8,15 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/ops"
-	"lcttop/trainer/optim"
 )
 
-// Optimizer is the update rule: exactly one of AdamW and SGD is set. Its
-// per-step scalars come from trainer/optim, computed on the host in float64
-// as the CPU backend computes them.
-type Optimizer struct {
-	AdamW *optim.AdamW
-	SGD   *optim.SGD
-}
+// Optimizer is the update rule, the trainer's settings (trainer.
+// NewOptimizerSettings gives a named one with its defaults): exactly one of
+// AdamW and SGD is set. Its per-step scalars come from trainer/optim,
+// computed on the host in float64 as the CPU backend computes them.
+type Optimizer = trainer.OptimizerSettings
 
-func (o Optimizer) check() error {
+func checkOptimizer(o Optimizer) error {
 	if (o.AdamW == nil) == (o.SGD == nil) {
 		return errors.New("optimizer: set exactly one of AdamW and SGD")
 	}
@@ -28,7 +25,7 @@ func (o Optimizer) check() error {
 
 // states are the optimizer states a parameter needs: class and name suffix,
 // as the CPU trainer names them.
-func (o Optimizer) states() []stateSpec {
+func optimizerStates(o Optimizer) []stateSpec {
 	if o.AdamW != nil {
 		return []stateSpec{{trainer.ClassAdamM, ".m"}, {trainer.ClassAdamV, ".v"}}
 	}
@@ -62,7 +59,7 @@ func (c Config) check() error {
 	case c.SeqLen < 1 || c.SeqLen > m.Context:
 		return fmt.Errorf("sequence length %d: model %s takes 1..%d", c.SeqLen, m.Name, m.Context)
 	}
-	return c.Optimizer.check()
+	return checkOptimizer(c.Optimizer)
 }
 
 // param is one parameter of the run and its optimizer states.
@@ -124,7 +121,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 	for _, ps := range cfg.Model.Params() {
 		p := &param{name: ps.Name, n: ps.Elements(), decay: ps.Decay,
 			w: &slot{name: ps.Name, class: trainer.ClassWeight, cat: trainer.Weights, n: ps.Elements()}}
-		for _, s := range cfg.Optimizer.states() {
+		for _, s := range optimizerStates(cfg.Optimizer) {
 			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: trainer.OptimizerState, n: ps.Elements()})
 		}
 		r.params = append(r.params, p)
@@ -315,23 +312,4 @@ func (r *Run) meanLoss(losses device.Ptr, n int) float32 {
 	v := make([]float32, n)
 	r.keep(r.mem.Dev().Download(device.F32Bytes(v), losses))
 	return ops.MeanLoss(v)
-}
-
-// NewOptimizer is the CPU trainer's optimizer of that name with its
-// defaults (trainer/optimizer.go: AdamW lr 3e-3, β 0.9/0.99, ε 1e-8, weight
-// decay 0.1; SGD lr 0.3, momentum 0.9); lr 0 takes the default.
-func NewOptimizer(name string, lr float64, warmup int) (Optimizer, error) {
-	switch name {
-	case "adamw":
-		if lr == 0 {
-			lr = 3e-3
-		}
-		return Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}, nil
-	case "sgd":
-		if lr == 0 {
-			lr = 0.3
-		}
-		return Optimizer{SGD: &optim.SGD{Schedule: optim.Schedule{LR: lr, Warmup: warmup}, Momentum: 0.9}}, nil
-	}
-	return Optimizer{}, fmt.Errorf("unknown optimizer %q (choose adamw|sgd)", name)
 }

@@ -9,7 +9,6 @@ import (
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
 	"lcttop/trainer"
-	"lcttop/trainer/corpus"
 )
 
 // cpuTrainer is the CPU trainer on the tiny model, as the headless mode
@@ -23,7 +22,7 @@ func cpuTrainer(t *testing.T, seed uint64) (*trainer.Trainer, Config) {
 		t.Fatal(err)
 	}
 	m := tr.Model()
-	opt, err := NewOptimizer(cfg.Optimizer, cfg.LR, cfg.Warmup)
+	opt, err := trainer.NewOptimizerSettings(cfg.Optimizer, cfg.LR, cfg.Warmup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,28 +58,21 @@ func TestDenseRunTracksCPUTrainer(t *testing.T) {
 	dev := testDevice(t)
 	const seed, steps = 7, 3
 	tr, cfg := cpuTrainer(t, seed)
-	vals := InitialValues(cfg.Model, seed)
-	start := checkpointValues(t, tr)
-	for name, want := range start {
-		got, ok := vals[name]
-		if !ok {
-			if len(name) > 2 && (name[len(name)-2:] == ".m" || name[len(name)-2:] == ".v") {
-				continue // optimizer states start at zero
-			}
-			t.Fatalf("InitialValues has no %s", name)
-		}
-		assertSameBF16(t, "starting "+name, got, want)
-	}
-
-	b, err := New(dev, cfg, vals, nil)
+	b, err := New(dev, cfg, trainer.InitialValues(cfg.Model, seed), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	text, err := SplitText(corpus.Text, cfg.SeqLen)
-	if err != nil {
-		t.Fatal(err)
+	// What the device holds before a step is what the CPU trainer starts
+	// from, states included (zero).
+	for name, want := range checkpointValues(t, tr) {
+		got, err := b.Shadow.Read(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSameBF16(t, "starting "+name, got, want)
 	}
+	text := testData(t, cfg.SeqLen)
 	for step := 1; step <= steps; step++ {
 		snap, err := tr.Step(context.Background())
 		if err != nil {

@@ -14,15 +14,15 @@ import (
 
 // TrainOptions is a headless training on the device.
 type TrainOptions struct {
-	Config                   // model, batch, sequence length, optimizer, budget
-	Steps        int         // steps to take
-	Seed         uint64      // starting values and batches, as the CPU trainer draws them
-	Text         []byte      // training text (the caller passes the built-in corpus by default)
-	ValEvery     int         // validation loss every so many steps (0: never)
-	ValBatches   int         // batches in the validation set
-	LCT          *LCTOptions // train the compressed run beside the shadow
-	CheckEvery   int         // compare all weights and states of the two runs every so many steps (0: never)
-	WarmupTiming int         // steps left out of the median step time (module load, pool growth)
+	Config                        // model, batch, sequence length, optimizer, budget
+	Steps        int              // steps to take
+	Seed         uint64           // starting values and batches, as the CPU trainer draws them
+	Data         *trainer.Dataset // training and validation text (trainer.LoadData)
+	ValEvery     int              // validation loss every so many steps (0: never)
+	ValBatches   int              // batches in the validation set
+	LCT          *LCTOptions      // train the compressed run beside the shadow
+	CheckEvery   int              // compare all weights and states of the two runs every so many steps (0: never)
+	WarmupTiming int              // steps left out of the median step time (module load, pool growth)
 }
 
 // StepReport is what Train reports after each step.
@@ -57,18 +57,21 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 	if opts.Steps < 1 {
 		return sum, fmt.Errorf("steps %d: must be at least 1", opts.Steps)
 	}
-	text, err := SplitText(opts.Text, opts.SeqLen)
-	if err != nil {
-		return sum, fmt.Errorf("training data: %w", err)
+	text := opts.Data
+	if text == nil {
+		return sum, errors.New("no training data")
 	}
-	var val []Batch
+	if need := opts.SeqLen + 1; len(text.Train) < need || len(text.Val) < need {
+		return sum, fmt.Errorf("training data %s: %d and %d bytes of training and validation text, sequences of %d need at least %d each", text.Name, len(text.Train), len(text.Val), opts.SeqLen, need)
+	}
+	var val []*trainer.Batch
 	if opts.ValEvery > 0 {
 		if opts.ValBatches < 1 {
 			return sum, fmt.Errorf("validation every %d steps needs at least one validation batch", opts.ValEvery)
 		}
 		val = text.ValBatches(opts.ValBatches, opts.Batch, opts.SeqLen)
 	}
-	b, err := New(dev, opts.Config, InitialValues(opts.Model, opts.Seed), opts.LCT)
+	b, err := New(dev, opts.Config, trainer.InitialValues(opts.Model, opts.Seed), opts.LCT)
 	if err != nil {
 		return sum, err
 	}
@@ -133,7 +136,7 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 
 // Validate is the mean loss of the shadow run over batches (the runs are
 // bit-identical when the LCT run exists: the step results say so).
-func (b *Backend) Validate(batches []Batch) (float32, error) {
+func (b *Backend) Validate(batches []*trainer.Batch) (float32, error) {
 	if len(batches) == 0 {
 		return 0, errors.New("validation: no batches")
 	}
@@ -193,7 +196,7 @@ func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []S
 	}
 	m := opts.Model
 	m.Context = opts.Max
-	vals := InitialValues(m, opts.Seed)
+	vals := trainer.InitialValues(m, opts.Seed)
 	var trials []SweepTrial
 	try := func(T int) (bool, error) {
 		tr, err := sweepTrial(dev, m, opts, vals, T)
@@ -245,8 +248,8 @@ func sweepTrial(dev device.Device, m trainer.ModelConfig, opts SweepOptions, val
 	pool := NewPool(dev)
 	r, err := newLoadedRun(pool, name, cfg, vals, opts.LCT)
 	if err == nil {
-		batch := newBatch(1, T)
-		batch.fill(0, T, opts.Text, 0)
+		batch := trainer.NewBatch(1, T)
+		batch.Fill(0, T, opts.Text, 0)
 		_, _, err = r.TrainStep(batch.Tokens, batch.Targets, 1)
 		tr.Peak = r.Memory().PeakTotal
 		r.Close()

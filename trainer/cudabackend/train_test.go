@@ -13,6 +13,16 @@ import (
 // testModel is a model small enough for the emulation to train quickly.
 var testModel = trainer.ModelConfig{Name: "test", Layers: 2, Dim: 32, Heads: 2, Context: 32, Batch: 2, SeqLen: 16}
 
+// testData is the built-in corpus split as the CPU trainer splits it.
+func testData(t *testing.T, seqLen int) *trainer.Dataset {
+	t.Helper()
+	d, err := trainer.LoadData("", seqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func testSGD() Optimizer {
 	return Optimizer{SGD: &optim.SGD{Schedule: optim.Schedule{LR: 0.3}, Momentum: 0.9}}
 }
@@ -21,7 +31,7 @@ func TestTrainReportsEveryStep(t *testing.T) {
 	dev := testDevice(t)
 	opts := TrainOptions{
 		Config: Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: testSGD()},
-		Steps:  4, Seed: 3, Text: corpus.Text, ValEvery: 2, ValBatches: 1, WarmupTiming: 1,
+		Steps:  4, Seed: 3, Data: testData(t, 16), ValEvery: 2, ValBatches: 1, WarmupTiming: 1,
 	}
 	var seen []StepReport
 	sum, err := Train(context.Background(), dev, opts, func(r StepReport) error {
@@ -62,7 +72,7 @@ func TestSweepFindsLongestFit(t *testing.T) {
 	opts := SweepOptions{Model: testModel, Optimizer: testSGD(), Min: 16, Max: 128, Quantum: 16, Seed: 5, Text: corpus.Text, Budget: 1 << 40}
 	m := testModel
 	m.Context = opts.Max
-	tr, err := sweepTrial(dev, m, opts, InitialValues(m, opts.Seed), 80)
+	tr, err := sweepTrial(dev, m, opts, trainer.InitialValues(m, opts.Seed), 80)
 	if err != nil || !tr.Fits {
 		t.Fatalf("trial at 80 with no budget: %+v, %v", tr, err)
 	}
@@ -94,12 +104,10 @@ func TestRunsRepeatBitForBit(t *testing.T) {
 	dev := testDevice(t)
 	m := testModel
 	cfg := Config{Model: m, Batch: 2, SeqLen: 16, Optimizer: Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}}
-	text, err := SplitText(corpus.Text, cfg.SeqLen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := InitialValues(m, 11)
+	text := testData(t, cfg.SeqLen)
+	vals := trainer.InitialValues(m, 11)
 	var runs [2]*Backend
+	var err error
 	for i := range runs {
 		if runs[i], err = New(dev, cfg, vals, nil); err != nil {
 			t.Fatal(err)

@@ -79,7 +79,7 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	opt, err := cudabackend.NewOptimizer(f.optimizer, f.lr, f.warmup)
+	opt, err := trainer.NewOptimizerSettings(f.optimizer, f.lr, f.warmup)
 	if err != nil {
 		return err
 	}
@@ -138,6 +138,10 @@ func run(f flags) error {
 		return nil
 	}
 
+	data, err := trainer.SplitText(dataName(f.data), text, cfg0SeqLen(f.seqLen, m))
+	if err != nil {
+		return err
+	}
 	cfg := cudabackend.Config{Model: m, Batch: f.batch, SeqLen: f.seqLen, Optimizer: opt, Budget: budget}
 	if cfg.Batch == 0 {
 		cfg.Batch = m.Batch
@@ -145,7 +149,7 @@ func run(f flags) error {
 	if cfg.SeqLen == 0 {
 		cfg.SeqLen = m.SeqLen
 	}
-	opts := cudabackend.TrainOptions{Config: cfg, Steps: f.steps, Seed: f.seed, Text: text, ValEvery: f.valEvery,
+	opts := cudabackend.TrainOptions{Config: cfg, Steps: f.steps, Seed: f.seed, Data: data, ValEvery: f.valEvery,
 		ValBatches: f.valBatches, LCT: lct, WarmupTiming: f.timingWarmup, CheckEvery: f.checkEvery}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -188,3 +192,17 @@ func run(f flags) error {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func mib(b int64) float64        { return float64(b) / (1 << 20) }
+
+func dataName(path string) string {
+	if path == "" {
+		return "built-in corpus"
+	}
+	return path
+}
+
+func cfg0SeqLen(n int, m trainer.ModelConfig) int {
+	if n == 0 {
+		return m.SeqLen
+	}
+	return n
+}
