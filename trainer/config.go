@@ -13,7 +13,7 @@ import (
 // LCT run stores its tensors. DefaultConfig fills every field.
 type Config struct {
 	Model     string // a name from Models
-	Backend   string // "cpu" ("cuda": a later backend)
+	Backend   string // "cpu" (New trains on the CPU; package trainer/cudabackend trains on the GPU)
 	Optimizer string // "adamw" | "sgd"
 	Steps     int    // 0: until stopped
 	Seed      uint64
@@ -96,7 +96,8 @@ func (cfg Config) resolve() (resolved, error) {
 	switch cfg.Backend {
 	case "cpu":
 	case "cuda":
-		return r, fmt.Errorf("CUDA trainer backend not built yet: use --backend cpu")
+		// New trains on the CPU; the GPU trains through trainer/cudabackend.
+		return r, fmt.Errorf("CUDA backend: headless only (lcttop train --headless --backend cuda)")
 	default:
 		return r, fmt.Errorf("unknown backend %q (choose cpu|cuda)", cfg.Backend)
 	}

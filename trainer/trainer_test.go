@@ -259,14 +259,14 @@ func TestDetail(t *testing.T) {
 
 func TestBadConfig(t *testing.T) {
 	cases := map[string]func(*Config){
-		"unknown model":                      func(c *Config) { c.Model = "huge" },
-		"unknown optimizer":                  func(c *Config) { c.Optimizer = "adam" },
-		"CUDA trainer backend not built yet": func(c *Config) { c.Backend = "cuda" },
-		"unknown backend":                    func(c *Config) { c.Backend = "tpu" },
-		"sequence length 65":                 func(c *Config) { c.SeqLen = 65 },
-		"unknown tensor class":               func(c *Config) { c.Codec = map[TensorClass]ClassCodec{"bias": {}} },
-		"preset 9 out of range":              func(c *Config) { c.Codec = map[TensorClass]ClassCodec{ClassWeight: {Preset: 9}} },
-		"needs a checkpoint path":            func(c *Config) { c.CheckpointEvery = 5 },
+		"unknown model":               func(c *Config) { c.Model = "huge" },
+		"unknown optimizer":           func(c *Config) { c.Optimizer = "adam" },
+		"CUDA backend: headless only": func(c *Config) { c.Backend = "cuda" },
+		"unknown backend":             func(c *Config) { c.Backend = "tpu" },
+		"sequence length 65":          func(c *Config) { c.SeqLen = 65 },
+		"unknown tensor class":        func(c *Config) { c.Codec = map[TensorClass]ClassCodec{"bias": {}} },
+		"preset 9 out of range":       func(c *Config) { c.Codec = map[TensorClass]ClassCodec{ClassWeight: {Preset: 9}} },
+		"needs a checkpoint path":     func(c *Config) { c.CheckpointEvery = 5 },
 	}
 	for want, mod := range cases {
 		cfg := DefaultConfig()

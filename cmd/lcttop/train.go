@@ -37,6 +37,15 @@ type trainFlags struct {
 	workers            int
 	lr                 float64
 	poolBudget         int64
+	cuda               cudaFlags
+}
+
+// cudaFlags are the flags only --backend cuda takes.
+type cudaFlags struct {
+	memBudgetGiB                     float64
+	sweep, shadowOnly                bool
+	sweepMin, sweepMax, sweepQuantum int
+	timingWarmup                     int
 }
 
 func newTrainCmd() *cobra.Command {
@@ -63,6 +72,12 @@ momentum, adam_m, adam_v, activation.`,
 				return fmt.Errorf("--workers %d: must not be negative", f.workers)
 			}
 			trainer.SetWorkers(f.workers)
+			if err := f.checkBackendFlags(cmd); err != nil {
+				return err
+			}
+			if f.backend == "cuda" {
+				return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.json)
+			}
 			if !f.headless {
 				if trainUI == nil {
 					return fmt.Errorf("the interactive UI is started by lcttop with no subcommand; add --headless to train without it")
@@ -94,8 +109,39 @@ momentum, adam_m, adam_v, activation.`,
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
 	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
+	fs.Float64Var(&f.cuda.memBudgetGiB, "mem-budget", 0, "--backend cuda: device memory budget per run in GiB, as the allocator counts it (0: none)")
+	fs.BoolVar(&f.cuda.sweep, "sweep", false, "--backend cuda: find the longest sequence at batch 1 whose step fits --mem-budget")
+	fs.IntVar(&f.cuda.sweepMin, "sweep-min", 256, "--backend cuda: shortest sequence the sweep tries")
+	fs.IntVar(&f.cuda.sweepMax, "sweep-max", 16384, "--backend cuda: longest sequence the sweep tries")
+	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
+	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (to measure it)")
+	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
 	return cmd
+}
+
+// cudaOnly and cpuOnly are the flags one backend takes and the other does not.
+var (
+	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup"}
+	cpuOnly  = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
+)
+
+// checkBackendFlags refuses a flag the chosen backend would ignore, and the
+// UI on the CUDA backend (it trains headless).
+func (f *trainFlags) checkBackendFlags(cmd *cobra.Command) error {
+	other, flags := "cuda", cudaOnly
+	if f.backend == "cuda" {
+		other, flags = "cpu", cpuOnly
+		if !f.headless {
+			return fmt.Errorf("--backend cuda trains headless: add --headless")
+		}
+	}
+	for _, name := range flags {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s: only with --backend %s", name, other)
+		}
+	}
+	return nil
 }
 
 func (f *trainFlags) config() (trainer.Config, error) {

@@ -4,7 +4,7 @@
 # machine with Go (the GPU machine has none):
 #
 #   go test -c -tags cuda -o bin/cudabackend/cudabackend.test ./trainer/cudabackend/
-#   go build -tags cuda -o bin/cudabackend/cudatrain ./trainer/cudabackend/cmd/cudatrain
+#   go build -tags cuda -o bin/lcttop ./cmd/lcttop
 #
 # Stages, each under its own time limit, most important first: the backend's
 # tests against the CPU ops on the GPU; 200 steps of the 162M model; the
@@ -41,7 +41,7 @@ fi
 
 if want dense; then
   stage "162M, $STEPS steps (dense run)"
-  timeout 80 bin/cudabackend/cudatrain --model gpt162m --steps "$STEPS" --val-every 50 --val-batches 4 --json >"$OUT/train162m.jsonl"
+  timeout 80 bin/lcttop train --headless --backend cuda --shadow-only --model gpt162m --steps "$STEPS" --val-every 50 --val-batches 4 --json >"$OUT/train162m.jsonl"
   echo "train rc=$?"
   tail -1 "$OUT/train162m.jsonl"
 fi
@@ -54,21 +54,21 @@ fi
 
 if want lctsmall; then
   stage "medium model, 200 steps, LCT run beside the shadow"
-  timeout 90 bin/cudabackend/cudatrain --model medium --steps 200 --lct --check-every 50 --val-every 50 --json >"$OUT/lct_medium.jsonl"
+  timeout 90 bin/lcttop train --headless --backend cuda --model medium --steps 200 --check-every 50 --val-every 50 --json >"$OUT/lct_medium.jsonl"
   echo "lct medium rc=$?"; tail -1 "$OUT/lct_medium.jsonl"
 fi
 
 if want lct162; then
   stage "162M, LCT run beside the shadow (host codec)"
-  timeout 150 bin/cudabackend/cudatrain --model gpt162m --steps "${LCT_STEPS:-12}" --lct --check-every 6 --val-every 0 --timing-warmup 2 --json >"$OUT/lct162m.jsonl"
+  timeout 150 bin/lcttop train --headless --backend cuda --model gpt162m --steps "${LCT_STEPS:-12}" --check-every 6 --val-every 0 --timing-warmup 2 --json >"$OUT/lct162m.jsonl"
   echo "lct 162M rc=$?"; tail -1 "$OUT/lct162m.jsonl"
 fi
 
 if want sweep; then
   stage "sweeps at batch 1 within $BUDGET_GIB GiB"
-  timeout 100 bin/cudabackend/cudatrain --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >"$OUT/sweep.jsonl"
+  timeout 100 bin/lcttop train --headless --backend cuda --shadow-only --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >"$OUT/sweep.jsonl"
   echo "sweep dense rc=$?"
-  timeout 170 bin/cudabackend/cudatrain --model gpt162m --sweep --lct --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >>"$OUT/sweep.jsonl"
+  timeout 170 bin/lcttop train --headless --backend cuda --model gpt162m --sweep --mem-budget "$BUDGET_GIB" --sweep-min 2048 --sweep-max 65536 --sweep-quantum 2048 --json >>"$OUT/sweep.jsonl"
   echo "sweep lct rc=$?"; cat "$OUT/sweep.jsonl"
 fi
 

@@ -32,6 +32,8 @@ type StepReport struct {
 	Shadow, LCT    trainer.Memory
 	Mismatch       string // the first difference between the runs so far
 	WeightsChecked int
+	// Snapshot is the step as the trainer's UI and headless mode show it.
+	Snapshot trainer.Snapshot
 }
 
 // Summary is a whole training's figures.
@@ -125,6 +127,8 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 			if b.LCT != nil {
 				rep.LCT = b.LCT.Memory()
 			}
+			rep.Snapshot = b.Snapshot(res, opts.Model.Name, optimizerName(opts.Optimizer), valLoss, sum.Mismatch)
+			rep.Snapshot.WeightsChecked = sum.WeightsChecked
 			if err := report(rep); err != nil {
 				return sum, err
 			}
@@ -132,6 +136,14 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 	}
 	sum.MedianStepShadow, sum.MedianStepLCT = median(timesS), median(timesL)
 	return sum, nil
+}
+
+// optimizerName is the name trainer.NewOptimizerSettings knows o by.
+func optimizerName(o Optimizer) string {
+	if o.AdamW != nil {
+		return "adamw"
+	}
+	return "sgd"
 }
 
 // Validate is the mean loss of the shadow run over batches (the runs are

@@ -48,6 +48,9 @@ func TestTrainReportsEveryStep(t *testing.T) {
 		if r.Step != i+1 || !(r.LossShadow > 0) || math.IsInf(float64(r.LossShadow), 0) || r.PeakShadow <= 0 || r.TimeShadow <= 0 {
 			t.Errorf("report %d: %+v", i, r.StepResult)
 		}
+		if s := r.Snapshot; s.Step != r.Step || s.LossShadow != r.LossShadow || s.ValLoss != r.ValLoss || s.PeakBytesShadow != r.PeakShadow || s.Backend != "cuda" || s.Optimizer != "sgd" || s.Model != testModel.Name {
+			t.Errorf("report %d: snapshot step %d loss %v val %v peak %d backend %q optimizer %q model %q", i, s.Step, s.LossShadow, s.ValLoss, s.PeakBytesShadow, s.Backend, s.Optimizer, s.Model)
+		}
 		if r.Shadow.PeakTotal != r.PeakShadow {
 			t.Errorf("report %d: memory peak %d, step peak %d", i, r.Shadow.PeakTotal, r.PeakShadow)
 		}

@@ -1,0 +1,194 @@
+//go:build cuda || gptemu
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"time"
+
+	"lcttop/gpu"
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
+// the sequence-length sweep.
+func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+	dev, err := device.Open()
+	if err != nil {
+		return fmt.Errorf("--backend cuda: %w", err)
+	}
+	defer dev.Close()
+	return trainOnDevice(ctx, out, dev, cfg, cf, asJSON)
+}
+
+// deviceLine is a step's JSON line: the trainer's Snapshot and what the
+// device itself says about memory (the pool's holding and NVML's count of
+// this process), which the ledgers in the Snapshot cannot see.
+type deviceLine struct {
+	trainer.Snapshot
+	PoolHeldBytes     int64  `json:"pool_held_bytes"`
+	PoolHeldPeakBytes int64  `json:"pool_held_peak_bytes"`
+	NVMLProcessBytes  uint64 `json:"nvml_process_bytes"`
+	NVMLUsedBytes     uint64 `json:"nvml_used_bytes"`
+	NVMLErr           string `json:"nvml_err,omitempty"`
+}
+
+// trainOnDevice is runCUDA on an open device.
+func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+	m, err := trainer.LookupModel(cfg.Model)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cfg.Steps < 0:
+		return fmt.Errorf("steps %d: must not be negative", cfg.Steps)
+	case cfg.LR < 0:
+		return fmt.Errorf("learning rate %g: must not be negative", cfg.LR)
+	case cf.memBudgetGiB < 0 || math.IsNaN(cf.memBudgetGiB):
+		return fmt.Errorf("--mem-budget %g: must be a positive number of GiB", cf.memBudgetGiB)
+	}
+	opt, err := trainer.NewOptimizerSettings(cfg.Optimizer, cfg.LR, cfg.Warmup)
+	if err != nil {
+		return err
+	}
+	budget := int64(cf.memBudgetGiB * (1 << 30))
+	var lct *cudabackend.LCTOptions
+	if !cf.shadowOnly {
+		lct = &cudabackend.LCTOptions{Classes: cfg.Codec}
+	}
+	nv, nvErr := gpu.OpenNVML()
+	if nvErr == nil {
+		defer nv.Close()
+	}
+	status := func() gpu.DeviceStatus {
+		if nv == nil {
+			return gpu.DeviceStatus{Err: nvErr.Error()}
+		}
+		return nv.Status()
+	}
+	enc := json.NewEncoder(out)
+	if cf.sweep {
+		return sweepOnDevice(out, enc, dev, m, opt, budget, cfg, cf, lct, asJSON)
+	}
+
+	batch, seqLen := cfg.Batch, cfg.SeqLen
+	if batch == 0 {
+		batch = m.Batch
+	}
+	if seqLen == 0 {
+		seqLen = m.SeqLen
+	}
+	if seqLen < 1 || seqLen > m.Context {
+		return fmt.Errorf("sequence length %d: model %s takes 1..%d", seqLen, m.Name, m.Context)
+	}
+	data, err := trainer.LoadData(cfg.DataPath, seqLen)
+	if err != nil {
+		return err
+	}
+	steps := cfg.Steps
+	if steps == 0 {
+		steps = math.MaxInt32 // until interrupted
+	}
+	opts := cudabackend.TrainOptions{
+		Config: cudabackend.Config{Model: m, Batch: batch, SeqLen: seqLen, Optimizer: opt, Budget: budget},
+		Steps:  steps, Seed: cfg.Seed, Data: data, ValEvery: cfg.ValEvery, ValBatches: cfg.ValBatches,
+		LCT: lct, CheckEvery: cfg.CheckEvery, WarmupTiming: cf.timingWarmup,
+	}
+	if !asJSON {
+		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s\n",
+			m.Name, m.ParamCount(), m.Layers, m.Dim, cfg.Optimizer, batch, seqLen, dev.Name())
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	start := time.Now()
+	sum, err := cudabackend.Train(ctx, dev, opts, func(r cudabackend.StepReport) error {
+		s := status()
+		if asJSON {
+			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak,
+				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err})
+		}
+		line := shadowLine(r)
+		if lct != nil {
+			line = stepLine(r.Snapshot)
+		}
+		_, err := fmt.Fprintf(out, "%s  pool %s  nvml process %s\n", line, mib(r.PoolHeld), mib(int64(s.ProcessMem)))
+		return err
+	})
+	if err != nil && !(errors.Is(err, context.Canceled) && sum.Steps > 0) {
+		return err
+	}
+	summary := map[string]any{
+		"summary": true, "device": dev.Name(), "model": m.Name, "params": m.ParamCount(), "batch": batch, "seq_len": seqLen,
+		"steps": sum.Steps, "first_loss": sum.FirstLoss, "last_loss": sum.LastLoss,
+		"first_val_loss": sum.FirstValLoss, "last_val_loss": sum.LastValLoss,
+		"median_step_ms_shadow": ms(sum.MedianStepShadow), "median_step_ms_lct": ms(sum.MedianStepLCT),
+		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT, "all_bit_identical": sum.AllIdentical,
+		"mismatch": sum.Mismatch, "weights_checked": sum.WeightsChecked, "lct": lct != nil,
+		"wall_s": time.Since(start).Seconds(),
+	}
+	if asJSON {
+		err = enc.Encode(summary)
+	} else {
+		_, err = fmt.Fprintf(out, "summary: %v\n", summary)
+	}
+	if err != nil {
+		return err
+	}
+	if lct != nil && !sum.AllIdentical {
+		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
+	}
+	return nil
+}
+
+// shadowLine is the readable summary of a step of the shadow run alone.
+func shadowLine(r cudabackend.StepReport) string {
+	val := ""
+	if r.ValLoss != 0 {
+		val = fmt.Sprintf("  val %.4f", r.ValLoss)
+	}
+	return fmt.Sprintf("step %5d  loss %.4f (shadow only)%s  peak %s  step %.3fs",
+		r.Step, r.LossShadow, val, mib(r.PeakShadow), r.TimeShadow.Seconds())
+}
+
+// sweepOnDevice finds the longest sequence at batch 1 whose training step
+// fits the budget.
+func sweepOnDevice(out io.Writer, enc *json.Encoder, dev device.Device, m trainer.ModelConfig, opt trainer.OptimizerSettings,
+	budget int64, cfg trainer.Config, cf cudaFlags, lct *cudabackend.LCTOptions, asJSON bool) error {
+	if budget == 0 {
+		return errors.New("--sweep needs --mem-budget")
+	}
+	data, err := trainer.LoadData(cfg.DataPath, 0)
+	if err != nil {
+		return err
+	}
+	so := cudabackend.SweepOptions{Model: m, Optimizer: opt, Budget: budget, Min: cf.sweepMin, Max: cf.sweepMax,
+		Quantum: cf.sweepQuantum, Seed: cfg.Seed, Text: data.Train, LCT: lct}
+	var logErr error
+	longest, _, err := cudabackend.Sweep(dev, so, func(tr cudabackend.SweepTrial) {
+		if asJSON {
+			logErr = errors.Join(logErr, enc.Encode(map[string]any{"sweep_trial": tr, "lct": lct != nil}))
+			return
+		}
+		_, e := fmt.Fprintf(out, "length %6d: fits %-5v peak %s %s\n", tr.SeqLen, tr.Fits, mib(tr.Peak), tr.Err)
+		logErr = errors.Join(logErr, e)
+	})
+	if err != nil || logErr != nil {
+		return errors.Join(err, logErr)
+	}
+	if asJSON {
+		return enc.Encode(map[string]any{"sweep_longest": longest, "lct": lct != nil, "budget_bytes": budget})
+	}
+	_, err = fmt.Fprintf(out, "longest sequence at batch 1 within %.2f GiB: %d (lct %v)\n", cf.memBudgetGiB, longest, lct != nil)
+	return err
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

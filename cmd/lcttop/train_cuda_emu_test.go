@@ -1,0 +1,76 @@
+//go:build gptemu && !cuda
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device/emu"
+)
+
+// emuTrain runs lcttop train --headless --backend cuda's work on the CPU
+// emulation of the kernels (build tag gptemu) and returns what it printed.
+func emuTrain(t *testing.T, cf cudaFlags, asJSON bool) string {
+	t.Helper()
+	dev, err := emu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	cfg := trainer.DefaultConfig()
+	cfg.Backend, cfg.Optimizer, cfg.Steps, cfg.Batch, cfg.SeqLen = "cuda", "sgd", 2, 1, 8
+	cfg.ValEvery, cfg.CheckEvery = 0, 2
+	var out bytes.Buffer
+	if err := trainOnDevice(context.Background(), &out, dev, cfg, cf, asJSON); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
+func TestTrainCUDAEmuJSON(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{}, true)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want a snapshot per step and the summary:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for i, line := range lines[:2] {
+		var s map[string]any
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i+1, err)
+		}
+		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "tensors", "mem_lct", "pool_held_bytes", "nvml_process_bytes"} {
+			if _, ok := s[k]; !ok {
+				t.Fatalf("line %d lacks %q: %s", i+1, k, line)
+			}
+		}
+		if s["step"] != float64(i+1) || s["bit_identical"] != true || s["backend"] != "cuda" || s["optimizer"] != "sgd" ||
+			s["loss_lct"] != s["loss_shadow"] || !(s["loss_shadow"].(float64) > 0) || len(s["tensors"].([]any)) == 0 {
+			t.Fatalf("line %d: %s", i+1, line)
+		}
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["summary"] != true || sum["steps"] != float64(2) || sum["all_bit_identical"] != true || sum["weights_checked"] != float64(2) {
+		t.Fatalf("summary line %s (%v)", lines[2], err)
+	}
+}
+
+func TestTrainCUDAEmuLines(t *testing.T) {
+	for _, c := range []struct {
+		cf   cudaFlags
+		says string
+	}{{cudaFlags{}, "identical"}, {cudaFlags{shadowOnly: true}, "(shadow only)"}} {
+		lines := strings.Split(strings.TrimSpace(emuTrain(t, c.cf, false)), "\n")
+		if len(lines) != 4 || !strings.HasPrefix(lines[0], "model tiny") || !strings.HasPrefix(lines[3], "summary: ") {
+			t.Fatalf("want a header, a line per step and the summary:\n%s", strings.Join(lines, "\n"))
+		}
+		for i, l := range lines[1:3] {
+			if !strings.HasPrefix(l, "step") || !strings.Contains(l, c.says) || !strings.Contains(l, "nvml process") {
+				t.Fatalf("step line %d: %q, want %q", i+1, l, c.says)
+			}
+		}
+	}
+}
