@@ -58,6 +58,9 @@ type cudaDriver struct {
 const cudaMaxArgs = 32
 
 func openDriver(ordinal int) (driver, error) {
+	if err := driverInitError(); err != nil {
+		return nil, fmt.Errorf("gpu: %w", err)
+	}
 	count, err := cu.NumDevices()
 	if err != nil {
 		return nil, fmt.Errorf("gpu: no CUDA driver: %w", err)
