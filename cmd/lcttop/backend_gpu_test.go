@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lcttop/gpu"
 	"lcttop/internal/testtensors"
 )
 
@@ -29,6 +30,11 @@ func execute(t *testing.T, newCmd func() *cobra.Command, args ...string) {
 // them byte for byte: on the GPU with -tags cuda, or through the kernels'
 // CPU emulation with -tags kernelemu.
 func TestCUDABackendMatchesCPU(t *testing.T) {
+	c, err := gpu.NewCodec()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	c.Close()
 	dir := t.TempDir()
 	// The bundled example keeps the kernel emulation's run short; with
 	// -tags cuda the real tensor files go through too.
