@@ -102,6 +102,7 @@ func (o *Ops) chunkScores(a Attention, g heads, S, P device.Ptr, t0, Q int) erro
 
 // AttentionForward computes y from qkv.
 func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
+	defer o.scope("attention")()
 	G, Qc := a.shape()
 	elems := int64(G) * int64(Qc) * int64(a.T)
 	S, err := o.mem.Alloc(scratchCat, 4*elems)
@@ -135,6 +136,7 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 
 // AttentionBackward computes dqkv from dy and qkv.
 func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
+	defer o.scope("attention")()
 	G, Qc := a.shape()
 	D := a.headDim()
 	elems := int64(G) * int64(Qc) * int64(a.T)

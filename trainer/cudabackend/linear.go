@@ -26,6 +26,7 @@ func (l Linear) bf16(p device.Ptr, ld int) device.Mat {
 // Forward computes y = bf16(x·Wᵀ + b): with a bias, the float32 sums are
 // kept, the bias added to them and the result rounded once, as on the CPU.
 func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
+	defer o.scope("linear")()
 	if b == 0 {
 		return o.dev.Gemm(device.Gemm{TransA: true, M: l.Out, N: l.N, K: l.In, Alpha: 1,
 			A: l.bf16(w, l.In), B: l.bf16(x, l.In), C: l.bf16(y, l.Out)})
@@ -53,6 +54,7 @@ func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
 
 // LinearBackwardInput computes dx = bf16(dy·W) (N×In).
 func (o *Ops) LinearBackwardInput(l Linear, dx, dy, w device.Ptr) error {
+	defer o.scope("linear")()
 	return o.dev.Gemm(device.Gemm{M: l.In, N: l.N, K: l.Out, Alpha: 1,
 		A: l.bf16(w, l.In), B: l.bf16(dy, l.Out), C: l.bf16(dx, l.In)})
 }
@@ -60,6 +62,7 @@ func (o *Ops) LinearBackwardInput(l Linear, dx, dy, w device.Ptr) error {
 // LinearBackwardWeight computes dW = bf16(dyᵀ·x) (Out×In) and, if db is not
 // 0, db = bf16(Σ_n dy[n]) (ColSum: the CPU's bits when Ops.SumRows ≥ N).
 func (o *Ops) LinearBackwardWeight(l Linear, dw, db, dy, x device.Ptr) error {
+	defer o.scope("linear")()
 	if err := o.dev.Gemm(device.Gemm{TransB: true, M: l.In, N: l.Out, K: l.N, Alpha: 1,
 		A: l.bf16(x, l.In), B: l.bf16(dy, l.Out), C: l.bf16(dw, l.In)}); err != nil {
 		return err

@@ -39,6 +39,15 @@ func gridFor(n int64, block int) int {
 	return int(max(1, min((n+int64(block)-1)/int64(block), maxGrid)))
 }
 
+// scope names the op of the launches that follow for a profiling device
+// (device.Scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
+func (o *Ops) scope(name string) func() {
+	if s, ok := o.dev.(device.Scoper); ok {
+		return s.Scope(name)
+	}
+	return func() {}
+}
+
 func (o *Ops) elementwise(kernel string, n int64, args ...any) error {
 	if n == 0 {
 		return nil
@@ -49,22 +58,26 @@ func (o *Ops) elementwise(kernel string, n int64, args ...any) error {
 // Add computes dst = bf16(a + b) over n elements; dst may be a or b. Bit for
 // bit ops.Add.
 func (o *Ops) Add(dst, a, b device.Ptr, n int) error {
+	defer o.scope("add")()
 	return o.elementwise("gpt_add", int64(n), dst, a, b, int64(n))
 }
 
 // GELUForward is ops.GELUForward, bit for bit; y may be x.
 func (o *Ops) GELUForward(y, x device.Ptr, n int) error {
+	defer o.scope("gelu")()
 	return o.elementwise("gpt_gelu_forward", int64(n), y, x, int64(n))
 }
 
 // GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
 func (o *Ops) GELUBackward(dx, dy, x device.Ptr, n int) error {
+	defer o.scope("gelu")()
 	return o.elementwise("gpt_gelu_backward", int64(n), dx, dy, x, int64(n))
 }
 
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
 // tokens (device int32, B·T) and the tables wte (V×C), wpe (≥T×C).
 func (o *Ops) EmbeddingForward(x, tokens, wte, wpe device.Ptr, B, T, C int) error {
+	defer o.scope("embedding")()
 	n := int64(B) * int64(T) * int64(C)
 	return o.elementwise("gpt_embedding_forward", n, x, tokens, wte, wpe, int32(T), int32(C), n)
 }
@@ -97,6 +110,7 @@ func EmbeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
 // dx (B·T×C) through order/start (device int32, from EmbeddingOrder), and
 // dwpe (rows×C; rows T.. are zero).
 func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C, V, rows int) error {
+	defer o.scope("embedding")()
 	n := int64(V) * int64(C)
 	if err := o.elementwise("gpt_embedding_backward_wte", n, dwte, dx, order, start, int32(C), n); err != nil {
 		return err
@@ -108,6 +122,7 @@ func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C
 // LayerNormForward is ops.LayerNorm.Forward, bit for bit: y (N×C) and the
 // float32 statistics mean and rstd (N each) from x, g, b.
 func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) error {
+	defer o.scope("layernorm")()
 	rows := (N + gpt.LayerNormRows - 1) / gpt.LayerNormRows
 	if err := o.dev.Launch("gpt_layernorm_stats", rows, gpt.LayerNormRows, mean, rstd, x, int32(N), int32(C)); err != nil {
 		return err
@@ -120,6 +135,7 @@ func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) erro
 // db (C each) bit for bit when SumRows ≥ N (else within float32 rounding of
 // another summation order), from dy, x, g and the forward's statistics.
 func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, C int) error {
+	defer o.scope("layernorm")()
 	sums, err := o.mem.Alloc(scratchCat, 8*int64(N))
 	if err != nil {
 		return err
@@ -165,6 +181,7 @@ func (o *Ops) sumChunks(N int) (rows, chunks int) {
 // ColSum computes out[c] = bf16(Σ_n in[n][c]) (in is N×C): the bias
 // gradient of ops.Linear.BackwardWeight; bit for bit when SumRows ≥ N.
 func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
+	defer o.scope("bias")()
 	rows, chunks := o.sumChunks(N)
 	partial, err := o.mem.Alloc(scratchCat, 4*int64(chunks)*int64(C))
 	if err != nil {
@@ -182,12 +199,14 @@ func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
 // float32 losses (N) and dlogits (N×V, may be logits) from the logits and
 // the targets (device int32, N).
 func (o *Ops) CrossEntropy(dlogits, losses, logits, targets device.Ptr, N, V int, gradScale float32) error {
+	defer o.scope("crossentropy")()
 	return o.dev.Launch("gpt_crossentropy", gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
 }
 
 // AdamW applies s to n elements of w, m, v from gradient g: optim's
 // AdamWStep.Update, bit for bit.
 func (o *Ops) AdamW(w, m, v, g device.Ptr, n int, s optim.AdamWStep) error {
+	defer o.scope("adamw")()
 	return o.elementwise("gpt_adamw", int64(n), w, m, v, g, int64(n), s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
 		s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
 }
@@ -195,5 +214,6 @@ func (o *Ops) AdamW(w, m, v, g device.Ptr, n int, s optim.AdamWStep) error {
 // SGD applies s to n elements of w and m from gradient g: optim's
 // SGDStep.Update, bit for bit.
 func (o *Ops) SGD(w, m, g device.Ptr, n int, s optim.SGDStep) error {
+	defer o.scope("sgd")()
 	return o.elementwise("gpt_sgd", int64(n), w, m, g, int64(n), s.LR, s.Momentum, s.WeightDecay)
 }

@@ -16,6 +16,7 @@ typedef void* CUcontext;
 typedef void* CUmodule;
 typedef void* CUfunction;
 typedef uint64_t CUdeviceptr;
+typedef void* CUevent;
 
 static CUresult (*p_init)(unsigned);
 static CUresult (*p_device_count)(int*);
@@ -39,6 +40,10 @@ static CUresult (*p_memset)(CUdeviceptr, unsigned char, size_t);
 static CUresult (*p_mem_info)(size_t*, size_t*);
 static CUresult (*p_error_name)(CUresult, const char**);
 static CUresult (*p_error_string)(CUresult, const char**);
+static CUresult (*p_event_create)(CUevent*, unsigned);
+static CUresult (*p_event_record)(CUevent, void*);
+static CUresult (*p_event_elapsed)(float*, CUevent, CUevent);
+static CUresult (*p_event_destroy)(CUevent);
 
 // lct_cuda_load dlopens the driver library and resolves what this package
 // uses; it returns NULL or a malloc'd message.
@@ -73,6 +78,10 @@ static char* lct_cuda_load(void) {
 	SYM(p_mem_info, "cuMemGetInfo_v2");
 	SYM(p_error_name, "cuGetErrorName");
 	SYM(p_error_string, "cuGetErrorString");
+	SYM(p_event_create, "cuEventCreate");
+	SYM(p_event_record, "cuEventRecord");
+	SYM(p_event_elapsed, "cuEventElapsedTime");
+	SYM(p_event_destroy, "cuEventDestroy_v2");
 #undef SYM
 	if (missing != NULL) {
 		char* m = malloc(256);
@@ -126,6 +135,10 @@ static CUresult lct_dtoh(void* d, CUdeviceptr s, size_t n) { return p_dtoh(d, s,
 static CUresult lct_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { return p_dtod(d, s, n); }
 static CUresult lct_memset(CUdeviceptr d, unsigned char b, size_t n) { return p_memset(d, b, n); }
 static CUresult lct_mem_info(size_t* f, size_t* t) { return p_mem_info(f, t); }
+static CUresult lct_event_create(uintptr_t* e) { return p_event_create((CUevent*)e, 0); }  // CU_EVENT_DEFAULT: timed
+static CUresult lct_event_record(uintptr_t e) { return p_event_record((CUevent)e, NULL); }  // the legacy stream
+static CUresult lct_event_elapsed(float* ms, uintptr_t a, uintptr_t b) { return p_event_elapsed(ms, (CUevent)a, (CUevent)b); }
+static CUresult lct_event_destroy(uintptr_t e) { return p_event_destroy((CUevent)e); }
 */
 import "C"
 
@@ -133,6 +146,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"unsafe"
 
@@ -218,6 +232,13 @@ func Open() (Device, error) {
 	if err != nil {
 		d.Close()
 		return nil, err
+	}
+	if v := os.Getenv(ProfileEnv); v != "" && v != "0" {
+		skip, err := strconv.Atoi(v)
+		if err != nil || skip < 0 {
+			skip = 1
+		}
+		return NewProfiled(d, os.Stderr, skip)
 	}
 	return d, nil
 }
@@ -406,6 +427,32 @@ func (d *cudaDevice) MemInfo() (free, total int64, err error) {
 	var f, t C.size_t
 	err = d.call(func() error { return cuCheck("cuMemGetInfo", C.lct_mem_info(&f, &t)) })
 	return int64(f), int64(t), err
+}
+
+// NewEvent implements EventTimer.
+func (d *cudaDevice) NewEvent() (Event, error) {
+	var e C.uintptr_t
+	err := d.call(func() error { return cuCheck("cuEventCreate", C.lct_event_create(&e)) })
+	return Event(e), err
+}
+
+// Record implements EventTimer.
+func (d *cudaDevice) Record(e Event) error {
+	return d.call(func() error { return cuCheck("cuEventRecord", C.lct_event_record(C.uintptr_t(e))) })
+}
+
+// Millis implements EventTimer.
+func (d *cudaDevice) Millis(a, b Event) (float32, error) {
+	var ms C.float
+	err := d.call(func() error {
+		return cuCheck("cuEventElapsedTime", C.lct_event_elapsed(&ms, C.uintptr_t(a), C.uintptr_t(b)))
+	})
+	return float32(ms), err
+}
+
+// DestroyEvent implements EventTimer.
+func (d *cudaDevice) DestroyEvent(e Event) error {
+	return d.call(func() error { return cuCheck("cuEventDestroy", C.lct_event_destroy(C.uintptr_t(e))) })
 }
 
 func (d *cudaDevice) Close() error {
