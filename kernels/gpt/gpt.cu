@@ -409,6 +409,412 @@ extern "C" __global__ void gpt_heads_to_bf16(bf16_t* dst, const float* src, int 
 }
 
 // ---------------------------------------------------------------------------
+// Fused causal attention (flash style): the scores of a tile of 64 queries
+// against a tile of 64 keys live in registers only, nothing of size T² is
+// written. Products run on the tensor cores (mma.sync m16n8k16: BF16
+// operands, float32 sums in the hardware's order); the softmax is taken
+// online (running row max and sum, rescaled per key tile), P and dS enter
+// the products rounded to BF16 as in the cuBLAS path. A block of FA_THREADS
+// threads (4 warps of 16 rows each) owns one tile of a (sequence, head):
+//
+//   gpt_flash_fwd_dD:   y for a query tile, over key tiles 0..tile.
+//   gpt_flash_dq_dD:    for a query tile, the forward again (row max m, the
+//                       reciprocal of the row sum, and Di = Σ_d dy·y in float32,
+//                       written to the stats arrays), then dq = scale·dS·K.
+//   gpt_flash_dkdv_dD:  for a key tile, dv = Σ Pᵀ·dy and dk = scale·Σ dSᵀ·q
+//                       over the query tiles that see it, with P and Di from
+//                       the stats (launch after gpt_flash_dq_dD).
+//
+// Each output element is written by one thread and every sum runs in a fixed
+// order, so results repeat bit for bit (no atomics). Queries and keys past T
+// are loaded as zeros and never written. Requirements (checked by the host):
+// D = 16, 32 or 64, qkv and dy 16-byte aligned, C a multiple of 8.
+//
+// In the CPU emulation the warp-level operations (mma, shuffles) exchange
+// through shared tables between two block barriers (gpt_emu.h), so every
+// thread of a block reaches them together: the loops below have the same
+// trip count in every warp.
+
+#define FA_THREADS 128
+#define FA_TILE 64  // queries and keys per tile; 16 query (or key) rows per warp
+
+typedef unsigned int u32;
+
+#ifdef GPT_EMU
+#define FA_MMA(d, a, b) gpt_emu_mma_bf16(d, a, b)
+#else
+// d += a·b: a 16×16 (row), b 16×8 (col), BF16 in pairs, d float32.
+__device__ __forceinline__ void fa_mma_bf16(float* d, const u32* a, const u32* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#define FA_MMA(d, a, b) fa_mma_bf16(d, a, b)
+#endif
+
+// Two adjacent BF16 values of shared memory as one 32-bit word.
+__device__ __forceinline__ u32 fa_ld32(const bf16_t* p) { return *(const u32*)p; }
+__device__ __forceinline__ u32 fa_pack(float lo, float hi) { return (u32)f2bf(lo) | ((u32)f2bf(hi) << 16); }
+
+// The four threads of a quad (lanes 4g..4g+3) share rows g and g+8 of a
+// fragment; these combine their values in a fixed order.
+__device__ __forceinline__ float fa_quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float fa_quad_sum(float v) {
+  v = v + __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// fa_load copies rows r0..r0+63 (row stride ld) of D columns from src to
+// dst[64][D+8] in 16-byte pieces; rows at or past T are zeros.
+template <int D>
+__device__ __forceinline__ void fa_load(bf16_t (*dst)[D + 8], const bf16_t* src, long long ld, int r0, int T) {
+  for (int i = threadIdx.x; i < FA_TILE * (D / 8); i += FA_THREADS) {
+    int r = i / (D / 8), c = (i % (D / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r0 + r < T) v = *(const uint4*)(src + (long long)(r0 + r) * ld + c);
+    *(uint4*)&dst[r][c] = v;
+  }
+}
+
+// fa_load_t is fa_load transposed: dst[d][r] (D rows of 64+8).
+template <int D>
+__device__ __forceinline__ void fa_load_t(bf16_t (*dst)[FA_TILE + 8], const bf16_t* src, long long ld, int r0, int T) {
+  for (int i = threadIdx.x; i < FA_TILE * (D / 8); i += FA_THREADS) {
+    int r = i / (D / 8), c = (i % (D / 8)) * 8;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (r0 + r < T) v = *(const uint4*)(src + (long long)(r0 + r) * ld + c);
+    u32 w[4] = {v.x, v.y, v.z, v.w};
+    for (int j = 0; j < 4; j++) {
+      dst[c + 2 * j][r] = (bf16_t)(w[j] & 0xffffu);
+      dst[c + 2 * j + 1][r] = (bf16_t)(w[j] >> 16);
+    }
+  }
+}
+
+// fa_afrag loads the A fragments (16 rows from row0, all D columns) of a
+// row-major tile.
+template <int D>
+__device__ __forceinline__ void fa_afrag(u32 (&a)[D / 16][4], bf16_t (*s)[D + 8], int row0) {
+  int lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  for (int kk = 0; kk < D / 16; kk++) {
+    int c = kk * 16 + 2 * tg;
+    a[kk][0] = fa_ld32(&s[row0 + g][c]);
+    a[kk][1] = fa_ld32(&s[row0 + g + 8][c]);
+    a[kk][2] = fa_ld32(&s[row0 + g][c + 8]);
+    a[kk][3] = fa_ld32(&s[row0 + g + 8][c + 8]);
+  }
+}
+
+// fa_rows_by_d: acc[n] (16×64 as 8 column tiles) = a (16×D) · bᵀ, with b a
+// row-major tile [64][D+8] (its rows are acc's columns).
+template <int D>
+__device__ __forceinline__ void fa_rows_by_d(float (&acc)[FA_TILE / 8][4], const u32 (&a)[D / 16][4], bf16_t (*b)[D + 8]) {
+  int lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  for (int n = 0; n < FA_TILE / 8; n++) {
+    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+    for (int kk = 0; kk < D / 16; kk++) {
+      u32 bb[2] = {fa_ld32(&b[n * 8 + g][kk * 16 + 2 * tg]), fa_ld32(&b[n * 8 + g][kk * 16 + 8 + 2 * tg])};
+      FA_MMA(acc[n], a[kk], bb);
+    }
+  }
+}
+
+// fa_rows_by_tile: out[nd] (16×D) += p (16×64, A fragments) · t, with t a
+// transposed tile [D][64+8] (t[d][r] = element r, d).
+template <int D>
+__device__ __forceinline__ void fa_rows_by_tile(float (&out)[D / 8][4], const u32 (&p)[FA_TILE / 16][4],
+                                                bf16_t (*t)[FA_TILE + 8]) {
+  int lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  for (int nd = 0; nd < D / 8; nd++)
+    for (int kk = 0; kk < FA_TILE / 16; kk++) {
+      u32 bb[2] = {fa_ld32(&t[nd * 8 + g][kk * 16 + 2 * tg]), fa_ld32(&t[nd * 8 + g][kk * 16 + 8 + 2 * tg])};
+      FA_MMA(out[nd], p[kk], bb);
+    }
+}
+
+// fa_pack_a turns a 16×64 accumulator into BF16 A fragments (the layouts
+// line up: column tiles 2k and 2k+1 are the halves of k-step k).
+__device__ __forceinline__ void fa_pack_a(u32 (&a)[FA_TILE / 16][4], const float (&acc)[FA_TILE / 8][4]) {
+  for (int kk = 0; kk < FA_TILE / 16; kk++) {
+    a[kk][0] = fa_pack(acc[2 * kk][0], acc[2 * kk][1]);
+    a[kk][1] = fa_pack(acc[2 * kk][2], acc[2 * kk][3]);
+    a[kk][2] = fa_pack(acc[2 * kk + 1][0], acc[2 * kk + 1][1]);
+    a[kk][3] = fa_pack(acc[2 * kk + 1][2], acc[2 * kk + 1][3]);
+  }
+}
+
+// fa_forward runs the online softmax of one query tile (q0..q0+63, this
+// warp's rows q0+16w+g and +8) over key tiles 0..kbLast: o (unnormalised,
+// float32), the row max m and the row sum l (quad-combined at the end).
+// qa holds the warp's Q fragments; ks and vt are scratch tiles.
+template <int D>
+__device__ __forceinline__ void fa_forward(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const u32 (&qa)[D / 16][4],
+                                           const bf16_t* kbase, const bf16_t* vbase, long long ld, int T, int q0,
+                                           int kbLast, float scale, bf16_t (*ks)[D + 8], bf16_t (*vt)[FA_TILE + 8]) {
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  for (int nd = 0; nd < D / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+  m[0] = m[1] = -INFINITY;
+  l[0] = l[1] = 0.0f;
+  for (int kb = 0; kb <= kbLast; kb++) {
+    int k0 = kb * FA_TILE;
+    __syncthreads();  // the previous tile's readers are done
+    fa_load<D>(ks, kbase, ld, k0, T);
+    fa_load_t<D>(vt, vbase, ld, k0, T);
+    __syncthreads();
+    float s[FA_TILE / 8][4];
+    fa_rows_by_d<D>(s, qa, ks);
+    float mx[2] = {m[0], m[1]};
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        int key = k0 + n * 8 + 2 * tg + (e & 1);
+        float v = s[n][e] * scale;
+        if (key > rows[e >> 1]) v = -INFINITY;
+        s[n][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fa_quad_max(mx[r]);
+      float alpha = expf(m[r] - mx[r]);  // 0 on the first tile (m = −∞)
+      l[r] = l[r] * alpha;
+      for (int nd = 0; nd < D / 8; nd++) {
+        o[nd][2 * r] = o[nd][2 * r] * alpha;
+        o[nd][2 * r + 1] = o[nd][2 * r + 1] * alpha;
+      }
+      m[r] = mx[r];
+    }
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        float p = expf(s[n][e] - m[e >> 1]);
+        s[n][e] = p;
+        l[e >> 1] = l[e >> 1] + p;
+      }
+    u32 pa[FA_TILE / 16][4];
+    fa_pack_a(pa, s);
+    fa_rows_by_tile<D>(o, pa, vt);
+  }
+  l[0] = fa_quad_sum(l[0]);
+  l[1] = fa_quad_sum(l[1]);
+}
+
+// The tile of block blockIdx.x: (sequence, head) major, tiles heaviest
+// (latest queries) first for the forward and dq kernels.
+__device__ __forceinline__ void fa_block(int T, int H, int* b, int* h, int* tile) {
+  int tiles = (T + FA_TILE - 1) / FA_TILE;
+  int bh = blockIdx.x / tiles;
+  *tile = blockIdx.x - bh * tiles;
+  *b = bh / H;
+  *h = bh - *b * H;
+}
+
+template <int D>
+__device__ __forceinline__ void fa_fwd(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t vt[D][FA_TILE + 8];
+  int b, h, t;
+  fa_block(T, H, &b, &h, &t);
+  int tiles = (T + FA_TILE - 1) / FA_TILE;
+  int qb = tiles - 1 - t;
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  long long ld = 3LL * C;
+  const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
+  int q0 = qb * FA_TILE;
+  fa_load<D>(qs, base, ld, q0, T);
+  __syncthreads();
+  u32 qa[D / 16][4];
+  fa_afrag<D>(qa, qs, warp * 16);
+  float o[D / 8][4], m[2], l[2];
+  fa_forward<D>(o, m, l, qa, base + C, base + 2 * C, ld, T, q0, qb, scale, ks, vt);
+  for (int r = 0; r < 2; r++) {
+    int row = q0 + warp * 16 + g + 8 * r;
+    if (row >= T) continue;
+    float inv = 1.0f / l[r];
+    bf16_t* out = y + ((long long)b * T + row) * C + (long long)h * D;
+    for (int nd = 0; nd < D / 8; nd++)
+      *(u32*)(out + nd * 8 + 2 * tg) = fa_pack(o[nd][2 * r] * inv, o[nd][2 * r + 1] * inv);
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
+                                      const bf16_t* qkv, int T, int H, int C, float scale) {
+  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];  // Q, then V of each key tile
+  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t vt[D][FA_TILE + 8];  // V transposed, then K transposed
+  __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
+  int b, h, t;
+  fa_block(T, H, &b, &h, &t);
+  int tiles = (T + FA_TILE - 1) / FA_TILE;
+  int qb = tiles - 1 - t;
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  long long ld = 3LL * C;
+  const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
+  int q0 = qb * FA_TILE;
+  fa_load<D>(qs, base, ld, q0, T);
+  fa_load<D>(dos, dy + (long long)b * T * C + (long long)h * D, C, q0, T);
+  __syncthreads();
+  u32 qa[D / 16][4], da[D / 16][4];
+  fa_afrag<D>(qa, qs, warp * 16);
+  fa_afrag<D>(da, dos, warp * 16);
+  float o[D / 8][4], m[2], l[2];
+  fa_forward<D>(o, m, l, qa, base + C, base + 2 * C, ld, T, q0, qb, scale, ks, vt);
+  // Di = Σ_d dy·y with y = o/l in float32 (y's value before rounding).
+  float inv[2], di[2];
+  int rows[2];
+  for (int r = 0; r < 2; r++) {
+    rows[r] = q0 + warp * 16 + g + 8 * r;
+    inv[r] = 1.0f / l[r];
+    float s = 0.0f;
+    for (int nd = 0; nd < D / 8; nd++)
+      for (int c = 0; c < 2; c++) s = s + bf2f(dos[warp * 16 + g + 8 * r][nd * 8 + 2 * tg + c]) * (o[nd][2 * r + c] * inv[r]);
+    di[r] = fa_quad_sum(s);
+    if (tg == 0 && rows[r] < T) {
+      long long i = ((long long)b * H + h) * T + rows[r];
+      mstat[i] = m[r];
+      istat[i] = inv[r];
+      dstat[i] = di[r];
+    }
+  }
+  float dq[D / 8][4];
+  for (int nd = 0; nd < D / 8; nd++) dq[nd][0] = dq[nd][1] = dq[nd][2] = dq[nd][3] = 0.0f;
+  bf16_t(*kt)[FA_TILE + 8] = vt;  // Q's fragments are in registers and the forward is done with
+  bf16_t(*vs)[D + 8] = qs;         // its tiles: they take K transposed and V
+  for (int kb = 0; kb <= qb; kb++) {
+    int k0 = kb * FA_TILE;
+    __syncthreads();
+    fa_load<D>(ks, base + C, ld, k0, T);
+    fa_load_t<D>(kt, base + C, ld, k0, T);
+    fa_load<D>(vs, base + 2 * C, ld, k0, T);
+    __syncthreads();
+    float s[FA_TILE / 8][4], dp[FA_TILE / 8][4];
+    fa_rows_by_d<D>(s, qa, ks);
+    fa_rows_by_d<D>(dp, da, vs);
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        int r = e >> 1, key = k0 + n * 8 + 2 * tg + (e & 1);
+        float p = key > rows[r] ? 0.0f : expf(s[n][e] * scale - m[r]) * inv[r];
+        s[n][e] = p * (dp[n][e] - di[r]);  // dS
+      }
+    u32 dsa[FA_TILE / 16][4];
+    fa_pack_a(dsa, s);
+    fa_rows_by_tile<D>(dq, dsa, kt);
+  }
+  for (int r = 0; r < 2; r++) {
+    if (rows[r] >= T) continue;
+    bf16_t* out = dqkv + ((long long)b * T + rows[r]) * ld + (long long)h * D;
+    for (int nd = 0; nd < D / 8; nd++)
+      *(u32*)(out + nd * 8 + 2 * tg) = fa_pack(dq[nd][2 * r] * scale, dq[nd][2 * r + 1] * scale);
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
+                                        const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
+  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t qt[D][FA_TILE + 8];
+  __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t dot[D][FA_TILE + 8];
+  __shared__ float sm[FA_TILE], si[FA_TILE], sd[FA_TILE];
+  int b, h, kb;
+  fa_block(T, H, &b, &h, &kb);  // key tiles heaviest (earliest keys) first
+  int tiles = (T + FA_TILE - 1) / FA_TILE;
+  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
+  long long ld = 3LL * C;
+  const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
+  const bf16_t* dybase = dy + (long long)b * T * C + (long long)h * D;
+  long long sbase = ((long long)b * H + h) * T;
+  int k0 = kb * FA_TILE;
+  fa_load<D>(qs, base + C, ld, k0, T);  // K and V of this tile, into the Q and dy tiles for now
+  fa_load<D>(dos, base + 2 * C, ld, k0, T);
+  __syncthreads();
+  u32 ka[D / 16][4], va[D / 16][4];
+  fa_afrag<D>(ka, qs, warp * 16);
+  fa_afrag<D>(va, dos, warp * 16);
+  int keys[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  float dk[D / 8][4], dv[D / 8][4];
+  for (int nd = 0; nd < D / 8; nd++)
+    for (int e = 0; e < 4; e++) dk[nd][e] = dv[nd][e] = 0.0f;
+  for (int qb = kb; qb < tiles; qb++) {
+    int q0 = qb * FA_TILE;
+    __syncthreads();
+    fa_load<D>(qs, base, ld, q0, T);
+    fa_load_t<D>(qt, base, ld, q0, T);
+    fa_load<D>(dos, dybase, C, q0, T);
+    fa_load_t<D>(dot, dybase, C, q0, T);
+    for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
+      bool in = q0 + i < T;
+      sm[i] = in ? mstat[sbase + q0 + i] : 0.0f;
+      si[i] = in ? istat[sbase + q0 + i] : 0.0f;
+      sd[i] = in ? dstat[sbase + q0 + i] : 0.0f;
+    }
+    __syncthreads();
+    float st[FA_TILE / 8][4], dpt[FA_TILE / 8][4];  // Sᵀ and dPᵀ: rows are keys, columns queries
+    fa_rows_by_d<D>(st, ka, qs);
+    fa_rows_by_d<D>(dpt, va, dos);
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        int qi = n * 8 + 2 * tg + (e & 1);
+        float p = keys[e >> 1] > q0 + qi ? 0.0f : expf(st[n][e] * scale - sm[qi]) * si[qi];
+        st[n][e] = p;
+        dpt[n][e] = p * (dpt[n][e] - sd[qi]);  // dSᵀ
+      }
+    u32 pa[FA_TILE / 16][4], dsa[FA_TILE / 16][4];
+    fa_pack_a(pa, st);
+    fa_pack_a(dsa, dpt);
+    fa_rows_by_tile<D>(dv, pa, dot);
+    fa_rows_by_tile<D>(dk, dsa, qt);
+  }
+  for (int r = 0; r < 2; r++) {
+    if (keys[r] >= T) continue;
+    bf16_t* out = dqkv + ((long long)b * T + keys[r]) * ld + (long long)h * D;
+    for (int nd = 0; nd < D / 8; nd++) {
+      *(u32*)(out + C + nd * 8 + 2 * tg) = fa_pack(dk[nd][2 * r] * scale, dk[nd][2 * r + 1] * scale);
+      *(u32*)(out + 2 * C + nd * 8 + 2 * tg) = fa_pack(dv[nd][2 * r], dv[nd][2 * r + 1]);
+    }
+  }
+}
+
+// Launch each with FA_THREADS threads and B·H·⌈T/64⌉ blocks.
+extern "C" __global__ void gpt_flash_fwd_d16(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<16>(y, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_fwd_d32(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<32>(y, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_fwd_d64(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<64>(y, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dq_d16(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
+                                            const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<16>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dq_d32(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
+                                            const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<32>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dq_d64(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
+                                            const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<64>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dkdv_d16(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
+                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<16>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dkdv_d32(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
+                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<32>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+extern "C" __global__ void gpt_flash_dkdv_d64(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
+                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<64>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+}
+
+// ---------------------------------------------------------------------------
 // Optimizers on uncompressed tensors (trainer/optim): the same formulas
 // operation by operation, so they match the CPU bit for bit.
 

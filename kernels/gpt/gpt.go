@@ -42,6 +42,15 @@ var Kernels = []string{
 	"gpt_attn_softmax",
 	"gpt_attn_softmax_backward",
 	"gpt_heads_to_bf16",
+	"gpt_flash_fwd_d16",
+	"gpt_flash_fwd_d32",
+	"gpt_flash_fwd_d64",
+	"gpt_flash_dq_d16",
+	"gpt_flash_dq_d32",
+	"gpt_flash_dq_d64",
+	"gpt_flash_dkdv_d16",
+	"gpt_flash_dkdv_d32",
+	"gpt_flash_dkdv_d64",
 	"gpt_adamw",
 	"gpt_sgd",
 }
@@ -50,4 +59,6 @@ var Kernels = []string{
 const (
 	LayerNormRows    = 32  // LN_ROWS: threads (and rows) per block of the LayerNorm row kernels
 	AttentionThreads = 128 // ATT_THREADS: threads per row of the attention softmax kernels
+	FlashThreads     = 128 // FA_THREADS: threads per block of the fused attention kernels
+	FlashTile        = 64  // FA_TILE: queries (or keys) per block of the fused attention kernels
 )

@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"fmt"
 	"math"
 
 	"lcttop/kernels/gpt"
@@ -24,10 +25,67 @@ const attentionScratch = 256 << 20
 // over the query chunks in float32 and rounded once. Because P and dS enter
 // the products in BF16 and the sums run in cuBLAS's order, the result
 // matches the CPU within a tolerance (see the tests).
+//
+// Where the fused kernels apply (head size 16, 32 or 64, C a multiple of 8,
+// qkv and dy 16-byte aligned) and Products is not set, the kernels
+// gpt_flash_* compute the same function in one pass per tile instead: the
+// scores stay in registers, the products run on the tensor cores, the
+// softmax is taken online. They too round P and dS to BF16 before the
+// products with V and K/Q, and match the CPU within the same tolerances.
 type Attention struct {
 	B, T, C, H int
-	Group      int // heads per batched product (0: as many as fit attentionScratch)
-	QueryChunk int // query rows per product (0: defaultQueryChunk, fewer if they do not fit)
+	Group      int  // heads per batched product (0: as many as fit attentionScratch)
+	QueryChunk int  // query rows per product (0: defaultQueryChunk, fewer if they do not fit)
+	Products   bool // the cuBLAS products and softmax kernels even where the fused kernels apply
+}
+
+// fused reports whether the fused kernels apply to a and the operands ptrs.
+func (a Attention) fused(ptrs ...device.Ptr) bool {
+	if a.Products || a.C%8 != 0 {
+		return false
+	}
+	switch a.headDim() {
+	case 16, 32, 64:
+	default:
+		return false
+	}
+	for _, p := range ptrs {
+		if p%16 != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// flashGrid is the fused kernels' grid: a block per tile of 64 queries (or
+// keys) of each sequence and head.
+func (a Attention) flashGrid() int {
+	return a.B * a.H * ((a.T + gpt.FlashTile - 1) / gpt.FlashTile)
+}
+
+// flashForward is AttentionForward through gpt_flash_fwd.
+func (o *Ops) flashForward(a Attention, y, qkv device.Ptr) error {
+	k := fmt.Sprintf("gpt_flash_fwd_d%d", a.headDim())
+	return o.dev.Launch(k, a.flashGrid(), gpt.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
+}
+
+// flashBackward is AttentionBackward through gpt_flash_dq (which also
+// leaves each query row's max, reciprocal sum and Σ dy·y in stats) and then
+// gpt_flash_dkdv.
+func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
+	rows := int64(a.B) * int64(a.H) * int64(a.T)
+	stats, err := o.mem.Alloc(scratchCat, 3*4*rows)
+	if err != nil {
+		return err
+	}
+	defer o.mem.Free(stats)
+	m, inv, di := stats, stats.Add(4*rows), stats.Add(8*rows)
+	D := a.headDim()
+	args := []any{dqkv, m, inv, di, dy, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale()}
+	if err := o.dev.Launch(fmt.Sprintf("gpt_flash_dq_d%d", D), a.flashGrid(), gpt.FlashThreads, args...); err != nil {
+		return err
+	}
+	return o.dev.Launch(fmt.Sprintf("gpt_flash_dkdv_d%d", D), a.flashGrid(), gpt.FlashThreads, args...)
 }
 
 func (a Attention) headDim() int { return a.C / a.H }
@@ -103,6 +161,9 @@ func (o *Ops) chunkScores(a Attention, g heads, S, P device.Ptr, t0, Q int) erro
 // AttentionForward computes y from qkv.
 func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 	defer o.scope("attention")()
+	if a.fused(qkv, y) {
+		return o.flashForward(a, y, qkv)
+	}
 	G, Qc := a.shape()
 	elems := int64(G) * int64(Qc) * int64(a.T)
 	S, err := o.mem.Alloc(scratchCat, 4*elems)
@@ -137,6 +198,9 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 // AttentionBackward computes dqkv from dy and qkv.
 func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	defer o.scope("attention")()
+	if a.fused(qkv, dy, dqkv) {
+		return o.flashBackward(a, dqkv, dy, qkv)
+	}
 	G, Qc := a.shape()
 	D := a.headDim()
 	elems := int64(G) * int64(Qc) * int64(a.T)

@@ -238,32 +238,54 @@ var (
 )
 
 func TestAttentionMatchesCPU(t *testing.T) {
-	for _, c := range []struct{ B, T, C, H, group, chunk int }{
-		{2, 33, 48, 3, 0, 0},  // whole sequences, all heads at once
-		{1, 70, 32, 4, 3, 0},  // groups of 3 and 1 heads
-		{2, 16, 64, 2, 1, 0},  // one head at a time
-		{2, 70, 48, 3, 2, 32}, // query chunks of 32, 32 and 6 rows
-		{1, 64, 32, 2, 0, 16}, // chunks that divide T
-		{4, 64, 128, 4, 0, 0}, // the tiny model
+	for _, c := range []struct {
+		B, T, C, H, group, chunk int
+		products                 bool
+	}{
+		{2, 33, 48, 3, 0, 0, true},  // whole sequences, all heads at once
+		{1, 70, 32, 4, 3, 0, true},  // groups of 3 and 1 heads
+		{2, 16, 64, 2, 1, 0, true},  // one head at a time
+		{2, 70, 48, 3, 2, 32, true}, // query chunks of 32, 32 and 6 rows
+		{1, 64, 32, 2, 0, 16, true}, // chunks that divide T
+		{4, 64, 128, 4, 0, 0, true}, // the tiny model
+		// The fused kernels (head sizes 16, 32, 64): one tile, several, a
+		// ragged last tile, the tiny model's shape.
+		{2, 33, 48, 3, 0, 0, false},
+		{1, 64, 32, 2, 0, 0, false},
+		{2, 70, 64, 2, 0, 0, false},
+		{1, 150, 128, 2, 0, 0, false},
+		{4, 64, 128, 4, 0, 0, false},
+		{1, 200, 256, 4, 0, 0, false},
 	} {
 		h := newTDev(t)
 		a := ops.Attention{B: c.B, T: c.T, C: c.C, H: c.H}
-		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk}
+		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk, Products: c.products}
 		N := c.B * c.T
 		qkv := h.randBF16(N*3*c.C, 0, 1)
 		dq := h.bf16(qkv)
 		y := h.alloc(2 * int64(N*c.C))
+		if got := da.fused(dq, y); got == c.products {
+			t.Fatalf("%+v: fused %v", c, got)
+		}
 		h.check(h.ops.AttentionForward(da, y, dq))
 		want := make([]uint16, N*c.C)
 		a.Forward(want, qkv)
-		assertNearBF16(t, "Attention.Forward", h.get16(y, N*c.C), want, attentionTol)
+		name := "Attention.Forward"
+		if !c.products {
+			name += " (fused)"
+		}
+		assertNearBF16(t, name, h.get16(y, N*c.C), want, attentionTol)
 
 		dy := h.randBF16(N*c.C, 0, 1)
 		dqkv := h.alloc(2 * int64(N*3*c.C))
 		h.check(h.ops.AttentionBackward(da, dqkv, h.bf16(dy), dq))
 		wantD := make([]uint16, N*3*c.C)
 		a.Backward(wantD, dy, qkv)
-		assertNearBF16(t, "Attention.Backward", h.get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
+		name = "Attention.Backward"
+		if !c.products {
+			name += " (fused)"
+		}
+		assertNearBF16(t, name, h.get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
 	}
 }
 

@@ -7,6 +7,10 @@
 // x86-64 target has no FMA instructions, and the pragma makes it explicit
 // (cgo does not accept -ffp-contract among its flags).
 #pragma GCC optimize("fp-contract=off")
+// The fused attention kernels move BF16 pairs and 16-byte pieces through
+// 32-bit and uint4 pointers, as CUDA code does; C++'s aliasing rules would
+// let the compiler reorder such accesses, so they are off here.
+#pragma GCC optimize("no-strict-aliasing")
 #define GPT_EMU 1
 #include "gpt.cu"
 
@@ -239,6 +243,15 @@ static const entry table[] = {
     SYNC(gpt_attn_softmax),
     SYNC(gpt_attn_softmax_backward),
     SEQ(gpt_heads_to_bf16),
+    SYNC(gpt_flash_fwd_d16),
+    SYNC(gpt_flash_fwd_d32),
+    SYNC(gpt_flash_fwd_d64),
+    SYNC(gpt_flash_dq_d16),
+    SYNC(gpt_flash_dq_d32),
+    SYNC(gpt_flash_dq_d64),
+    SYNC(gpt_flash_dkdv_d16),
+    SYNC(gpt_flash_dkdv_d32),
+    SYNC(gpt_flash_dkdv_d64),
     SEQ(gpt_adamw),
     SEQ(gpt_sgd),
 };
