@@ -44,6 +44,33 @@ __device__ __forceinline__ float tanh32(float x) { return (float)tanh((double)x)
 #define GRID_STRIDE(i, n) \
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
 
+// Vector forms (kernels named *_v8): each thread takes 8 consecutive
+// elements through 16-byte loads and stores, and the last partial group
+// element by element; every element gets the scalar kernel's formula, so
+// both forms give the same bits. The host launches them when every pointer
+// is 16-byte aligned (and, for the row-wise ones, C is a multiple of 8).
+#define GRID_STRIDE8(i, n) GRID_STRIDE(i##8, ((n) + 7) / 8) for (long long i = i##8 * 8, i##end = min((long long)(n), i + 8); i < i##end; i = i##end)
+#define VEC8(i, n) ((i) + 8 <= (n))
+
+__device__ __forceinline__ void ld8(float* f, const bf16_t* p) {
+  uint4 u = *(const uint4*)p;
+  unsigned w[4] = {u.x, u.y, u.z, u.w};
+  for (int j = 0; j < 4; j++) {
+    f[2 * j] = __uint_as_float(w[j] << 16);
+    f[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ void st8(bf16_t* p, const float* f) {
+  unsigned w[4];
+  for (int j = 0; j < 4; j++) w[j] = (unsigned)f2bf(f[2 * j]) | ((unsigned)f2bf(f[2 * j + 1]) << 16);
+  *(uint4*)p = make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ void ld8f(float* f, const float* p) {
+  uint4 a = *(const uint4*)p, b = *(const uint4*)(p + 4);
+  f[0] = __uint_as_float(a.x), f[1] = __uint_as_float(a.y), f[2] = __uint_as_float(a.z), f[3] = __uint_as_float(a.w);
+  f[4] = __uint_as_float(b.x), f[5] = __uint_as_float(b.y), f[6] = __uint_as_float(b.z), f[7] = __uint_as_float(b.w);
+}
+
 // ---------------------------------------------------------------------------
 // Embedding (ops.Embedding). All three kernels match the CPU bit for bit.
 
@@ -94,29 +121,73 @@ extern "C" __global__ void gpt_add(bf16_t* dst, const bf16_t* a, const bf16_t* b
   GRID_STRIDE(i, n) { dst[i] = f2bf(bf2f(a[i]) + bf2f(b[i])); }
 }
 
+extern "C" __global__ void gpt_add_v8(bf16_t* dst, const bf16_t* a, const bf16_t* b, long long n) {
+  GRID_STRIDE8(i, n) {
+    if (VEC8(i, n)) {
+      float x[8], y[8];
+      ld8(x, a + i);
+      ld8(y, b + i);
+      for (int j = 0; j < 8; j++) x[j] = x[j] + y[j];
+      st8(dst + i, x);
+    } else {
+      for (long long k = i; k < n; k++) dst[k] = f2bf(bf2f(a[k]) + bf2f(b[k]));
+    }
+  }
+}
+
 #define GELU_K 0.7978845608028654f  // sqrt(2/π)
 #define GELU_A 0.044715f
 
+// gelu(v) = 0.5·v·(1 + tanh(k·(v + a·v³))).
+__device__ __forceinline__ float gelu1(float v) {
+  float v3 = (v * v) * v;
+  float u = GELU_K * (v + GELU_A * v3);
+  return (0.5f * v) * (1.0f + tanh32(u));
+}
+
+// gelu'(v).
+__device__ __forceinline__ float gelu_grad1(float v) {
+  float v2 = v * v;
+  float u = GELU_K * (v + GELU_A * (v2 * v));
+  float t = tanh32(u);
+  float du = GELU_K * (1.0f + (3.0f * GELU_A) * v2);
+  return 0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du;
+}
+
 // y = bf16(0.5·x·(1 + tanh(k·(x + a·x³)))); y may be x (ops.GELUForward).
 extern "C" __global__ void gpt_gelu_forward(bf16_t* y, const bf16_t* x, long long n) {
-  GRID_STRIDE(i, n) {
-    float v = bf2f(x[i]);
-    float v3 = (v * v) * v;
-    float u = GELU_K * (v + GELU_A * v3);
-    y[i] = f2bf((0.5f * v) * (1.0f + tanh32(u)));
+  GRID_STRIDE(i, n) { y[i] = f2bf(gelu1(bf2f(x[i]))); }
+}
+
+extern "C" __global__ void gpt_gelu_forward_v8(bf16_t* y, const bf16_t* x, long long n) {
+  GRID_STRIDE8(i, n) {
+    if (VEC8(i, n)) {
+      float v[8];
+      ld8(v, x + i);
+      for (int j = 0; j < 8; j++) v[j] = gelu1(v[j]);
+      st8(y + i, v);
+    } else {
+      for (long long k = i; k < n; k++) y[k] = f2bf(gelu1(bf2f(x[k])));
+    }
   }
 }
 
 // dx = bf16(dy·gelu'(x)); dx may be dy (ops.GELUBackward).
 extern "C" __global__ void gpt_gelu_backward(bf16_t* dx, const bf16_t* dy, const bf16_t* x, long long n) {
-  GRID_STRIDE(i, n) {
-    float v = bf2f(x[i]);
-    float v2 = v * v;
-    float u = GELU_K * (v + GELU_A * (v2 * v));
-    float t = tanh32(u);
-    float du = GELU_K * (1.0f + (3.0f * GELU_A) * v2);
-    float d = 0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du;
-    dx[i] = f2bf(bf2f(dy[i]) * d);
+  GRID_STRIDE(i, n) { dx[i] = f2bf(bf2f(dy[i]) * gelu_grad1(bf2f(x[i]))); }
+}
+
+extern "C" __global__ void gpt_gelu_backward_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, long long n) {
+  GRID_STRIDE8(i, n) {
+    if (VEC8(i, n)) {
+      float v[8], d[8];
+      ld8(v, x + i);
+      ld8(d, dy + i);
+      for (int j = 0; j < 8; j++) v[j] = d[j] * gelu_grad1(v[j]);
+      st8(dx + i, v);
+    } else {
+      for (long long k = i; k < n; k++) dx[k] = f2bf(bf2f(dy[k]) * gelu_grad1(bf2f(x[k])));
+    }
   }
 }
 
@@ -177,6 +248,25 @@ extern "C" __global__ void gpt_layernorm_apply(bf16_t* y, const bf16_t* x, const
   }
 }
 
+// C a multiple of 8: a group of 8 lies in one row.
+extern "C" __global__ void gpt_layernorm_apply_v8(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd,
+                                                  const bf16_t* g, const bf16_t* b, int C, long long total) {
+  GRID_STRIDE8(i, total) {
+    long long n = i / C;
+    int c = (int)(i - n * C);
+    float v[8], gg[8], bb[8];
+    ld8(v, x + i);
+    ld8(gg, g + c);
+    ld8(bb, b + c);
+    float mu = mean[n], rs = rstd[n];
+    for (int j = 0; j < 8; j++) {
+      float norm = (v[j] - mu) * rs;
+      v[j] = norm * gg[j] + bb[j];
+    }
+    st8(y + i, v);
+  }
+}
+
 // Per row: with norm = (x−mean)·rstd and dnorm = dy·g,
 // sd[n] = Σdnorm/C and sdn[n] = Σ(dnorm·norm)/C, c ascending.
 // Launch like gpt_layernorm_stats.
@@ -227,6 +317,27 @@ extern "C" __global__ void gpt_layernorm_backward_dx(bf16_t* dx, const bf16_t* d
     float norm = (bf2f(x[i]) - mean[n]) * rs;
     float dnorm = bf2f(dy[i]) * bf2f(g[c]);
     dx[i] = f2bf(rs * ((dnorm - sd[n]) - norm * sdn[n]));
+  }
+}
+
+// C a multiple of 8.
+extern "C" __global__ void gpt_layernorm_backward_dx_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g,
+                                                        const float* mean, const float* rstd, const float* sd,
+                                                        const float* sdn, int C, long long total) {
+  GRID_STRIDE8(i, total) {
+    long long n = i / C;
+    int c = (int)(i - n * C);
+    float xv[8], dv[8], gg[8];
+    ld8(xv, x + i);
+    ld8(dv, dy + i);
+    ld8(gg, g + c);
+    float rs = rstd[n], mu = mean[n], a = sd[n], bn = sdn[n];
+    for (int j = 0; j < 8; j++) {
+      float norm = (xv[j] - mu) * rs;
+      float dnorm = dv[j] * gg[j];
+      xv[j] = rs * ((dnorm - a) - norm * bn);
+    }
+    st8(dx + i, xv);
   }
 }
 
@@ -291,6 +402,18 @@ extern "C" __global__ void gpt_bias_round(bf16_t* y, const float* acc, const bf1
   GRID_STRIDE(i, total) {
     int c = (int)(i % C);
     y[i] = f2bf(acc[i] + bf2f(bias[c]));
+  }
+}
+
+// C a multiple of 8.
+extern "C" __global__ void gpt_bias_round_v8(bf16_t* y, const float* acc, const bf16_t* bias, int C, long long total) {
+  GRID_STRIDE8(i, total) {
+    int c = (int)(i % C);
+    float a[8], bb[8];
+    ld8f(a, acc + i);
+    ld8(bb, bias + c);
+    for (int j = 0; j < 8; j++) a[j] = a[j] + bb[j];
+    st8(y + i, a);
   }
 }
 
@@ -819,20 +942,60 @@ extern "C" __global__ void gpt_flash_dkdv_d64(bf16_t* dqkv, const float* mstat, 
 // operation by operation, so they match the CPU bit for bit.
 
 // AdamW (optim.AdamWStep.Update).
+// adamw1 updates one element: w, m, v in float32 (not yet rounded).
+__device__ __forceinline__ void adamw1(float* w, float* m, float* v, float gi, float lr, float beta1,
+                                       float oneMinusBeta1, float beta2, float oneMinusBeta2, float eps,
+                                       float weightDecay, float biasCorr1, float biasCorr2) {
+  float wi = *w;
+  float mi = beta1 * *m + oneMinusBeta1 * gi;
+  float vi = beta2 * *v + oneMinusBeta2 * (gi * gi);
+  float mh = mi / biasCorr1;
+  float vh = vi / biasCorr2;
+  float u = mh / (sqrtf(vh) + eps) + weightDecay * wi;
+  *m = mi;
+  *v = vi;
+  *w = wi - lr * u;
+}
+
 extern "C" __global__ void gpt_adamw(bf16_t* w, bf16_t* m, bf16_t* v, const bf16_t* g, long long n, float lr,
                                      float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2, float eps,
                                      float weightDecay, float biasCorr1, float biasCorr2) {
   GRID_STRIDE(i, n) {
-    float gi = bf2f(g[i]);
-    float wi = bf2f(w[i]);
-    float mi = beta1 * bf2f(m[i]) + oneMinusBeta1 * gi;
-    float vi = beta2 * bf2f(v[i]) + oneMinusBeta2 * (gi * gi);
-    float mh = mi / biasCorr1;
-    float vh = vi / biasCorr2;
-    float u = mh / (sqrtf(vh) + eps) + weightDecay * wi;
+    float wi = bf2f(w[i]), mi = bf2f(m[i]), vi = bf2f(v[i]);
+    adamw1(&wi, &mi, &vi, bf2f(g[i]), lr, beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, weightDecay, biasCorr1,
+           biasCorr2);
     m[i] = f2bf(mi);
     v[i] = f2bf(vi);
-    w[i] = f2bf(wi - lr * u);
+    w[i] = f2bf(wi);
+  }
+}
+
+extern "C" __global__ void gpt_adamw_v8(bf16_t* w, bf16_t* m, bf16_t* v, const bf16_t* g, long long n, float lr,
+                                        float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2, float eps,
+                                        float weightDecay, float biasCorr1, float biasCorr2) {
+  GRID_STRIDE8(i, n) {
+    if (VEC8(i, n)) {
+      float wv[8], mv[8], vv[8], gv[8];
+      ld8(wv, w + i);
+      ld8(mv, m + i);
+      ld8(vv, v + i);
+      ld8(gv, g + i);
+      for (int j = 0; j < 8; j++)
+        adamw1(&wv[j], &mv[j], &vv[j], gv[j], lr, beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, weightDecay,
+               biasCorr1, biasCorr2);
+      st8(m + i, mv);
+      st8(v + i, vv);
+      st8(w + i, wv);
+    } else {
+      for (long long k = i; k < n; k++) {
+        float wi = bf2f(w[k]), mi = bf2f(m[k]), vi = bf2f(v[k]);
+        adamw1(&wi, &mi, &vi, bf2f(g[k]), lr, beta1, oneMinusBeta1, beta2, oneMinusBeta2, eps, weightDecay, biasCorr1,
+               biasCorr2);
+        m[k] = f2bf(mi);
+        v[k] = f2bf(vi);
+        w[k] = f2bf(wi);
+      }
+    }
   }
 }
 

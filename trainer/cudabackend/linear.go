@@ -45,7 +45,7 @@ func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
 			return err
 		}
 		n := int64(nr) * int64(l.Out)
-		if err := o.elementwise("gpt_bias_round", n, y.Add(2*int64(r0)*int64(l.Out)), acc, b, int32(l.Out), n); err != nil {
+		if err := o.elementwise8("gpt_bias_round", n, l.Out, y.Add(2*int64(r0)*int64(l.Out)), acc, b, int32(l.Out), n); err != nil {
 			return err
 		}
 	}

@@ -1,10 +1,12 @@
 package cudabackend
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
 	"lcttop/trainer/bf16"
+	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/ops"
 	"lcttop/trainer/optim"
 )
@@ -40,6 +42,57 @@ func TestAddGELUMatchCPU(t *testing.T) {
 	h.check(h.ops.GELUForward(dx, dx, n))
 	ops.GELUForward(want, x)
 	assertSameBF16(t, "GELUForward in place", h.get16(dx, n), want)
+}
+
+// The element-wise kernels' vector forms (8 elements through 16-byte
+// accesses, taken when the pointers are aligned) give the scalar forms' bits,
+// tails and all; a misaligned operand falls back to the scalar form.
+func TestElementwiseVectorFormsMatchScalar(t *testing.T) {
+	h := newTDev(t)
+	const n, N, C = 1003, 24, 40
+	x, y := h.randBF16(n, 0, 3), h.randBF16(n, 0.5, 2)
+	w, m, g := h.randBF16(n, 0, 0.05), h.randBF16(n, 0, 0.01), h.randBF16(n, 0, 0.02)
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = bf16.FromFloat32(float32(math.Abs(h.rnd.NormFloat64()) * 1e-4))
+	}
+	s := optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}.Step(2, true)
+	lx, lg, lb, ldy := h.randBF16(N*C, 0.3, 1.5), h.randBF16(C, 1, 0.1), h.randBF16(C, 0, 0.1), h.randBF16(N*C, 0, 1)
+	// run computes every op; skew moves the first operand 2 bytes off alignment.
+	run := func(skew int64) [][]uint16 {
+		var out [][]uint16
+		in := func(v []uint16) devPtr { // a copy at the skew
+			p := h.alloc(2*int64(len(v)) + 16).Add(skew)
+			h.check(h.d.Upload(p, device.Bytes(v)))
+			return p
+		}
+		dst := h.alloc(2*n + 16).Add(skew)
+		h.check(h.ops.Add(dst, in(x), in(y), n))
+		out = append(out, h.get16(dst, n))
+		h.check(h.ops.GELUForward(dst, in(x), n))
+		out = append(out, h.get16(dst, n))
+		h.check(h.ops.GELUBackward(dst, in(y), in(x), n))
+		out = append(out, h.get16(dst, n))
+		dw, dm, dv := in(w), in(m), in(v)
+		h.check(h.ops.AdamW(dw, dm, dv, in(g), n, s))
+		out = append(out, h.get16(dw, n), h.get16(dm, n), h.get16(dv, n))
+		ly, mean, rstd := in(lx), h.alloc(4*N), h.alloc(4*N)
+		h.check(h.ops.LayerNormForward(ly, mean, rstd, in(lx), in(lg), in(lb), N, C))
+		out = append(out, h.get16(ly, N*C))
+		dx, dg, db := in(lx), h.alloc(2*C), h.alloc(2*C)
+		h.check(h.ops.LayerNormBackward(dx, dg, db, in(ldy), in(lx), in(lg), mean, rstd, N, C))
+		out = append(out, h.get16(dx, N*C))
+		return out
+	}
+	vec := run(0)
+	scalarOnly = true
+	scalar := run(0)
+	scalarOnly = false
+	skewed := run(2)
+	for i := range vec {
+		assertSameBF16(t, fmt.Sprintf("op %d, vector vs scalar form", i), vec[i], scalar[i])
+		assertSameBF16(t, fmt.Sprintf("op %d, vector vs misaligned", i), vec[i], skewed[i])
+	}
 }
 
 func TestEmbeddingMatchesCPU(t *testing.T) {
