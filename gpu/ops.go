@@ -16,17 +16,25 @@ const (
 )
 
 // rowStride is the kernels' row_stride: words between two streams' rows in
-// shared memory.
+// shared memory, as the readers keep them.
 func rowStride(c int) int { return ((c + 3) / 4) | 1 }
 
-// codecSmem is the shared memory of lct_encode and lct_decode (with the
-// decoder's slack of 128 words past the rows).
-func codecSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStride(c) + 128*4 }
+// rowStrideOut is the kernels' row_stride_out: the writers' rows, each with
+// a spare word past its end.
+func rowStrideOut(c int) int { return ((c+3)/4 + 1) | 1 }
+
+// encodeSmem is the shared memory of lct_encode: encode table, chunk,
+// scratch words, rows.
+func encodeSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStrideOut(c) }
+
+// decodeSmem is the shared memory of lct_decode: its two tables, chunk,
+// scratch words, rows and the slack of 128 words past them.
+func decodeSmem(c int) int { return 1024 + 256 + codecChunk*256 + 32*4 + 256*4*rowStride(c) + 128*4 }
 
 // fusedSmem is the shared memory of the fused updates.
 func fusedSmem(in, out []*Tensor) int {
 	nt := len(in)
-	s := 2*nt*1024 + 32*4 + nt*fusedChunk*256
+	s := 2*nt*1024 + nt*256 + 32*4 + nt*fusedChunk*256
 	for i := range nt {
 		s += 256*4*rowStride(in[i].layout.StreamBytes) + 256*4*rowStride(out[i].layout.StreamBytes)
 	}
@@ -82,7 +90,7 @@ func (d *Device) encodeMain(t *Tensor, src Buffer) error {
 	if t.blocks() == 0 {
 		return t.setStatus(0)
 	}
-	return d.launch(kEncode, t.blocks(), threads, codecSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(src))
+	return d.launch(kEncode, t.blocks(), threads, encodeSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(src))
 }
 
 func (d *Device) encodeOverflow(t *Tensor, src Buffer) error {
@@ -105,7 +113,7 @@ func (d *Device) decode(dst Buffer, t *Tensor) error {
 	if err := t.clearError(); err != nil {
 		return err
 	}
-	return d.launch(kDecode, t.blocks(), threads, codecSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(dst))
+	return d.launch(kDecode, t.blocks(), threads, decodeSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(dst))
 }
 
 // SampleHistogram counts the exponents of the deterministic sample of the

@@ -75,6 +75,7 @@ struct LctDesc {
 
 LCT_DEV int imin(int a, int b) { return a < b ? a : b; }
 LCT_DEV int imax(int a, int b) { return a > b ? a : b; }
+LCT_DEV u32 umin(u32 a, u32 b) { return a < b ? a : b; }
 
 // Geo is one block's geometry as seen by thread j (format.md §3).
 struct Geo {
@@ -107,7 +108,7 @@ LCT_DEV int row_stride(long long C) { return (int)(((C + 3) >> 2) | 1); }
 
 // Scratch words of each kernel's 32-word tmp (the block sums use 0..23).
 #define LCT_TMP_LAST 29  // this CTA finished last
-#define LCT_TMP_DUMP 30  // sink of a spilling stream's stores past its row
+#define LCT_TMP_SINK 30  // where the fused updates' writers put words past their rows
 
 // A reader refills a word per two symbols, so it loads at most 128 words of
 // its row; past its stream it reads the next stream's row. What it finds
@@ -242,48 +243,90 @@ LCT_DEV void stage_out(const u32* rows, int W, u8* __restrict__ area, int Cb, in
 #define LCT_INVALID 0x80000000u
 
 struct Reader {
-  u64 buf;    // unread bits, left-aligned
-  u32 nbits;  // valid bits in buf
-  u32 w;      // words loaded
-  u32 seen;   // the OR of the table entries met: bit 31, an invalid prefix
-  const u32* row;
+  u64 buf;         // unread bits, left-aligned; past nbits, zeros or the stream's next bits
+  u32 nbits;       // valid bits in buf
+  u32 seen;        // the OR of the table entries met: bit 31, an invalid prefix
+  u32 w;           // the next word to load, as an index from base
+  u32 row;         // the row's first word, likewise
+  const u32* base;
 };
 
-LCT_DEV void rd_init(Reader& r, const u32* row) {
+// rd_init starts the reader of the row that starts at base[row].
+LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
   r.buf = 0;
   r.nbits = 0;
-  r.w = 0;
   r.seen = 0;
-  r.row = row;
+  r.w = (u32)row;
+  r.row = (u32)row;
+  r.base = base;
 }
 
 // rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
-// each at most 16 bits (ESC and its literal).
+// each at most 16 bits (ESC and its literal). It has no branch: it always
+// ORs the next word in right after the valid bits. Where they fit
+// (nbits < 32) it counts them and moves on; otherwise the bits that fit are
+// the stream's next bits all the same, and the next refill ORs the same word
+// again at the same place.
 LCT_DEV void rd_refill(Reader& r) {
-  if (r.nbits < 32) {
-    r.buf |= (u64)r.row[r.w] << (32 - r.nbits);
-    r.w++;
-    r.nbits += 32;
-  }
+  r.buf |= ((u64)r.base[r.w] << 32) >> r.nbits;
+  r.w = r.w + 1u - (r.nbits >> 5);
+  r.nbits |= 32u;
 }
 
-// rd_sym decodes one symbol; the buffer must hold 16 bits.
-LCT_DEV u32 rd_sym(Reader& r, const u32* dec) {
+// The decoder's own tables, made from the Go-built one (rd_tables): by the
+// next 8 bits, the advance (a byte), and an entry E such that
+// funnelshift_rc(window, E, E) has the symbol in its low byte: for a coded
+// exponent E is the Go entry itself (>= 256, so the shift clamps to 32 and
+// gives E, whose low byte is the exponent); for ESC it is 24 - code length,
+// which shifts the literal that follows the code into the low byte. An
+// invalid prefix keeps bit 31 for rd_error.
+LCT_DEV void rd_tables(u32* E, u8* A, const u32* __restrict__ go, int j) {
+  const u32 g = __ldg(go + j);
+  E[j] = (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : g;
+  A[j] = (u8)(g >> 8);
+}
+
+LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
+#ifdef LCT_EMU
+  s = s < 32 ? s : 32;
+  return (u32)((((u64)hi << 32) | lo) >> s);
+#else
+  return __funnelshift_rc(lo, hi, s);
+#endif
+}
+
+// rd_sym decodes one symbol (in the low byte of the result); the buffer must
+// hold 16 bits. It returns the table entry in e for the caller's error check.
+LCT_DEV u32 rd_sym(Reader& r, const u32* E, const u8* A, u32& e) {
   const u32 hi = (u32)(r.buf >> 32);
-  const u32 e = dec[hi >> 24];
-  r.seen |= e;
-  const u32 adv = __byte_perm(e, 0, 0x4441);
-  const u32 lit = (hi << __byte_perm(e, 0, 0x4442)) >> 24;
-  const u32 sym = (e & LCT_ESC) ? lit : (e & 0xFFu);
+  const u32 idx = hi >> 24;
+  e = E[idx];
+  const u32 adv = A[idx];
   r.buf <<= adv;
   r.nbits -= adv;
-  return sym;
+  return fshr_clamp(hi, e, e);
+}
+
+// rd_pair decodes two symbols into col[0] and col[256] (refilling first).
+LCT_DEV void rd_pair(Reader& r, const u32* E, const u8* A, u8* col) {
+  rd_refill(r);
+  u32 e1, e2;
+  col[0] = (u8)rd_sym(r, E, A, e1);
+  col[256] = (u8)rd_sym(r, E, A, e2);
+  r.seen |= e1 | e2;
+}
+
+LCT_DEV void rd_one(Reader& r, const u32* E, const u8* A, u8* col) {
+  rd_refill(r);
+  u32 e;
+  col[0] = (u8)rd_sym(r, E, A, e);
+  r.seen |= e;
 }
 
 // rd_error is the reader's error kind at the end of its stream, 0 if none.
 LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
   if (r.seen & LCT_INVALID) return LCT_ERR_INVALID_CODE;
-  if (32 * r.w - r.nbits > capBits) return LCT_ERR_PAST_CAPACITY;
+  if (32u * (r.w - r.row) - r.nbits > capBits) return LCT_ERR_PAST_CAPACITY;
   return 0;
 }
 
@@ -291,70 +334,128 @@ LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
 // since the bits only grow, they are a prefix, the exponents before the
 // first code that does not fit (format.md §3). wr_finish then clears what
 // came after them. This keeps the per-exponent work free of branches.
+// Codes go in by pairs (one append of up to 32 bits, one fit check): the
+// pair where the codes stop fitting may still fit its first code, which
+// wr_fix settles at the end.
 struct Writer {
   u32 hi;     // pending bits, left-aligned
   u32 pend;   // pending bits, < 32
-  u32 used;   // bits appended
+  u32 U;      // bits appended << 9 | codes appended
+  u32 F;      // the same for the codes that fit
+  u32 capU;   // capacity in bits << 9 | 511
+  u32 w;      // the pending word, as an index from base
+  u32 row;    // the row's first word, likewise
+  u32 end;    // the word past the row, likewise
+  int sink;   // where the words of a spilling stream past its row go,
+              // likewise: the spare word at end where rows have one
+              // (row_stride_out), else a scratch word
+  u32* base;
+  // Set by wr_finish:
   u32 fit;    // bits of the codes that fit
   u32 coded;  // exponents that fit
-  u32 w;      // next word of the row
-  u32 cap;    // capacity in bits
-  u32 words;  // words of the row
-  u32* row;
-  u32* dump;  // where a spilling stream's words past its row go
 };
 
-LCT_DEV void wr_init(Writer& s, u32* row, u32 capBits, int words, u32* dump) {
+// row_stride_out is the distance in words between two written rows: one
+// spare word past a full row, and odd.
+LCT_DEV int row_stride_out(long long C) { return (int)((((C + 3) >> 2) + 1) | 1); }
+
+// wr_init starts the writer of the row at base[row .. row+words-1].
+LCT_DEV void wr_init(Writer& s, u32* base, int row, u32 capBits, int words, u32* sink) {
   s.hi = 0;
   s.pend = 0;
-  s.used = 0;
+  s.U = 0;
+  s.F = 0;
+  s.capU = capBits << 9 | 511u;
+  s.w = (u32)row;
+  s.row = (u32)row;
+  s.end = (u32)(row + words);
+  s.sink = (int)(sink - base);
+  s.base = base;
   s.fit = 0;
   s.coded = 0;
-  s.w = 0;
-  s.cap = capBits;
-  s.words = (u32)words;
-  s.row = row;
-  s.dump = dump;
 }
 
-// shl32 is x << s for s in 0..32 (32 gives 0).
-LCT_DEV u32 shl32(u32 x, u32 s) {
-#ifdef LCT_EMU
-  return s >= 32 ? 0u : x << s;
-#else
-  return __funnelshift_lc(0u, x, s);
-#endif
-}
-
-LCT_DEV void wr_put(Writer& s, u32 x, const u32* enc) {
-  const u32 e = enc[x];
-  const u32 len = e & 31u, code = e & ~31u;
-  s.used += len;
-  const bool ok = s.used <= s.cap;
-  s.coded += ok;
-  s.fit = ok ? s.used : s.fit;
-  s.hi |= code >> s.pend;
-  const u32 lo = shl32(code, 32 - s.pend);  // the code's bits past this word
-  s.pend += len;
+// wr_bits appends the n <= 32 bits left-aligned in c. SPARE: the row has
+// its spare word (sink == end), which saves an instruction.
+template <bool SPARE>
+LCT_DEV void wr_bits(Writer& s, u32 c, u32 n) {
+  s.hi |= c >> s.pend;
+  const u32 lo = fshr_clamp(0u, c, s.pend);  // c << (32 - pend): the bits past this word
+  s.pend += n;
   // Store the current word whether it is complete or not (a later store or
   // wr_finish completes it): no branch.
-  *(s.w < s.words ? s.row + s.w : s.dump) = s.hi;
-  const bool full = s.pend >= 32;
+  if (SPARE) s.base[umin(s.w, s.end)] = s.hi;
+  else s.base[s.w < s.end ? (int)s.w : s.sink] = s.hi;
+  const u32 full = s.pend >> 5;
   s.w += full;
   s.hi = full ? lo : s.hi;
-  s.pend &= 31u;  // pend < 48
+  s.pend &= 31u;
 }
 
-LCT_DEV void wr_finish(Writer& s) {
-  u32 w = s.fit >> 5;
-  if (w < s.words) {
-    // The word holding the end of the codes that fit: flushed already, or
-    // still pending. Keep its first fit%32 bits.
-    const u32 x = s.w > w ? s.row[w] : s.hi;
-    const u32 b = s.fit & 31u;
-    s.row[w++] = b ? x & (0xFFFFFFFFu << (32 - b)) : 0u;
+// wr_count records that k codes of n bits in all were appended.
+LCT_DEV void wr_count(Writer& s, u32 n, u32 k) {
+  s.U += (n << 9) + k;
+  s.F = s.U <= s.capU ? s.U : s.F;
+}
+
+template <bool SPARE>
+LCT_DEV void wr_put2(Writer& s, u32 x1, u32 x2, const u32* enc) {
+  const u32 e1 = enc[x1], e2 = enc[x2];
+  const u32 l1 = e1 & 31u, l2 = e2 & 31u;
+  wr_count(s, l1 + l2, 2);
+  wr_bits<SPARE>(s, (e1 & ~31u) | ((e2 & ~31u) >> l1), l1 + l2);
+}
+
+template <bool SPARE>
+LCT_DEV void wr_put1(Writer& s, u32 x, const u32* enc) {
+  const u32 e = enc[x];
+  const u32 l = e & 31u;
+  wr_count(s, l, 1);
+  wr_bits<SPARE>(s, e & ~31u, l);
+}
+
+// wr_word is word i of the row as appended so far (0 past the row).
+LCT_DEV u32 wr_word(const Writer& s, u32 i) {
+  const u32 words = s.end - s.row;
+  if (i >= words) return 0u;
+  return s.w - s.row > i ? s.base[s.row + i] : s.hi;
+}
+
+// wr_fix settles the pair where the codes stopped fitting (a spilling
+// stream only): its first code may fit. That code starts at bit fit of the
+// row, which holds every appended bit up to the capacity; the decode table
+// dec (Go's, format.md §2) gives its length from its first 8 bits. Bits
+// past the capacity (those of the next code, or 0 past the row) cannot make
+// it look shorter than it is: no code is a prefix of another.
+LCT_DEV void wr_fix(Writer& s, const u32* __restrict__ dec) {
+  if (s.U <= s.capU) return;
+  const u32 b = s.fit & 31u;
+  const u32 x0 = wr_word(s, s.fit >> 5), x1 = wr_word(s, (s.fit >> 5) + 1);
+  const u32 bits = b ? (x0 << b) | (x1 >> (32 - b)) : x0;
+  const u32 e = __ldg(dec + (bits >> 24));
+  const u32 adv = (e >> 8) & 0xFFu;
+  if (!(e & LCT_INVALID) && s.fit + adv <= (s.capU >> 9)) {
+    s.coded++;
+    s.fit += adv;
   }
-  for (; w < s.words; w++) s.row[w] = 0;
+}
+
+// wr_finish settles the end of the stream (dec: see wr_fix) and clears the
+// row past the codes that fit.
+LCT_DEV void wr_finish(Writer& s, const u32* __restrict__ dec) {
+  s.fit = s.F >> 9;
+  s.coded = s.F & 511u;
+  wr_fix(s, dec);
+  const u32 words = s.end - s.row;
+  u32 w = s.fit >> 5;
+  if (w < words) {
+    // The word holding the end of the codes that fit: stored already, or
+    // still pending. Keep its first fit%32 bits.
+    const u32 x = wr_word(s, w);
+    const u32 b = s.fit & 31u;
+    s.base[s.row + w++] = b ? x & (0xFFFFFFFFu << (32 - b)) : 0u;
+  }
+  for (; w < words; w++) s.base[s.row + w] = 0;
 }
 
 // ---- spills -----------------------------------------------------------------
@@ -576,38 +677,27 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
-// overflow area.
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* dec, int p0, int pe) {
-  const int j = threadIdx.x;
+// overflow area. E and A are the reader's tables (rd_tables).
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
+  u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
   if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
 #pragma unroll
-    for (int pp = 0; pp < LCT_CH; pp += 2) {
-      rd_refill(r);
-      ex[pp * 256 + j] = (u8)rd_sym(r, dec);
-      ex[pp * 256 + 256 + j] = (u8)rd_sym(r, dec);
-    }
+    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair(r, E, A, col + pp * 256);
     return;
   }
   int pp = 0;
 #pragma unroll 2
-  for (; pp + 1 < nd; pp += 2) {
-    rd_refill(r);
-    ex[pp * 256 + j] = (u8)rd_sym(r, dec);
-    ex[pp * 256 + 256 + j] = (u8)rd_sym(r, dec);
-  }
-  if (pp < nd) {
-    rd_refill(r);
-    ex[pp * 256 + j] = (u8)rd_sym(r, dec);
-  }
-  for (pp = nd; pp < nc; pp++) ex[pp * 256 + j] = sp.ovp[p0 + pp - sp.coded];
+  for (; pp + 1 < nd; pp += 2) rd_pair(r, E, A, col + pp * 256);
+  if (pp < nd) rd_one(r, E, A, col + pp * 256);
+  for (pp = nd; pp < nc; pp++) col[pp * 256] = sp.ovp[p0 + pp - sp.coded];
 }
 
 // decode_columns is decode_column for NT tensors at once, interleaved where
 // all of them decode from their streams.
 template <int NT>
-LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* dec, int p0, int pe) {
+LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
   const int j = threadIdx.x;
   int common = pe;
 #pragma unroll
@@ -616,21 +706,14 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
   int pp = 0;
   for (; pp + 1 < common; pp += 2) {
 #pragma unroll
-    for (int t = 0; t < NT; t++) {
-      rd_refill(rd[t]);
-      ex[t * LCT_CHF * 256 + pp * 256 + j] = (u8)rd_sym(rd[t], dec + t * 256);
-      ex[t * LCT_CHF * 256 + pp * 256 + 256 + j] = (u8)rd_sym(rd[t], dec + t * 256);
-    }
+    for (int t = 0; t < NT; t++) rd_pair(rd[t], E + t * 256, A + t * 256, ex + t * LCT_CHF * 256 + pp * 256 + j);
   }
   const int nc = imax(0, imin(pe, count - p0));
 #pragma unroll
   for (int t = 0; t < NT; t++) {
     u8* col = ex + t * LCT_CHF * 256 + j;
     const int nd = imax(0, imin(pe, is[t].coded - p0));
-    for (int q = pp; q < nd; q++) {
-      rd_refill(rd[t]);
-      col[q * 256] = (u8)rd_sym(rd[t], dec + t * 256);
-    }
+    for (int q = pp; q < nd; q++) rd_one(rd[t], E + t * 256, A + t * 256, col + q * 256);
     for (int q = nd; q < nc; q++) col[q * 256] = is[t].ovp[p0 + q - is[t].coded];
   }
 }
@@ -647,7 +730,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   const int j = threadIdx.x, b = blockIdx.x;
   Geo g;
   geo_init(g, d, b, j);
-  const int W = row_stride(d->C);
+  const int W = row_stride_out(d->C);
   u32* enc = (u32*)smem;
   u8* ex = smem + 1024;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
@@ -656,11 +739,12 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
-  wr_init(w, rows + j * W, g.capBits, g.words, tmp + LCT_TMP_DUMP);
+  wr_init(w, rows, j * W, g.capBits, g.words, rows + j * W + g.words);
   uint4 pre[LCT_G];
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
   __syncthreads();
+  const u8* col = ex + j;
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
@@ -679,14 +763,16 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
     }
     const int lim = imin(LCT_CH, g.count - p0);
     if (lim == LCT_CH) {
-#pragma unroll 8
-      for (int pp = 0; pp < LCT_CH; pp++) wr_put(w, ex[pp * 256 + j], enc);
+#pragma unroll 4
+      for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2<true>(w, col[pp * 256], col[pp * 256 + 256], enc);
     } else {
-      for (int pp = 0; pp < lim; pp++) wr_put(w, ex[pp * 256 + j], enc);
+      int pp = 0;
+      for (; pp + 1 < lim; pp += 2) wr_put2<true>(w, col[pp * 256], col[pp * 256 + 256], enc);
+      if (pp < lim) wr_put1<true>(w, col[pp * 256], enc);
     }
     __syncthreads();
   }
-  wr_finish(w);
+  wr_finish(w, (const u32*)d->tables);
   out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
   if (finished(d, tmp)) scan_offsets(d, tmp);
@@ -714,11 +800,12 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
-  u32* dec = (u32*)smem;
-  u8* ex = smem + 1024;
+  u32* E = (u32*)smem;
+  u8* A = smem + 1024;
+  u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  dec[j] = __ldg((const u32*)d->tables + j);
+  rd_tables(E, A, (const u32*)d->tables, j);
   if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
@@ -730,9 +817,9 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
   in_spill(sp, d, g, b, j, tmp);
   __syncthreads();
   Reader r;
-  rd_init(r, rows + j * W);
+  rd_init(r, rows, j * W);
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    decode_column(r, sp, g.count, ex, dec, p0, imin(LCT_CH, g.P - p0));
+    decode_column(r, sp, g.count, ex, E, A, p0, imin(LCT_CH, g.P - p0));
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
@@ -922,9 +1009,10 @@ template <int NT, int OP, bool OVF>
 LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const u16* __restrict__ grad, const float* sc) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x, b = blockIdx.x;
-  u32* dec = (u32*)smem;
-  u32* enc = dec + NT * 256;
-  u32* tmp = enc + NT * 256;
+  u32* E = (u32*)smem;
+  u32* enc = E + NT * 256;
+  u8* A = (u8*)(enc + NT * 256);
+  u32* tmp = (u32*)(A + NT * 256);
   u8* ex = (u8*)(tmp + 32);
   u32* next = (u32*)(ex + NT * LCT_CHF * 256);
   int Win[NT], Wout[NT];
@@ -960,7 +1048,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   }
 #pragma unroll
   for (int t = 0; t < NT; t++) {
-    dec[t * 256 + j] = __ldg((const u32*)din[t]->tables + j);
+    rd_tables(E + t * 256, A + t * 256, (const u32*)din[t]->tables, j);
     if (!OVF) enc[t * 256 + j] = __ldg((const u32*)dout[t]->tables + 256 + j);
   }
   uint2 psf[NT][LCT_GF];
@@ -982,15 +1070,15 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   Writer wr[NT];
 #pragma unroll
   for (int t = 0; t < NT; t++) {
-    rd_init(rd[t], rin[t] + j * Win[t]);
-    wr_init(wr[t], rout[t] + j * Wout[t], go[t].capBits, go[t].words, tmp + LCT_TMP_DUMP);
+    rd_init(rd[t], rin[t], j * Win[t]);
+    wr_init(wr[t], rout[t], j * Wout[t], go[t].capBits, go[t].words, tmp + LCT_TMP_SINK);
   }
 
   for (int p0 = 0; p0 < P; p0 += LCT_CHF) {
     const int pe = imin(LCT_CHF, P - p0);
     // Column j: this chunk's old exponents. (The previous chunk's encoding
     // read column j too, in this thread, so no barrier is needed before.)
-    decode_columns<NT>(rd, is, count, ex, dec, p0, pe);
+    decode_columns<NT>(rd, is, count, ex, E, A, p0, pe);
     __syncthreads();
     // Rows: old values in, new values out.
 #pragma unroll
@@ -1026,15 +1114,20 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
     const u8* col = ex + j;
     if (!OVF) {
       if (lim == LCT_CHF) {
-#pragma unroll 4
-        for (int pp = 0; pp < LCT_CHF; pp++) {
+#pragma unroll 2
+        for (int pp = 0; pp < LCT_CHF; pp += 2) {
 #pragma unroll
-          for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], col[t * LCT_CHF * 256 + pp * 256 + 256], enc + t * 256);
         }
       } else {
-        for (int pp = 0; pp < lim; pp++) {
+        int pp = 0;
+        for (; pp + 1 < lim; pp += 2) {
 #pragma unroll
-          for (int t = 0; t < NT; t++) wr_put(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], col[t * LCT_CHF * 256 + pp * 256 + 256], enc + t * 256);
+        }
+        if (pp < lim) {
+#pragma unroll
+          for (int t = 0; t < NT; t++) wr_put1<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
         }
       }
     } else {
@@ -1053,7 +1146,7 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   if (!OVF) {
 #pragma unroll
     for (int t = 0; t < NT; t++) {
-      wr_finish(wr[t]);
+      wr_finish(wr[t], (const u32*)dout[t]->tables);
       out_finish(dout[t], go[t], wr[t], b, j, tmp);
     }
 #pragma unroll
