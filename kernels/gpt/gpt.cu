@@ -195,43 +195,51 @@ extern "C" __global__ void gpt_gelu_backward_v8(bf16_t* dx, const bf16_t* dy, co
 // LayerNorm (ops.LayerNorm). Row sums run in ascending c and column sums in
 // ascending n, as on the CPU, so every output matches it bit for bit.
 //
-// Row kernels: a block of LN_ROWS threads owns LN_ROWS rows; the block stages
-// LN_ROWS×LN_ROWS tiles through shared memory (coalesced loads), then each
-// thread sums its own row's tile entries in ascending c.
+// Row kernels: a block of LN_THREADS threads stages a few whole rows (in
+// pieces of LN_CHUNK columns) through shared memory with coalesced loads
+// from every thread, then one thread per row sums its row's entries in
+// ascending c. Many blocks of many threads keep enough loads in flight; the
+// sums stay sequential, as the CPU's.
 
-#define LN_ROWS 32
+#define LN_THREADS 256
+#define LN_CHUNK 1024
+#define LN_STAT_ROWS 16  // rows per block of gpt_layernorm_stats
+#define LN_BACK_ROWS 4   // rows per block of gpt_layernorm_backward_rows
 
 // mean[n] = Σx/C; rstd[n] = 1/sqrt(Σ(x−mean)²/C + 1e-5), in float32 with the
 // root and quotient taken in float64 and rounded once. Launch with
-// LN_ROWS threads and ⌈N/LN_ROWS⌉ blocks.
+// LN_THREADS threads and ⌈N/LN_STAT_ROWS⌉ blocks.
 extern "C" __global__ void gpt_layernorm_stats(float* mean, float* rstd, const bf16_t* x, int N, int C) {
-  __shared__ float tile[LN_ROWS][LN_ROWS + 1];
-  int lane = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_ROWS;
-  long long row = row0 + lane;
-  float s = 0.0f;
-  for (int c0 = 0; c0 < C; c0 += LN_ROWS) {
-    int c = c0 + lane;
-    for (int i = 0; i < LN_ROWS; i++) tile[i][lane] = (row0 + i < N && c < C) ? bf2f(x[(row0 + i) * C + c]) : 0.0f;
-    __syncthreads();
-    int lim = min(LN_ROWS, C - c0);
-    for (int j = 0; j < lim; j++) s += tile[lane][j];
-    __syncthreads();
-  }
-  float m = s / (float)C;
-  float ss = 0.0f;
-  for (int c0 = 0; c0 < C; c0 += LN_ROWS) {
-    int c = c0 + lane;
-    for (int i = 0; i < LN_ROWS; i++) tile[i][lane] = (row0 + i < N && c < C) ? bf2f(x[(row0 + i) * C + c]) : 0.0f;
-    __syncthreads();
-    int lim = min(LN_ROWS, C - c0);
-    for (int j = 0; j < lim; j++) {
-      float d = tile[lane][j] - m;
-      ss += d * d;
+  __shared__ bf16_t tile[LN_STAT_ROWS][LN_CHUNK + 2];  // odd word stride: the row owners read distinct banks
+  int tid = threadIdx.x;
+  long long row0 = (long long)blockIdx.x * LN_STAT_ROWS;
+  float s = 0.0f, ss = 0.0f, m = 0.0f;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int c0 = 0; c0 < C; c0 += LN_CHUNK) {
+      int w = min(LN_CHUNK, C - c0);
+      if (pass == 0 || C > LN_CHUNK) {  // a row that fits one piece is still staged
+        __syncthreads();
+        for (int i = tid; i < LN_STAT_ROWS * w; i += LN_THREADS) {
+          int r = i / w, c = i - r * w;
+          tile[r][c] = row0 + r < N ? x[(row0 + r) * C + c0 + c] : (bf16_t)0;
+        }
+        __syncthreads();
+      }
+      if (tid < LN_STAT_ROWS) {
+        if (pass == 0) {
+          for (int j = 0; j < w; j++) s += bf2f(tile[tid][j]);
+        } else {
+          for (int j = 0; j < w; j++) {
+            float d = bf2f(tile[tid][j]) - m;
+            ss += d * d;
+          }
+        }
+      }
     }
-    __syncthreads();
+    m = s / (float)C;
   }
-  if (row < N) {
+  long long row = row0 + tid;
+  if (tid < LN_STAT_ROWS && row < N) {
     mean[row] = m;
     rstd[row] = (float)(1.0 / sqrt((double)(ss / (float)C + 1e-5f)));
   }
@@ -268,39 +276,42 @@ extern "C" __global__ void gpt_layernorm_apply_v8(bf16_t* y, const bf16_t* x, co
 }
 
 // Per row: with norm = (x−mean)·rstd and dnorm = dy·g,
-// sd[n] = Σdnorm/C and sdn[n] = Σ(dnorm·norm)/C, c ascending.
-// Launch like gpt_layernorm_stats.
+// sd[n] = Σdnorm/C and sdn[n] = Σ(dnorm·norm)/C, c ascending. Every thread
+// computes terms into shared memory, one thread per row sums them. Launch
+// with LN_THREADS threads and ⌈N/LN_BACK_ROWS⌉ blocks.
 extern "C" __global__ void gpt_layernorm_backward_rows(float* sd, float* sdn, const bf16_t* dy, const bf16_t* x,
                                                        const bf16_t* g, const float* mean, const float* rstd, int N,
                                                        int C) {
-  __shared__ float tdn[LN_ROWS][LN_ROWS + 1];
-  __shared__ float tdnn[LN_ROWS][LN_ROWS + 1];
-  int lane = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_ROWS;
-  long long row = row0 + lane;
+  __shared__ float tdn[LN_BACK_ROWS][LN_CHUNK + 1];
+  __shared__ float tdnn[LN_BACK_ROWS][LN_CHUNK + 1];
+  int tid = threadIdx.x;
+  long long row0 = (long long)blockIdx.x * LN_BACK_ROWS;
   float a = 0.0f, bsum = 0.0f;
-  for (int c0 = 0; c0 < C; c0 += LN_ROWS) {
-    int c = c0 + lane;
-    for (int i = 0; i < LN_ROWS; i++) {
-      long long r = row0 + i;
+  for (int c0 = 0; c0 < C; c0 += LN_CHUNK) {
+    int w = min(LN_CHUNK, C - c0);
+    __syncthreads();
+    for (int i = tid; i < LN_BACK_ROWS * w; i += LN_THREADS) {
+      int rr = i / w, c = c0 + (i - rr * w);
+      long long r = row0 + rr;
       float dn = 0.0f, dnn = 0.0f;
-      if (r < N && c < C) {
+      if (r < N) {
         float norm = (bf2f(x[r * C + c]) - mean[r]) * rstd[r];
         dn = bf2f(dy[r * C + c]) * bf2f(g[c]);
         dnn = dn * norm;
       }
-      tdn[i][lane] = dn;
-      tdnn[i][lane] = dnn;
+      tdn[rr][c - c0] = dn;
+      tdnn[rr][c - c0] = dnn;
     }
     __syncthreads();
-    int lim = min(LN_ROWS, C - c0);
-    for (int j = 0; j < lim; j++) {
-      a += tdn[lane][j];
-      bsum += tdnn[lane][j];
+    if (tid < LN_BACK_ROWS) {
+      for (int j = 0; j < w; j++) {
+        a += tdn[tid][j];
+        bsum += tdnn[tid][j];
+      }
     }
-    __syncthreads();
   }
-  if (row < N) {
+  long long row = row0 + tid;
+  if (tid < LN_BACK_ROWS && row < N) {
     sd[row] = a / (float)C;
     sdn[row] = bsum / (float)C;
   }

@@ -64,8 +64,10 @@ var Kernels = []string{
 
 // Launch shapes the host code and the kernels agree on.
 const (
-	LayerNormRows    = 32  // LN_ROWS: threads (and rows) per block of the LayerNorm row kernels
-	AttentionThreads = 128 // ATT_THREADS: threads per row of the attention softmax kernels
-	FlashThreads     = 128 // FA_THREADS: threads per block of the fused attention kernels
-	FlashTile        = 64  // FA_TILE: queries (or keys) per block of the fused attention kernels
+	LayerNormThreads  = 256 // LN_THREADS: threads per block of the LayerNorm row kernels
+	LayerNormStatRows = 16  // LN_STAT_ROWS: rows per block of gpt_layernorm_stats
+	LayerNormBackRows = 4   // LN_BACK_ROWS: rows per block of gpt_layernorm_backward_rows
+	AttentionThreads  = 128 // ATT_THREADS: threads per row of the attention softmax kernels
+	FlashThreads      = 128 // FA_THREADS: threads per block of the fused attention kernels
+	FlashTile         = 64  // FA_TILE: queries (or keys) per block of the fused attention kernels
 )

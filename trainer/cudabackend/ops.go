@@ -148,8 +148,8 @@ func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C
 // float32 statistics mean and rstd (N each) from x, g, b.
 func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
-	rows := (N + gpt.LayerNormRows - 1) / gpt.LayerNormRows
-	if err := o.dev.Launch("gpt_layernorm_stats", rows, gpt.LayerNormRows, mean, rstd, x, int32(N), int32(C)); err != nil {
+	blocks := (N + gpt.LayerNormStatRows - 1) / gpt.LayerNormStatRows
+	if err := o.dev.Launch("gpt_layernorm_stats", blocks, gpt.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
 		return err
 	}
 	n := int64(N) * int64(C)
@@ -167,8 +167,8 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, 
 	}
 	defer o.mem.Free(sums)
 	sd, sdn := sums, sums.Add(4*int64(N))
-	rows := (N + gpt.LayerNormRows - 1) / gpt.LayerNormRows
-	if err := o.dev.Launch("gpt_layernorm_backward_rows", rows, gpt.LayerNormRows, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+	blocks := (N + gpt.LayerNormBackRows - 1) / gpt.LayerNormBackRows
+	if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, gpt.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 		return err
 	}
 	n := int64(N) * int64(C)
