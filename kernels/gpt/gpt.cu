@@ -614,11 +614,13 @@ __device__ __forceinline__ void fa_load(bf16_t (*dst)[D + 8], const bf16_t* src,
   }
 }
 
-// fa_load_t is fa_load transposed: dst[d][r] (D rows of 64+8).
+// fa_load_t is fa_load transposed: dst[d][r] (D rows of 64+8). Consecutive
+// threads take consecutive rows, so that their 2-byte stores along dst's
+// rows fall in distinct banks.
 template <int D>
 __device__ __forceinline__ void fa_load_t(bf16_t (*dst)[FA_TILE + 8], const bf16_t* src, long long ld, int r0, int T) {
   for (int i = threadIdx.x; i < FA_TILE * (D / 8); i += FA_THREADS) {
-    int r = i / (D / 8), c = (i % (D / 8)) * 8;
+    int r = i % FA_TILE, c = (i / FA_TILE) * 8;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (r0 + r < T) v = *(const uint4*)(src + (long long)(r0 + r) * ld + c);
     u32 w[4] = {v.x, v.y, v.z, v.w};
