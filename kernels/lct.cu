@@ -533,21 +533,27 @@ LCT_DEV u32 ldcg(const u32* p) {
 }
 
 // scan_offsets turns the per-block overflow sizes of d into offsets and the
-// overflow length. One CTA runs it, once every block is encoded.
+// overflow length. One CTA runs it, once every block is encoded: thread t
+// takes a run of consecutive blocks, sums it (independent loads, in
+// flight together), and after one CTA-wide scan writes the run's offsets.
+// Sizes and offsets are uint32 (format.md §5), so are the sums.
 LCT_DEV void scan_offsets(const LctDesc* d, u32* tmp) {
-  const long long nbk = d->nblocks;
+  const int nbk = (int)d->nblocks;
   const u32* bs = (const u32*)d->bstats;
   u32* off = (u32*)d->offsets;
-  u64 carry = 0;
-  for (long long base = 0; base < nbk; base += 256) {
-    const long long b = base + threadIdx.x;
-    const u32 v = b < nbk ? ldcg(bs + 4 * b) : 0u;
-    u32 total;
-    const u32 before = block_scan(v, tmp, total);
-    if (b < nbk) off[b] = (u32)(carry + before);
-    carry += total;
+  const int per = (nbk + 255) >> 8;
+  const int lo = imin((int)threadIdx.x * per, nbk), hi = imin(lo + per, nbk);
+  u32 sum = 0;
+#pragma unroll 8
+  for (int b = lo; b < hi; b++) sum += ldcg(bs + 4 * b);
+  u32 total;
+  u32 run = block_scan(sum, tmp, total);
+#pragma unroll 8
+  for (int b = lo; b < hi; b++) {
+    off[b] = run;
+    run += ldcg(bs + 4 * b);
   }
-  if (threadIdx.x == 0) ((u64*)d->status)[0] = carry;
+  if (threadIdx.x == 0) ((u64*)d->status)[0] = total;
 }
 
 // finished counts this CTA's block as done and tells whether it was the last
