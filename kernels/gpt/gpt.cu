@@ -65,11 +65,6 @@ __device__ __forceinline__ void st8(bf16_t* p, const float* f) {
   for (int j = 0; j < 4; j++) w[j] = (unsigned)f2bf(f[2 * j]) | ((unsigned)f2bf(f[2 * j + 1]) << 16);
   *(uint4*)p = make_uint4(w[0], w[1], w[2], w[3]);
 }
-__device__ __forceinline__ void ld8f(float* f, const float* p) {
-  uint4 a = *(const uint4*)p, b = *(const uint4*)(p + 4);
-  f[0] = __uint_as_float(a.x), f[1] = __uint_as_float(a.y), f[2] = __uint_as_float(a.z), f[3] = __uint_as_float(a.w);
-  f[4] = __uint_as_float(b.x), f[5] = __uint_as_float(b.y), f[6] = __uint_as_float(b.z), f[7] = __uint_as_float(b.w);
-}
 
 // ---------------------------------------------------------------------------
 // Embedding (ops.Embedding). All three kernels match the CPU bit for bit.
@@ -404,28 +399,19 @@ extern "C" __global__ void gpt_colsum_finish(bf16_t* out, const float* partial, 
 
 // ---------------------------------------------------------------------------
 // Linear (ops.Linear) around cuBLAS: the products run in cuBLAS (its own
-// summation order, float32 accumulation); these kernels do what is left, in
-// the CPU's order.
+// summation order, float32 accumulation); the bias enters as the product's
+// C operand with β = 1.
 
-// y[n][c] = bf16(acc[n][c] + bias[c]): the bias added to the float32
-// accumulator last and the sum rounded once, as ops.Linear.Forward does.
-extern "C" __global__ void gpt_bias_round(bf16_t* y, const float* acc, const bf16_t* bias, int C, long long total) {
-  GRID_STRIDE(i, total) {
-    int c = (int)(i % C);
-    y[i] = f2bf(acc[i] + bf2f(bias[c]));
-  }
+// y[n][c] = bias[c]: the C operand of a product with β = 1, which cuBLAS
+// adds to the float32 sums in float32 before rounding once, as
+// ops.Linear.Forward adds the bias. total = N·C.
+extern "C" __global__ void gpt_bias_fill(bf16_t* y, const bf16_t* bias, int C, long long total) {
+  GRID_STRIDE(i, total) { y[i] = bias[i % C]; }
 }
 
 // C a multiple of 8.
-extern "C" __global__ void gpt_bias_round_v8(bf16_t* y, const float* acc, const bf16_t* bias, int C, long long total) {
-  GRID_STRIDE8(i, total) {
-    int c = (int)(i % C);
-    float a[8], bb[8];
-    ld8f(a, acc + i);
-    ld8(bb, bias + c);
-    for (int j = 0; j < 8; j++) a[j] = a[j] + bb[j];
-    st8(y + i, a);
-  }
+extern "C" __global__ void gpt_bias_fill_v8(bf16_t* y, const bf16_t* bias, int C, long long total) {
+  GRID_STRIDE8(i, total) { *(uint4*)(y + i) = *(const uint4*)(bias + i % C); }
 }
 
 // ---------------------------------------------------------------------------

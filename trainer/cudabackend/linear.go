@@ -8,48 +8,33 @@ import (
 // scratchCat is the category of the kernels' temporary buffers.
 const scratchCat = trainer.Activations
 
-// linearScratch bounds the float32 accumulator of a biased Linear forward:
-// the rows are done in chunks that fit it.
-const linearScratch = 32 << 20
-
 // Linear is ops.Linear on the device: y = x·Wᵀ + b with x N×In, W Out×In
 // (nn.Linear's layout), y N×Out. The products run in cuBLAS (BF16 operands,
 // float32 sums in cuBLAS's order), so results match the CPU within a
-// tolerance (see the tests); everything after the products (the bias, the
-// bias gradient) is summed in the CPU's order.
+// tolerance (see the tests); the bias is added to the float32 sums before
+// the one rounding, and the bias gradient is summed in the CPU's order.
 type Linear struct{ N, In, Out int }
 
 func (l Linear) bf16(p device.Ptr, ld int) device.Mat {
 	return device.Mat{Ptr: p, Type: device.BF16, LD: ld}
 }
 
-// Forward computes y = bf16(x·Wᵀ + b): with a bias, the float32 sums are
-// kept, the bias added to them and the result rounded once, as on the CPU.
+// Forward computes y = bf16(x·Wᵀ + b). With a bias, y is first filled with
+// it and the product runs with β = 1 into BF16: cuBLAS adds the float32 sums
+// and the bias in float32 and rounds once, as the CPU does (the emulation
+// computes α·sum + β·c the same way).
 func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
 	defer o.scope("linear")()
-	if b == 0 {
-		return o.dev.Gemm(device.Gemm{TransA: true, M: l.Out, N: l.N, K: l.In, Alpha: 1,
-			A: l.bf16(w, l.In), B: l.bf16(x, l.In), C: l.bf16(y, l.Out)})
-	}
-	rows := max(1, min(l.N, linearScratch/(4*l.Out)))
-	acc, err := o.mem.Alloc(scratchCat, 4*int64(rows)*int64(l.Out))
-	if err != nil {
-		return err
-	}
-	defer o.mem.Free(acc)
-	for r0 := 0; r0 < l.N; r0 += rows {
-		nr := min(rows, l.N-r0)
-		if err := o.dev.Gemm(device.Gemm{TransA: true, M: l.Out, N: nr, K: l.In, Alpha: 1,
-			A: l.bf16(w, l.In), B: l.bf16(x.Add(2*int64(r0)*int64(l.In)), l.In),
-			C: device.Mat{Ptr: acc, Type: device.F32, LD: l.Out}}); err != nil {
+	beta := float32(0)
+	if b != 0 {
+		n := int64(l.N) * int64(l.Out)
+		if err := o.elementwise8("gpt_bias_fill", n, l.Out, y, b, int32(l.Out), n); err != nil {
 			return err
 		}
-		n := int64(nr) * int64(l.Out)
-		if err := o.elementwise8("gpt_bias_round", n, l.Out, y.Add(2*int64(r0)*int64(l.Out)), acc, b, int32(l.Out), n); err != nil {
-			return err
-		}
+		beta = 1
 	}
-	return nil
+	return o.dev.Gemm(device.Gemm{TransA: true, M: l.Out, N: l.N, K: l.In, Alpha: 1, Beta: beta,
+		A: l.bf16(w, l.In), B: l.bf16(x, l.In), C: l.bf16(y, l.Out)})
 }
 
 // LinearBackwardInput computes dx = bf16(dy·W) (N×In).
