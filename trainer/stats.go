@@ -15,6 +15,7 @@ func (st *store) tensorStats(s *slot) TensorStats {
 	var hist codec.Histogram
 	var stored, escaped, spilled, spillStreams, streams int
 	var usedBits, expectedBits float64
+	raw := len(s.chunks) > 0
 	for i := range s.chunks {
 		c := &s.chunks[i]
 		lo, hi := s.chunkRange(i)
@@ -27,8 +28,10 @@ func (st *store) tensorStats(s *slot) TensorStats {
 			usedBits += 8 * float64(n)
 			expectedBits += 8 * float64(n)
 			ts.Fallback = ts.Fallback || c.fallback
+			raw = raw && !c.fallback
 			continue
 		}
+		raw = false
 		stored += c.stats.StoredBytes
 		usedBits += c.stats.UsedBits * float64(n)
 		expectedBits += c.stats.ExpectedBits * float64(n)
@@ -41,6 +44,7 @@ func (st *store) tensorStats(s *slot) TensorStats {
 		ts.CodeLengths = s.chunks[0].enc.Codebook.Lengths
 		ts.EscapeLength = s.chunks[0].enc.Codebook.EscLen
 	}
+	ts.Raw = raw
 	n := float64(s.n)
 	ts.StoredBytes = stored
 	if stored > 0 {

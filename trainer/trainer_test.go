@@ -184,6 +184,11 @@ func TestPoolFallback(t *testing.T) {
 			flagged++
 		}
 	}
+	for _, ts := range s.Tensors {
+		if ts.Fallback && ts.Raw {
+			t.Fatalf("%s: marked both a fallback and raw by design", ts.Name)
+		}
+	}
 	if flagged != s.Fallbacks || s.PoolPeak > 1 {
 		t.Fatalf("%d tensors flagged, %d counted, pool peak %d", flagged, s.Fallbacks, s.PoolPeak)
 	}
@@ -200,8 +205,18 @@ func TestSnapshotContents(t *testing.T) {
 		t.Fatalf("%d tensors, want %d", len(s.Tensors), want)
 	}
 	classes := map[TensorClass]int{}
+	raw := 0
 	for _, ts := range s.Tensors {
 		classes[ts.Class]++
+		// Raw by design: stored as its 2N bytes, no pool involved.
+		if ts.Raw {
+			raw++
+			if ts.Fallback || ts.StoredBytes != 2*ts.Elements {
+				t.Fatalf("%s: raw by design but fallback %v, stored %d of %d values", ts.Name, ts.Fallback, ts.StoredBytes, ts.Elements)
+			}
+		} else if ts.StoredBytes >= 2*ts.Elements && !ts.Fallback {
+			t.Fatalf("%s: stored %d bytes for %d values, neither compressed nor marked raw", ts.Name, ts.StoredBytes, ts.Elements)
+		}
 		var n uint64
 		for _, c := range ts.Histogram {
 			n += c
@@ -214,6 +229,9 @@ func TestSnapshotContents(t *testing.T) {
 		if classes[c] == 0 {
 			t.Fatalf("no %s tensors in the snapshot", c)
 		}
+	}
+	if raw == 0 {
+		t.Fatal("no tensor kept raw by design (tiny's LayerNorm gains and biases should be)")
 	}
 	for _, c := range Categories {
 		if _, ok := s.MemLCT.Peak[c]; !ok {

@@ -16,7 +16,7 @@ import (
 // Legend explains the glyphs the panels use.
 var Legend = []string{
 	"✓ BIT-IDENTICAL: the LCT run's losses (and weights when compared) equal the shadow run's bit for bit",
-	"▶ selected tensor · raw! kept uncompressed this step (overflow pool full)",
+	"▶ selected tensor · raw! kept uncompressed this step (overflow pool full) · as-is: too small to gain",
 	"histogram: log-scale bars; len row = code length per exponent, ░ = escaped (ESC + 8-bit literal)",
 	"charts: • LCT ○ shadow ● both; the window ([ ]) is apart from how often samples are taken",
 	"teaching: ▲ this value's stream · ! a stream that spills to the overflow area",

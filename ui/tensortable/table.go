@@ -148,8 +148,11 @@ func columns(w int) []column {
 	}
 	cols = append(cols,
 		column{head: "ratio", sort: ByRatio, width: 7, right: true, cell: func(t trainer.TensorStats) string {
-			if t.Fallback {
-				return "raw!"
+			switch {
+			case t.Fallback:
+				return "raw!" // the overflow pool was full
+			case t.Raw:
+				return "as-is" // too small for LCT to gain
 			}
 			return fmt.Sprintf("%.3f×", t.Ratio)
 		}},

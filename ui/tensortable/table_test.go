@@ -128,3 +128,13 @@ func TestFallbackShown(t *testing.T) {
 		t.Errorf("fallback tensor not marked:\n%s", v)
 	}
 }
+
+func TestRawByDesignShown(t *testing.T) {
+	var m Model
+	m.SetHeight(10)
+	m.SetRows([]trainer.TensorStats{{Name: "ln.g", Class: trainer.ClassWeight, Elements: 128, Ratio: 1, Raw: true}})
+	v := m.View(styles.New(nil), 80, 8)
+	if !strings.Contains(v, "as-is") || strings.Contains(v, "raw!") {
+		t.Errorf("a tensor kept as BF16 by design should read as-is, not raw!:\n%s", v)
+	}
+}
