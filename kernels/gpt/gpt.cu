@@ -89,7 +89,15 @@ extern "C" __global__ void gpt_embedding_backward_wte(bf16_t* dwte, const bf16_t
     int v = (int)(i / C);
     int c = (int)(i - (long long)v * C);
     float acc = 0.0f;
-    for (int j = start[v]; j < start[v + 1]; j++) acc += bf2f(dx[(long long)order[j] * C + c]);
+    int j = start[v], end = start[v + 1];
+    // Frequent tokens have thousands of positions: load 8 at a time so that
+    // their latencies overlap, then add them in order.
+    for (; j + 8 <= end; j += 8) {
+      float x[8];
+      for (int k = 0; k < 8; k++) x[k] = bf2f(dx[(long long)order[j + k] * C + c]);
+      for (int k = 0; k < 8; k++) acc += x[k];
+    }
+    for (; j < end; j++) acc += bf2f(dx[(long long)order[j] * C + c]);
     dwte[i] = f2bf(acc);
   }
 }
