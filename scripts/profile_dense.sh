@@ -9,7 +9,8 @@
 #
 # Stages: the backend's tests on the GPU; for each binary the per-op profile
 # of STEPS dense gpt162m steps (LCTTOP_PROFILE_OPS, table on stderr) and an
-# unprofiled run for the median step; the PyTorch reference. Logs go to $OUT.
+# unprofiled run for the median step; the PyTorch reference; compute-sanitizer
+# over the kernel tests. Logs go to $OUT.
 set -uo pipefail
 OUT=${OUT:-device-out}
 BIN=${BIN:-bin/c}
@@ -54,6 +55,13 @@ stage "tests on the GPU"
   -test.timeout "$((${TEST_TIMEOUT:-100} - 5))s" >"$OUT/tests.log" 2>&1)
 echo "tests rc=$?"
 grep -E '^(--- |ok|PASS|FAIL|panic)|Attention\.(Forward|Backward)' "$OUT/tests.log" | head -80
+
+if command -v compute-sanitizer >/dev/null; then
+  stage "compute-sanitizer memcheck over the attention and element-wise tests"
+  (cd trainer/cudabackend && timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "../../$BIN/cudabackend.test" \
+    -test.count=1 -test.run 'TestAttention|TestElementwise|TestLayerNorm|TestLinear' >"$OUT/sanitizer.log" 2>&1)
+  echo "sanitizer rc=$?"; tail -4 "$OUT/sanitizer.log"
+fi
 
 stage summary
 python3 - "$OUT" <<'EOF'
