@@ -17,6 +17,7 @@ type Tensor struct {
 	Name string // names the tensor in errors
 
 	dev    *Device
+	alloc  Allocator // where the sections' memory comes from (nil: dev itself)
 	n      int
 	layout codec.Layout
 	cb     codec.Codebook
@@ -106,7 +107,7 @@ func (t *Tensor) SetCodebook(cb codec.Codebook) error {
 
 func (t *Tensor) setCodebook(cb codec.Codebook) error {
 	tab := buildTables(&cb)
-	if err := t.dev.htod(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
+	if err := t.dev.htodAsync(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
 		return err
 	}
 	t.cb = cb
@@ -123,7 +124,7 @@ func (t *Tensor) growOverflow(bytes int) error {
 	if bytes <= t.ovCap {
 		return nil
 	}
-	if err := t.dev.grow(&t.overflow, bytes, OverflowPool); err != nil {
+	if err := t.grow(&t.overflow, bytes, OverflowPool); err != nil {
 		return err
 	}
 	t.ovCap = bytes
@@ -158,7 +159,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 		{&t.desc, descBytes, CodecScratch},
 	}
 	for _, s := range sizes {
-		if err := d.grow(s.b, s.size, s.cat); err != nil {
+		if err := t.grow(s.b, s.size, s.cat); err != nil {
 			return err
 		}
 	}
@@ -181,7 +182,7 @@ func (t *Tensor) writeDesc() error {
 	for i, f := range fields {
 		binary.LittleEndian.PutUint64(b[8*i:], f)
 	}
-	return t.dev.htod(t.desc, 0, b[:])
+	return t.dev.htodAsync(t.desc, 0, b[:])
 }
 
 // setStatus writes the status words: the overflow length, no error, no
@@ -190,7 +191,7 @@ func (t *Tensor) setStatus(ovLen uint64) error {
 	var b [statusBytes]byte
 	binary.LittleEndian.PutUint64(b[:], ovLen)
 	binary.LittleEndian.PutUint64(b[8:], noError)
-	return t.dev.htod(t.dev.status.buf, statusBytes*t.slot, b[:])
+	return t.dev.htodAsync(t.dev.status.buf, statusBytes*t.slot, b[:])
 }
 
 // clearError resets the decode error word before a decode reads t.
@@ -220,7 +221,7 @@ func (t *Tensor) release() error {
 	}
 	var first error
 	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.desc} {
-		if err := t.dev.free(*b); err != nil && first == nil {
+		if err := t.free(*b); err != nil && first == nil {
 			first = err
 		}
 		*b = Buffer{}

@@ -11,8 +11,12 @@ import (
 
 // LCTOptions asks for the LCT run beside the shadow.
 type LCTOptions struct {
-	// Codec compresses the LCT run's tensors (nil: HostCodec).
+	// Codec compresses the LCT run's tensors (nil: HostCodec; OpenCodec
+	// gives the GPU's).
 	Codec Codec
+	// Window is the dense bytes whose encodes may wait for one settle
+	// (0: 64 MiB); see docs/cuda-trainer.md, "Syncs".
+	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
 	Classes map[trainer.TensorClass]trainer.ClassCodec
@@ -59,7 +63,7 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 		if classes == nil {
 			classes = trainer.DefaultClassCodec
 		}
-		ls, err := newLCTStore(mem, c, classes)
+		ls, err := newLCTStore(mem, c, classes, lct.Window)
 		if err != nil {
 			return nil, err
 		}
@@ -147,20 +151,24 @@ func (b *Backend) CheckWeights() (string, error) {
 }
 
 // Tensors reports the LCT run's stored tensors (nil without it).
-func (b *Backend) Tensors() []trainer.TensorStats {
+func (b *Backend) Tensors() ([]trainer.TensorStats, error) {
 	if b.LCT == nil {
-		return nil
+		return nil, nil
 	}
 	ls := b.LCT.st.(*lctStore)
 	var out []trainer.TensorStats
 	for _, p := range b.LCT.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
-			if ts, ok := ls.tensorStats(s); ok {
+			ts, ok, err := ls.tensorStats(s)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				out = append(out, ts)
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // Close frees the runs' memory (the device stays open).
@@ -177,19 +185,23 @@ func (b *Backend) Close() error {
 // the headless mode show it: both losses, the verdict, times, memory by
 // category for both runs and the LCT run's tensors. valLoss and mismatch
 // (the first difference found, "" if none) come from the caller's loop.
-func (b *Backend) Snapshot(res StepResult, model, optimizer string, valLoss float32, mismatch string) trainer.Snapshot {
+func (b *Backend) Snapshot(res StepResult, model, optimizer string, valLoss float32, mismatch string) (trainer.Snapshot, error) {
+	tensors, err := b.Tensors()
+	if err != nil {
+		return trainer.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)
+	}
 	s := trainer.Snapshot{
 		Step: res.Step, Time: time.Now(), Backend: "cuda", Model: model, Optimizer: optimizer,
 		LossShadow: res.LossShadow, LossLCT: res.LossLCT, ValLoss: valLoss,
 		BitIdentical: b.LCT != nil && mismatch == "", Mismatch: mismatch,
 		StepTimeShadow: res.TimeShadow, StepTimeLCT: res.TimeLCT, CodecTime: res.CodecTime,
 		MemShadow: b.Shadow.Memory(), PeakBytesShadow: res.PeakShadow,
-		Tensors: b.Tensors(),
+		Tensors: tensors,
 	}
 	if b.LCT != nil {
 		s.MemLCT, s.PeakBytesLCT = b.LCT.Memory(), res.PeakLCT
 	} else {
 		s.Mismatch = "no LCT run"
 	}
-	return s
+	return s, nil
 }

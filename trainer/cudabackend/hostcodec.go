@@ -15,8 +15,7 @@ import (
 // device, byte for byte what the GPU codec writes (the two are tested
 // identical), so the LCT run's memory figures are those of the design; its
 // step time is not: every encode and decode crosses PCIe and runs on the
-// CPU. It is the LCT run's codec until package gpu's device tensors can
-// share memory with this backend.
+// CPU. It is the reference the GPU codec is tested against.
 type HostCodec struct {
 	enc codec.Encoder
 	dec codec.Decoder
@@ -32,12 +31,15 @@ type hostTensor struct {
 	cb    codec.Codebook
 }
 
-func (t *hostTensor) Bytes() int64             { return t.bytes }
-func (t *hostTensor) Stats() codec.Stats       { return t.stats }
-func (t *hostTensor) Codebook() codec.Codebook { return t.cb }
+func (t *hostTensor) Settled() bool               { return true }
+func (t *hostTensor) Bytes() int64                { return t.bytes }
+func (t *hostTensor) Stats() (codec.Stats, error) { return t.stats, nil }
+func (t *hostTensor) Codebook() codec.Codebook    { return t.cb }
 
 // Encode implements Codec.
-func (h *HostCodec) Encode(mem *Mem, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec) (Compressed, error) {
+// It fits a codebook to every tensor's sample, as lcttop pack does, and
+// finishes before it returns; key and prev are not used.
+func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, _ Compressed) (Compressed, error) {
 	vals := make([]uint16, n)
 	if err := mem.Dev().Download(device.Bytes(vals), src); err != nil {
 		return nil, err
@@ -84,6 +86,9 @@ func (h *HostCodec) Decode(dst devPtr, c Compressed) error {
 	}
 	return ht.dev.Upload(dst, device.Bytes(vals))
 }
+
+// Settle implements Codec: every encode is complete when Encode returns.
+func (h *HostCodec) Settle(*Mem, []Pending) error { return nil }
 
 // Free implements Codec.
 func (h *HostCodec) Free(mem *Mem, c Compressed) {

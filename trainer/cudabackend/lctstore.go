@@ -12,24 +12,42 @@ import (
 // Codec compresses BF16 tensors held in device memory for the LCT run: its
 // compressed tensors occupy device memory charged to the run's ledger, and
 // Decode restores the exact values. HostCodec implements it with the
-// reference codec on the host; package gpu's codec is to implement it on the
-// device (see docs/cuda-trainer.md), with the fused optimizer update.
+// reference codec on the host; GPUCodec with package gpu's kernels on the
+// device (see docs/cuda-trainer.md).
 type Codec interface {
-	// Encode compresses the n values at src with setting cc into device
-	// memory charged to category cat of mem.
-	Encode(mem *Mem, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec) (Compressed, error)
-	// Decode writes the values of t to dst.
+	// Encode compresses the n values at src, the new contents of the
+	// stored tensor key, with setting cc into device memory charged to
+	// category cat of mem. prev is what key holds now (nil if nothing): the
+	// codec may encode into it and return it; otherwise the caller frees
+	// prev. The encode may still be running when Encode returns: until
+	// Settle has checked it (Settled), src must stay as it is.
+	Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error)
+	// Settle waits for the device, reports what its work found wrong, and
+	// completes every encode in pend: one whose spill did not fit is
+	// encoded again from its source into more room. It may be called with
+	// nothing pending, to check the work queued since the last call.
+	Settle(mem *Mem, pend []Pending) error
+	// Decode writes the values of t to dst (queued; a corrupt tensor is
+	// reported by the next Settle at the latest).
 	Decode(dst devPtr, t Compressed) error
 	// Free releases t's device memory.
 	Free(mem *Mem, t Compressed)
 }
 
+// Pending is an encode not yet settled and the values it encodes.
+type Pending struct {
+	T   Compressed
+	Src devPtr
+}
+
 // Compressed is one compressed tensor in device memory.
 type Compressed interface {
-	// Bytes is the device memory it holds (its serialised size, format.md §5).
+	// Settled reports whether the encode is known complete.
+	Settled() bool
+	// Bytes is its serialised size (format.md §5), once settled.
 	Bytes() int64
-	// Stats is what encoding it measured.
-	Stats() codec.Stats
+	// Stats is what encoding it measured, once settled.
+	Stats() (codec.Stats, error)
 	// Codebook is the code it was encoded with.
 	Codebook() codec.Codebook
 }
@@ -44,8 +62,14 @@ type codecClock struct {
 // compressed, as the CPU trainer's LCT store does: a read decodes into codec
 // scratch, a commit encodes and frees the dense buffer, an update decodes a
 // parameter and its states, applies the optimizer with the same kernels as
-// the dense run and encodes them back. A tensor the codec would not make
-// smaller (a LayerNorm gain of a few hundred values) is kept as it is.
+// the dense run and encodes them back. A tensor the codec does not make
+// smaller (a LayerNorm gain of a few hundred values) is kept as it is, and
+// its next rawRetry-1 writes are stored as they are without trying again.
+//
+// Encodes the codec does not finish at once stay pending, their dense
+// source kept (and counted in the ledger) until the store settles them: when
+// the pending sources reach window bytes, before a pending tensor is read,
+// and at the end of every step (see docs/cuda-trainer.md, "Syncs").
 type lctStore struct {
 	mem     *Mem
 	ops     *Ops
@@ -53,55 +77,179 @@ type lctStore struct {
 	classes map[trainer.TensorClass]trainer.ClassCodec
 	held    map[*slot]*lctHeld
 	clock   codecClock
+
+	pending      []pendingEncode
+	pendingOf    map[*slot]int // index into pending
+	pendingBytes int64
+	window       int64
+	rawLeft      map[*slot]int // writes still to be stored as they are
 }
 
-// lctHeld is what an LCT slot holds: its compressed form, or its raw values.
+// rawRetry is how often a tensor the codec did not make smaller is tried
+// again (its codebook may have been refitted since).
+const rawRetry = 8
+
+type pendingEncode struct {
+	s   *slot
+	src devPtr
+}
+
+// defaultWindow is the dense bytes an LCT store lets wait for a settle.
+const defaultWindow = 64 << 20
+
+// lctHeld is what an LCT slot holds: its compressed form, or its raw values
+// (with the codebook of the encode that found compression did not pay).
 type lctHeld struct {
-	enc   Compressed
-	raw   devPtr
-	stats codec.Stats
-	cb    codec.Codebook
+	enc Compressed
+	raw devPtr
+	cb  codec.Codebook
 }
 
-func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.ClassCodec) (*lctStore, error) {
+func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.ClassCodec, window int64) (*lctStore, error) {
 	for _, cl := range trainer.TensorClasses {
 		if _, ok := classes[cl]; !ok {
 			return nil, fmt.Errorf("LCT store: no codec setting for class %s", cl)
 		}
 	}
-	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{}}, nil
+	if window <= 0 {
+		window = defaultWindow
+	}
+	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{},
+		pendingOf: map[*slot]int{}, window: window, rawLeft: map[*slot]int{}}, nil
 }
 
-// encode stores the values at p (dense, s.n of them) as s's compressed form,
-// replacing what s held; p is left to the caller.
+// encode stores the values at p (dense, s.n of them) as s's new contents,
+// replacing what s held. The store owns p from here: it frees p once the
+// encode is settled.
 func (st *lctStore) encode(s *slot, p devPtr) error {
 	start := time.Now()
-	enc, err := st.codec.Encode(st.mem, s.cat, p, s.n, st.classes[s.class])
-	st.clock.encode += time.Since(start)
-	st.clock.encodeBytes += 2 * int64(s.n)
+	defer func() {
+		st.clock.encode += time.Since(start)
+		st.clock.encodeBytes += 2 * int64(s.n)
+	}()
+	st.dropPending(s)
+	if st.rawLeft[s] > 0 {
+		st.rawLeft[s]--
+		return st.keepRaw(s, p)
+	}
+	var prev Compressed
+	h := st.held[s]
+	if h != nil {
+		prev = h.enc
+	}
+	enc, err := st.codec.Encode(st.mem, s.name, s.cat, p, s.n, st.classes[s.class], prev)
 	if err != nil {
+		st.mem.Free(p)
 		return fmt.Errorf("encoding %s: %w", s.name, err)
 	}
-	st.release(s)
-	h := &lctHeld{stats: enc.Stats(), cb: enc.Codebook()}
-	if enc.Bytes() >= 2*int64(s.n) {
-		// Not smaller compressed: keep the values as they are.
-		st.codec.Free(st.mem, enc)
-		if h.raw, err = st.mem.Alloc(s.cat, 2*int64(s.n)); err != nil {
-			return err
+	if h != nil {
+		if h.enc != nil && h.enc != enc {
+			st.codec.Free(st.mem, h.enc)
 		}
-		if err := st.mem.Dev().Copy(h.raw, p, 2*int64(s.n)); err != nil {
-			return err
+		if h.raw != 0 {
+			st.mem.Free(h.raw)
 		}
-	} else {
-		h.enc = enc
 	}
-	st.held[s] = h
+	st.held[s] = &lctHeld{enc: enc}
+	if enc.Settled() {
+		return st.finish(s, p)
+	}
+	st.pendingOf[s] = len(st.pending)
+	st.pending = append(st.pending, pendingEncode{s, p})
+	st.pendingBytes += 2 * int64(s.n)
+	if st.pendingBytes >= st.window {
+		return st.settleNow()
+	}
 	return nil
+}
+
+// keepRaw stores p's values as they are in s (p is freed).
+func (st *lctStore) keepRaw(s *slot, p devPtr) error {
+	defer st.mem.Free(p)
+	h := st.held[s]
+	if h == nil {
+		h = &lctHeld{}
+		st.held[s] = h
+	}
+	if h.enc != nil {
+		st.codec.Free(st.mem, h.enc)
+		h.enc = nil
+	}
+	if h.raw == 0 {
+		r, err := st.mem.Alloc(s.cat, 2*int64(s.n))
+		if err != nil {
+			return err
+		}
+		h.raw = r
+	}
+	return st.mem.Dev().Copy(h.raw, p, 2*int64(s.n))
+}
+
+// finish completes a settled encode of s from p (then freed): a tensor not
+// smaller compressed is kept as it is, and so are its next writes.
+func (st *lctStore) finish(s *slot, p devPtr) error {
+	h := st.held[s]
+	if h.enc.Bytes() < 2*int64(s.n) {
+		st.mem.Free(p)
+		return nil
+	}
+	h.cb = h.enc.Codebook()
+	st.rawLeft[s] = rawRetry - 1
+	return st.keepRaw(s, p)
+}
+
+// dropPending forgets s's pending encode (its contents are being replaced
+// or released) and frees its source.
+func (st *lctStore) dropPending(s *slot) {
+	i, ok := st.pendingOf[s]
+	if !ok {
+		return
+	}
+	delete(st.pendingOf, s)
+	st.mem.Free(st.pending[i].src)
+	st.pendingBytes -= 2 * int64(s.n)
+	st.pending[i] = pendingEncode{}
+}
+
+// settle completes every pending encode and checks the device's work
+// queued so far (the end of a step, before a pending tensor is read).
+func (st *lctStore) settle() error {
+	start := time.Now()
+	defer func() { st.clock.encode += time.Since(start) }()
+	return st.settleNow()
+}
+
+func (st *lctStore) settleNow() error {
+	var pend []Pending
+	var owners []pendingEncode
+	for _, p := range st.pending {
+		if p.s != nil {
+			pend = append(pend, Pending{T: st.held[p.s].enc, Src: p.src})
+			owners = append(owners, p)
+		}
+	}
+	st.pending, st.pendingBytes = st.pending[:0], 0
+	clear(st.pendingOf)
+	err := st.codec.Settle(st.mem, pend)
+	for _, p := range owners {
+		if err != nil {
+			st.mem.Free(p.src)
+			continue
+		}
+		if ferr := st.finish(p.s, p.src); ferr != nil && err == nil {
+			err = ferr
+		}
+	}
+	return err
 }
 
 // decode writes s's values to p.
 func (st *lctStore) decode(s *slot, p devPtr) error {
+	if _, ok := st.pendingOf[s]; ok {
+		if err := st.settle(); err != nil {
+			return err
+		}
+	}
 	h, ok := st.held[s]
 	if !ok {
 		return fmt.Errorf("%s read before it was written", s.name)
@@ -127,8 +275,8 @@ func (st *lctStore) set(s *slot, v []uint16) error {
 	if err != nil {
 		return err
 	}
-	defer st.mem.Free(p)
 	if err := st.mem.Dev().Upload(p, device.Bytes(v)); err != nil {
+		st.mem.Free(p)
 		return err
 	}
 	return st.encode(s, p)
@@ -141,7 +289,11 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 	}
 	defer st.done(s, p)
 	v := make([]uint16, s.n)
-	return v, st.mem.Dev().Download(device.Bytes(v), p)
+	if err := st.mem.Dev().Download(device.Bytes(v), p); err != nil {
+		return nil, err
+	}
+	// A corrupt tensor shows in the status the codec reads.
+	return v, st.codec.Settle(st.mem, nil)
 }
 
 func (st *lctStore) read(s *slot) (devPtr, error) {
@@ -161,14 +313,15 @@ func (st *lctStore) done(_ *slot, p devPtr) { st.mem.Free(p) }
 func (st *lctStore) begin(s *slot) (devPtr, error) { return st.mem.Alloc(s.cat, 2*int64(s.n)) }
 
 func (st *lctStore) commit(s *slot, p devPtr, keep bool) error {
-	defer st.mem.Free(p)
 	if !keep {
+		st.mem.Free(p)
 		return nil
 	}
 	return st.encode(s, p)
 }
 
 func (st *lctStore) release(s *slot) {
+	st.dropPending(s)
 	h, ok := st.held[s]
 	if !ok {
 		return
@@ -184,20 +337,21 @@ func (st *lctStore) release(s *slot) {
 
 // update decodes the parameter and its states into codec scratch, applies
 // the optimizer with the dense run's kernels (so both runs compute the same
-// bits) and encodes them back.
+// bits) and encodes them back (the encodes own the scratch from there).
 func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) error {
 	slots := append([]*slot{p.w}, p.state...)
 	views := make([]devPtr, len(slots))
-	defer func() {
-		for _, v := range views {
+	freeViews := func(from int) {
+		for _, v := range views[from:] {
 			if v != 0 {
 				st.mem.Free(v)
 			}
 		}
-	}()
+	}
 	for i, s := range slots {
 		v, err := st.read(s)
 		if err != nil {
+			freeViews(0)
 			return err
 		}
 		views[i] = v
@@ -209,10 +363,12 @@ func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) error {
 		err = st.ops.SGD(views[0], views[1], g, p.n, opt.SGD.Step(step, p.decay))
 	}
 	if err != nil {
+		freeViews(0)
 		return err
 	}
 	for i, s := range slots {
 		if err := st.encode(s, views[i]); err != nil {
+			freeViews(i + 1)
 			return err
 		}
 	}
@@ -220,22 +376,42 @@ func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) error {
 }
 
 // tensorStats reports slot s as the UI shows it.
-func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool) {
+func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 	h, ok := st.held[s]
 	if !ok {
-		return trainer.TensorStats{}, false
+		return trainer.TensorStats{}, false, nil
+	}
+	var x codec.Stats
+	cb := h.cb
+	if h.enc != nil {
+		var err error
+		if x, err = h.enc.Stats(); err != nil {
+			return trainer.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+		}
+		cb = h.enc.Codebook()
+	} else {
+		// Stored as it is: the figures of its values, 8 bits per exponent.
+		v := make([]uint16, s.n)
+		if err := st.mem.Dev().Download(device.Bytes(v), h.raw); err != nil {
+			return trainer.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+		}
+		for _, u := range v {
+			x.Histogram[(u>>7)&0xFF]++
+		}
+		x.Entropy = x.Histogram.Entropy()
+		x.ExpectedBits = cb.ExpectedBits(&x.Histogram)
+		x.AllocatedBits, x.UsedBits = 8, 8
 	}
 	cc := st.classes[s.class]
-	x := h.stats
 	ts := trainer.TensorStats{
 		Name: s.name, Class: s.class, Elements: s.n, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
 		Ratio: x.Ratio, StoredBytes: x.StoredBytes, AllocatedBits: x.AllocatedBits, UsedBits: x.UsedBits,
 		Entropy: x.Entropy, ExpectedBits: x.ExpectedBits, EscapeRate: x.EscapeRate, OverflowRate: x.OverflowRate,
 		SpillStreamRate: x.SpillStreamRate, Histogram: [256]uint64(x.Histogram),
-		CodeLengths: h.cb.Lengths, EscapeLength: h.cb.EscLen,
+		CodeLengths: cb.Lengths, EscapeLength: cb.EscLen,
 	}
 	if h.enc == nil {
 		ts.Ratio, ts.StoredBytes, ts.Fallback = 1, 2*s.n, false
 	}
-	return ts, true
+	return ts, true, nil
 }

@@ -170,6 +170,9 @@ func (r *Run) Load(vals map[string][]uint16) error {
 			}
 		}
 	}
+	if err := r.st.settle(); err != nil {
+		return fmt.Errorf("loading: %w", err)
+	}
 	return r.mem.Dev().Sync()
 }
 
@@ -208,6 +211,9 @@ func (r *Run) TrainStep(tokens, targets []int32, step int) (float32, time.Durati
 	}
 	if err := r.backward(tokens, step); err != nil {
 		return 0, 0, fmt.Errorf("%s run, backward: %w", r.name, err)
+	}
+	if err := r.st.settle(); err != nil {
+		return 0, 0, fmt.Errorf("%s run, step %d: %w", r.name, step, err)
 	}
 	if err := r.mem.Dev().Sync(); err != nil {
 		return 0, 0, fmt.Errorf("%s run, step %d: %w", r.name, step, err)

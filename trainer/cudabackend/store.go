@@ -26,6 +26,8 @@ type store interface {
 	release(s *slot)
 	// update applies the optimizer at step to p and its states from g.
 	update(p *param, g device.Ptr, step int, opt Optimizer) error
+	// settle completes the work the store left queued (the end of a step).
+	settle() error
 }
 
 // denseStore keeps every tensor as it is.
@@ -85,6 +87,8 @@ func (d *denseStore) release(s *slot) {
 		s.ptr = 0
 	}
 }
+
+func (d *denseStore) settle() error { return nil }
 
 func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer) error {
 	if opt.AdamW != nil {

@@ -127,7 +127,9 @@ func Train(ctx context.Context, dev device.Device, opts TrainOptions, report fun
 			if b.LCT != nil {
 				rep.LCT = b.LCT.Memory()
 			}
-			rep.Snapshot = b.Snapshot(res, opts.Model.Name, optimizerName(opts.Optimizer), valLoss, sum.Mismatch)
+			if rep.Snapshot, err = b.Snapshot(res, opts.Model.Name, optimizerName(opts.Optimizer), valLoss, sum.Mismatch); err != nil {
+				return sum, fmt.Errorf("step %d: %w", step, err)
+			}
 			rep.Snapshot.WeightsChecked = sum.WeightsChecked
 			if err := report(rep); err != nil {
 				return sum, err

@@ -12,6 +12,9 @@ package emu
 
 /*
 #cgo CXXFLAGS: -std=c++20 -O2 -I${SRCDIR}/../../../../kernels/gpt
+// The CUDA built-ins get names of their own, so that this emulation links
+// beside package gpu's (build tag kernelemu), which defines the same ones.
+#cgo CXXFLAGS: -DthreadIdx=gpt_emu_threadIdx -DblockIdx=gpt_emu_blockIdx -DblockDim=gpt_emu_blockDim -DgridDim=gpt_emu_gridDim
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

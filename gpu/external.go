@@ -1,0 +1,199 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"lcttop/codec"
+)
+
+// This file lets a caller that manages device memory of its own (the CUDA
+// trainer's accounted pool, on the same primary context) use the codec on
+// it: tensors whose sections come from the caller's allocator, dense values
+// at the caller's addresses, histograms into the caller's buffers, and the
+// status read without failing on the overflows the caller re-encodes.
+
+// Allocator hands out device memory for a tensor's sections in place of the
+// Device's own allocation: cat says what the section holds (the tensor's
+// category for its encoded sections, OverflowPool for the overflow buffer,
+// CodecScratch for the encoder's tables and scratch). Memory from an
+// Allocator is neither counted in Device.Memory nor freed by the Device; a
+// tensor gives it back through Free when it grows or is freed.
+type Allocator interface {
+	Alloc(bytes int, cat Category) (uintptr, error)
+	Free(ptr uintptr, cat Category)
+}
+
+// NewTensorIn is NewTensor with the sections' memory taken from a.
+func (d *Device) NewTensorIn(a Allocator, n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	if a == nil {
+		return nil, errors.New("gpu: new tensor: nil allocator")
+	}
+	if n < 0 || n > codec.MaxElements {
+		return nil, fmt.Errorf("gpu: new tensor: %d elements, want 0..%d", n, codec.MaxElements)
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu: new tensor: %w", err)
+	}
+	if err := cb.Validate(); err != nil {
+		return nil, fmt.Errorf("gpu: new tensor: %w", err)
+	}
+	if overflowCap < 0 {
+		return nil, fmt.Errorf("gpu: new tensor: overflow capacity %d", overflowCap)
+	}
+	t := &Tensor{dev: d, cat: cat, alloc: a}
+	err := d.do(func() error {
+		if err := t.reshape(n, l, overflowCap); err != nil {
+			t.release()
+			return err
+		}
+		return t.setCodebook(cb)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// External is a Buffer over bytes of device memory at ptr that the caller
+// owns (allocated on this device's context by other means): it can be
+// encoded from, decoded into and histogrammed, never freed through Device.
+func External(ptr uintptr, bytes int) Buffer {
+	return Buffer{ptr: ptr, size: bytes, cat: CodecScratch}
+}
+
+// grow makes *b hold at least bytes, from t's allocator or the device.
+func (t *Tensor) grow(b *Buffer, bytes int, cat Category) error {
+	if t.alloc == nil {
+		return t.dev.grow(b, bytes, cat)
+	}
+	if b.Valid() && b.size >= bytes {
+		return nil
+	}
+	if err := t.free(*b); err != nil {
+		return err
+	}
+	*b = Buffer{}
+	p, err := t.alloc.Alloc(max(bytes, 1), cat)
+	if err != nil {
+		return fmt.Errorf("gpu: %s: %d bytes of %s: %w", t.label(), bytes, cat, err)
+	}
+	*b = Buffer{ptr: p, size: bytes, cat: cat}
+	return nil
+}
+
+// free gives a section back to where it came from.
+func (t *Tensor) free(b Buffer) error {
+	if !b.Valid() {
+		return nil
+	}
+	if t.alloc == nil {
+		return t.dev.free(b)
+	}
+	t.alloc.Free(b.ptr, b.cat)
+	return nil
+}
+
+// htodAsync queues a small upload behind the work before it without waiting
+// for that work: the CUDA driver stages pageable memory before it returns
+// (cuMemcpyHtoDAsync), so src may be reused at once. A tensor's descriptor,
+// tables and status words go this way, so that making or re-coding a tensor
+// does not stall the device.
+func (d *Device) htodAsync(dst Buffer, off int, src []byte) error {
+	if off < 0 || off+len(src) > dst.size {
+		return fmt.Errorf("gpu: upload of %d bytes at %d into a %d-byte buffer", len(src), off, dst.size)
+	}
+	if len(src) == 0 {
+		return nil
+	}
+	return d.drv.(asyncUploader).htodAsync(devPtr(dst.ptr+uintptr(off)), unsafe.Pointer(&src[0]), len(src))
+}
+
+// asyncUploader is the drivers' queued host-to-device copy.
+type asyncUploader interface {
+	htodAsync(dst devPtr, src unsafe.Pointer, bytes int) error
+}
+
+// HistogramBytes is the size of one histogram HistogramInto writes.
+const HistogramBytes = 256 * 8
+
+// HistogramInto queues the count of the exponents of the first n values of
+// src into dst at byte offset off: 256 little-endian uint64 counts
+// (HistogramBytes), read back by the caller when it waits anyway.
+func (d *Device) HistogramInto(dst Buffer, off int, src Buffer, n int) error {
+	if err := checkDense("histogram source", src, n); err != nil {
+		return err
+	}
+	if !dst.Valid() || off < 0 || off%8 != 0 || off+HistogramBytes > dst.size {
+		return fmt.Errorf("gpu: histogram at %d into a %d-byte buffer", off, dst.size)
+	}
+	return d.do(func() error {
+		p := devPtr(dst.ptr + uintptr(off))
+		if err := d.drv.memset32(p, 0, HistogramBytes/4); err != nil {
+			return err
+		}
+		grid := min(max((n/8+threads-1)/threads, 1), 4*d.info.SMs)
+		return d.launch(kHist, grid, threads, 8*256*4, ptrArg(src), uint64(n), uint64(p))
+	})
+}
+
+// SyncDecodeStatus waits for the device and reads every tensor's status, as
+// SyncStatus does, but reports only decode errors: a spill that did not fit
+// is left for the caller, who finds it with Overflowed and encodes again
+// into a larger overflow buffer.
+func (d *Device) SyncDecodeStatus() error {
+	return d.do(func() error {
+		err := d.syncStatus()
+		if err == nil {
+			return nil
+		}
+		joined, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			return err
+		}
+		var keep []error
+		for _, e := range joined.Unwrap() {
+			var oe *OverflowError
+			if !errors.As(e, &oe) {
+				keep = append(keep, e)
+			}
+		}
+		return errors.Join(keep...)
+	})
+}
+
+// Overflowed reports whether the last encode's spill did not fit the
+// overflow buffer, as of the last status read: the tensor is incomplete
+// until it is encoded again with OverflowLen bytes of room.
+func (t *Tensor) Overflowed() bool { return t.ovLen > uint64(t.ovCap) }
+
+// Stats are the figures of the last encode into t (as of the last status
+// read) given h, the histogram of the values it encoded: it reads the
+// encoder's per-block counts (waiting for the device) and turns them into
+// codec.Stats with codec's own formulas.
+func (t *Tensor) Stats(h codec.Histogram) (codec.Stats, error) {
+	var st codec.Stats
+	if t.Overflowed() {
+		return st, &OverflowError{Tensor: t.label(), Needed: int(t.ovLen), Holds: t.ovCap}
+	}
+	nb := t.blocks()
+	b := make([]byte, 16*nb)
+	if err := t.dev.do(func() error { return t.dev.dtoh(b, t.bstats, 0) }); err != nil {
+		return st, err
+	}
+	var codeBits uint64
+	for i := range nb {
+		s := b[16*i:]
+		codeBits += uint64(le32(s[4:]))
+		st.Spilled += int(le32(s[8:]))
+		st.SpillingStreams += int(le32(s[12:]))
+	}
+	st.Histogram = h
+	// Finish reads the shape, the codebook and the overflow length.
+	ct := codec.Tensor{N: t.n, Layout: t.layout, Codebook: t.cb, Overflow: make([]byte, t.ovLen)}
+	st.Finish(&ct, codeBits)
+	return st, nil
+}

@@ -1,0 +1,10 @@
+//go:build kernelemu && !cuda
+
+package gpu
+
+import "unsafe"
+
+// htodAsync copies at once: the emulation runs every launch to completion.
+func (e *emuDriver) htodAsync(dst devPtr, src unsafe.Pointer, bytes int) error {
+	return e.htod(dst, src, bytes)
+}

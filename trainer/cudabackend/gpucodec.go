@@ -1,0 +1,330 @@
+//go:build cuda || kernelemu
+
+package cudabackend
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// GPUCodec is a Codec that runs package gpu's kernels on the values where
+// they lie: the trainer's device memory, which both packages reach because
+// they retain the same primary CUDA context and launch on its legacy
+// default stream (in the CPU emulations both use host addresses). Its
+// tensors' sections come from the run's Mem, so the ledger counts them.
+//
+// It keeps, per stored tensor (key), the codebook, layout and overflow room
+// of its last encode, so that an encode in steady state queues its kernels
+// and returns without waiting for the device:
+//   - the first encode of a key fits a codebook to the sample histogram, as
+//     HostCodec does (one wait), and writes the same bytes;
+//   - every encode also counts the exponent histogram of its values into
+//     a device arena; Settle reads the arena once, keeps each tensor's
+//     histogram for its figures and refits the codebook (and layout) of a
+//     key whose code has drifted (see refitSlack) for its next encode;
+//   - the overflow buffer has the room the key's last encode needed plus
+//     headroom; Settle finds the encodes whose spill did not fit and
+//     encodes them again from their sources, which the store keeps until
+//     then.
+//
+// See docs/cuda-trainer.md, "The GPU codec".
+type GPUCodec struct {
+	dev   *gpu.Device
+	keys  map[string]*gpuKey
+	arena histArena
+}
+
+// gpuKey is what the codec remembers of one stored tensor.
+type gpuKey struct {
+	cc     trainer.ClassCodec
+	cb     codec.Codebook
+	layout codec.Layout
+	ovRoom int // overflow bytes the next encode gets
+	slot   int // its histograms in the arena
+}
+
+// refitSlack is how much worse, in bits per exponent under the latest
+// histogram, a key's codebook may be than a fresh fit before it is
+// refitted: a new codebook costs an upload of its tables (queued, no wait)
+// and, when the layout changes, a new tensor. Refits fit to the full
+// histogram, not the sample: the device counts it anyway for the figures.
+const refitSlack = 0.02
+
+// NewGPUCodec returns a codec on d, which must be the GPU (or emulation)
+// the trainer's device.Device runs on.
+func NewGPUCodec(d *gpu.Device) *GPUCodec {
+	return &GPUCodec{dev: d, keys: map[string]*gpuKey{}}
+}
+
+// gpuTensor is one compressed tensor: a gpu.Tensor whose sections are
+// allocations of the run's Mem.
+type gpuTensor struct {
+	t       *gpu.Tensor
+	key     *gpuKey
+	n       int
+	settled bool
+	hist    codec.Histogram // of the values encoded, read at Settle
+	stats   *codec.Stats    // computed on first use
+}
+
+func (g *gpuTensor) Settled() bool            { return g.settled }
+func (g *gpuTensor) Bytes() int64             { return int64(g.t.StoredBytes()) }
+func (g *gpuTensor) Codebook() codec.Codebook { return g.t.Codebook() }
+
+func (g *gpuTensor) Stats() (codec.Stats, error) {
+	if !g.settled {
+		return codec.Stats{}, fmt.Errorf("%s: figures asked before its encode was settled", g.t.Name)
+	}
+	if g.stats == nil {
+		s, err := g.t.Stats(g.hist)
+		if err != nil {
+			return s, err
+		}
+		g.stats = &s
+	}
+	return *g.stats, nil
+}
+
+// memAlloc gives a tensor's sections from a run's Mem: the encoded
+// sections in the stored tensor's category, the overflow buffer in
+// OverflowPool, the encoder's tables and scratch in CodecScratch.
+type memAlloc struct {
+	mem *Mem
+	cat trainer.Category
+}
+
+func (a memAlloc) Alloc(bytes int, c gpu.Category) (uintptr, error) {
+	cat := a.cat
+	switch c {
+	case gpu.OverflowPool:
+		cat = trainer.OverflowPool
+	case gpu.CodecScratch:
+		cat = trainer.CodecScratch
+	}
+	p, err := a.mem.Alloc(cat, int64(bytes))
+	return uintptr(p), err
+}
+
+func (a memAlloc) Free(p uintptr, _ gpu.Category) { a.mem.Free(device.Ptr(p)) }
+
+func dense(p devPtr, n int) gpu.Buffer { return gpu.External(uintptr(p), 2*n) }
+
+// Encode implements Codec.
+func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+	k, err := c.key(key, src, n, cc)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.arena.reserve(mem, k.slot); err != nil {
+		return nil, err
+	}
+	g, _ := prev.(*gpuTensor)
+	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > 2*k.ovRoom+4096 {
+		// A new tensor: none yet, another layout, or far more overflow
+		// room than the key needs.
+		t, err := c.dev.NewTensorIn(memAlloc{mem, cat}, n, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		if err != nil {
+			return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
+		}
+		t.Name = key
+		g = &gpuTensor{t: t, key: k, n: n}
+	} else {
+		// Encode into prev: its decode, queued before, has read it.
+		if g.t.Codebook() != k.cb {
+			if err := g.t.SetCodebook(k.cb); err != nil {
+				return nil, err
+			}
+		}
+		if err := g.t.GrowOverflow(k.ovRoom); err != nil {
+			return nil, err
+		}
+	}
+	g.settled, g.stats = false, nil
+	buf := dense(src, n)
+	if err := c.dev.Encode(g.t, buf); err != nil {
+		return nil, err
+	}
+	if err := c.arena.count(c.dev, k.slot, buf, n); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// key returns key's state, fitting its first codebook and layout to the
+// sample of src as HostCodec does (which waits for the device once).
+func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
+	if k, ok := c.keys[key]; ok && k.cc == cc {
+		return k, nil
+	}
+	sample, err := c.dev.SampleHistogram(dense(src, n), n)
+	if err != nil {
+		return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
+	}
+	k := c.keys[key]
+	if k == nil {
+		k = &gpuKey{slot: len(c.keys)}
+		c.keys[key] = k
+	}
+	k.cc = cc
+	k.cb = codec.FitCodebook(cc.Dist, &sample)
+	k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &sample)
+	return k, nil
+}
+
+// Settle implements Codec.
+func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
+	if err := c.dev.SyncDecodeStatus(); err != nil {
+		return fmt.Errorf("gpu codec: %w", err)
+	}
+	if len(pend) == 0 {
+		return nil
+	}
+	ts := make([]*gpuTensor, len(pend))
+	lo, hi := -1, -1
+	for i, p := range pend {
+		g, ok := p.T.(*gpuTensor)
+		if !ok {
+			return fmt.Errorf("gpu codec: cannot settle a %T", p.T)
+		}
+		ts[i] = g
+		if lo < 0 || g.key.slot < lo {
+			lo = g.key.slot
+		}
+		hi = max(hi, g.key.slot)
+	}
+	// Encodes whose spill did not fit: more room, and again from the source.
+	redo := false
+	for i, g := range ts {
+		need := g.t.OverflowLen()
+		g.key.ovRoom = need + need/8 + 1024
+		if !g.t.Overflowed() {
+			continue
+		}
+		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
+			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
+		}
+		if err := c.dev.Encode(g.t, dense(pend[i].Src, g.n)); err != nil {
+			return err
+		}
+		redo = true
+	}
+	if redo {
+		if err := c.dev.SyncDecodeStatus(); err != nil {
+			return fmt.Errorf("gpu codec: %w", err)
+		}
+		for _, g := range ts {
+			if g.t.Overflowed() {
+				return fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), g.t.OverflowLen())
+			}
+		}
+	}
+	host, err := c.arena.read(mem, lo, hi)
+	if err != nil {
+		return err
+	}
+	for _, g := range ts {
+		g.hist, g.settled = host.at(g.key.slot-lo), true
+		c.refit(g.key, &g.hist)
+	}
+	return nil
+}
+
+// refit gives k a new codebook (and layout) when its own costs more than
+// refitSlack bits per exponent above a fresh fit to h.
+func (c *GPUCodec) refit(k *gpuKey, h *codec.Histogram) {
+	fresh := codec.FitCodebook(k.cc.Dist, h)
+	if k.cb.ExpectedBits(h) <= fresh.ExpectedBits(h)+refitSlack {
+		return
+	}
+	k.cb = fresh
+	k.layout = codec.ChooseLayout(k.cc.Preset, &k.cb, h)
+}
+
+// Decode implements Codec.
+func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
+	g, ok := t.(*gpuTensor)
+	if !ok {
+		return fmt.Errorf("gpu codec: cannot decode a %T", t)
+	}
+	return c.dev.Decode(dense(dst, g.n), g.t)
+}
+
+// Free implements Codec.
+func (c *GPUCodec) Free(_ *Mem, t Compressed) {
+	if g, ok := t.(*gpuTensor); ok && g.t != nil {
+		g.t.Free() // memory from a Mem: giving it back cannot fail
+		g.t = nil
+	}
+}
+
+// histArena holds every key's exponent histogram of its latest encode (256
+// uint64) in one device buffer of the run's Mem (codec scratch), so that
+// Settle reads them in one copy.
+type histArena struct {
+	mem   *Mem // the run it belongs to (a codec may serve several in turn)
+	buf   devPtr
+	slots int
+	host  []byte
+}
+
+const histSlotBytes = gpu.HistogramBytes
+
+// reserve makes room for slot, keeping what the arena holds.
+func (a *histArena) reserve(mem *Mem, slot int) error {
+	if a.mem != mem {
+		// Another run: the last one's arena went with its memory.
+		*a = histArena{mem: mem}
+	}
+	if slot < a.slots {
+		return nil
+	}
+	n := max(64, 2*a.slots, slot+1)
+	p, err := mem.Alloc(trainer.CodecScratch, int64(n*histSlotBytes))
+	if err != nil {
+		return err
+	}
+	if a.buf != 0 {
+		if err := mem.Dev().Copy(p, a.buf, int64(a.slots*histSlotBytes)); err != nil {
+			mem.Free(p)
+			return err
+		}
+		mem.Free(a.buf)
+	}
+	a.buf, a.slots = p, n
+	return nil
+}
+
+// count queues the histogram of src into slot.
+func (a *histArena) count(d *gpu.Device, slot int, src gpu.Buffer, n int) error {
+	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
+	return d.HistogramInto(arena, slot*histSlotBytes, src, n)
+}
+
+// read copies slots lo..hi to the host (waiting for the device).
+func (a *histArena) read(mem *Mem, lo, hi int) (hostHists, error) {
+	bytes := (hi - lo + 1) * histSlotBytes
+	if cap(a.host) < bytes {
+		a.host = make([]byte, bytes)
+	}
+	b := a.host[:bytes]
+	if err := mem.Dev().Download(b, a.buf.Add(int64(lo*histSlotBytes))); err != nil {
+		return nil, err
+	}
+	return hostHists(b), nil
+}
+
+// hostHists is a span of the arena read back.
+type hostHists []byte
+
+func (h hostHists) at(i int) (full codec.Histogram) {
+	b := h[i*histSlotBytes:]
+	for e := range 256 {
+		full[e] = binary.LittleEndian.Uint64(b[8*e:])
+	}
+	return full
+}

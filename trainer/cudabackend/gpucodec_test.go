@@ -1,0 +1,220 @@
+//go:build cuda || (kernelemu && gptemu)
+
+package cudabackend
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/internal/testtensors"
+	"lcttop/trainer"
+)
+
+// testGPUCodec opens package gpu's device beside the trainer's (the GPU, or
+// the CPU emulation of the LCT kernels) and returns a codec on it.
+func testGPUCodec(t testing.TB) *GPUCodec {
+	t.Helper()
+	d, err := gpu.OpenDevice(0)
+	if err != nil {
+		t.Skipf("no GPU for the LCT kernels: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return NewGPUCodec(d)
+}
+
+// codecTensors are the tensors the codec tests encode: real weights,
+// gradients, optimizer states and activations (a few of each file), the
+// starting weights of the test model, and all-zero and tiny tensors.
+func codecTensors(t *testing.T) map[string][]uint16 {
+	out := map[string][]uint16{}
+	for _, f := range testtensors.Files(t) {
+		for i, nt := range testtensors.LoadBF16(t, f) {
+			if i < 3 {
+				out[filepath.Base(f)+":"+nt.Name] = nt.Values
+			}
+		}
+	}
+	for name, v := range trainer.InitialValues(testModel, 3) {
+		out["init:"+name] = v
+	}
+	out["zeros"] = make([]uint16, 70000)
+	out["one"] = []uint16{0x3f80}
+	return out
+}
+
+// The GPU codec, working on the trainer's device memory, writes the bytes
+// the reference codec writes (HostCodec's serialised tensor) and reports the
+// same figures, and decodes them back exactly; encodes whose spill needs
+// overflow room are settled by encoding them again.
+func TestGPUCodecMatchesHostCodec(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	var hc HostCodec
+	cc := trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	spilled := 0
+	for name, v := range codecTensors(t) {
+		src := h.bf16(v)
+		want, err := hc.Encode(h.mem, name, trainer.Weights, src, len(v), cc, nil)
+		h.check(err)
+		got, err := gc.Encode(h.mem, name, trainer.Weights, src, len(v), cc, nil)
+		h.check(err)
+		if got.Settled() {
+			t.Fatalf("%s: a GPU encode settled before Settle", name)
+		}
+		h.check(gc.Settle(h.mem, []Pending{{T: got, Src: src}}))
+		gt := got.(*gpuTensor)
+		var ct codec.Tensor
+		h.check(gt.t.Download(&ct))
+		gotBytes, err := ct.MarshalBinary()
+		h.check(err)
+		ht := want.(*hostTensor)
+		wantBytes := make([]byte, ht.bytes)
+		h.check(h.d.Download(wantBytes, ht.ptr))
+		if !bytes.Equal(gotBytes, wantBytes) {
+			t.Errorf("%s (%d values): GPU codec wrote %d bytes, host codec %d, not the same", name, len(v), len(gotBytes), len(wantBytes))
+			continue
+		}
+		if got.Bytes() != want.Bytes() {
+			t.Errorf("%s: Bytes %d (GPU) vs %d (host)", name, got.Bytes(), want.Bytes())
+		}
+		gs, err := got.Stats()
+		h.check(err)
+		hs, _ := want.Stats()
+		if gs != hs {
+			t.Errorf("%s: stats\n GPU  %+v\n host %+v", name, gs, hs)
+		}
+		spilled += gs.Spilled
+		out := h.alloc(2 * int64(len(v)))
+		h.check(gc.Decode(out, got))
+		h.check(gc.Settle(h.mem, nil))
+		assertSameBF16(t, name+" decoded", h.get16(out, len(v)), v)
+		gc.Free(h.mem, got)
+		hc.Free(h.mem, want)
+	}
+	if spilled == 0 {
+		t.Error("no tensor spilled: the overflow path was not exercised")
+	}
+}
+
+// The LCT run on the GPU codec takes the shadow's steps bit for bit with
+// either optimizer: losses every step, every weight and state when checked;
+// a small window makes it settle many times a step.
+func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		opt    string
+		window int64
+	}{
+		{"adamw", "adamw", 0},
+		{"sgd, 64 KiB window", "sgd", 64 << 10},
+	} {
+		dev := testDevice(t)
+		gc := testGPUCodec(t)
+		opts := TrainOptions{
+			Config: Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: mustOptimizer(t, c.opt)},
+			Steps:  5, Seed: 23, Data: testData(t, 16), CheckEvery: 2,
+			LCT: &LCTOptions{Codec: gc, Window: c.window},
+		}
+		sum, err := Train(context.Background(), dev, opts, func(r StepReport) error {
+			if r.LossLCT != r.LossShadow {
+				t.Errorf("%s, step %d: loss %v (LCT) vs %v (shadow)", c.name, r.Step, r.LossLCT, r.LossShadow)
+			}
+			if len(r.Snapshot.Tensors) == 0 {
+				t.Errorf("%s, step %d: no tensor figures", c.name, r.Step)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !sum.AllIdentical || sum.Mismatch != "" || sum.WeightsChecked != 4 {
+			t.Errorf("%s: summary %+v", c.name, sum)
+		}
+	}
+}
+
+// Adam's states start at zero, so their first codebooks know one exponent:
+// the codec refits them from the histograms it reads at Settle, and the
+// tensor figures follow the values encoded.
+func TestGPUCodecRefitsDriftedCodebooks(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	cfg := Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := New(dev, cfg, trainer.InitialValues(testModel, 5), &LCTOptions{Codec: gc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const name = "blk0.fc.w.m"
+	first := gc.keys[name]
+	if first == nil {
+		t.Fatalf("no codec state for %s", name)
+	}
+	cb0 := first.cb
+	text := testData(t, cfg.SeqLen)
+	for step := 1; step <= 2; step++ {
+		if _, err := b.Step(text.TrainBatch(5, step, cfg.Batch, cfg.SeqLen), step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if gc.keys[name].cb == cb0 {
+		t.Errorf("%s: codebook still the one fitted to zeros", name)
+	}
+	ts, err := b.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := b.LCT.Read(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want codec.Histogram
+	for _, v := range vals {
+		want[(v>>7)&0xFF]++
+	}
+	for _, s := range ts {
+		if s.Name == name && s.Histogram != [256]uint64(want) {
+			t.Errorf("%s: histogram in the figures is not that of its values (ratio %v):\n%v\n%v", name, s.Ratio, s.Histogram, want)
+		}
+	}
+}
+
+// On the tiny model the LCT run on the GPU codec holds less than the shadow
+// at its peak, every allocation of the codec counted in its ledger.
+func TestLCTRunGPUCodecUsesLessMemory(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	m, err := trainer.LookupModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: gc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text := testData(t, cfg.SeqLen)
+	var res StepResult
+	for step := 1; step <= 2; step++ {
+		if res, err = b.Step(text.TrainBatch(4, step, cfg.Batch, cfg.SeqLen), step); err != nil {
+			t.Fatal(err)
+		}
+		if !res.BitIdentical {
+			t.Fatalf("step %d: losses %v (LCT) vs %v (shadow)", step, res.LossLCT, res.LossShadow)
+		}
+	}
+	ms, ml := b.Shadow.Memory(), b.LCT.Memory()
+	if ml.PeakTotal >= ms.PeakTotal || ml.Live[trainer.Weights] >= ms.Live[trainer.Weights] {
+		t.Errorf("LCT %+v, shadow %+v", ml, ms)
+	}
+	t.Logf("peak %d bytes (LCT) vs %d (shadow): %.1f%% less", ml.PeakTotal, ms.PeakTotal, 100*(1-float64(ml.PeakTotal)/float64(ms.PeakTotal)))
+	// The codec's tables, descriptors and histograms are the run's too.
+	if ml.Live[trainer.CodecScratch] == 0 {
+		t.Errorf("LCT run's ledger %+v: no codec scratch live", ml)
+	}
+}

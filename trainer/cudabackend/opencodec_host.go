@@ -1,0 +1,18 @@
+//go:build !cuda && !kernelemu
+
+package cudabackend
+
+import "fmt"
+
+// OpenCodec returns the LCT run's codec by name. This build has no LCT
+// kernels (build tag cuda, or kernelemu for their CPU emulation), so the
+// default is "host" (HostCodec) and "gpu" is refused.
+func OpenCodec(name string) (Codec, func() error, error) {
+	switch name {
+	case "", "host":
+		return &HostCodec{}, func() error { return nil }, nil
+	case "gpu":
+		return nil, nil, fmt.Errorf("codec gpu: built without the LCT kernels: rebuild with -tags cuda (or kernelemu for the CPU emulation)")
+	}
+	return nil, nil, fmt.Errorf("codec %q: want gpu or host", name)
+}
