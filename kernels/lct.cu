@@ -110,13 +110,14 @@ LCT_DEV int row_stride(long long C) { return (int)(((C + 3) >> 2) | 1); }
 #define LCT_TMP_LAST 29  // this CTA finished last
 #define LCT_TMP_SINK 30  // where the fused updates' writers put words past their rows
 
-// A reader refills a word per two symbols, so it loads at most 128 words of
-// its row; past its stream it reads the next stream's row. What it finds
+// A reader loads words up to 2 past the one it is in, at most 130 of its row
+// (256 symbols of at most 16 bits); past its stream it reads the next
+// stream's row. What it finds
 // there cannot change the outcome: a code that ends within the stream's
 // capacity is read from the stream's own bits (no other code is a prefix of
 // them), and one that does not is an error whatever the bits. The last row
 // is followed by LCT_SLACK zero words so that no read leaves shared memory.
-#define LCT_SLACK 128
+#define LCT_SLACK 136
 
 LCT_DEV void report(const LctDesc* d, int b, int j, u32 kind) {
   atomicMin((u64*)d->status + 1, ((u64)b << 16) | ((u64)j << 8) | kind);
@@ -243,8 +244,10 @@ LCT_DEV void stage_out(const u32* rows, int W, u8* __restrict__ area, int Cb, in
 #define LCT_INVALID 0x80000000u
 
 struct Reader {
-  u64 buf;         // unread bits, left-aligned; past nbits, zeros or the stream's next bits
-  u32 nbits;       // valid bits in buf
+  u64 buf;         // the stream from bit pos on, left-aligned: bits up to
+                   // word w (32*(w-row) - pos of them) and past that zeros
+                   // or the stream's next bits
+  u32 pos;         // bits consumed, from the row's first bit
   u32 seen;        // the OR of the table entries met: bit 31, an invalid prefix
   u32 w;           // the next word to load, as an index from base
   u32 row;         // the row's first word, likewise
@@ -253,37 +256,39 @@ struct Reader {
 
 // rd_init starts the reader of the row that starts at base[row].
 LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
-  r.buf = 0;
-  r.nbits = 0;
+  r.buf = (u64)base[row] << 32;
+  r.pos = 0;
   r.seen = 0;
-  r.w = (u32)row;
+  r.w = (u32)row + 1;
   r.row = (u32)row;
   r.base = base;
 }
 
 // rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
 // each at most 16 bits (ESC and its literal). It has no branch: it always
-// ORs the next word in right after the valid bits. Where they fit
-// (nbits < 32) it counts them and moves on; otherwise the bits that fit are
-// the stream's next bits all the same, and the next refill ORs the same word
-// again at the same place.
+// ORs word w in at its place (32*(w-row) - pos bits in: 32 the first time,
+// else less than 64 since a symbol went since the last refill), then moves
+// w to 2 words past the word of pos. Since the last refill consumed at most 32 bits, w moves
+// by at most one word, the one just ORed, and only when it fitted whole;
+// otherwise the bits that fitted are the stream's next bits all the same,
+// and the next refill ORs the same word again at the same place.
 LCT_DEV void rd_refill(Reader& r) {
-  r.buf |= ((u64)r.base[r.w] << 32) >> r.nbits;
-  r.w = r.w + 1u - (r.nbits >> 5);
-  r.nbits |= 32u;
+  r.buf |= ((u64)r.base[r.w] << 32) >> (32u * (r.w - r.row) - r.pos);
+  r.w = r.row + (r.pos >> 5) + 2u;
 }
 
 // The decoder's own tables, made from the Go-built one (rd_tables): by the
-// next 8 bits, the advance (a byte), and an entry E such that
+// next 8 bits, the advance A, and an entry E such that
 // funnelshift_rc(window, E, E) has the symbol in its low byte: for a coded
 // exponent E is the Go entry itself (>= 256, so the shift clamps to 32 and
 // gives E, whose low byte is the exponent); for ESC it is 24 - code length,
 // which shifts the literal that follows the code into the low byte. An
-// invalid prefix keeps bit 31 for rd_error.
-LCT_DEV void rd_tables(u32* E, u8* A, const u32* __restrict__ go, int j) {
+// invalid prefix keeps bit 31 for rd_error. A is a word too, so that both
+// lookups share one address.
+LCT_DEV void rd_tables(u32* E, u32* A, const u32* __restrict__ go, int j) {
   const u32 g = __ldg(go + j);
   E[j] = (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : g;
-  A[j] = (u8)(g >> 8);
+  A[j] = (g >> 8) & 0xFFu;
 }
 
 LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
@@ -295,38 +300,44 @@ LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
 #endif
 }
 
-// rd_sym decodes one symbol (in the low byte of the result); the buffer must
-// hold 16 bits. It returns the table entry in e for the caller's error check.
-LCT_DEV u32 rd_sym(Reader& r, const u32* E, const u8* A, u32& e) {
-  const u32 hi = (u32)(r.buf >> 32);
-  const u32 idx = hi >> 24;
-  e = E[idx];
-  const u32 adv = A[idx];
-  r.buf <<= adv;
-  r.nbits -= adv;
-  return fshr_clamp(hi, e, e);
+LCT_DEV u32 fshl_clamp(u32 lo, u32 hi, u32 s) {
+#ifdef LCT_EMU
+  s = s < 32 ? s : 32;
+  return (u32)(((((u64)hi << 32) | lo) << s) >> 32);
+#else
+  return __funnelshift_lc(lo, hi, s);
+#endif
 }
 
-// rd_pair decodes two symbols into col[0] and col[256] (refilling first).
-LCT_DEV void rd_pair(Reader& r, const u32* E, const u8* A, u8* col) {
+// rd_pair decodes two symbols into col[0] and col[256] (refilling first):
+// the second one's window is a funnel shift of the buffer, which moves once.
+LCT_DEV void rd_pair(Reader& r, const u32* E, const u32* A, u8* col) {
   rd_refill(r);
-  u32 e1, e2;
-  col[0] = (u8)rd_sym(r, E, A, e1);
-  col[256] = (u8)rd_sym(r, E, A, e2);
+  const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
+  const u32 e1 = E[hi >> 24], a1 = A[hi >> 24];
+  col[0] = (u8)fshr_clamp(hi, e1, e1);
+  const u32 hi2 = fshl_clamp(lo, hi, a1);
+  const u32 e2 = E[hi2 >> 24], a2 = A[hi2 >> 24];
+  col[256] = (u8)fshr_clamp(hi2, e2, e2);
+  r.buf <<= a1 + a2;
+  r.pos += a1 + a2;
   r.seen |= e1 | e2;
 }
 
-LCT_DEV void rd_one(Reader& r, const u32* E, const u8* A, u8* col) {
+LCT_DEV void rd_one(Reader& r, const u32* E, const u32* A, u8* col) {
   rd_refill(r);
-  u32 e;
-  col[0] = (u8)rd_sym(r, E, A, e);
+  const u32 hi = (u32)(r.buf >> 32);
+  const u32 e = E[hi >> 24], a = A[hi >> 24];
+  col[0] = (u8)fshr_clamp(hi, e, e);
+  r.buf <<= a;
+  r.pos += a;
   r.seen |= e;
 }
 
 // rd_error is the reader's error kind at the end of its stream, 0 if none.
 LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
   if (r.seen & LCT_INVALID) return LCT_ERR_INVALID_CODE;
-  if (32u * (r.w - r.row) - r.nbits > capBits) return LCT_ERR_PAST_CAPACITY;
+  if (r.pos > capBits) return LCT_ERR_PAST_CAPACITY;
   return 0;
 }
 
@@ -684,7 +695,7 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
 // overflow area. E and A are the reader's tables (rd_tables).
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* E, const u32* A, int p0, int pe) {
   u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
@@ -703,7 +714,7 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
 // decode_columns is decode_column for NT tensors at once, interleaved where
 // all of them decode from their streams.
 template <int NT>
-LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
+LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u32* A, int p0, int pe) {
   const int j = threadIdx.x;
   int common = pe;
 #pragma unroll
@@ -807,8 +818,8 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
   u32* E = (u32*)smem;
-  u8* A = smem + 1024;
-  u8* ex = A + 256;
+  u32* A = E + 256;
+  u8* ex = (u8*)(A + 256);
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
   rd_tables(E, A, (const u32*)d->tables, j);
@@ -1017,8 +1028,8 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   const int j = threadIdx.x, b = blockIdx.x;
   u32* E = (u32*)smem;
   u32* enc = E + NT * 256;
-  u8* A = (u8*)(enc + NT * 256);
-  u32* tmp = (u32*)(A + NT * 256);
+  u32* A = enc + NT * 256;
+  u32* tmp = A + NT * 256;
   u8* ex = (u8*)(tmp + 32);
   u32* next = (u32*)(ex + NT * LCT_CHF * 256);
   int Win[NT], Wout[NT];
