@@ -34,7 +34,7 @@ func decodeSmem(c int) int { return 2*1024 + codecChunk*256 + 32*4 + 256*4*rowSt
 // fusedSmem is the shared memory of the fused updates.
 func fusedSmem(in, out []*Tensor) int {
 	nt := len(in)
-	s := 3*nt*1024 + 32*4 + nt*fusedChunk*256
+	s := 2*nt*1024 + nt*256 + 32*4 + nt*fusedChunk*256
 	for i := range nt {
 		s += 256*4*rowStride(in[i].layout.StreamBytes) + 256*4*rowStride(out[i].layout.StreamBytes)
 	}

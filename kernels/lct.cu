@@ -283,12 +283,13 @@ LCT_DEV void rd_refill(Reader& r) {
 // exponent E is the Go entry itself (>= 256, so the shift clamps to 32 and
 // gives E, whose low byte is the exponent); for ESC it is 24 - code length,
 // which shifts the literal that follows the code into the low byte. An
-// invalid prefix keeps bit 31 for rd_error. A is a word too, so that both
-// lookups share one address.
-LCT_DEV void rd_tables(u32* E, u32* A, const u32* __restrict__ go, int j) {
+// invalid prefix keeps bit 31 for rd_error. Where shared memory allows, A
+// is a word too (AT = u32), so that both lookups share one address.
+template <class AT>
+LCT_DEV void rd_tables(u32* E, AT* A, const u32* __restrict__ go, int j) {
   const u32 g = __ldg(go + j);
   E[j] = (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : g;
-  A[j] = (g >> 8) & 0xFFu;
+  A[j] = (AT)((g >> 8) & 0xFFu);
 }
 
 LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
@@ -311,7 +312,8 @@ LCT_DEV u32 fshl_clamp(u32 lo, u32 hi, u32 s) {
 
 // rd_pair decodes two symbols into col[0] and col[256] (refilling first):
 // the second one's window is a funnel shift of the buffer, which moves once.
-LCT_DEV void rd_pair(Reader& r, const u32* E, const u32* A, u8* col) {
+template <class AT>
+LCT_DEV void rd_pair(Reader& r, const u32* E, const AT* A, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
   const u32 e1 = E[hi >> 24], a1 = A[hi >> 24];
@@ -324,7 +326,8 @@ LCT_DEV void rd_pair(Reader& r, const u32* E, const u32* A, u8* col) {
   r.seen |= e1 | e2;
 }
 
-LCT_DEV void rd_one(Reader& r, const u32* E, const u32* A, u8* col) {
+template <class AT>
+LCT_DEV void rd_one(Reader& r, const u32* E, const AT* A, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32);
   const u32 e = E[hi >> 24], a = A[hi >> 24];
@@ -714,7 +717,7 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
 // decode_columns is decode_column for NT tensors at once, interleaved where
 // all of them decode from their streams.
 template <int NT>
-LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u32* A, int p0, int pe) {
+LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
   const int j = threadIdx.x;
   int common = pe;
 #pragma unroll
@@ -1028,8 +1031,8 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
   const int j = threadIdx.x, b = blockIdx.x;
   u32* E = (u32*)smem;
   u32* enc = E + NT * 256;
-  u32* A = enc + NT * 256;
-  u32* tmp = A + NT * 256;
+  u8* A = (u8*)(enc + NT * 256);  // bytes: two fused SGD CTAs must fit a multiprocessor
+  u32* tmp = (u32*)(A + NT * 256);
   u8* ex = (u8*)(tmp + 32);
   u32* next = (u32*)(ex + NT * LCT_CHF * 256);
   int Win[NT], Wout[NT];
