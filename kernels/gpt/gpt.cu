@@ -248,6 +248,46 @@ extern "C" __global__ void gpt_layernorm_stats(float* mean, float* rstd, const b
   }
 }
 
+// gpt_layernorm_forward is gpt_layernorm_stats and gpt_layernorm_apply in
+// one pass for rows that fit one piece (C ≤ LN_CHUNK): the staged rows are
+// normalised from shared memory, the same formulas, so the same bits. Launch
+// like gpt_layernorm_stats.
+extern "C" __global__ void gpt_layernorm_forward(bf16_t* y, float* mean, float* rstd, const bf16_t* x, const bf16_t* g,
+                                                 const bf16_t* b, int N, int C) {
+  __shared__ bf16_t tile[LN_STAT_ROWS][LN_CHUNK + 2];
+  __shared__ float smean[LN_STAT_ROWS], srstd[LN_STAT_ROWS];
+  int tid = threadIdx.x;
+  long long row0 = (long long)blockIdx.x * LN_STAT_ROWS;
+  for (int i = tid; i < LN_STAT_ROWS * C; i += LN_THREADS) {
+    int r = i / C, c = i - r * C;
+    tile[r][c] = row0 + r < N ? x[(row0 + r) * C + c] : (bf16_t)0;
+  }
+  __syncthreads();
+  if (tid < LN_STAT_ROWS) {
+    float s = 0.0f, ss = 0.0f;
+    for (int j = 0; j < C; j++) s += bf2f(tile[tid][j]);
+    float m = s / (float)C;
+    for (int j = 0; j < C; j++) {
+      float d = bf2f(tile[tid][j]) - m;
+      ss += d * d;
+    }
+    float rs = (float)(1.0 / sqrt((double)(ss / (float)C + 1e-5f)));
+    smean[tid] = m;
+    srstd[tid] = rs;
+    if (row0 + tid < N) {
+      mean[row0 + tid] = m;
+      rstd[row0 + tid] = rs;
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < LN_STAT_ROWS * C; i += LN_THREADS) {
+    int r = i / C, c = i - r * C;
+    if (row0 + r >= N) break;  // rows are in order: the rest are past N too
+    float norm = (bf2f(tile[r][c]) - smean[r]) * srstd[r];
+    y[(row0 + r) * C + c] = f2bf(norm * bf2f(g[c]) + bf2f(b[c]));
+  }
+}
+
 // y = bf16((x−mean)·rstd·g + b) element by element; total = N·C.
 extern "C" __global__ void gpt_layernorm_apply(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd,
                                                const bf16_t* g, const bf16_t* b, int C, long long total) {

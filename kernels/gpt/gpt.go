@@ -34,6 +34,7 @@ var Kernels = []string{
 	"gpt_gelu_backward",
 	"gpt_gelu_backward_v8",
 	"gpt_layernorm_stats",
+	"gpt_layernorm_forward",
 	"gpt_layernorm_apply",
 	"gpt_layernorm_apply_v8",
 	"gpt_layernorm_backward_rows",
@@ -64,10 +65,11 @@ var Kernels = []string{
 
 // Launch shapes the host code and the kernels agree on.
 const (
-	LayerNormThreads  = 256 // LN_THREADS: threads per block of the LayerNorm row kernels
-	LayerNormStatRows = 16  // LN_STAT_ROWS: rows per block of gpt_layernorm_stats
-	LayerNormBackRows = 4   // LN_BACK_ROWS: rows per block of gpt_layernorm_backward_rows
-	AttentionThreads  = 128 // ATT_THREADS: threads per row of the attention softmax kernels
-	FlashThreads      = 128 // FA_THREADS: threads per block of the fused attention kernels
-	FlashTile         = 64  // FA_TILE: queries (or keys) per block of the fused attention kernels
+	LayerNormThreads  = 256  // LN_THREADS: threads per block of the LayerNorm row kernels
+	LayerNormChunk    = 1024 // LN_CHUNK: columns staged at once; gpt_layernorm_forward takes rows up to this long
+	LayerNormStatRows = 16   // LN_STAT_ROWS: rows per block of gpt_layernorm_stats
+	LayerNormBackRows = 4    // LN_BACK_ROWS: rows per block of gpt_layernorm_backward_rows
+	AttentionThreads  = 128  // ATT_THREADS: threads per row of the attention softmax kernels
+	FlashThreads      = 128  // FA_THREADS: threads per block of the fused attention kernels
+	FlashTile         = 64   // FA_TILE: queries (or keys) per block of the fused attention kernels
 )

@@ -149,6 +149,9 @@ func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C
 func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
 	blocks := (N + gpt.LayerNormStatRows - 1) / gpt.LayerNormStatRows
+	if C <= gpt.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
+		return o.dev.Launch("gpt_layernorm_forward", blocks, gpt.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
+	}
 	if err := o.dev.Launch("gpt_layernorm_stats", blocks, gpt.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
 		return err
 	}

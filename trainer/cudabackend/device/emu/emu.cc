@@ -235,6 +235,7 @@ static const entry table[] = {
     SEQ(gpt_gelu_backward),
     SEQ(gpt_gelu_backward_v8),
     SYNC(gpt_layernorm_stats),
+    SYNC(gpt_layernorm_forward),
     SEQ(gpt_layernorm_apply),
     SEQ(gpt_layernorm_apply_v8),
     SYNC(gpt_layernorm_backward_rows),
