@@ -360,6 +360,53 @@ extern "C" __global__ void gpt_layernorm_backward_rows(float* sd, float* sdn, co
   }
 }
 
+// gpt_layernorm_backward is gpt_layernorm_backward_rows and
+// gpt_layernorm_backward_dx in one pass for rows that fit one piece
+// (C ≤ LN_CHUNK): dnorm and norm are staged in shared memory, the row sums
+// taken from them in ascending c (dnorm·norm formed as the sum needs it),
+// then dx from the same staged values: the same formulas, the same bits.
+// sd and sdn are written too. Launch like gpt_layernorm_backward_rows.
+extern "C" __global__ void gpt_layernorm_backward(bf16_t* dx, float* sd, float* sdn, const bf16_t* dy, const bf16_t* x,
+                                                  const bf16_t* g, const float* mean, const float* rstd, int N, int C) {
+  __shared__ float tdn[LN_BACK_ROWS][LN_CHUNK + 1];
+  __shared__ float tnorm[LN_BACK_ROWS][LN_CHUNK + 1];
+  __shared__ float ssd[LN_BACK_ROWS], ssdn[LN_BACK_ROWS];
+  int tid = threadIdx.x;
+  long long row0 = (long long)blockIdx.x * LN_BACK_ROWS;
+  for (int i = tid; i < LN_BACK_ROWS * C; i += LN_THREADS) {
+    int rr = i / C, c = i - rr * C;
+    long long r = row0 + rr;
+    float dn = 0.0f, norm = 0.0f;
+    if (r < N) {
+      norm = (bf2f(x[r * C + c]) - mean[r]) * rstd[r];
+      dn = bf2f(dy[r * C + c]) * bf2f(g[c]);
+    }
+    tdn[rr][c] = dn;
+    tnorm[rr][c] = norm;
+  }
+  __syncthreads();
+  if (tid < LN_BACK_ROWS) {
+    float a = 0.0f, bsum = 0.0f;
+    for (int j = 0; j < C; j++) {
+      a += tdn[tid][j];
+      bsum += tdn[tid][j] * tnorm[tid][j];
+    }
+    ssd[tid] = a / (float)C;
+    ssdn[tid] = bsum / (float)C;
+    if (row0 + tid < N) {
+      sd[row0 + tid] = ssd[tid];
+      sdn[row0 + tid] = ssdn[tid];
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < LN_BACK_ROWS * C; i += LN_THREADS) {
+    int rr = i / C, c = i - rr * C;
+    long long r = row0 + rr;
+    if (r >= N) break;
+    dx[r * C + c] = f2bf(rstd[r] * ((tdn[rr][c] - ssd[rr]) - tnorm[rr][c] * ssdn[rr]));
+  }
+}
+
 // dx = bf16(rstd·(dnorm − sd − norm·sdn)) element by element; total = N·C.
 extern "C" __global__ void gpt_layernorm_backward_dx(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g,
                                                      const float* mean, const float* rstd, const float* sd,

@@ -38,6 +38,7 @@ var Kernels = []string{
 	"gpt_layernorm_apply",
 	"gpt_layernorm_apply_v8",
 	"gpt_layernorm_backward_rows",
+	"gpt_layernorm_backward",
 	"gpt_layernorm_backward_dx",
 	"gpt_layernorm_backward_dx_v8",
 	"gpt_layernorm_params_partial",

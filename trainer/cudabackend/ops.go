@@ -171,12 +171,18 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, 
 	defer o.mem.Free(sums)
 	sd, sdn := sums, sums.Add(4*int64(N))
 	blocks := (N + gpt.LayerNormBackRows - 1) / gpt.LayerNormBackRows
-	if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, gpt.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
-		return err
-	}
-	n := int64(N) * int64(C)
-	if err := o.elementwise8("gpt_layernorm_backward_dx", n, C, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n); err != nil {
-		return err
+	if C <= gpt.LayerNormChunk { // rows that fit shared memory: row sums and dx in one pass
+		if err := o.dev.Launch("gpt_layernorm_backward", blocks, gpt.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+			return err
+		}
+	} else {
+		if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, gpt.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+			return err
+		}
+		n := int64(N) * int64(C)
+		if err := o.elementwise8("gpt_layernorm_backward_dx", n, C, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n); err != nil {
+			return err
+		}
 	}
 	rows, chunks := o.sumChunks(N)
 	partial, err := o.mem.Alloc(scratchCat, 8*int64(chunks)*int64(C))

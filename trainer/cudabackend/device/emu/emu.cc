@@ -239,6 +239,7 @@ static const entry table[] = {
     SEQ(gpt_layernorm_apply),
     SEQ(gpt_layernorm_apply_v8),
     SYNC(gpt_layernorm_backward_rows),
+    SYNC(gpt_layernorm_backward),
     SEQ(gpt_layernorm_backward_dx),
     SEQ(gpt_layernorm_backward_dx_v8),
     SEQ(gpt_layernorm_params_partial),
