@@ -619,7 +619,10 @@ LCT_DEV void out_spill(OutSpill& s, const LctDesc* d, const Geo& g, int b, int j
 
 LCT_DEV u32 split_sf2(u32 v) { return ((v >> 8) & 0x00800080u) | (v & 0x007F007Fu); }
 LCT_DEV u32 split_ex2(u32 v) { return (v >> 7) & 0x00FF00FFu; }
-LCT_DEV u32 join2(u32 s2, u32 e2) { return ((s2 & 0x00800080u) << 8) | (e2 << 7) | (s2 & 0x007F007Fu); }
+// join2 joins two sf and exponent bytes, each in the low byte of a 16-bit
+// lane: sign·255 + sf moves the sign from bit 7 to bit 15 (two multiply-adds,
+// off the integer pipe that the coding loops keep busy).
+LCT_DEV u32 join2(u32 s2, u32 e2) { return (s2 & 0x00800080u) * 0xFFu + s2 + e2 * 0x80u; }
 
 // split8 splits 8 BF16 values into their sf and exponent bytes.
 LCT_DEV void split8(uint4 v, uint2& sf, uint2& ex) {
