@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"time"
 
 	"lcttop/gpu"
@@ -62,8 +63,29 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	}
 	budget := int64(cf.memBudgetGiB * (1 << 30))
 	var lct *cudabackend.LCTOptions
+	codecName := ""
 	if !cf.shadowOnly {
-		lct = &cudabackend.LCTOptions{Classes: cfg.Codec}
+		// LCTTOP_CUDA_CODEC=host|gpu picks the LCT run's codec (a debugging
+		// switch; the default is the GPU's where the build has its kernels).
+		c, closeCodec, err := cudabackend.OpenCodec(os.Getenv("LCTTOP_CUDA_CODEC"))
+		if err != nil {
+			return fmt.Errorf("LCTTOP_CUDA_CODEC: %w", err)
+		}
+		defer closeCodec()
+		codecName = "gpu"
+		if _, ok := c.(*cudabackend.HostCodec); ok {
+			codecName = "host"
+		}
+		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
+		// LCTTOP_LCT_WINDOW_MIB: the dense MiB whose encodes may wait for
+		// one settle (docs/cuda-trainer.md, "Syncs"), for measuring it.
+		if w := os.Getenv("LCTTOP_LCT_WINDOW_MIB"); w != "" {
+			mib, err := strconv.Atoi(w)
+			if err != nil || mib < 1 {
+				return fmt.Errorf("LCTTOP_LCT_WINDOW_MIB=%q: want a positive number of MiB", w)
+			}
+			lct.Window = int64(mib) << 20
+		}
 	}
 	nv, nvErr := gpu.OpenNVML()
 	if nvErr == nil {
@@ -104,8 +126,8 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		LCT: lct, CheckEvery: cfg.CheckEvery, WarmupTiming: cf.timingWarmup,
 	}
 	if !asJSON {
-		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s\n",
-			m.Name, m.ParamCount(), m.Layers, m.Dim, cfg.Optimizer, batch, seqLen, dev.Name())
+		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s, LCT codec %s\n",
+			m.Name, m.ParamCount(), m.Layers, m.Dim, cfg.Optimizer, batch, seqLen, dev.Name(), codecName)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
@@ -132,7 +154,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		"first_val_loss": sum.FirstValLoss, "last_val_loss": sum.LastValLoss,
 		"median_step_ms_shadow": ms(sum.MedianStepShadow), "median_step_ms_lct": ms(sum.MedianStepLCT),
 		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT, "all_bit_identical": sum.AllIdentical,
-		"mismatch": sum.Mismatch, "weights_checked": sum.WeightsChecked, "lct": lct != nil,
+		"mismatch": sum.Mismatch, "weights_checked": sum.WeightsChecked, "lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
 	}
 	if asJSON {

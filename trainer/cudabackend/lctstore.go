@@ -83,7 +83,20 @@ type lctStore struct {
 	pendingBytes int64
 	window       int64
 	rawLeft      map[*slot]int // writes still to be stored as they are
+
+	// kept is the last weight view a reader handed back (at most
+	// keptLimit bytes): backward reads a weight for its input gradient just
+	// before its update, which takes the view instead of decoding again.
+	kept struct {
+		s *slot
+		p devPtr
+	}
 }
+
+// keptLimit caps the weight view kept between a read and the update (the
+// per-block matrices; not the embedding and head, whose views would add to
+// the peak at the head's backward).
+const keptLimit = 16 << 20
 
 // rawRetry is how often a tensor the codec did not make smaller is tried
 // again (its codebook may have been refitted since).
@@ -128,6 +141,7 @@ func (st *lctStore) encode(s *slot, p devPtr) error {
 		st.clock.encodeBytes += 2 * int64(s.n)
 	}()
 	st.dropPending(s)
+	st.dropKept(s)
 	if st.rawLeft[s] > 0 {
 		st.rawLeft[s]--
 		return st.keepRaw(s, p)
@@ -308,7 +322,22 @@ func (st *lctStore) read(s *slot) (devPtr, error) {
 	return p, nil
 }
 
-func (st *lctStore) done(_ *slot, p devPtr) { st.mem.Free(p) }
+func (st *lctStore) done(s *slot, p devPtr) {
+	if s.class != trainer.ClassWeight || 2*int64(s.n) > keptLimit {
+		st.mem.Free(p)
+		return
+	}
+	st.dropKept(nil)
+	st.kept.s, st.kept.p = s, p
+}
+
+// dropKept frees the kept view if it is s's (any, for nil).
+func (st *lctStore) dropKept(s *slot) {
+	if st.kept.p != 0 && (s == nil || st.kept.s == s) {
+		st.mem.Free(st.kept.p)
+		st.kept.s, st.kept.p = nil, 0
+	}
+}
 
 func (st *lctStore) begin(s *slot) (devPtr, error) { return st.mem.Alloc(s.cat, 2*int64(s.n)) }
 
@@ -322,6 +351,7 @@ func (st *lctStore) commit(s *slot, p devPtr, keep bool) error {
 
 func (st *lctStore) release(s *slot) {
 	st.dropPending(s)
+	st.dropKept(s)
 	h, ok := st.held[s]
 	if !ok {
 		return
@@ -349,6 +379,10 @@ func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) error {
 		}
 	}
 	for i, s := range slots {
+		if s == st.kept.s {
+			views[i], st.kept.s, st.kept.p = st.kept.p, nil, 0
+			continue
+		}
 		v, err := st.read(s)
 		if err != nil {
 			freeViews(0)
