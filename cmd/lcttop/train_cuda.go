@@ -41,6 +41,7 @@ type deviceLine struct {
 	NVMLProcessBytes  uint64 `json:"nvml_process_bytes"`
 	NVMLUsedBytes     uint64 `json:"nvml_used_bytes"`
 	NVMLErr           string `json:"nvml_err,omitempty"`
+	LCTSettles        int    `json:"lct_settles"` // the LCT run's waits for its queued encodes this step
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -136,7 +137,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		s := status()
 		if asJSON {
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak,
-				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err})
+				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles})
 		}
 		line := shadowLine(r)
 		if lct != nil {

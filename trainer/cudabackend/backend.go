@@ -93,7 +93,8 @@ type StepResult struct {
 	LossShadow, LossLCT    float32
 	TimeShadow, TimeLCT    time.Duration
 	BitIdentical           bool          // the losses' bits agree (true when there is no LCT run)
-	CodecTime              time.Duration // the LCT run's encoding and decoding
+	CodecTime              time.Duration // the LCT run's encoding and decoding (host time: launches and waits)
+	Settles                int           // the LCT run's waits for its queued encodes
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 }
@@ -112,6 +113,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		ls.clock = codecClock{}
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 		res.CodecTime = ls.clock.encode + ls.clock.decode
+		res.Settles = ls.clock.settles
 		if err != nil {
 			return res, err
 		}

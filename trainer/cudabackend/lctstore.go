@@ -56,6 +56,7 @@ type Compressed interface {
 type codecClock struct {
 	encode, decode           time.Duration
 	encodeBytes, decodeBytes int64
+	settles                  int // waits for queued encodes
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -234,6 +235,7 @@ func (st *lctStore) settle() error {
 }
 
 func (st *lctStore) settleNow() error {
+	st.clock.settles++
 	var pend []Pending
 	var owners []pendingEncode
 	for _, p := range st.pending {
