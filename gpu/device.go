@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"unsafe"
+
+	"lcttop/codec"
 )
 
 // Device is one GPU with its module of kernels loaded. Its methods may be
@@ -34,6 +36,22 @@ type Device struct {
 	hist    Buffer
 	// forceUnfused makes the LCT steps take the unfused path (tests).
 	forceUnfused bool
+	// tables caches the kernels' tables of recent codebooks (a trainer
+	// makes a tensor per activation per step, mostly with known codebooks).
+	tables map[codec.Codebook]*[512]uint32
+}
+
+// tablesFor returns cb's kernel tables, built once per codebook.
+func (d *Device) tablesFor(cb *codec.Codebook) *[512]uint32 {
+	if tab, ok := d.tables[*cb]; ok {
+		return tab
+	}
+	if len(d.tables) >= 4096 || d.tables == nil {
+		d.tables = map[codec.Codebook]*[512]uint32{}
+	}
+	tab := buildTables(cb)
+	d.tables[*cb] = &tab
+	return &tab
 }
 
 // OpenDevice opens GPU ordinal and loads the kernels.

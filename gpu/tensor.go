@@ -106,7 +106,7 @@ func (t *Tensor) SetCodebook(cb codec.Codebook) error {
 }
 
 func (t *Tensor) setCodebook(cb codec.Codebook) error {
-	tab := buildTables(&cb)
+	tab := t.dev.tablesFor(&cb)
 	if err := t.dev.htodAsync(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
 		return err
 	}
