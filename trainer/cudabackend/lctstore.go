@@ -447,7 +447,7 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 		CodeLengths: cb.Lengths, EscapeLength: cb.EscLen,
 	}
 	if h.enc == nil {
-		ts.Ratio, ts.StoredBytes, ts.Fallback = 1, 2*s.n, false
+		ts.Ratio, ts.StoredBytes, ts.Fallback, ts.Raw = 1, 2*s.n, false, true
 	}
 	return ts, true, nil
 }
