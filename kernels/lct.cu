@@ -265,31 +265,35 @@ LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
 }
 
 // rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
-// each at most 16 bits (ESC and its literal). It has no branch: it always
-// ORs word w in at its place (32*(w-row) - pos bits in: 32 the first time,
-// else less than 64 since a symbol went since the last refill), then moves
-// w to 2 words past the word of pos. Since the last refill consumed at most 32 bits, w moves
-// by at most one word, the one just ORed, and only when it fitted whole;
-// otherwise the bits that fitted are the stream's next bits all the same,
-// and the next refill ORs the same word again at the same place.
+// each at most 16 bits (ESC and its literal). It has no branch: word w
+// goes in at its place, 32*(w-row) - pos bits in (32 the first time, else
+// less than 64 since a symbol went since the last refill), unless more than
+// 32 bits are there already (then the lane loads nothing: shared memory
+// serves fewer lanes); w moves to 2 words past the word of pos. Since the
+// last refill consumed at most 32 bits, w moves by at most one word, the one
+// just ORed, and only when it fitted whole; where it did not, the bits that
+// fitted are the stream's next bits all the same, and a later refill ORs the
+// same word again at the same place.
 LCT_DEV void rd_refill(Reader& r) {
-  r.buf |= ((u64)r.base[r.w] << 32) >> (32u * (r.w - r.row) - r.pos);
+  const u32 nb = 32u * (r.w - r.row) - r.pos;
+  const u32 x = nb <= 32u ? r.base[r.w] : 0u;
+  r.buf |= ((u64)x << 32) >> nb;
   r.w = r.row + (r.pos >> 5) + 2u;
 }
 
 // The decoder's own tables, made from the Go-built one (rd_tables): by the
-// next 8 bits, the advance A, and an entry E such that
-// funnelshift_rc(window, E, E) has the symbol in its low byte: for a coded
-// exponent E is the Go entry itself (>= 256, so the shift clamps to 32 and
-// gives E, whose low byte is the exponent); for ESC it is 24 - code length,
-// which shifts the literal that follows the code into the low byte. An
-// invalid prefix keeps bit 31 for rd_error. Where shared memory allows, A
-// is a word too (AT = u32), so that both lookups share one address.
-template <class AT>
-LCT_DEV void rd_tables(u32* E, AT* A, const u32* __restrict__ go, int j) {
+// next 8 bits, the advance A (a byte) and an entry E (16 bits: small
+// tables, fewer shared-memory bank conflicts for the lanes' random lookups)
+// such that funnelshift_rc(window, E, E) has the symbol in its low byte: for
+// a coded exponent E is exponent | advance << 8 (>= 256, so the shift clamps
+// to 32 and gives E); for ESC it is 24 - code length, which shifts the
+// literal that follows the code into the low byte. An invalid prefix is
+// 0x8000 | 8 << 8, its bit 15 seen by rd_error.
+#define LCT_E_INVALID 0x8000u
+LCT_DEV void rd_tables(u16* E, u8* A, const u32* __restrict__ go, int j) {
   const u32 g = __ldg(go + j);
-  E[j] = (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : g;
-  A[j] = (AT)((g >> 8) & 0xFFu);
+  E[j] = (u16)((g & LCT_INVALID) ? (LCT_E_INVALID | (g & 0xFFFFu)) : (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : (g & 0xFFFFu));
+  A[j] = (u8)(g >> 8);
 }
 
 LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
@@ -312,8 +316,7 @@ LCT_DEV u32 fshl_clamp(u32 lo, u32 hi, u32 s) {
 
 // rd_pair decodes two symbols into col[0] and col[256] (refilling first):
 // the second one's window is a funnel shift of the buffer, which moves once.
-template <class AT>
-LCT_DEV void rd_pair(Reader& r, const u32* E, const AT* A, u8* col) {
+LCT_DEV void rd_pair(Reader& r, const u16* E, const u8* A, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
   const u32 e1 = E[hi >> 24], a1 = A[hi >> 24];
@@ -326,8 +329,7 @@ LCT_DEV void rd_pair(Reader& r, const u32* E, const AT* A, u8* col) {
   r.seen |= e1 | e2;
 }
 
-template <class AT>
-LCT_DEV void rd_one(Reader& r, const u32* E, const AT* A, u8* col) {
+LCT_DEV void rd_one(Reader& r, const u16* E, const u8* A, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32);
   const u32 e = E[hi >> 24], a = A[hi >> 24];
@@ -339,7 +341,7 @@ LCT_DEV void rd_one(Reader& r, const u32* E, const AT* A, u8* col) {
 
 // rd_error is the reader's error kind at the end of its stream, 0 if none.
 LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
-  if (r.seen & LCT_INVALID) return LCT_ERR_INVALID_CODE;
+  if (r.seen & LCT_E_INVALID) return LCT_ERR_INVALID_CODE;
   if (r.pos > capBits) return LCT_ERR_PAST_CAPACITY;
   return 0;
 }
@@ -701,7 +703,7 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
 // overflow area. E and A are the reader's tables (rd_tables).
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* E, const u32* A, int p0, int pe) {
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u16* E, const u8* A, int p0, int pe) {
   u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
@@ -720,7 +722,7 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
 // decode_columns is decode_column for NT tensors at once, interleaved where
 // all of them decode from their streams.
 template <int NT>
-LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u32* E, const u8* A, int p0, int pe) {
+LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u16* E, const u8* A, int p0, int pe) {
   const int j = threadIdx.x;
   int common = pe;
 #pragma unroll
@@ -823,9 +825,9 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
-  u32* E = (u32*)smem;
-  u32* A = E + 256;
-  u8* ex = (u8*)(A + 256);
+  u16* E = (u16*)smem;
+  u8* A = smem + 512;
+  u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
   rd_tables(E, A, (const u32*)d->tables, j);
@@ -1032,9 +1034,9 @@ template <int NT, int OP, bool OVF>
 LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const u16* __restrict__ grad, const float* sc) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x, b = blockIdx.x;
-  u32* E = (u32*)smem;
-  u32* enc = E + NT * 256;
-  u8* A = (u8*)(enc + NT * 256);  // bytes: two fused SGD CTAs must fit a multiprocessor
+  u32* enc = (u32*)smem;
+  u16* E = (u16*)(enc + NT * 256);
+  u8* A = (u8*)(E + NT * 256);
   u32* tmp = (u32*)(A + NT * 256);
   u8* ex = (u8*)(tmp + 32);
   u32* next = (u32*)(ex + NT * LCT_CHF * 256);
