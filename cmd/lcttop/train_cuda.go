@@ -36,12 +36,13 @@ func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlag
 // this process), which the ledgers in the Snapshot cannot see.
 type deviceLine struct {
 	trainer.Snapshot
-	PoolHeldBytes     int64  `json:"pool_held_bytes"`
-	PoolHeldPeakBytes int64  `json:"pool_held_peak_bytes"`
-	NVMLProcessBytes  uint64 `json:"nvml_process_bytes"`
-	NVMLUsedBytes     uint64 `json:"nvml_used_bytes"`
-	NVMLErr           string `json:"nvml_err,omitempty"`
-	LCTSettles        int    `json:"lct_settles"` // the LCT run's waits for its queued encodes this step
+	PoolHeldBytes     int64   `json:"pool_held_bytes"`
+	PoolHeldPeakBytes int64   `json:"pool_held_peak_bytes"`
+	NVMLProcessBytes  uint64  `json:"nvml_process_bytes"`
+	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
+	NVMLErr           string  `json:"nvml_err,omitempty"`
+	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's waits for its queued encodes this step
+	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (LCTTOP_LCT_PROFILE=1)
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -76,6 +77,10 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		codecName = "gpu"
 		if _, ok := c.(*cudabackend.HostCodec); ok {
 			codecName = "host"
+		}
+		if g, ok := c.(interface{ SetProfile(bool) }); ok && os.Getenv("LCTTOP_LCT_PROFILE") == "1" {
+			// Time the codec's kernels with device events (measuring).
+			g.SetProfile(true)
 		}
 		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
 		// LCTTOP_LCT_WINDOW_MIB: the dense MiB whose encodes may wait for
@@ -137,7 +142,8 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		s := status()
 		if asJSON {
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak,
-				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles})
+				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
+				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6})
 		}
 		line := shadowLine(r)
 		if lct != nil {

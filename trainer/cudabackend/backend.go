@@ -95,6 +95,7 @@ type StepResult struct {
 	BitIdentical           bool          // the losses' bits agree (true when there is no LCT run)
 	CodecTime              time.Duration // the LCT run's encoding and decoding (host time: launches and waits)
 	Settles                int           // the LCT run's waits for its queued encodes
+	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 }
@@ -114,6 +115,9 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 		res.CodecTime = ls.clock.encode + ls.clock.decode
 		res.Settles = ls.clock.settles
+		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
+			res.CodecDeviceTime = p.TakeDeviceTime()
+		}
 		if err != nil {
 			return res, err
 		}

@@ -5,6 +5,7 @@ package cudabackend
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"lcttop/codec"
 	"lcttop/gpu"
@@ -37,6 +38,67 @@ type GPUCodec struct {
 	dev   *gpu.Device
 	keys  map[string]*gpuKey
 	arena histArena
+	// Profile times every queued codec operation with device events (two
+	// event records per operation); TakeDeviceTime returns the sum.
+	Profile bool
+	prof    codecProfile
+}
+
+// SetProfile sets Profile (for callers that hold the codec as a Codec).
+func (c *GPUCodec) SetProfile(on bool) { c.Profile = on }
+
+// codecProfile times the codec's queued work with device events, read at
+// the settles (when the device has finished it, so reading never waits).
+type codecProfile struct {
+	free, used []*gpu.Timer
+	ms         float64
+}
+
+// timed runs op between two event records when profiling.
+func (c *GPUCodec) timed(op func() error) error {
+	if !c.Profile {
+		return op()
+	}
+	var t *gpu.Timer
+	if n := len(c.prof.free); n > 0 {
+		t, c.prof.free = c.prof.free[n-1], c.prof.free[:n-1]
+	} else {
+		var err error
+		if t, err = c.dev.NewTimer(); err != nil {
+			return err
+		}
+	}
+	if err := t.Start(); err != nil {
+		return err
+	}
+	err := op()
+	c.prof.used = append(c.prof.used, t)
+	if serr := t.Stop(); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// collect adds up the timed operations (after a wait for the device).
+func (c *GPUCodec) collect() error {
+	for _, t := range c.prof.used {
+		ms, err := t.Ms()
+		if err != nil {
+			return err
+		}
+		c.prof.ms += ms
+		c.prof.free = append(c.prof.free, t)
+	}
+	c.prof.used = c.prof.used[:0]
+	return nil
+}
+
+// TakeDeviceTime returns the device time of the codec's operations settled
+// since the last call (0 unless Profile is set).
+func (c *GPUCodec) TakeDeviceTime() time.Duration {
+	d := time.Duration(c.prof.ms * float64(time.Millisecond))
+	c.prof.ms = 0
+	return d
 }
 
 // gpuKey is what the codec remembers of one stored tensor.
@@ -146,10 +208,13 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 	}
 	g.settled, g.stats = false, nil
 	buf := dense(src, n)
-	if err := c.dev.Encode(g.t, buf); err != nil {
-		return nil, err
-	}
-	if err := c.arena.count(c.dev, k.slot, buf, n); err != nil {
+	err = c.timed(func() error {
+		if err := c.dev.Encode(g.t, buf); err != nil {
+			return err
+		}
+		return c.arena.count(c.dev, k.slot, buf, n)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -181,6 +246,9 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 	if err := c.dev.SyncDecodeStatus(); err != nil {
 		return fmt.Errorf("gpu codec: %w", err)
 	}
+	if err := c.collect(); err != nil {
+		return err
+	}
 	if len(pend) == 0 {
 		return nil
 	}
@@ -208,7 +276,7 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
 			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 		}
-		if err := c.dev.Encode(g.t, dense(pend[i].Src, g.n)); err != nil {
+		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return err
 		}
 		redo = true
@@ -251,7 +319,7 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	if !ok {
 		return fmt.Errorf("gpu codec: cannot decode a %T", t)
 	}
-	return c.dev.Decode(dense(dst, g.n), g.t)
+	return c.timed(func() error { return c.dev.Decode(dense(dst, g.n), g.t) })
 }
 
 // Free implements Codec.

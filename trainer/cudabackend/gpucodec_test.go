@@ -118,6 +118,7 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 	} {
 		dev := testDevice(t)
 		gc := testGPUCodec(t)
+		gc.Profile = c.window != 0 // one case times the codec's work
 		opts := TrainOptions{
 			Config: Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, c.opt)},
 			Steps:  c.steps, Seed: 23, Data: testData(t, 8), CheckEvery: c.steps,
@@ -129,6 +130,9 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 			}
 			if len(r.Snapshot.Tensors) == 0 {
 				t.Errorf("%s, step %d: no tensor figures", c.name, r.Step)
+			}
+			if (r.CodecDeviceTime > 0) != gc.Profile || r.Settles < 1 {
+				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
 			}
 			return nil
 		})
