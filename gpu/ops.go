@@ -23,9 +23,9 @@ func rowStride(c int) int { return ((c + 3) / 4) | 1 }
 // a spare word past its end.
 func rowStrideOut(c int) int { return ((c+3)/4 + 1) | 1 }
 
-// encodeSmem is the shared memory of lct_encode: encode table, chunk,
-// scratch words, rows.
-func encodeSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStrideOut(c) }
+// encodeSmem is the shared memory of lct_encode: code and length tables,
+// chunk, scratch words, rows.
+func encodeSmem(c int) int { return 1024 + 256 + codecChunk*256 + 32*4 + 256*4*rowStrideOut(c) }
 
 // decodeSmem is the shared memory of lct_decode: its two tables (512 and
 // 256 bytes), chunk, scratch words, rows and the slack of 136 words past

@@ -430,6 +430,25 @@ LCT_DEV void wr_put1(Writer& s, u32 x, const u32* enc) {
   wr_bits<SPARE>(s, e & ~31u, l);
 }
 
+// wr_put2s is wr_put2 with the table split in two: codes (left-aligned,
+// nothing else) and lengths (bytes), so that the lengths come from a lookup
+// rather than from masking (lookups use the load pipe, masks the integer
+// pipe, which the encoder keeps busier).
+template <bool SPARE>
+LCT_DEV void wr_put2s(Writer& s, u32 x1, u32 x2, const u32* code, const u8* len) {
+  const u32 c1 = code[x1], c2 = code[x2];
+  const u32 l1 = len[x1], l2 = len[x2];
+  wr_count(s, l1 + l2, 2);
+  wr_bits<SPARE>(s, c1 | (c2 >> l1), l1 + l2);
+}
+
+template <bool SPARE>
+LCT_DEV void wr_put1s(Writer& s, u32 x, const u32* code, const u8* len) {
+  const u32 l = len[x];
+  wr_count(s, l, 1);
+  wr_bits<SPARE>(s, code[x], l);
+}
+
 // wr_word is word i of the row as appended so far (0 past the row).
 LCT_DEV u32 wr_word(const Writer& s, u32 i) {
   const u32 words = s.end - s.row;
@@ -756,11 +775,16 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride_out(d->C);
-  u32* enc = (u32*)smem;
-  u8* ex = smem + 1024;
+  u32* code = (u32*)smem;
+  u8* len = smem + 1024;
+  u8* ex = len + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  enc[j] = __ldg((const u32*)d->tables + 256 + j);
+  {
+    const u32 e = __ldg((const u32*)d->tables + 256 + j);
+    code[j] = e & ~31u;
+    len[j] = (u8)(e & 31u);
+  }
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
@@ -789,11 +813,11 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
     const int lim = imin(LCT_CH, g.count - p0);
     if (lim == LCT_CH) {
 #pragma unroll 4
-      for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2<true>(w, col[pp * 256], col[pp * 256 + 256], enc);
+      for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
     } else {
       int pp = 0;
-      for (; pp + 1 < lim; pp += 2) wr_put2<true>(w, col[pp * 256], col[pp * 256 + 256], enc);
-      if (pp < lim) wr_put1<true>(w, col[pp * 256], enc);
+      for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
+      if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
     }
     __syncthreads();
   }
