@@ -141,21 +141,23 @@ extern "C" __global__ void gpt_add_v8(bf16_t* dst, const bf16_t* a, const bf16_t
 #define GELU_K 0.7978845608028654f  // sqrt(2/π)
 #define GELU_A 0.044715f
 
-// gelu(v) = 0.5·v·(1 + tanh(k·(v + a·v³))).
-__device__ __forceinline__ float gelu1(float v) {
+// tanh(k·(v + a·v³)), the one transcendental of GELU and its gradient.
+__device__ __forceinline__ float gelu_tanh(float v) {
   float v3 = (v * v) * v;
   float u = GELU_K * (v + GELU_A * v3);
-  return (0.5f * v) * (1.0f + tanh32(u));
+  return tanh32(u);
 }
 
-// gelu'(v).
-__device__ __forceinline__ float gelu_grad1(float v) {
+// gelu(v) = 0.5·v·(1 + t) and gelu'(v), from t = gelu_tanh(v).
+__device__ __forceinline__ float gelu_from(float v, float t) { return (0.5f * v) * (1.0f + t); }
+__device__ __forceinline__ float gelu_grad_from(float v, float t) {
   float v2 = v * v;
-  float u = GELU_K * (v + GELU_A * (v2 * v));
-  float t = tanh32(u);
   float du = GELU_K * (1.0f + (3.0f * GELU_A) * v2);
   return 0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du;
 }
+
+__device__ __forceinline__ float gelu1(float v) { return gelu_from(v, gelu_tanh(v)); }
+__device__ __forceinline__ float gelu_grad1(float v) { return gelu_grad_from(v, gelu_tanh(v)); }
 
 // y = bf16(0.5·x·(1 + tanh(k·(x + a·x³)))); y may be x (ops.GELUForward).
 extern "C" __global__ void gpt_gelu_forward(bf16_t* y, const bf16_t* x, long long n) {
@@ -190,6 +192,42 @@ extern "C" __global__ void gpt_gelu_backward_v8(bf16_t* dx, const bf16_t* dy, co
       st8(dx + i, v);
     } else {
       for (long long k = i; k < n; k++) dx[k] = f2bf(bf2f(dy[k]) * gelu_grad1(bf2f(x[k])));
+    }
+  }
+}
+
+// The backward's two GELU passes over the fc output in one, tanh taken once:
+// dy = bf16(dy·gelu'(x)) and x = bf16(gelu(x)), each as gpt_gelu_backward
+// and gpt_gelu_forward compute it.
+extern "C" __global__ void gpt_gelu_backward_forward(bf16_t* dy, bf16_t* x, long long n) {
+  GRID_STRIDE(i, n) {
+    float v = bf2f(x[i]);
+    float t = gelu_tanh(v);
+    dy[i] = f2bf(bf2f(dy[i]) * gelu_grad_from(v, t));
+    x[i] = f2bf(gelu_from(v, t));
+  }
+}
+
+extern "C" __global__ void gpt_gelu_backward_forward_v8(bf16_t* dy, bf16_t* x, long long n) {
+  GRID_STRIDE8(i, n) {
+    if (VEC8(i, n)) {
+      float v[8], d[8];
+      ld8(v, x + i);
+      ld8(d, dy + i);
+      for (int j = 0; j < 8; j++) {
+        float t = gelu_tanh(v[j]);
+        d[j] = d[j] * gelu_grad_from(v[j], t);
+        v[j] = gelu_from(v[j], t);
+      }
+      st8(dy + i, d);
+      st8(x + i, v);
+    } else {
+      for (long long k = i; k < n; k++) {
+        float v = bf2f(x[k]);
+        float t = gelu_tanh(v);
+        dy[k] = f2bf(bf2f(dy[k]) * gelu_grad_from(v, t));
+        x[k] = f2bf(gelu_from(v, t));
+      }
     }
   }
 }

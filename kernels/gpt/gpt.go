@@ -33,6 +33,8 @@ var Kernels = []string{
 	"gpt_gelu_forward_v8",
 	"gpt_gelu_backward",
 	"gpt_gelu_backward_v8",
+	"gpt_gelu_backward_forward",
+	"gpt_gelu_backward_forward_v8",
 	"gpt_layernorm_stats",
 	"gpt_layernorm_forward",
 	"gpt_layernorm_apply",

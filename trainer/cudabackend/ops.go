@@ -99,6 +99,15 @@ func (o *Ops) GELUBackward(dx, dy, x device.Ptr, n int) error {
 	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, int64(n))
 }
 
+// GELUBackwardForward is GELUBackward(dy, dy, x, n) followed by
+// GELUForward(x, x, n), bit for bit, in one pass that takes the tanh once:
+// the backward's gradient of the fc output and the GELU output it recomputes
+// for the fc-projection weight gradient.
+func (o *Ops) GELUBackwardForward(dy, x device.Ptr, n int) error {
+	defer o.scope("gelu")()
+	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, int64(n))
+}
+
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
 // tokens (device int32, B·T) and the tables wte (V×C), wpe (≥T×C).
 func (o *Ops) EmbeddingForward(x, tokens, wte, wpe device.Ptr, B, T, C int) error {

@@ -42,6 +42,14 @@ func TestAddGELUMatchCPU(t *testing.T) {
 	h.check(h.ops.GELUForward(dx, dx, n))
 	ops.GELUForward(want, x)
 	assertSameBF16(t, "GELUForward in place", h.get16(dx, n), want)
+
+	// Both in one pass, as the backward uses them.
+	dx, dy = h.bf16(x), h.bf16(other)
+	h.check(h.ops.GELUBackwardForward(dy, dx, n))
+	ops.GELUBackward(want, other, x)
+	assertSameBF16(t, "GELUBackwardForward gradient", h.get16(dy, n), want)
+	ops.GELUForward(want, x)
+	assertSameBF16(t, "GELUBackwardForward output", h.get16(dx, n), want)
 }
 
 // The element-wise kernels' vector forms (8 elements through 16-byte
@@ -73,6 +81,9 @@ func TestElementwiseVectorFormsMatchScalar(t *testing.T) {
 		out = append(out, h.get16(dst, n))
 		h.check(h.ops.GELUBackward(dst, in(y), in(x), n))
 		out = append(out, h.get16(dst, n))
+		gy, gx := in(y), in(x)
+		h.check(h.ops.GELUBackwardForward(gy, gx, n))
+		out = append(out, h.get16(gy, n), h.get16(gx, n))
 		dw, dm, dv := in(w), in(m), in(v)
 		h.check(h.ops.AdamW(dw, dm, dv, in(g), n, s))
 		out = append(out, h.get16(dw, n), h.get16(dm, n), h.get16(dv, n))

@@ -234,6 +234,8 @@ static const entry table[] = {
     SEQ(gpt_gelu_forward_v8),
     SEQ(gpt_gelu_backward),
     SEQ(gpt_gelu_backward_v8),
+    SEQ(gpt_gelu_backward_forward),
+    SEQ(gpt_gelu_backward_forward_v8),
     SYNC(gpt_layernorm_stats),
     SYNC(gpt_layernorm_forward),
     SEQ(gpt_layernorm_apply),
