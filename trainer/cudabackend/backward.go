@@ -48,8 +48,9 @@ func (r *Run) backward(tokens []int32, step int) error {
 		r.do(func() error { return r.ops.LinearBackwardInput(fcproj, dh, dres, w) })
 		r.doneParam(p+"fcproj.w", w)
 		h := r.read(a.fc)
-		r.do(func() error { return r.ops.GELUBackward(dh, dh, h, N*4*C) }) // dh: gradient of the fc output
-		r.do(func() error { return r.ops.GELUForward(h, h, N*4*C) })       // h: the GELU output again (its last use)
+		// dh becomes the gradient of the fc output and h the GELU output again
+		// (its last use), in one pass that takes each tanh once.
+		r.do(func() error { return r.ops.GELUBackwardForward(dh, h, N*4*C) })
 		r.linearWeightGrad(fcproj, step, p+"fcproj", dres, h)
 		r.done(a.fc, h)
 		r.st.release(a.fc)
