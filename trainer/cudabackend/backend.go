@@ -15,7 +15,8 @@ type LCTOptions struct {
 	// gives the GPU's).
 	Codec Codec
 	// Window is the dense bytes whose encodes may wait for one settle
-	// (0: 64 MiB); see docs/cuda-trainer.md, "Syncs".
+	// (0: a quarter of the parameters' bytes, within 1..64 MiB); see
+	// docs/cuda-trainer.md, "Syncs".
 	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
@@ -63,7 +64,11 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 		if classes == nil {
 			classes = trainer.DefaultClassCodec
 		}
-		ls, err := newLCTStore(mem, c, classes, lct.Window)
+		window := lct.Window
+		if window == 0 {
+			window = defaultWindow(cfg.Model)
+		}
+		ls, err := newLCTStore(mem, c, classes, window)
 		if err != nil {
 			return nil, err
 		}

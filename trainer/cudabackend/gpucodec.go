@@ -25,9 +25,10 @@ import (
 //   - the first encode of a key fits a codebook to the sample histogram, as
 //     HostCodec does (one wait), and writes the same bytes;
 //   - every encode also counts the exponent histogram of its values into
-//     a device arena; Settle reads the arena once, keeps each tensor's
-//     histogram for its figures and refits the codebook (and layout) of a
-//     key whose code has drifted (see refitSlack) for its next encode;
+//     a device arena; Settle reads the arena once and keeps each tensor's
+//     histogram for its figures, and the key's next encode refits its
+//     codebook if it has drifted (see refitSlack) and chooses the layout
+//     for that histogram;
 //   - the overflow buffer has the room the key's last encode needed plus
 //     headroom; Settle finds the encodes whose spill did not fit and
 //     encodes them again from their sources, which the store keeps until
@@ -108,6 +109,11 @@ type gpuKey struct {
 	layout codec.Layout
 	ovRoom int // overflow bytes the next encode gets
 	slot   int // its histograms in the arena
+	// hist is the histogram of the last settled encode, checked for a
+	// refit at the next encode (when the device has queued work to do
+	// meanwhile, unlike at the settle, where it has just run dry).
+	hist    codec.Histogram
+	toCheck bool
 }
 
 // refitSlack is how much worse, in bits per exponent under the latest
@@ -130,11 +136,13 @@ type gpuTensor struct {
 	key     *gpuKey
 	n       int
 	settled bool
+	stale   bool            // a fresh fit to its histogram saves more than refitSlack
 	hist    codec.Histogram // of the values encoded, read at Settle
 	stats   *codec.Stats    // computed on first use
 }
 
 func (g *gpuTensor) Settled() bool            { return g.settled }
+func (g *gpuTensor) Stale() bool              { return g.stale }
 func (g *gpuTensor) Bytes() int64             { return int64(g.t.StoredBytes()) }
 func (g *gpuTensor) Codebook() codec.Codebook { return g.t.Codebook() }
 
@@ -182,11 +190,15 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 	if err != nil {
 		return nil, err
 	}
+	if k.toCheck {
+		c.refit(k, &k.hist)
+		k.toCheck = false
+	}
 	if err := c.arena.reserve(mem, k.slot); err != nil {
 		return nil, err
 	}
 	g, _ := prev.(*gpuTensor)
-	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > 2*k.ovRoom+4096 {
+	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > k.ovRoom+k.ovRoom/4+4096 {
 		// A new tensor: none yet, another layout, or far more overflow
 		// room than the key needs.
 		t, err := c.dev.NewTensorIn(memAlloc{mem, cat}, n, k.layout, k.cb, k.ovRoom, gpu.Weights)
@@ -206,7 +218,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 			return nil, err
 		}
 	}
-	g.settled, g.stats = false, nil
+	g.settled, g.stats, g.stale = false, nil, false
 	buf := dense(src, n)
 	err = c.timed(func() error {
 		if err := c.dev.Encode(g.t, buf); err != nil {
@@ -297,19 +309,38 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 	}
 	for _, g := range ts {
 		g.hist, g.settled = host.at(g.key.slot-lo), true
-		c.refit(g.key, &g.hist)
+		g.key.hist, g.key.toCheck = g.hist, true
+		// Cheap test here (a code costs at least the entropy); the fit
+		// itself waits for the next encode.
+		cb := g.t.Codebook()
+		g.stale = cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits
 	}
 	return nil
 }
 
-// refit gives k a new codebook (and layout) when its own costs more than
-// refitSlack bits per exponent above a fresh fit to h.
+// staleBits: a codebook costing this much above the entropy of the values
+// it coded was fitted to other values (a good fit costs a few hundredths of
+// a bit above it; one fitted to a state's zeros, several bits).
+const staleBits = 1.0
+
+// refit gives k a new codebook when its own costs more than refitSlack bits
+// per exponent above a fresh fit to h, and the layout h calls for with it
+// (the stream size follows the cost of the values, codebook or not).
 func (c *GPUCodec) refit(k *gpuKey, h *codec.Histogram) {
-	fresh := codec.FitCodebook(k.cc.Dist, h)
-	if k.cb.ExpectedBits(h) <= fresh.ExpectedBits(h)+refitSlack {
+	var total uint64
+	for _, n := range h {
+		total += n
+	}
+	if total == 0 {
 		return
 	}
-	k.cb = fresh
+	cur := k.cb.ExpectedBits(h)
+	if cur > h.Entropy()+refitSlack {
+		// Only then can a fresh fit save refitSlack.
+		if fresh := codec.FitCodebook(k.cc.Dist, h); cur > fresh.ExpectedBits(h)+refitSlack {
+			k.cb = fresh
+		}
+	}
 	k.layout = codec.ChooseLayout(k.cc.Preset, &k.cb, h)
 }
 

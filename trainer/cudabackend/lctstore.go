@@ -108,8 +108,12 @@ type pendingEncode struct {
 	src devPtr
 }
 
-// defaultWindow is the dense bytes an LCT store lets wait for a settle.
-const defaultWindow = 64 << 20
+// defaultWindow is the dense bytes an LCT store lets wait for a settle: a
+// quarter of the parameters' bytes, so that the sources kept stay small
+// beside what the run holds, within 1..64 MiB.
+func defaultWindow(m trainer.ModelConfig) int64 {
+	return min(max(2*int64(m.ParamCount())/4, 1<<20), 64<<20)
+}
 
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
 // (with the codebook of the encode that found compression did not pay).
@@ -126,7 +130,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 		}
 	}
 	if window <= 0 {
-		window = defaultWindow
+		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
 	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{},
 		pendingOf: map[*slot]int{}, window: window, rawLeft: map[*slot]int{}}, nil
@@ -210,6 +214,12 @@ func (st *lctStore) finish(s *slot, p devPtr) error {
 	}
 	h.cb = h.enc.Codebook()
 	st.rawLeft[s] = rawRetry - 1
+	if r, ok := h.enc.(interface{ Stale() bool }); ok && r.Stale() {
+		// Its code was out of date (an optimizer state encoded with the
+		// codebook of its zeros): the codec has a new one; try again at
+		// the next write.
+		st.rawLeft[s] = 0
+	}
 	return st.keepRaw(s, p)
 }
 
