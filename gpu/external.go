@@ -197,3 +197,11 @@ func (t *Tensor) Stats(h codec.Histogram) (codec.Stats, error) {
 	st.Finish(&ct, codeBits)
 	return st, nil
 }
+
+// FusedFits reports whether a fused step from in to out runs as one fused
+// kernel, its shared memory within the device's; otherwise SGDStepLCT and
+// AdamWStepLCT decode, update and encode through scratch buffers of the
+// Device's own, which a caller accounting its memory elsewhere avoids.
+func (d *Device) FusedFits(in, out []*Tensor) bool {
+	return !d.forceUnfused && fusedSmem(in, out) <= d.info.MaxSmemPerBlock
+}

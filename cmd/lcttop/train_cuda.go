@@ -82,6 +82,10 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 			// Time the codec's kernels with device events (measuring).
 			g.SetProfile(true)
 		}
+		if g, ok := c.(interface{ SetFused(bool) }); ok && os.Getenv("LCTTOP_LCT_FUSED") == "1" {
+			// The optimizer fused on the compressed tensors (measuring).
+			g.SetFused(true)
+		}
 		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
 		// LCTTOP_LCT_WINDOW_MIB: the dense MiB whose encodes may wait for
 		// one settle (docs/cuda-trainer.md, "Syncs"), for measuring it.

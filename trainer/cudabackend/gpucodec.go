@@ -42,7 +42,13 @@ type GPUCodec struct {
 	// Profile times every queued codec operation with device events (two
 	// event records per operation); TakeDeviceTime returns the sum.
 	Profile bool
-	prof    codecProfile
+	// Fused applies the optimizer to the compressed tensors in one pass
+	// (gpu's AdamWStepLCT, SGDStepLCT), but for a parameter's first and
+	// every fusedEvery-th update, which go through the dense kernels so
+	// that its histograms (refits) are counted; the figures of a fused
+	// output decode it to count its histogram when asked.
+	Fused bool
+	prof  codecProfile
 }
 
 // SetProfile sets Profile (for callers that hold the codec as a Codec).
@@ -114,6 +120,92 @@ type gpuKey struct {
 	// meanwhile, unlike at the settle, where it has just run dry).
 	hist    codec.Histogram
 	toCheck bool
+	updates int // fused-update candidates seen (parameters' weights)
+}
+
+// fusedEvery: one update in so many of a parameter is not fused.
+const fusedEvery = 8
+
+// SetFused sets Fused (for callers that hold the codec as a Codec).
+func (c *GPUCodec) SetFused(on bool) { c.Fused = on }
+
+// FusedUpdate implements the store's fusedUpdater.
+func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error) {
+	if !c.Fused {
+		return false, nil
+	}
+	k0 := c.keys[keys[0]]
+	if k0 == nil {
+		return false, nil
+	}
+	k0.updates++
+	if k0.updates == 1 || k0.updates%fusedEvery == 0 {
+		// The first update counts the histograms the codebooks of the
+		// states (fitted to their zeros at load) are refitted from.
+		return false, nil
+	}
+	bs := 0
+	for i, key := range keys {
+		k := c.keys[key]
+		g, ok := job.Ins[i].(*gpuTensor)
+		if k == nil || !ok || g.n != job.N {
+			return false, nil
+		}
+		if k.toCheck {
+			c.refit(k, &k.hist)
+			k.toCheck = false
+		}
+		for _, l := range []codec.Layout{k.layout, g.t.Layout()} {
+			if bs == 0 {
+				bs = l.BlockSize
+			}
+			if l.BlockSize != bs {
+				return false, nil // the kernels want one block size
+			}
+		}
+	}
+	for i, key := range keys {
+		k := c.keys[key]
+		t, err := c.dev.NewTensorIn(memAlloc{mem, cats[i]}, job.N, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		if err != nil {
+			for _, o := range job.Outs {
+				c.Free(mem, o)
+			}
+			job.Outs = nil
+			return false, fmt.Errorf("gpu codec: %s: %w", key, err)
+		}
+		t.Name = key
+		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem})
+	}
+	in, out := job.tensors()
+	if !c.dev.FusedFits(in, out) {
+		// Too much shared memory: gpu would take scratch of its own.
+		for _, o := range job.Outs {
+			c.Free(mem, o)
+		}
+		job.Outs = nil
+		return false, nil
+	}
+	return true, c.timed(func() error { return c.launchFused(job) })
+}
+
+// tensors are job's inputs and outputs as gpu tensors.
+func (job *FusedJob) tensors() (in, out []*gpu.Tensor) {
+	for i := range job.Ins {
+		in = append(in, job.Ins[i].(*gpuTensor).t)
+		out = append(out, job.Outs[i].(*gpuTensor).t)
+	}
+	return in, out
+}
+
+// launchFused queues job's update from its inputs into its outputs.
+func (c *GPUCodec) launchFused(job *FusedJob) error {
+	in, out := job.tensors()
+	g := dense(job.G, job.N)
+	if a := job.Opt.AdamW; a != nil {
+		return c.dev.AdamWStepLCT(out[0], out[1], out[2], in[0], in[1], in[2], g, gpu.AdamWStep(a.Step(job.Step, job.Decay)))
+	}
+	return c.dev.SGDStepLCT(out[0], out[1], in[0], in[1], g, gpu.SGDStep(job.Opt.SGD.Step(job.Step, job.Decay)))
 }
 
 // refitSlack is how much worse, in bits per exponent under the latest
@@ -136,13 +228,16 @@ type gpuTensor struct {
 	key     *gpuKey
 	n       int
 	settled bool
-	stale   bool            // a fresh fit to its histogram saves more than refitSlack
 	hist    codec.Histogram // of the values encoded, read at Settle
 	stats   *codec.Stats    // computed on first use
+	cat     trainer.Category
+	// codec and mem, for an output of a fused update (no histogram
+	// counted): its figures decode it to count one when asked.
+	codec *GPUCodec
+	mem   *Mem
 }
 
 func (g *gpuTensor) Settled() bool            { return g.settled }
-func (g *gpuTensor) Stale() bool              { return g.stale }
 func (g *gpuTensor) Bytes() int64             { return int64(g.t.StoredBytes()) }
 func (g *gpuTensor) Codebook() codec.Codebook { return g.t.Codebook() }
 
@@ -151,6 +246,13 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 		return codec.Stats{}, fmt.Errorf("%s: figures asked before its encode was settled", g.t.Name)
 	}
 	if g.stats == nil {
+		if g.codec != nil {
+			h, err := g.codec.histogramOf(g)
+			if err != nil {
+				return codec.Stats{}, err
+			}
+			g.hist, g.codec = h, nil
+		}
 		s, err := g.t.Stats(g.hist)
 		if err != nil {
 			return s, err
@@ -158,6 +260,20 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 		g.stats = &s
 	}
 	return *g.stats, nil
+}
+
+// histogramOf decodes g into scratch and counts its exponents (waits).
+func (c *GPUCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
+	var h codec.Histogram
+	p, err := g.mem.Alloc(trainer.CodecScratch, 2*int64(g.n))
+	if err != nil {
+		return h, err
+	}
+	defer g.mem.Free(p)
+	if err := c.dev.Decode(dense(p, g.n), g.t); err != nil {
+		return h, err
+	}
+	return c.dev.FullHistogram(dense(p, g.n), g.n)
 }
 
 // memAlloc gives a tensor's sections from a run's Mem: the encoded
@@ -206,7 +322,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 			return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		g = &gpuTensor{t: t, key: k, n: n}
+		g = &gpuTensor{t: t, key: k, n: n, cat: cat}
 	} else {
 		// Encode into prev: its decode, queued before, has read it.
 		if g.t.Codebook() != k.cb {
@@ -218,7 +334,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 			return nil, err
 		}
 	}
-	g.settled, g.stats, g.stale = false, nil, false
+	g.settled, g.stats, g.codec = false, nil, nil
 	buf := dense(src, n)
 	err = c.timed(func() error {
 		if err := c.dev.Encode(g.t, buf); err != nil {
@@ -272,13 +388,18 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 			return fmt.Errorf("gpu codec: cannot settle a %T", p.T)
 		}
 		ts[i] = g
+		if p.Job != nil {
+			continue // a fused update's output: no histogram counted
+		}
 		if lo < 0 || g.key.slot < lo {
 			lo = g.key.slot
 		}
 		hi = max(hi, g.key.slot)
 	}
-	// Encodes whose spill did not fit: more room, and again from the source.
+	// Encodes whose spill did not fit: more room, and again from the
+	// source (a fused update: again from its inputs, all its outputs).
 	redo := false
+	rerun := map[*FusedJob]bool{}
 	for i, g := range ts {
 		need := g.t.OverflowLen()
 		g.key.ovRoom = need + need/8 + 1024
@@ -288,10 +409,19 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
 			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 		}
+		redo = true
+		if j := pend[i].Job; j != nil {
+			rerun[j] = true
+			continue
+		}
 		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return err
 		}
-		redo = true
+	}
+	for j := range rerun {
+		if err := c.timed(func() error { return c.launchFused(j) }); err != nil {
+			return err
+		}
 	}
 	if redo {
 		if err := c.dev.SyncDecodeStatus(); err != nil {
@@ -303,19 +433,88 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 			}
 		}
 	}
-	host, err := c.arena.read(mem, lo, hi)
-	if err != nil {
-		return err
+	var host hostHists
+	if lo >= 0 {
+		var err error
+		if host, err = c.arena.read(mem, lo, hi); err != nil {
+			return err
+		}
 	}
-	for _, g := range ts {
+	var recode []int
+	for i, g := range ts {
+		if pend[i].Job != nil {
+			g.settled = true
+			continue
+		}
 		g.hist, g.settled = host.at(g.key.slot-lo), true
 		g.key.hist, g.key.toCheck = g.hist, true
 		// Cheap test here (a code costs at least the entropy); the fit
-		// itself waits for the next encode.
+		// itself waits for the next encode, unless the code is stale.
 		cb := g.t.Codebook()
-		g.stale = cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits
+		if cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits {
+			recode = append(recode, i)
+		}
 	}
-	return nil
+	return c.recode(mem, ts, pend, recode)
+}
+
+// recode encodes again, from their sources and with codebooks fitted to
+// them, the tensors ts[i] (i in idx) whose code was stale: an optimizer
+// state's first encodes after its zeros, whose values move by whole
+// exponents from step to step. It waits once more, and again for any
+// spill that did not fit.
+func (c *GPUCodec) recode(mem *Mem, ts []*gpuTensor, pend []Pending, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	for _, i := range idx {
+		g := ts[i]
+		k := g.key
+		c.refit(k, &g.hist)
+		k.toCheck = false
+		if g.t.Layout() != k.layout {
+			t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, k.ovRoom, gpu.Weights)
+			if err != nil {
+				return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
+			}
+			t.Name = g.t.Name
+			g.t.Free()
+			g.t = t
+		} else if err := g.t.SetCodebook(k.cb); err != nil {
+			return err
+		}
+		g.stats = nil
+		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
+			return err
+		}
+	}
+	for round := 0; ; round++ {
+		if err := c.dev.SyncDecodeStatus(); err != nil {
+			return fmt.Errorf("gpu codec: %w", err)
+		}
+		again := false
+		for _, i := range idx {
+			g := ts[i]
+			need := g.t.OverflowLen()
+			g.key.ovRoom = need + need/8 + 1024
+			if !g.t.Overflowed() {
+				continue
+			}
+			if round > 0 {
+				return fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), g.t.OverflowLen())
+			}
+			if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
+				return err
+			}
+			if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
+				return err
+			}
+			again = true
+		}
+		if !again {
+			return nil
+		}
+	}
 }
 
 // staleBits: a codebook costing this much above the entropy of the values

@@ -104,8 +104,9 @@ func TestGPUCodecMatchesHostCodec(t *testing.T) {
 }
 
 // The LCT run on the GPU codec takes the shadow's steps bit for bit with
-// either optimizer: losses every step, every weight and state when checked;
-// a small window makes it settle many times a step.
+// either optimizer, the update fused on the compressed tensors after a
+// parameter's first: losses every step, every weight and state when
+// checked; a small window makes it settle many times a step.
 func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -113,12 +114,13 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 		window int64
 		steps  int
 	}{
-		{"adamw", "adamw", 0, 2},
-		{"sgd, 16 KiB window", "sgd", 16 << 10, 2},
+		{"adamw, fused", "adamw", 0, 3},
+		{"sgd, fused, 16 KiB window", "sgd", 16 << 10, 2},
 	} {
 		dev := testDevice(t)
 		gc := testGPUCodec(t)
 		gc.Profile = c.window != 0 // one case times the codec's work
+		gc.Fused = true
 		opts := TrainOptions{
 			Config: Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, c.opt)},
 			Steps:  c.steps, Seed: 23, Data: testData(t, 8), CheckEvery: c.steps,
@@ -146,10 +148,10 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 }
 
 // Adam's states start at zero, so their first codebooks know one exponent:
-// the codec refits them from the histograms it reads at Settle (at the next
-// encode), the store tries the state again at once rather than keeping it
-// raw for rawRetry writes, and the tensor figures follow the values
-// encoded.
+// a settle finds the code stale and encodes the state again with a codebook
+// fitted to its values (rather than the store keeping it raw), later
+// drifts are refitted at the next encode, and the tensor figures follow the
+// values encoded.
 func TestGPUCodecRefitsDriftedCodebooks(t *testing.T) {
 	dev := testDevice(t)
 	gc := testGPUCodec(t)

@@ -34,10 +34,33 @@ type Codec interface {
 	Free(mem *Mem, t Compressed)
 }
 
-// Pending is an encode not yet settled and the values it encodes.
+// Pending is an encode not yet settled and the values it encodes: the
+// dense source Src, or for an output of a fused update, Job (its inputs and
+// gradient, which the caller keeps until the settle).
 type Pending struct {
 	T   Compressed
 	Src devPtr
+	Job *FusedJob
+}
+
+// FusedJob is one fused optimizer update of compressed tensors: what it
+// read and wrote, so that a settle can run it again.
+type FusedJob struct {
+	Ins, Outs []Compressed
+	G         devPtr
+	N         int
+	Opt       Optimizer
+	Step      int
+	Decay     bool
+}
+
+// fusedUpdater is a codec that applies the optimizer to compressed
+// tensors in one pass (GPUCodec with Fused set).
+type fusedUpdater interface {
+	// FusedUpdate queues job (Ins, G, ...) into new tensors for keys and
+	// fills job.Outs; false when it does not apply (the caller decodes,
+	// updates and encodes instead).
+	FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error)
 }
 
 // Compressed is one compressed tensor in device memory.
@@ -106,6 +129,7 @@ const rawRetry = 8
 type pendingEncode struct {
 	s   *slot
 	src devPtr
+	job *FusedJob
 }
 
 // defaultWindow is the dense bytes an LCT store lets wait for a settle: a
@@ -174,7 +198,7 @@ func (st *lctStore) encode(s *slot, p devPtr) error {
 		return st.finish(s, p)
 	}
 	st.pendingOf[s] = len(st.pending)
-	st.pending = append(st.pending, pendingEncode{s, p})
+	st.pending = append(st.pending, pendingEncode{s: s, src: p})
 	st.pendingBytes += 2 * int64(s.n)
 	if st.pendingBytes >= st.window {
 		return st.settleNow()
@@ -214,12 +238,6 @@ func (st *lctStore) finish(s *slot, p devPtr) error {
 	}
 	h.cb = h.enc.Codebook()
 	st.rawLeft[s] = rawRetry - 1
-	if r, ok := h.enc.(interface{ Stale() bool }); ok && r.Stale() {
-		// Its code was out of date (an optimizer state encoded with the
-		// codebook of its zeros): the codec has a new one; try again at
-		// the next write.
-		st.rawLeft[s] = 0
-	}
 	return st.keepRaw(s, p)
 }
 
@@ -231,7 +249,9 @@ func (st *lctStore) dropPending(s *slot) {
 		return
 	}
 	delete(st.pendingOf, s)
-	st.mem.Free(st.pending[i].src)
+	if st.pending[i].src != 0 {
+		st.mem.Free(st.pending[i].src)
+	}
 	st.pendingBytes -= 2 * int64(s.n)
 	st.pending[i] = pendingEncode{}
 }
@@ -248,16 +268,23 @@ func (st *lctStore) settleNow() error {
 	st.clock.settles++
 	var pend []Pending
 	var owners []pendingEncode
+	jobs := map[*FusedJob]bool{}
 	for _, p := range st.pending {
 		if p.s != nil {
-			pend = append(pend, Pending{T: st.held[p.s].enc, Src: p.src})
+			pend = append(pend, Pending{T: st.held[p.s].enc, Src: p.src, Job: p.job})
 			owners = append(owners, p)
+			if p.job != nil {
+				jobs[p.job] = true
+			}
 		}
 	}
 	st.pending, st.pendingBytes = st.pending[:0], 0
 	clear(st.pendingOf)
 	err := st.codec.Settle(st.mem, pend)
 	for _, p := range owners {
+		if p.job != nil {
+			continue // its outputs stay compressed; the job is freed below
+		}
 		if err != nil {
 			st.mem.Free(p.src)
 			continue
@@ -265,6 +292,12 @@ func (st *lctStore) settleNow() error {
 		if ferr := st.finish(p.s, p.src); ferr != nil && err == nil {
 			err = ferr
 		}
+	}
+	for j := range jobs {
+		for _, in := range j.Ins {
+			st.codec.Free(st.mem, in)
+		}
+		st.mem.Free(j.G)
 	}
 	return err
 }
@@ -380,8 +413,55 @@ func (st *lctStore) release(s *slot) {
 // update decodes the parameter and its states into codec scratch, applies
 // the optimizer with the dense run's kernels (so both runs compute the same
 // bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) error {
+func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) (bool, error) {
 	slots := append([]*slot{p.w}, p.state...)
+	if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
+		return took, err
+	}
+	return false, st.updateUnfused(p, slots, g, step, opt)
+}
+
+// fusedUpdate applies the update in one pass on the compressed tensors
+// when the codec can (every slot compressed and settled): the new tensors
+// are pending until the settle, which keeps the old ones and g (the store
+// takes g: true) to run it again if a spill did not fit.
+func (st *lctStore) fusedUpdate(p *param, slots []*slot, g devPtr, step int, opt Optimizer) (bool, error) {
+	fu, ok := st.codec.(fusedUpdater)
+	if !ok {
+		return false, nil
+	}
+	job := &FusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
+	keys := make([]string, len(slots))
+	cats := make([]trainer.Category, len(slots))
+	for i, s := range slots {
+		h := st.held[s]
+		if _, pending := st.pendingOf[s]; pending || h == nil || h.enc == nil || st.rawLeft[s] > 0 {
+			return false, nil
+		}
+		job.Ins = append(job.Ins, h.enc)
+		keys[i], cats[i] = s.name, s.cat
+	}
+	start := time.Now()
+	took, err := fu.FusedUpdate(st.mem, keys, cats, job)
+	st.clock.encode += time.Since(start)
+	if !took || err != nil {
+		return false, err
+	}
+	st.dropKept(p.w)
+	for i, s := range slots {
+		st.held[s] = &lctHeld{enc: job.Outs[i]}
+		st.pendingOf[s] = len(st.pending)
+		st.pending = append(st.pending, pendingEncode{s: s, job: job})
+		st.pendingBytes += 2 * int64(s.n)
+	}
+	if st.pendingBytes >= st.window {
+		return true, st.settleNow()
+	}
+	return true, nil
+}
+
+// updateUnfused decodes, updates with the dense run's kernels and encodes.
+func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, opt Optimizer) error {
 	views := make([]devPtr, len(slots))
 	freeViews := func(from int) {
 		for _, v := range views[from:] {

@@ -305,7 +305,11 @@ func (r *Run) doneParam(name string, p device.Ptr) {
 // update applies the optimizer to parameter name from gradient g and frees g.
 func (r *Run) update(step int, name string, g device.Ptr) {
 	if r.err == nil {
-		r.keep(r.st.update(r.byName[name], g, step, r.cfg.Optimizer))
+		took, err := r.st.update(r.byName[name], g, step, r.cfg.Optimizer)
+		r.keep(err)
+		if took {
+			return
+		}
 	}
 	r.free(g)
 }

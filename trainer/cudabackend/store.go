@@ -24,8 +24,9 @@ type store interface {
 	commit(s *slot, p device.Ptr, keep bool) error
 	// release drops what s holds (its last use).
 	release(s *slot)
-	// update applies the optimizer at step to p and its states from g.
-	update(p *param, g device.Ptr, step int, opt Optimizer) error
+	// update applies the optimizer at step to p and its states from g;
+	// true when the store took g (it frees it), else the caller frees it.
+	update(p *param, g device.Ptr, step int, opt Optimizer) (bool, error)
 	// settle completes the work the store left queued (the end of a step).
 	settle() error
 }
@@ -90,9 +91,9 @@ func (d *denseStore) release(s *slot) {
 
 func (d *denseStore) settle() error { return nil }
 
-func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer) error {
+func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer) (bool, error) {
 	if opt.AdamW != nil {
-		return d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
+		return false, d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
 	}
-	return d.ops.SGD(p.w.ptr, p.state[0].ptr, g, p.n, opt.SGD.Step(step, p.decay))
+	return false, d.ops.SGD(p.w.ptr, p.state[0].ptr, g, p.n, opt.SGD.Step(step, p.decay))
 }
