@@ -15,7 +15,7 @@ type LCTOptions struct {
 	// gives the GPU's).
 	Codec Codec
 	// Window is the dense bytes whose encodes may wait for one settle
-	// (0: a quarter of the parameters' bytes, within 1..64 MiB); see
+	// (0: a quarter of the parameters' bytes, within 256 KiB..64 MiB); see
 	// docs/cuda-trainer.md, "Syncs".
 	Window int64
 	// Classes is the codec setting per tensor class (nil:

@@ -396,11 +396,40 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 		}
 		hi = max(hi, g.key.slot)
 	}
+	// The histograms first: a tensor whose code was stale is encoded again
+	// with a fitted codebook below, not again with the stale one.
+	var host hostHists
+	if lo >= 0 {
+		var err error
+		if host, err = c.arena.read(mem, lo, hi); err != nil {
+			return err
+		}
+	}
+	var recode []int
+	stale := make([]bool, len(ts))
+	for i, g := range ts {
+		if pend[i].Job != nil {
+			g.settled = true
+			continue
+		}
+		g.hist, g.settled = host.at(g.key.slot-lo), true
+		g.key.hist, g.key.toCheck = g.hist, true
+		// Cheap test here (a code costs at least the entropy); the fit
+		// itself waits for the next encode, unless the code is stale.
+		cb := g.t.Codebook()
+		if cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits {
+			recode = append(recode, i)
+			stale[i] = true
+		}
+	}
 	// Encodes whose spill did not fit: more room, and again from the
 	// source (a fused update: again from its inputs, all its outputs).
 	redo := false
 	rerun := map[*FusedJob]bool{}
 	for i, g := range ts {
+		if stale[i] {
+			continue
+		}
 		need := g.t.OverflowLen()
 		g.key.ovRoom = need + need/8 + 1024
 		if !g.t.Overflowed() {
@@ -427,32 +456,10 @@ func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
 		if err := c.dev.SyncDecodeStatus(); err != nil {
 			return fmt.Errorf("gpu codec: %w", err)
 		}
-		for _, g := range ts {
-			if g.t.Overflowed() {
+		for i, g := range ts {
+			if !stale[i] && g.t.Overflowed() {
 				return fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), g.t.OverflowLen())
 			}
-		}
-	}
-	var host hostHists
-	if lo >= 0 {
-		var err error
-		if host, err = c.arena.read(mem, lo, hi); err != nil {
-			return err
-		}
-	}
-	var recode []int
-	for i, g := range ts {
-		if pend[i].Job != nil {
-			g.settled = true
-			continue
-		}
-		g.hist, g.settled = host.at(g.key.slot-lo), true
-		g.key.hist, g.key.toCheck = g.hist, true
-		// Cheap test here (a code costs at least the entropy); the fit
-		// itself waits for the next encode, unless the code is stale.
-		cb := g.t.Codebook()
-		if cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits {
-			recode = append(recode, i)
 		}
 	}
 	return c.recode(mem, ts, pend, recode)
@@ -472,17 +479,15 @@ func (c *GPUCodec) recode(mem *Mem, ts []*gpuTensor, pend []Pending, idx []int) 
 		k := g.key
 		c.refit(k, &g.hist)
 		k.toCheck = false
-		if g.t.Layout() != k.layout {
-			t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, k.ovRoom, gpu.Weights)
-			if err != nil {
-				return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
-			}
-			t.Name = g.t.Name
-			g.t.Free()
-			g.t = t
-		} else if err := g.t.SetCodebook(k.cb); err != nil {
-			return err
+		// A new tensor: the stale one's overflow room was sized for a
+		// spill of nearly every value.
+		t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, 0, gpu.Weights)
+		if err != nil {
+			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 		}
+		t.Name = g.t.Name
+		g.t.Free()
+		g.t = t
 		g.stats = nil
 		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return err

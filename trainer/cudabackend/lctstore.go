@@ -134,9 +134,9 @@ type pendingEncode struct {
 
 // defaultWindow is the dense bytes an LCT store lets wait for a settle: a
 // quarter of the parameters' bytes, so that the sources kept stay small
-// beside what the run holds, within 1..64 MiB.
+// beside what the run holds, within 256 KiB..64 MiB.
 func defaultWindow(m trainer.ModelConfig) int64 {
-	return min(max(2*int64(m.ParamCount())/4, 1<<20), 64<<20)
+	return min(max(2*int64(m.ParamCount())/4, 256<<10), 64<<20)
 }
 
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
