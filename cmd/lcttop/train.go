@@ -46,6 +46,9 @@ type cudaFlags struct {
 	sweep, shadowOnly                bool
 	sweepMin, sweepMax, sweepQuantum int
 	timingWarmup                     int
+	lctCodec                         string // host|gpu; "" picks the GPU's where the build has its kernels
+	fusedUpdate, codecProfile        bool
+	settleWindowMiB                  int // 0: sized from the model
 }
 
 func newTrainCmd() *cobra.Command {
@@ -116,14 +119,19 @@ momentum, adam_m, adam_v, activation.`,
 	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (to measure it)")
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
+	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu (default: gpu where this build has its kernels)")
+	fs.BoolVar(&f.cuda.fusedUpdate, "fused-update", false, "--backend cuda: update weights and optimizer states with the fused kernels on compressed tensors")
+	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "--backend cuda: time the GPU codec's kernels with device events (lct_codec_device_ms in --json)")
+	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values whose encodes may wait for one settle (0: sized from the model)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
 	return cmd
 }
 
 // cudaOnly and cpuOnly are the flags one backend takes and the other does not.
 var (
-	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup"}
-	cpuOnly  = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
+	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup",
+		"lct-codec", "fused-update", "codec-profile", "settle-window"}
+	cpuOnly = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
 )
 
 // checkBackendFlags refuses a flag the chosen backend would ignore, and the

@@ -11,7 +11,6 @@ import (
 	"math"
 	"os"
 	"os/signal"
-	"strconv"
 	"time"
 
 	"lcttop/gpu"
@@ -42,7 +41,7 @@ type deviceLine struct {
 	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
 	NVMLErr           string  `json:"nvml_err,omitempty"`
 	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's waits for its queued encodes this step
-	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (LCTTOP_LCT_PROFILE=1)
+	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -67,34 +66,35 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	var lct *cudabackend.LCTOptions
 	codecName := ""
 	if !cf.shadowOnly {
-		// LCTTOP_CUDA_CODEC=host|gpu picks the LCT run's codec (a debugging
-		// switch; the default is the GPU's where the build has its kernels).
-		c, closeCodec, err := cudabackend.OpenCodec(os.Getenv("LCTTOP_CUDA_CODEC"))
+		c, closeCodec, err := cudabackend.OpenCodec(cf.lctCodec)
 		if err != nil {
-			return fmt.Errorf("LCTTOP_CUDA_CODEC: %w", err)
+			return fmt.Errorf("--lct-codec: %w", err)
 		}
 		defer closeCodec()
 		codecName = "gpu"
 		if _, ok := c.(*cudabackend.HostCodec); ok {
 			codecName = "host"
 		}
-		if g, ok := c.(interface{ SetProfile(bool) }); ok && os.Getenv("LCTTOP_LCT_PROFILE") == "1" {
-			// Time the codec's kernels with device events (measuring).
+		if cf.codecProfile {
+			g, ok := c.(interface{ SetProfile(bool) })
+			if !ok {
+				return fmt.Errorf("--codec-profile: the %s codec has no device kernels to time", codecName)
+			}
 			g.SetProfile(true)
 		}
-		if g, ok := c.(interface{ SetFused(bool) }); ok && os.Getenv("LCTTOP_LCT_FUSED") == "1" {
-			// The optimizer fused on the compressed tensors (measuring).
+		if cf.fusedUpdate {
+			g, ok := c.(interface{ SetFused(bool) })
+			if !ok {
+				return fmt.Errorf("--fused-update: the %s codec has no fused update", codecName)
+			}
 			g.SetFused(true)
 		}
 		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
-		// LCTTOP_LCT_WINDOW_MIB: the dense MiB whose encodes may wait for
-		// one settle (docs/cuda-trainer.md, "Syncs"), for measuring it.
-		if w := os.Getenv("LCTTOP_LCT_WINDOW_MIB"); w != "" {
-			mib, err := strconv.Atoi(w)
-			if err != nil || mib < 1 {
-				return fmt.Errorf("LCTTOP_LCT_WINDOW_MIB=%q: want a positive number of MiB", w)
-			}
-			lct.Window = int64(mib) << 20
+		switch {
+		case cf.settleWindowMiB < 0:
+			return fmt.Errorf("--settle-window %d: want a positive number of MiB (0: sized from the model)", cf.settleWindowMiB)
+		case cf.settleWindowMiB > 0:
+			lct.Window = int64(cf.settleWindowMiB) << 20
 		}
 	}
 	nv, nvErr := gpu.OpenNVML()

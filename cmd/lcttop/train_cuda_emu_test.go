@@ -74,3 +74,30 @@ func TestTrainCUDAEmuLines(t *testing.T) {
 		}
 	}
 }
+
+// Bad LCT-run flags are refused before any training, saying which flag.
+func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
+	dev, err := emu.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	cfg := trainer.DefaultConfig()
+	cfg.Backend, cfg.Optimizer, cfg.Steps, cfg.Batch, cfg.SeqLen = "cuda", "sgd", 1, 1, 8
+	for _, c := range []struct {
+		cf   cudaFlags
+		want string
+	}{
+		{cudaFlags{lctCodec: "zstd"}, "--lct-codec"},
+		{cudaFlags{settleWindowMiB: -3}, "--settle-window -3"},
+	} {
+		var out bytes.Buffer
+		err := trainOnDevice(context.Background(), &out, dev, cfg, c.cf, true)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one naming %s", c.cf, err, c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%+v: printed %q before refusing", c.cf, out.String())
+		}
+	}
+}
