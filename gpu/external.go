@@ -32,30 +32,7 @@ func (d *Device) NewTensorIn(a Allocator, n int, l codec.Layout, cb codec.Codebo
 	if a == nil {
 		return nil, errors.New("gpu: new tensor: nil allocator")
 	}
-	if n < 0 || n > codec.MaxElements {
-		return nil, fmt.Errorf("gpu: new tensor: %d elements, want 0..%d", n, codec.MaxElements)
-	}
-	if err := l.Validate(); err != nil {
-		return nil, fmt.Errorf("gpu: new tensor: %w", err)
-	}
-	if err := cb.Validate(); err != nil {
-		return nil, fmt.Errorf("gpu: new tensor: %w", err)
-	}
-	if overflowCap < 0 {
-		return nil, fmt.Errorf("gpu: new tensor: overflow capacity %d", overflowCap)
-	}
-	t := &Tensor{dev: d, cat: cat, alloc: a}
-	err := d.do(func() error {
-		if err := t.reshape(n, l, overflowCap); err != nil {
-			t.release()
-			return err
-		}
-		return t.setCodebook(cb)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return d.newTensor(a, n, l, cb, overflowCap, cat)
 }
 
 // External is a Buffer over bytes of device memory at ptr that the caller

@@ -41,6 +41,12 @@ const descBytes = 14 * 8
 // overflowCap bytes, to OverflowPool. Its contents are undefined until an
 // encode, a fused step or Upload writes them.
 func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	return d.newTensor(nil, n, l, cb, overflowCap, cat)
+}
+
+// newTensor is NewTensor with the sections taken from a (nil: d's own
+// allocations).
+func (d *Device) newTensor(a Allocator, n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
 	if n < 0 || n > codec.MaxElements {
 		return nil, fmt.Errorf("gpu: new tensor: %d elements, want 0..%d", n, codec.MaxElements)
 	}
@@ -53,7 +59,7 @@ func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap
 	if overflowCap < 0 {
 		return nil, fmt.Errorf("gpu: new tensor: overflow capacity %d", overflowCap)
 	}
-	t := &Tensor{dev: d, cat: cat}
+	t := &Tensor{dev: d, cat: cat, alloc: a}
 	err := d.do(func() error {
 		if err := t.reshape(n, l, overflowCap); err != nil {
 			t.release()
