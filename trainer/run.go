@@ -93,19 +93,30 @@ func InitialValues(m ModelConfig, seed uint64) map[string][]uint16 {
 	return out
 }
 
+// StoredValues returns what vals holds for the tensor called name, of n
+// values: a parameter (isParam) must be there, a missing optimizer state
+// starts at zero. Both backends load through it.
+func StoredValues(vals map[string][]uint16, name string, n int, isParam bool) ([]uint16, error) {
+	v, ok := vals[name]
+	switch {
+	case !ok && isParam:
+		return nil, fmt.Errorf("parameter %s missing", name)
+	case !ok:
+		return make([]uint16, n), nil
+	case len(v) != n:
+		return nil, fmt.Errorf("tensor %s: %d values, the model needs %d", name, len(v), n)
+	}
+	return v, nil
+}
+
 // load sets every parameter and optimizer state; states missing from vals
 // start at zero.
 func (r *run) load(vals map[string][]uint16) error {
 	for _, p := range r.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
-			v, ok := vals[s.name]
-			switch {
-			case !ok && s == p.w:
-				return fmt.Errorf("parameter %s missing", s.name)
-			case !ok:
-				v = make([]uint16, s.n)
-			case len(v) != s.n:
-				return fmt.Errorf("tensor %s: %d values, the model needs %d", s.name, len(v), s.n)
+			v, err := StoredValues(vals, s.name, s.n, s == p.w)
+			if err != nil {
+				return err
 			}
 			r.st.set(s, v)
 		}

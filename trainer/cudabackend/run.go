@@ -156,14 +156,9 @@ func (r *Run) ResetPeak() { r.mem.ledger.ResetPeak() }
 func (r *Run) Load(vals map[string][]uint16) error {
 	for _, p := range r.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
-			v, ok := vals[s.name]
-			switch {
-			case !ok && s == p.w:
-				return fmt.Errorf("parameter %s missing", s.name)
-			case !ok:
-				v = make([]uint16, s.n)
-			case len(v) != s.n:
-				return fmt.Errorf("tensor %s: %d values, the model needs %d", s.name, len(v), s.n)
+			v, err := trainer.StoredValues(vals, s.name, s.n, s == p.w)
+			if err != nil {
+				return err
 			}
 			if err := r.st.set(s, v); err != nil {
 				return fmt.Errorf("loading %s: %w", s.name, err)
