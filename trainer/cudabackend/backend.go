@@ -72,6 +72,7 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 		if err != nil {
 			return nil, err
 		}
+		ls.rawBelow = smallParamLimit(cfg.Model)
 		st = ls
 	}
 	r, err := newRun(name, cfg, mem, st)

@@ -165,3 +165,48 @@ func TestSnapshot(t *testing.T) {
 		t.Error("a mismatch was reported as identical")
 	}
 }
+
+// The store keeps tensors up to its size limit as they are, though the
+// codec would make some of them smaller: with the limit raised past the
+// tiny model's biases, none of those is compressed after a step, where
+// without it some are.
+func TestLCTStoreKeepsSmallTensorsRaw(t *testing.T) {
+	dev := testDevice(t)
+	m, err := trainer.LookupModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
+	const limit = 4 * 128 // the largest bias (fc.b)
+	compressedSmall := func(raise bool) []string {
+		b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if raise {
+			b.LCT.st.(*lctStore).rawBelow = limit
+		}
+		text := testData(t, cfg.SeqLen)
+		if _, err := b.Step(text.TrainBatch(4, 1, cfg.Batch, cfg.SeqLen), 1); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := b.Tensors()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range ts {
+			if s.Elements <= limit && !s.Raw {
+				names = append(names, s.Name)
+			}
+		}
+		return names
+	}
+	if got := compressedSmall(false); len(got) == 0 {
+		t.Fatalf("without the limit no tensor of at most %d values is compressed: the test shows nothing", limit)
+	}
+	if got := compressedSmall(true); len(got) > 0 {
+		t.Errorf("tensors of at most %d values compressed: %v", limit, got)
+	}
+}

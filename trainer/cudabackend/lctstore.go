@@ -107,6 +107,9 @@ type lctStore struct {
 	pendingBytes int64
 	window       int64
 	rawLeft      map[*slot]int // writes still to be stored as they are
+	// rawBelow: tensors of at most this many values are always stored as
+	// they are (smallParamLimit).
+	rawBelow int
 
 	// kept is the last weight view a reader handed back (at most
 	// keptLimit bytes): backward reads a weight for its input gradient just
@@ -171,6 +174,9 @@ func (st *lctStore) encode(s *slot, p devPtr) error {
 	}()
 	st.dropPending(s)
 	st.dropKept(s)
+	if s.n <= st.rawBelow {
+		return st.keepRaw(s, p)
+	}
 	if st.rawLeft[s] > 0 {
 		st.rawLeft[s]--
 		return st.keepRaw(s, p)

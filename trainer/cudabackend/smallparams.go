@@ -1,0 +1,42 @@
+package cudabackend
+
+import (
+	"slices"
+
+	"lcttop/trainer"
+)
+
+// smallShare bounds what the LCT store keeps uncompressed by design: the
+// smallest parameters, together at most this share of the model's
+// parameter count. Each of their encodes and decodes is a few kernel
+// launches that run for microseconds on a handful of blocks, yet saves a
+// few hundred bytes; the gpt162m model's 106 LayerNorm and bias vectors and
+// its two 256-row embeddings cost about 7 ms of a step through the codec
+// and 0.1% of its memory kept raw.
+const smallShare = 200
+
+// smallParamLimit is the size up to which the LCT store keeps a tensor
+// as it is: the largest parameter size n such that all parameters of at
+// most n values together hold at most 1/smallShare of the parameters (0
+// when even the smallest exceeds that).
+func smallParamLimit(m trainer.ModelConfig) int {
+	var sizes []int
+	total := 0
+	for _, p := range m.Params() {
+		sizes = append(sizes, p.Elements())
+		total += p.Elements()
+	}
+	slices.Sort(sizes)
+	limit, sum := 0, 0
+	for i, n := range sizes {
+		sum += n
+		if sum*smallShare > total {
+			break
+		}
+		// Parameters of equal size go in together or not at all.
+		if i+1 == len(sizes) || sizes[i+1] != n {
+			limit = n
+		}
+	}
+	return limit
+}
