@@ -56,7 +56,7 @@ type TensorStats struct {
 	OverflowRate    float64     `json:"overflow_rate"`     // spilled exponents / elements
 	SpillStreamRate float64     `json:"spill_stream_rate"` // spilling streams / streams
 	Fallback        bool        `json:"fallback"`          // kept uncompressed this step (pool full)
-	Raw             bool        `json:"raw"`               // kept as BF16 by design: LCT would not make it smaller
+	Raw             bool        `json:"raw"`               // kept as BF16 by design: LCT would not make it smaller, or too small to pay (cudabackend)
 	Histogram       [256]uint64 `json:"histogram"`
 	CodeLengths     [256]uint8  `json:"code_lengths"` // 0 = escaped
 	EscapeLength    uint8       `json:"escape_length"`
