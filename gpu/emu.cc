@@ -59,6 +59,11 @@ const Kernel kernels[] = {
        lct_adamw_lct_ovf(D(0), D(1), D(2), D(3), D(4), D(5), A(const u16*, 6), F(a[7]), F(a[8]), F(a[9]), F(a[10]), F(a[11]), F(a[12]),
                          F(a[13]), F(a[14]), F(a[15]));
      }},
+    {"lct_encode_batch", [](const uint64_t* a) { lct_encode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
+    {"lct_encode_batch_hist", [](const uint64_t* a) { lct_encode_batch_hist(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
+    {"lct_encode_overflow_batch", [](const uint64_t* a) { lct_encode_overflow_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
+    {"lct_decode_batch", [](const uint64_t* a) { lct_decode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
+    {"lct_batch_clear_errors", [](const uint64_t* a) { lct_batch_clear_errors(A(const LctBatch*, 0), (long long)a[1]); }},
     {"lct_fill_gaussian", [](const uint64_t* a) { lct_fill_gaussian(A(u16*, 0), (long long)a[1], a[2], F(a[3]), (u32)a[4]); }},
 };
 

@@ -762,6 +762,49 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
   }
 }
 
+// ---- histograms counted by the encoder ----------------------------------------
+
+// A batched encode can count each tensor's exponent histogram while it codes
+// (no second read of the source). A CTA counts its block in shared memory,
+// 256 16-bit counters packed two to a word (bin x in half x&1 of word x>>1:
+// small, so that six encoding CTAs still share a multiprocessor), and adds
+// them to the tensor's 64-bit scratch histogram in global memory every 128
+// positions (at most 32,768 counts a bin: no carry into the other half).
+// The tensor's last CTA moves the scratch to the caller's histogram and
+// leaves it zero for the next launch. Integer sums: the same counts whatever
+// the order.
+#define LCT_HIST_WORDS 128
+#define LCT_HIST_FLUSH 128  // positions between flushes
+
+// hist_add counts exponent x of every lane: lanes with the same exponent add
+// once, from the lowest of them (shared atomics to one address serialise).
+// Every lane of the warp must call it.
+LCT_DEV void hist_add(u32* hs, u32 x) {
+  const u32 m = __match_any_sync(LCT_FULL, x);
+  const u32 lane = threadIdx.x & 31;
+  if ((m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x >> 1], (u32)__popc(m) << ((x & 1u) << 4));
+}
+
+// hist_add_if is hist_add of the lanes where valid holds.
+LCT_DEV void hist_add_if(u32* hs, u32 x, bool valid) {
+  const u32 key = valid ? x : 256u;
+  const u32 m = __match_any_sync(LCT_FULL, key);
+  const u32 lane = threadIdx.x & 31;
+  if (valid && (m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x >> 1], (u32)__popc(m) << ((x & 1u) << 4));
+}
+
+// hist_flush adds the CTA's counters to the scratch histogram and clears
+// them. No thread may be counting meanwhile.
+LCT_DEV void hist_flush(u32* hs, u64* scratch) {
+  const int j = threadIdx.x;
+  if (j < LCT_HIST_WORDS) {
+    const u32 v = hs[j];
+    if (v & 0xFFFFu) atomicAdd(scratch + 2 * j, (u64)(v & 0xFFFFu));
+    if (v >> 16) atomicAdd(scratch + 2 * j + 1, (u64)(v >> 16));
+    hs[j] = 0;
+  }
+}
+
 // ---- encode -------------------------------------------------------------------
 
 // lct_encode and lct_decode are bounded to 40 registers so that six CTAs (48
@@ -769,9 +812,13 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
 // coding loops are bound by integer issue, and more warps hide the table
 // lookups' latency.
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+// encode_block encodes block b of d from src. With HIST it also counts the
+// block's exponents into scratch (see above); the tensor's last CTA then
+// writes the histogram to hout.
+template <bool HIST>
+LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM;
-  const int j = threadIdx.x, b = blockIdx.x;
+  const int j = threadIdx.x;
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride_out(d->C);
@@ -779,12 +826,14 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   u8* len = smem + 1024;
   u8* ex = len + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
-  u32* rows = tmp + 32;
+  u32* hs = tmp + 32;
+  u32* rows = HIST ? hs + LCT_HIST_WORDS : tmp + 32;
   {
     const u32 e = __ldg((const u32*)d->tables + 256 + j);
     code[j] = e & ~31u;
     len[j] = (u8)(e & 31u);
   }
+  if (HIST && j < LCT_HIST_WORDS) hs[j] = 0;
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
@@ -794,7 +843,9 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
   __syncthreads();
   const u8* col = ex + j;
+  const int minCount = g.nb >> 8;  // positions every stream of the block has
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
+    if (HIST && p0 && p0 % LCT_HIST_FLUSH == 0) hist_flush(hs, scratch);
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
       const int e0 = group_e0(p0, k);
@@ -811,27 +862,53 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-    if (lim == LCT_CH) {
+    if (HIST && p0 + LCT_CH <= minCount) {
+      // Every stream has the whole chunk (the same branch for the CTA).
 #pragma unroll 4
-      for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
+      for (int pp = 0; pp < LCT_CH; pp += 2) {
+        const u32 x1 = col[pp * 256], x2 = col[pp * 256 + 256];
+        hist_add(hs, x1);
+        hist_add(hs, x2);
+        wr_put2s<true>(w, x1, x2, code, len);
+      }
     } else {
-      int pp = 0;
-      for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
-      if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
+      if (lim == LCT_CH) {
+#pragma unroll 4
+        for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
+      } else {
+        int pp = 0;
+        for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
+        if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
+      }
+      if (HIST) {
+        const int pe = imin(LCT_CH, g.P - p0);
+        for (int pp = 0; pp < pe; pp++) hist_add_if(hs, col[pp * 256], pp < lim);
+      }
     }
     __syncthreads();
+  }
+  if (HIST) {
+    hist_flush(hs, scratch);
+    __threadfence();  // the counts reach memory before this CTA counts as done
   }
   wr_finish(w, (const u32*)d->tables);
   out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
-  if (finished(d, tmp)) scan_offsets(d, tmp);
+  if (finished(d, tmp)) {
+    scan_offsets(d, tmp);
+    if (HIST) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+  }
 }
 
-// lct_encode_overflow writes each spilling block's markers and spilled
-// exponents once the encoder's last CTA has placed the blocks.
-extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+  encode_block<false>(d, src, blockIdx.x, 0, 0);
+}
+
+// encode_overflow_block writes block b's markers and spilled exponents once
+// the encoder's last CTA has placed the blocks.
+LCT_DEV void encode_overflow_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b) {
   u32* tmp = (u32*)LCT_DYNAMIC_SMEM;
-  const int j = threadIdx.x, b = blockIdx.x;
+  const int j = threadIdx.x;
   if (((const u32*)d->bstats)[4LL * b] == 0) return;  // the whole CTA leaves
   Geo g;
   geo_init(g, d, b, j);
@@ -841,11 +918,15 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctD
   for (int p = os.coded; p < g.count; p++) os.ovp[p - os.coded] = (u8)(src[g.base + (long long)p * 256 + j] >> 7);
 }
 
+extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+  encode_overflow_block(d, src, blockIdx.x);
+}
+
 // ---- decode -------------------------------------------------------------------
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, int b) {
   u8* smem = LCT_DYNAMIC_SMEM;
-  const int j = threadIdx.x, b = blockIdx.x;
+  const int j = threadIdx.x;
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
@@ -882,6 +963,68 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
     __syncthreads();
   }
   if (const u32 err = rd_error(r, g.capBits)) report(d, b, j, err);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+  decode_block(d, dst, blockIdx.x);
+}
+
+// ---- batches: many tensors in one launch ----------------------------------------
+
+// LctBatch is one tensor of a batched launch; the Go side (gpu/batch.go)
+// writes the same 8-byte fields. The launch's CTAs are the blocks of all
+// the tensors in order: tensor t has blocks start[t] .. start[t+1]-1.
+struct LctBatch {
+  u64 desc;     // const LctDesc*
+  u64 data;     // u16*: the values encoded, or decoded into
+  u64 hist;     // u64[256]: where the histogram goes (0: none)
+  u64 scratch;  // u64[256]: the histogram's scratch, zero between launches
+};
+
+// batch_find returns the tensor of grid block b: the last t with
+// start[t] <= b (tensors without blocks are passed over).
+LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
+  int lo = 0, hi = T;
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) >> 1;
+    if (__ldg(start + mid) <= b) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<false>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<true>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
+                     (u64*)__ldg(&e->hist));
+}
+
+extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_overflow_block((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  decode_block((const LctDesc*)__ldg(&e->desc), (u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
+}
+
+// lct_batch_clear_errors resets the decode error word of every tensor of a
+// batch before a batched decode (one CTA; one launch, not one memset each).
+extern "C" __global__ void __launch_bounds__(256) lct_batch_clear_errors(const LctBatch* __restrict__ bt, long long T) {
+  for (int t = threadIdx.x; t < (int)T; t += blockDim.x) {
+    const LctDesc* d = (const LctDesc*)bt[t].desc;
+    ((u64*)d->status)[1] = ~0ull;
+  }
 }
 
 // ---- sampling and histograms ----------------------------------------------------

@@ -99,6 +99,18 @@ inline unsigned __ballot_sync(unsigned, int pred) {
   emu_cta->warp[w]->arrive_and_wait();
   return m;
 }
+// __match_any_sync: the lanes whose v equals this lane's.
+inline unsigned __match_any_sync(unsigned, unsigned v) {
+  unsigned lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  uint64_t* x = emu_cta->exchange + w * 32;
+  x[lane] = v;
+  emu_cta->warp[w]->arrive_and_wait();
+  unsigned m = 0;
+  for (int i = 0; i < 32; i++)
+    if (x[i] == v) m |= 1u << i;
+  emu_cta->warp[w]->arrive_and_wait();
+  return m;
+}
 template <class T>
 inline T __shfl_up_sync(unsigned, T v, unsigned d) {
   unsigned lane = threadIdx.x & 31;
@@ -119,6 +131,7 @@ inline unsigned atomicAdd(unsigned* p, unsigned v) { return __atomic_fetch_add(p
 inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
   return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
 }
+inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
 inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
   unsigned long long old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
   while (v < old && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {

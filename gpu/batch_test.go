@@ -1,0 +1,349 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/internal/testbf16"
+	"lcttop/internal/testtensors"
+)
+
+// batchCase is one tensor of a batch under test.
+type batchCase struct {
+	name  string
+	src   []uint16
+	cb    codec.Codebook
+	l     codec.Layout
+	small bool // an overflow buffer too small for the spill (16 bytes)
+}
+
+func fitCase(name string, src []uint16, p codec.Preset, dist codec.Distribution) batchCase {
+	cb, l := fit(src, p, dist)
+	return batchCase{name: name, src: src, cb: cb, l: l}
+}
+
+// checkBatch encodes the cases with one EncodeBatch (histograms included)
+// and each on its own with Encode and HistogramInto, and checks: every
+// tensor's bytes equal codec's encoder's and its own Encode's, its status
+// and Stats equal the single encode's; a case with a too small overflow
+// buffer, and only such a case, reports the overflow, needing what codec's
+// overflow holds; every histogram equals HistogramInto's and codec's full
+// histogram; DecodeBatch restores every tensor that fits bit for bit. It
+// runs the batch twice (the histogram scratch must come back to zero).
+func checkBatch(t *testing.T, d *Device, cases []batchCase) {
+	t.Helper()
+	var cleanup []func() error
+	defer func() {
+		for _, f := range cleanup {
+			if err := f(); err != nil {
+				t.Errorf("free: %v", err)
+			}
+		}
+	}()
+	alloc := func(bytes int) Buffer {
+		b, err := d.Alloc(bytes, CodecScratch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cleanup = append(cleanup, func() error { return d.Free(b) })
+		return b
+	}
+	tensor := func(c batchCase, want *codec.Tensor) *Tensor {
+		ov := len(want.Overflow)
+		if c.small {
+			ov = 16
+		}
+		x, err := d.NewTensor(len(c.src), c.l, c.cb, ov, Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Name = c.name
+		cleanup = append(cleanup, x.Free)
+		return x
+	}
+	n := len(cases)
+	wants := make([]*codec.Tensor, n)
+	srcs := make([]Buffer, n)
+	batch := make([]*Tensor, n)
+	single := make([]*Tensor, n)
+	for i, c := range cases {
+		wants[i] = cpuEncode(t, c.src, c.cb, c.l)
+		if c.small && len(wants[i].Overflow) <= 16 {
+			t.Fatalf("%s: the adversarial case spills %d bytes, which fit its 16-byte buffer", c.name, len(wants[i].Overflow))
+		}
+		srcs[i] = alloc(max(2*len(c.src), 2))
+		if err := d.UploadBF16(srcs[i], c.src); err != nil {
+			t.Fatal(err)
+		}
+		batch[i], single[i] = tensor(c, wants[i]), tensor(c, wants[i])
+	}
+	// Histograms in reverse order with gaps, over poisoned memory.
+	hist, histSingle := alloc(n*(HistogramBytes+24)+8), alloc(n*HistogramBytes)
+	offs := make([]int, n)
+	for i := range offs {
+		offs[i] = (n-1-i)*(HistogramBytes+24) + 8
+	}
+	poison := make([]byte, hist.size)
+	for i := range poison {
+		poison[i] = 0xEE
+	}
+	for i := range cases {
+		if err := d.Encode(single[i], srcs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.HistogramInto(histSingle, i*HistogramBytes, srcs[i], len(cases[i].src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 2 {
+		if err := d.Upload(hist, poison); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.EncodeBatch(batch, srcs, hist, offs); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		err := d.SyncStatus()
+		var overflowed []string
+		for _, e := range joinedErrors(err) {
+			var oe *OverflowError
+			if !errors.As(e, &oe) {
+				t.Fatalf("round %d: SyncStatus: %v", round, e)
+			}
+			overflowed = append(overflowed, oe.Tensor)
+		}
+		hb := make([]byte, hist.size)
+		if err := d.Download(hb, hist); err != nil {
+			t.Fatal(err)
+		}
+		hs := make([]byte, histSingle.size)
+		if err := d.Download(hs, histSingle); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cases {
+			what := fmt.Sprintf("round %d: %s (n=%d, %s/%s, C=%d)", round, c.name, len(c.src), c.l.Preset, c.cb.Dist, c.l.StreamBytes)
+			b, s, want := batch[i], single[i], wants[i]
+			if b.Overflowed() != c.small || s.Overflowed() != c.small {
+				t.Fatalf("%s: overflowed: batch %v, single %v, want %v (overflowing: %v)", what, b.Overflowed(), s.Overflowed(), c.small, overflowed)
+			}
+			if b.OverflowLen() != len(want.Overflow) || s.OverflowLen() != len(want.Overflow) {
+				t.Fatalf("%s: overflow length: batch %d, single %d, codec %d", what, b.OverflowLen(), s.OverflowLen(), len(want.Overflow))
+			}
+			var h codec.Histogram
+			for e := range h {
+				h[e] = binary.LittleEndian.Uint64(hb[offs[i]+8*e:])
+			}
+			if full := codec.FullHistogram(c.src); h != full {
+				t.Fatalf("%s: batch histogram differs from codec's full histogram", what)
+			}
+			if string(hb[offs[i]:offs[i]+HistogramBytes]) != string(hs[i*HistogramBytes:(i+1)*HistogramBytes]) {
+				t.Fatalf("%s: batch histogram differs from HistogramInto's", what)
+			}
+			if c.small {
+				continue
+			}
+			gotB, gotS := new(codec.Tensor), new(codec.Tensor)
+			if err := b.Download(gotB); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Download(gotS); err != nil {
+				t.Fatal(err)
+			}
+			gotB.Stats, gotS.Stats = want.Stats, want.Stats
+			if err := sameTensor(want, gotB); err != nil {
+				t.Fatalf("%s: batch encode differs from codec's: %v", what, err)
+			}
+			if err := sameTensor(gotS, gotB); err != nil {
+				t.Fatalf("%s: batch encode differs from its own Encode: %v", what, err)
+			}
+			st, err := b.Stats(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(st, want.Stats) {
+				t.Fatalf("%s: batch Stats differ from codec's:\nwant %s\n got %s", what, statsLine(want.Stats), statsLine(st))
+			}
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// Decode every tensor that fits in one batch, into poisoned buffers.
+	var dsts []Buffer
+	var dec []*Tensor
+	var src [][]uint16
+	for i, c := range cases {
+		if c.small {
+			continue
+		}
+		dst := alloc(max(2*len(c.src), 2))
+		bad := make([]uint16, len(c.src))
+		for k := range bad {
+			bad[k] = 0xDEAD
+		}
+		if err := d.UploadBF16(dst, bad); err != nil {
+			t.Fatal(err)
+		}
+		dsts, dec, src = append(dsts, dst), append(dec, batch[i]), append(src, c.src)
+	}
+	if err := d.DecodeBatch(dsts, dec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SyncDecodeStatus(); err != nil {
+		t.Fatalf("decode batch: %v", err)
+	}
+	for i, x := range dec {
+		back := make([]uint16, x.N())
+		if err := d.DownloadBF16(back, dsts[i]); err != nil {
+			t.Fatal(err)
+		}
+		if k := testbf16.FirstDiff(src[i], back); k >= 0 {
+			t.Fatalf("decode batch: %s: value %d of %d is %#04x, want %#04x", x.label(), k, len(back), back[k], src[i][k])
+		}
+	}
+}
+
+// joinedErrors splits an errors.Join.
+func joinedErrors(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// TestBatchMixed: one batch of tensors of every preset and distribution,
+// a one-block tensor, a one-value one, an empty one, partial last blocks,
+// sizes that are multiples of nothing, an all-zero block (one histogram bin
+// holds every count), and an adversarial tensor whose spill does not fit.
+func TestBatchMixed(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	g := func(n int, scale float64) []uint16 { return testbf16.Gaussian(r, n, scale) }
+	uniform := make([]uint16, 4097)
+	for i := range uniform {
+		uniform[i] = uint16(r.Uint32())
+	}
+	normalCB, _ := fit(g(4096, 0.01), codec.Clean, codec.Gaussian)
+	cases := []batchCase{
+		fitCase("one block", g(65536, 0.02), codec.Clean, codec.Gaussian),
+		fitCase("one value", g(1, 1), codec.High, codec.Laplace),
+		fitCase("300 values", g(300, 0.1), codec.Medium, codec.Empirical),
+		fitCase("empty", nil, codec.Clean, codec.Gaussian),
+		fitCase("three HIGH blocks, partial", g(2*32768+777, 1e-3), codec.High, codec.PowerLaw),
+		fitCase("AUTO, partial", g(65536+12345, 0.3), codec.Auto, codec.Empirical),
+		fitCase("zeros", make([]uint16, 65536), codec.Clean, codec.Empirical),
+		{name: "adversarial", src: uniform, cb: normalCB, l: codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}, small: true},
+	}
+	if !emulated(t) {
+		for _, n := range []int{7, 4097, 65535, 65537, 300007, 1 << 20, 3<<20 + 99} {
+			for _, p := range codec.Presets {
+				cases = append(cases, fitCase(fmt.Sprintf("gaussian %d %s", n, p), g(n, 0.05), p, codec.Distributions[n%4]))
+			}
+		}
+		adv := make([]uint16, 3*65536+5)
+		for i := range adv {
+			adv[i] = uint16(r.Uint32())
+		}
+		cases = append(cases, batchCase{name: "adversarial, 4 blocks", src: adv, cb: normalCB,
+			l: codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2}, small: true})
+	}
+	checkBatch(t, d, cases)
+}
+
+// TestBatchRealTensors: each file's real tensors as one batch per preset and
+// distribution (the emulation: three tensors of one file, two choices).
+func TestBatchRealTensors(t *testing.T) {
+	d := device(t)
+	files := testtensors.Files(t)
+	if emulated(t) {
+		files = files[:1]
+	}
+	count := 0
+	for _, f := range files {
+		tensors := testtensors.LoadBF16(t, f)
+		if emulated(t) && len(tensors) > 3 {
+			tensors = tensors[:3]
+		}
+		for _, p := range codec.Presets {
+			for _, dist := range codec.Distributions {
+				if emulated(t) && (p != codec.Clean || dist != codec.Gaussian) && (p != codec.Auto || dist != codec.Empirical) {
+					continue
+				}
+				var cases []batchCase
+				for _, nt := range tensors {
+					cases = append(cases, fitCase(filepath.Base(f)+" "+nt.Name, nt.Values, p, dist))
+				}
+				checkBatch(t, d, cases)
+				count += len(cases)
+			}
+		}
+	}
+	t.Logf("%d real tensors encoded in batches identical to codec's and to their own Encode, histograms exact, decoded back", count)
+}
+
+// TestBatchErrors: what a batch refuses, naming what is wrong.
+func TestBatchErrors(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	src := testbf16.Gaussian(r, 1000, 0.1)
+	cb, l := fit(src, codec.Clean, codec.Gaussian)
+	var ts []*Tensor
+	for i := range 2 {
+		x, err := d.NewTensor(len(src), l, cb, 4096, Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Name = fmt.Sprintf("t%d", i)
+		ts = append(ts, x)
+		defer x.Free()
+	}
+	buf, err := d.Alloc(2*len(src), Activations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(buf)
+	short, err := d.Alloc(2*len(src)-2, Activations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(short)
+	hist, err := d.Alloc(2*HistogramBytes, CodecScratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(hist)
+	two := []Buffer{buf, buf}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"lengths", d.EncodeBatch(ts, []Buffer{buf}, Buffer{}, nil), "2 tensors, 1 sources"},
+		{"duplicate", d.EncodeBatch([]*Tensor{ts[0], ts[0]}, two, Buffer{}, nil), "t0 is tensor 0 and 1"},
+		{"short source", d.EncodeBatch(ts, []Buffer{buf, short}, Buffer{}, nil), "source 1 (t1)"},
+		{"nil tensor", d.EncodeBatch([]*Tensor{ts[0], nil}, two, Buffer{}, nil), "tensor 1"},
+		{"offsets", d.EncodeBatch(ts, two, hist, []int{0}), "1 histogram offsets for 2 tensors"},
+		{"overlap", d.EncodeBatch(ts, two, hist, []int{0, 8}), "overlap"},
+		{"past the end", d.EncodeBatch(ts, two, hist, []int{0, HistogramBytes + 8}), "histogram 1 at 2056"},
+		{"unaligned", d.EncodeBatch(ts, two, hist, []int{4, HistogramBytes + 4}), "histogram 0 at 4"},
+		{"decode lengths", d.DecodeBatch(two, ts[:1]), "2 destinations, 1 tensors"},
+		{"decode short", d.DecodeBatch([]Buffer{short, buf}, ts), "destination 0 (t0)"},
+		{"decode duplicate", d.DecodeBatch(two, []*Tensor{ts[1], ts[1]}), "t1 is tensor 0 and 1"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one saying %q", c.name, c.err, c.want)
+		}
+	}
+}
