@@ -70,6 +70,11 @@ func (b *bencher) run() error {
 			}
 		}
 	}
+	if b.opt.Batches {
+		if err := b.batches(); err != nil {
+			return err
+		}
+	}
 	if b.opt.TensorDir != "" && !b.opt.Profile {
 		if err := b.realTensors(); err != nil {
 			return err

@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"strings"
 	"testing"
 
 	"lcttop/codec"
@@ -74,6 +75,117 @@ func BenchmarkDeviceDecode(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		if err := d.Decode(dst, t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := d.SyncStatus(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestBenchBatch: the batch rows of the bench on two small tensors: every
+// operation reported once over all the elements, the batched histograms
+// equal to HistogramInto's and the batched decode equal to the sources
+// (batch checks them itself and fails otherwise).
+func TestBenchBatch(t *testing.T) {
+	d := device(t)
+	timer, err := d.NewTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timer.Close()
+	b := &bencher{d: d, opt: BenchOptions{Reps: 1}, rep: &BenchReport{CopyGBps: 1}, timer: timer}
+	bb := benchBatch{"small", [][2]int{{256, 300}, {100, 7}}, 0.5}
+	if err := b.batch(bb); err != nil {
+		t.Fatal(err)
+	}
+	n := 256*300 + 100*7
+	if emulated(t) {
+		n = 256*300>>8 + 4321 + 100*7>>8 + 4321
+	}
+	var ops []string
+	for _, r := range b.rep.Results {
+		ops = append(ops, r.Op)
+		if r.Elements != n || r.Data != "small (2)" || r.Bytes <= int64(2*n) {
+			t.Errorf("%s: %d elements of %q, %d bytes; want %d elements of \"small (2)\", more than %d bytes", r.Op, r.Elements, r.Data, r.Bytes, n, 2*n)
+		}
+	}
+	if want := "encode encode-batch encode+hist encode-batch+hist decode decode-batch"; strings.Join(ops, " ") != want {
+		t.Fatalf("ops %q, want %q", strings.Join(ops, " "), want)
+	}
+}
+
+// layerBatch makes one gpt162m layer's parameters (benchBatches[0]; the
+// emulation: a block or so each) as sources and encoded tensors.
+func layerBatch(b *testing.B) (d *Device, srcs []Buffer, ts []*Tensor, total int) {
+	d = device(b)
+	for i, s := range benchBatches[0].shapes {
+		n := s[0] * s[1]
+		if emulated(b) {
+			n = n>>8 + 4321
+		}
+		src, err := d.Alloc(2*n, Activations)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { d.Free(src) })
+		if err := d.FillGaussian(src, n, uint64(i+1), 0.02); err != nil {
+			b.Fatal(err)
+		}
+		h, err := d.SampleHistogram(src, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cb := codec.FitCodebook(codec.Gaussian, &h)
+		t, err := d.NewTensor(n, codec.ChooseLayout(codec.Clean, &cb, &h), cb, n/16+4096, Weights)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { t.Free() })
+		srcs, ts, total = append(srcs, src), append(ts, t), total+n
+	}
+	if err := d.EncodeBatch(ts, srcs, Buffer{}, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.SyncStatus(); err != nil {
+		b.Fatal(err)
+	}
+	return d, srcs, ts, total
+}
+
+// BenchmarkDeviceEncodeBatch: one layer's parameters in one launch, with
+// their histograms; bytes are the BF16 inputs'.
+func BenchmarkDeviceEncodeBatch(b *testing.B) {
+	d, srcs, ts, total := layerBatch(b)
+	hist, err := d.Alloc(len(ts)*HistogramBytes, CodecScratch)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Free(hist)
+	offs := make([]int, len(ts))
+	for i := range offs {
+		offs[i] = i * HistogramBytes
+	}
+	b.SetBytes(int64(2 * total))
+	b.ResetTimer()
+	for range b.N {
+		if err := d.EncodeBatch(ts, srcs, hist, offs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := d.SyncStatus(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkDeviceDecodeBatch: one layer's parameters decoded in one launch;
+// bytes are the BF16 outputs'.
+func BenchmarkDeviceDecodeBatch(b *testing.B) {
+	d, srcs, ts, total := layerBatch(b)
+	b.SetBytes(int64(2 * total))
+	b.ResetTimer()
+	for range b.N {
+		if err := d.DecodeBatch(srcs, ts); err != nil {
 			b.Fatal(err)
 		}
 	}

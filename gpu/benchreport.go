@@ -13,6 +13,9 @@ type BenchOptions struct {
 	Reps      int    // timed repetitions per figure; the median is reported
 	TensorDir string // real tensors (.safetensors) tiled to RealSize; "" for none
 	RealSize  int    // elements the real tensors are tiled to
+	// Batches measures one gpt162m layer's parameters and saved activations
+	// encoded and decoded one launch per tensor and batched.
+	Batches bool
 	// Profile runs each operation once, untimed and unchecked, for a
 	// profiler, and only with the CLEAN preset.
 	Profile bool
@@ -27,6 +30,7 @@ func DefaultBenchOptions() BenchOptions {
 		StepSizes: []int{16 * mi, 256 * mi},
 		Reps:      20,
 		RealSize:  256 * mi,
+		Batches:   true,
 	}
 }
 
@@ -43,7 +47,11 @@ type BenchReport struct {
 
 // BenchResult is one figure.
 type BenchResult struct {
-	Op       string // encode, decode, sgd-lct, sgd-bf16, adamw-lct, adamw-bf16
+	// encode, decode, sgd-lct, sgd-bf16, adamw-lct, adamw-bf16; for a group
+	// of tensors (Data says which): encode, encode+hist (each followed by
+	// HistogramInto) and decode, one launch per tensor, and encode-batch,
+	// encode-batch+hist and decode-batch, one batched launch.
+	Op       string
 	Data     string // gaussian, or the real tensor file tiled
 	Preset   string
 	Dist     string
