@@ -30,6 +30,10 @@ type Device struct {
 	peakAll int64
 
 	status statusArena
+	// statusSeq counts the status reads (synchronous or queued), so that a
+	// queued read waited for late does not overwrite a newer status.
+	statusSeq uint64
+	reads     []*StatusRead // given back, their pinned memory kept for reuse
 
 	// scratch for the unfused update path and for histograms, grown on demand
 	scratch [3]Buffer
@@ -84,6 +88,7 @@ func (d *Device) Close() error {
 	if err := d.drv.enter(); err != nil {
 		return err
 	}
+	d.releaseReads()
 	var first error
 	for p := range d.live {
 		if err := d.drv.free(devPtr(p)); err != nil && first == nil {

@@ -18,6 +18,12 @@ static CUresult lct_set_smem(CUfunction f, int bytes) {
 	return cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, 100);
 }
 
+// lct_alloc_host allocates page-locked host memory, which the device copies
+// into without staging, behind the work queued before the copy.
+static CUresult lct_alloc_host(void** p, size_t bytes) {
+	return cuMemAllocHost(p, bytes);
+}
+
 static CUresult lct_smem_optin(int dev, int* bytes) {
 	return cuDeviceGetAttribute(bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, (CUdevice)dev);
 }
@@ -221,3 +227,30 @@ func (e *cudaEvent) since(start event) (float64, error) {
 }
 
 func (e *cudaEvent) destroy() { cu.DestroyEvent(&e.ev) }
+
+func (d *cudaDriver) allocHost(bytes int) (unsafe.Pointer, error) {
+	var p unsafe.Pointer
+	if rc := C.lct_alloc_host(&p, C.size_t(bytes)); rc != C.CUDA_SUCCESS {
+		return nil, fmt.Errorf("cuMemAllocHost(%d bytes): CUDA error %d", bytes, int(rc))
+	}
+	return p, nil
+}
+
+func (d *cudaDriver) freeHost(p unsafe.Pointer) { cu.MemFreeHost(p) }
+
+// dtohAsync queues the copy on the legacy default stream, behind the work
+// queued before it; dst must be pinned (allocHost) for the call not to wait.
+func (d *cudaDriver) dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error {
+	return cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), cu.Stream{})
+}
+
+// newSyncEvent makes an event without timing (cheaper to record and wait for).
+func (d *cudaDriver) newSyncEvent() (syncEvent, error) {
+	ev, err := cu.MakeEvent(cu.DisableTiming)
+	if err != nil {
+		return nil, err
+	}
+	return &cudaEvent{ev: ev}, nil
+}
+
+func (e *cudaEvent) wait() error { return e.ev.Synchronize() }

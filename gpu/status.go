@@ -71,6 +71,7 @@ func (d *Device) syncStatus() error {
 	if err := d.dtoh(a.host[:statusBytes*a.high], a.buf, 0); err != nil {
 		return err
 	}
+	d.statusSeq++
 	var errs []error
 	for s := range a.high {
 		t := a.owner[s]
@@ -79,6 +80,7 @@ func (d *Device) syncStatus() error {
 		}
 		t.ovLen = binary.LittleEndian.Uint64(a.host[statusBytes*s:])
 		t.decodeErr = binary.LittleEndian.Uint64(a.host[statusBytes*s+8:])
+		t.statusSeq = d.statusSeq
 		if t.ovLen > uint64(t.ovCap) {
 			errs = append(errs, &OverflowError{Tensor: t.label(), Needed: int(t.ovLen), Holds: t.ovCap})
 		}

@@ -28,8 +28,10 @@ type Tensor struct {
 	ovCap                                   int
 	slot                                    int
 
-	// The status as of the last SyncStatus (or Download).
+	// The status as of the last SyncStatus (or Download, or StatusRead),
+	// and which read of the device's (or host-side reset) it came from.
 	ovLen, decodeErr uint64
+	statusSeq        uint64
 	freed            bool
 }
 
@@ -171,6 +173,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 	}
 	t.n, t.layout, t.ovCap = n, l, max(ovCap, t.overflow.size)
 	t.ovLen, t.decodeErr = 0, noError
+	t.statusFromHost()
 	if err := t.setStatus(0); err != nil {
 		return err
 	}
@@ -213,7 +216,15 @@ func (t *Tensor) readStatus() error {
 	}
 	t.ovLen = binary.LittleEndian.Uint64(b[:])
 	t.decodeErr = binary.LittleEndian.Uint64(b[8:])
+	t.statusFromHost()
 	return nil
+}
+
+// statusFromHost marks t's status fields newer than any status read queued
+// so far (they were just read, or set by the host with the words).
+func (t *Tensor) statusFromHost() {
+	t.dev.statusSeq++
+	t.statusSeq = t.dev.statusSeq
 }
 
 // Free releases the tensor's device memory.
@@ -267,6 +278,7 @@ func (t *Tensor) upload(ct *codec.Tensor) error {
 		}
 	}
 	t.ovLen = uint64(len(ct.Overflow))
+	t.statusFromHost()
 	return t.setStatus(t.ovLen)
 }
 

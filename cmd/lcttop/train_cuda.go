@@ -40,7 +40,9 @@ type deviceLine struct {
 	NVMLProcessBytes  uint64  `json:"nvml_process_bytes"`
 	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
 	NVMLErr           string  `json:"nvml_err,omitempty"`
-	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's waits for its queued encodes this step
+	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
+	LCTDrains         int     `json:"lct_drains"`                    // its full settles (waits for all the queued work)
+	LCTSourceReads    int     `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
 	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
 }
 
@@ -147,6 +149,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		if asJSON {
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
+				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6})
 		}
 		line := shadowLine(r)

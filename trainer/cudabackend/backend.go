@@ -100,7 +100,9 @@ type StepResult struct {
 	TimeShadow, TimeLCT    time.Duration
 	BitIdentical           bool          // the losses' bits agree (true when there is no LCT run)
 	CodecTime              time.Duration // the LCT run's encoding and decoding (host time: launches and waits)
-	Settles                int           // the LCT run's waits for its queued encodes
+	Settles                int           // the LCT run's settled windows of encodes (waits for the work of one window)
+	Drains                 int           // the LCT run's full settles (waits for all the queued work: the step's end)
+	SourceReads            int           // the LCT run's reads of pending tensors, copied from their kept sources
 	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
@@ -120,7 +122,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		ls.clock = codecClock{}
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 		res.CodecTime = ls.clock.encode + ls.clock.decode
-		res.Settles = ls.clock.settles
+		res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
 		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
 			res.CodecDeviceTime = p.TakeDeviceTime()
 		}

@@ -25,12 +25,13 @@ import (
 //   - the first encode of a key fits a codebook to the sample histogram, as
 //     HostCodec does (one wait), and writes the same bytes;
 //   - every encode also counts the exponent histogram of its values into
-//     a device arena; Settle reads the arena once and keeps each tensor's
-//     histogram for its figures, and the key's next encode refits its
-//     codebook if it has drifted (see refitSlack) and chooses the layout
-//     for that histogram;
+//     a device arena; CloseWindow queues the copy of the window's
+//     histograms and of the status words to the host, and SettleWindow,
+//     one window later, keeps each tensor's histogram for its figures; the
+//     key's next encode refits its codebook if it has drifted (see
+//     refitSlack) and chooses the layout for that histogram;
 //   - the overflow buffer has the room the key's last encode needed plus
-//     headroom; Settle finds the encodes whose spill did not fit and
+//     headroom; SettleWindow finds the encodes whose spill did not fit and
 //     encodes them again from their sources, which the store keeps until
 //     then.
 //
@@ -39,6 +40,7 @@ type GPUCodec struct {
 	dev   *gpu.Device
 	keys  map[string]*gpuKey
 	arena histArena
+	win   int // the open window's number
 	// Profile times every queued codec operation with device events (two
 	// event records per operation); TakeDeviceTime returns the sum.
 	Profile bool
@@ -55,7 +57,8 @@ type GPUCodec struct {
 func (c *GPUCodec) SetProfile(on bool) { c.Profile = on }
 
 // codecProfile times the codec's queued work with device events, read at
-// the settles (when the device has finished it, so reading never waits).
+// the settle of the window they were queued in (when the device has
+// finished it, so reading never waits).
 type codecProfile struct {
 	free, used []*gpu.Timer
 	ms         float64
@@ -86,9 +89,9 @@ func (c *GPUCodec) timed(op func() error) error {
 	return err
 }
 
-// collect adds up the timed operations (after a wait for the device).
-func (c *GPUCodec) collect() error {
-	for _, t := range c.prof.used {
+// collect adds up timers of a settled window (their work is done).
+func (c *GPUCodec) collect(timers []*gpu.Timer) error {
+	for _, t := range timers {
 		ms, err := t.Ms()
 		if err != nil {
 			return err
@@ -96,7 +99,6 @@ func (c *GPUCodec) collect() error {
 		c.prof.ms += ms
 		c.prof.free = append(c.prof.free, t)
 	}
-	c.prof.used = c.prof.used[:0]
 	return nil
 }
 
@@ -114,7 +116,6 @@ type gpuKey struct {
 	cb     codec.Codebook
 	layout codec.Layout
 	ovRoom int // overflow bytes the next encode gets
-	slot   int // its histograms in the arena
 	// hist is the histogram of the last settled encode, checked for a
 	// refit at the next encode (when the device has queued work to do
 	// meanwhile, unlike at the settle, where it has just run dry).
@@ -175,7 +176,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 			return false, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem})
+		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1})
 	}
 	in, out := job.tensors()
 	if !c.dev.FusedFits(in, out) {
@@ -228,9 +229,16 @@ type gpuTensor struct {
 	key     *gpuKey
 	n       int
 	settled bool
-	hist    codec.Histogram // of the values encoded, read at Settle
+	hist    codec.Histogram // of the values encoded, read at the settle
 	stats   *codec.Stats    // computed on first use
 	cat     trainer.Category
+	// The pending encode: the window it belongs to, its histogram's slot in
+	// that window's arena (-1: none to read, the histogram is known or not
+	// counted), and whether it was encoded again into the room its spill
+	// needed (so it must fit now).
+	win     int
+	histAt  int
+	mustFit bool
 	// codec and mem, for an output of a fused update (no histogram
 	// counted): its figures decode it to count one when asked.
 	codec *GPUCodec
@@ -310,7 +318,8 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		c.refit(k, &k.hist)
 		k.toCheck = false
 	}
-	if err := c.arena.reserve(mem, k.slot); err != nil {
+	slot, err := c.arena.take(mem)
+	if err != nil {
 		return nil, err
 	}
 	g, _ := prev.(*gpuTensor)
@@ -335,12 +344,13 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		}
 	}
 	g.settled, g.stats, g.codec = false, nil, nil
+	g.win, g.histAt, g.mustFit = c.win, slot, false
 	buf := dense(src, n)
 	err = c.timed(func() error {
 		if err := c.dev.Encode(g.t, buf); err != nil {
 			return err
 		}
-		return c.arena.count(c.dev, k.slot, buf, n)
+		return c.arena.count(c.dev, slot, buf, n)
 	})
 	if err != nil {
 		return nil, err
@@ -360,7 +370,7 @@ func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*g
 	}
 	k := c.keys[key]
 	if k == nil {
-		k = &gpuKey{slot: len(c.keys)}
+		k = &gpuKey{}
 		c.keys[key] = k
 	}
 	k.cc = cc
@@ -369,158 +379,160 @@ func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*g
 	return k, nil
 }
 
-// Settle implements Codec.
-func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error {
-	if err := c.dev.SyncDecodeStatus(); err != nil {
-		return fmt.Errorf("gpu codec: %w", err)
+// gpuWindow is a closed window: the read-back of its status words and
+// histograms, queued behind its work, and the profile timers of its work.
+type gpuWindow struct {
+	num    int
+	read   *gpu.StatusRead
+	timers []*gpu.Timer
+}
+
+// CloseWindow implements Codec: it queues the copy of every tensor's
+// status words and of the histograms the window's encodes counted into
+// pinned host memory, behind the work queued so far, and starts the next
+// window (whose encodes count into the arena from its first slot again:
+// the copy is queued before them).
+func (c *GPUCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
+	a := &c.arena
+	var extra gpu.Buffer
+	used := 0
+	if a.mem == mem && a.buf != 0 {
+		extra = gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
+		used = a.used
 	}
-	if err := c.collect(); err != nil {
-		return err
+	r, err := c.dev.QueueStatusRead(extra, used*histSlotBytes)
+	if err != nil {
+		return nil, fmt.Errorf("gpu codec: %w", err)
 	}
-	if len(pend) == 0 {
-		return nil
+	w := &gpuWindow{num: c.win, read: r, timers: c.prof.used}
+	c.prof.used = nil
+	c.win++
+	a.used = 0
+	return w, nil
+}
+
+// SettleWindow implements Codec. It waits for w's read-back (the device
+// keeps running the work queued since), then, for each encode of pend: the
+// histogram first, so that a tensor whose code was stale is encoded again
+// with a fitted codebook, not again with the stale one; then the overflow:
+// an encode whose spill did not fit is encoded again from its source (a
+// fused update: run again from its inputs, all its outputs) into the room
+// it needed. Those encodes are pending in the open window, checked at its
+// settle; one that was given the room it needed and still did not fit is
+// an error.
+func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int, error) {
+	w, ok := cw.(*gpuWindow)
+	if !ok || w == nil {
+		return nil, fmt.Errorf("gpu codec: cannot settle a window of %T", cw)
 	}
+	defer w.read.Release()
+	if err := w.read.Wait(); err != nil {
+		return nil, fmt.Errorf("gpu codec: %w", err)
+	}
+	if err := c.collect(w.timers); err != nil {
+		return nil, err
+	}
+	hists := w.read.Extra()
 	ts := make([]*gpuTensor, len(pend))
-	lo, hi := -1, -1
 	for i, p := range pend {
 		g, ok := p.T.(*gpuTensor)
 		if !ok {
-			return fmt.Errorf("gpu codec: cannot settle a %T", p.T)
+			return nil, fmt.Errorf("gpu codec: cannot settle a %T", p.T)
+		}
+		switch {
+		case g.t == nil:
+			return nil, fmt.Errorf("gpu codec: settling a freed tensor")
+		case g.settled || g.win != w.num:
+			return nil, fmt.Errorf("gpu codec: %s: settling window %d, the tensor's encode is of window %d (settled: %v)", g.t.Name, w.num, g.win, g.settled)
+		}
+		if g.histAt >= 0 && (g.histAt+1)*histSlotBytes > len(hists) {
+			return nil, fmt.Errorf("gpu codec: %s: histogram slot %d, the window read %d bytes", g.t.Name, g.histAt, len(hists))
 		}
 		ts[i] = g
-		if p.Job != nil {
-			continue // a fused update's output: no histogram counted
-		}
-		if lo < 0 || g.key.slot < lo {
-			lo = g.key.slot
-		}
-		hi = max(hi, g.key.slot)
 	}
-	// The histograms first: a tensor whose code was stale is encoded again
-	// with a fitted codebook below, not again with the stale one.
-	var host hostHists
-	if lo >= 0 {
-		var err error
-		if host, err = c.arena.read(mem, lo, hi); err != nil {
-			return err
-		}
-	}
-	var recode []int
-	stale := make([]bool, len(ts))
-	for i, g := range ts {
-		if pend[i].Job != nil {
-			g.settled = true
-			continue
-		}
-		g.hist, g.settled = host.at(g.key.slot-lo), true
-		g.key.hist, g.key.toCheck = g.hist, true
-		// Cheap test here (a code costs at least the entropy); the fit
-		// itself waits for the next encode, unless the code is stale.
-		cb := g.t.Codebook()
-		if cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits {
-			recode = append(recode, i)
-			stale[i] = true
-		}
-	}
-	// Encodes whose spill did not fit: more room, and again from the
-	// source (a fused update: again from its inputs, all its outputs).
-	redo := false
+	again := make([]bool, len(pend))
 	rerun := map[*FusedJob]bool{}
 	for i, g := range ts {
-		if stale[i] {
-			continue
+		if g.histAt >= 0 {
+			// The encode's first settle: its histogram.
+			g.hist, g.histAt = histAt(hists, g.histAt), -1
+			g.key.hist, g.key.toCheck = g.hist, true
+			// Cheap test here (a code costs at least the entropy); the fit
+			// itself waits for the next encode, unless the code is stale.
+			cb := g.t.Codebook()
+			if cb.ExpectedBits(&g.hist) > g.hist.Entropy()+staleBits {
+				if err := c.recode(mem, g, pend[i].Src); err != nil {
+					return nil, err
+				}
+				again[i] = true
+				continue
+			}
 		}
 		need := g.t.OverflowLen()
 		g.key.ovRoom = need + need/8 + 1024
 		if !g.t.Overflowed() {
 			continue
 		}
-		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
-			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
+		if g.mustFit {
+			return nil, fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), need)
 		}
-		redo = true
+		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
+			return nil, fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
+		}
 		if j := pend[i].Job; j != nil {
 			rerun[j] = true
 			continue
 		}
 		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
-			return err
+			return nil, err
 		}
+		g.mustFit, again[i] = true, true
 	}
 	for j := range rerun {
 		if err := c.timed(func() error { return c.launchFused(j) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if redo {
-		if err := c.dev.SyncDecodeStatus(); err != nil {
-			return fmt.Errorf("gpu codec: %w", err)
+	var out []int
+	for i, g := range ts {
+		if j := pend[i].Job; j != nil && rerun[j] {
+			// Every output was written again: each is checked again.
+			g.mustFit, again[i] = true, true
 		}
-		for i, g := range ts {
-			if !stale[i] && g.t.Overflowed() {
-				return fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), g.t.OverflowLen())
-			}
+		if again[i] {
+			g.win = c.win
+			out = append(out, i)
+			continue
 		}
+		g.settled = true
 	}
-	return c.recode(mem, ts, pend, recode)
+	return out, nil
 }
 
-// recode encodes again, from their sources and with codebooks fitted to
-// them, the tensors ts[i] (i in idx) whose code was stale: an optimizer
-// state's first encodes after its zeros, whose values move by whole
-// exponents from step to step. It waits once more, and again for any
-// spill that did not fit.
-func (c *GPUCodec) recode(mem *Mem, ts []*gpuTensor, pend []Pending, idx []int) error {
-	if len(idx) == 0 {
-		return nil
+// recode encodes g again from src, its values, with a codebook fitted to
+// them, into a new tensor: its code was stale (an optimizer state's first
+// encodes after its zeros, whose values move by whole exponents from step
+// to step). The new tensor starts with no overflow room (the stale one's was
+// sized for a spill of nearly every value): the settle of the open window
+// finds the room it needs.
+func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
+	k := g.key
+	c.refit(k, &g.hist)
+	k.toCheck = false
+	t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, 0, gpu.Weights)
+	if err != nil {
+		return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 	}
-	for _, i := range idx {
-		g := ts[i]
-		k := g.key
-		c.refit(k, &g.hist)
-		k.toCheck = false
-		// A new tensor: the stale one's overflow room was sized for a
-		// spill of nearly every value.
-		t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, 0, gpu.Weights)
-		if err != nil {
-			return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
-		}
-		t.Name = g.t.Name
-		g.t.Free()
-		g.t = t
-		g.stats = nil
-		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
-			return err
-		}
-	}
-	for round := 0; ; round++ {
-		if err := c.dev.SyncDecodeStatus(); err != nil {
-			return fmt.Errorf("gpu codec: %w", err)
-		}
-		again := false
-		for _, i := range idx {
-			g := ts[i]
-			need := g.t.OverflowLen()
-			g.key.ovRoom = need + need/8 + 1024
-			if !g.t.Overflowed() {
-				continue
-			}
-			if round > 0 {
-				return fmt.Errorf("gpu codec: %s: encoded again into %d bytes of overflow room, needed %d", g.t.Name, g.t.OverflowCap(), g.t.OverflowLen())
-			}
-			if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
-				return err
-			}
-			if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
-				return err
-			}
-			again = true
-		}
-		if !again {
-			return nil
-		}
-	}
+	t.Name = g.t.Name
+	g.t.Free()
+	g.t, g.stats, g.mustFit = t, nil, false
+	return c.timed(func() error { return c.dev.Encode(g.t, dense(src, g.n)) })
 }
+
+// Settle settles pend, encoded in the open window, at once: it closes the
+// window and settles it, and the windows of what it encodes again, until
+// every encode is complete (a wait each).
+func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error { return settleCodec(c, mem, pend) }
 
 // staleBits: a codebook costing this much above the entropy of the values
 // it coded was fitted to other values (a good fit costs a few hundredths of
@@ -565,41 +577,44 @@ func (c *GPUCodec) Free(_ *Mem, t Compressed) {
 	}
 }
 
-// histArena holds every key's exponent histogram of its latest encode (256
-// uint64) in one device buffer of the run's Mem (codec scratch), so that
-// Settle reads them in one copy.
+// histArena holds the exponent histograms (256 uint64 each) the open
+// window's encodes count, one slot per encode from the first, in one device
+// buffer of the run's Mem (codec scratch), so that CloseWindow reads them
+// in one copy. The next window reuses the slots: its counts are queued
+// after the copy.
 type histArena struct {
 	mem   *Mem // the run it belongs to (a codec may serve several in turn)
 	buf   devPtr
 	slots int
-	host  []byte
+	used  int // slots the open window took
 }
 
 const histSlotBytes = gpu.HistogramBytes
 
-// reserve makes room for slot, keeping what the arena holds.
-func (a *histArena) reserve(mem *Mem, slot int) error {
+// take returns the open window's next slot, growing the arena (and keeping
+// the window's counts) when it is full.
+func (a *histArena) take(mem *Mem) (int, error) {
 	if a.mem != mem {
 		// Another run: the last one's arena went with its memory.
 		*a = histArena{mem: mem}
 	}
-	if slot < a.slots {
-		return nil
-	}
-	n := max(64, 2*a.slots, slot+1)
-	p, err := mem.Alloc(trainer.CodecScratch, int64(n*histSlotBytes))
-	if err != nil {
-		return err
-	}
-	if a.buf != 0 {
-		if err := mem.Dev().Copy(p, a.buf, int64(a.slots*histSlotBytes)); err != nil {
-			mem.Free(p)
-			return err
+	if a.used == a.slots {
+		n := max(64, 2*a.slots)
+		p, err := mem.Alloc(trainer.CodecScratch, int64(n*histSlotBytes))
+		if err != nil {
+			return 0, err
 		}
-		mem.Free(a.buf)
+		if a.buf != 0 {
+			if err := mem.Dev().Copy(p, a.buf, int64(a.used*histSlotBytes)); err != nil {
+				mem.Free(p)
+				return 0, err
+			}
+			mem.Free(a.buf)
+		}
+		a.buf, a.slots = p, n
 	}
-	a.buf, a.slots = p, n
-	return nil
+	a.used++
+	return a.used - 1, nil
 }
 
 // count queues the histogram of src into slot.
@@ -608,24 +623,9 @@ func (a *histArena) count(d *gpu.Device, slot int, src gpu.Buffer, n int) error 
 	return d.HistogramInto(arena, slot*histSlotBytes, src, n)
 }
 
-// read copies slots lo..hi to the host (waiting for the device).
-func (a *histArena) read(mem *Mem, lo, hi int) (hostHists, error) {
-	bytes := (hi - lo + 1) * histSlotBytes
-	if cap(a.host) < bytes {
-		a.host = make([]byte, bytes)
-	}
-	b := a.host[:bytes]
-	if err := mem.Dev().Download(b, a.buf.Add(int64(lo*histSlotBytes))); err != nil {
-		return nil, err
-	}
-	return hostHists(b), nil
-}
-
-// hostHists is a span of the arena read back.
-type hostHists []byte
-
-func (h hostHists) at(i int) (full codec.Histogram) {
-	b := h[i*histSlotBytes:]
+// histAt is histogram i of a window's arena read back.
+func histAt(b []byte, i int) (full codec.Histogram) {
+	b = b[i*histSlotBytes:]
 	for e := range 256 {
 		full[e] = binary.LittleEndian.Uint64(b[8*e:])
 	}

@@ -87,8 +87,17 @@ func (h *HostCodec) Decode(dst devPtr, c Compressed) error {
 	return ht.dev.Upload(dst, device.Bytes(vals))
 }
 
-// Settle implements Codec: every encode is complete when Encode returns.
-func (h *HostCodec) Settle(*Mem, []Pending) error { return nil }
+// CloseWindow implements Codec: every encode is complete when Encode
+// returns, and every decode when Decode does.
+func (h *HostCodec) CloseWindow(*Mem) (CodecWindow, error) { return nil, nil }
+
+// SettleWindow implements Codec: nothing is ever pending.
+func (h *HostCodec) SettleWindow(_ *Mem, _ CodecWindow, pend []Pending) ([]int, error) {
+	if len(pend) > 0 {
+		return nil, fmt.Errorf("host codec: %d encodes to settle, none can be pending", len(pend))
+	}
+	return nil, nil
+}
 
 // Free implements Codec.
 func (h *HostCodec) Free(mem *Mem, c Compressed) {

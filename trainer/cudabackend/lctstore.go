@@ -19,20 +19,58 @@ type Codec interface {
 	// stored tensor key, with setting cc into device memory charged to
 	// category cat of mem. prev is what key holds now (nil if nothing): the
 	// codec may encode into it and return it; otherwise the caller frees
-	// prev. The encode may still be running when Encode returns: until
-	// Settle has checked it (Settled), src must stay as it is.
+	// prev. The encode may still be running when Encode returns: until the
+	// settle of its window has checked it (Settled), src must stay as it is.
 	Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error)
-	// Settle waits for the device, reports what its work found wrong, and
-	// completes every encode in pend: one whose spill did not fit is
-	// encoded again from its source into more room. It may be called with
-	// nothing pending, to check the work queued since the last call.
-	Settle(mem *Mem, pend []Pending) error
+	// CloseWindow ends the window of the encodes made since the last call:
+	// it queues the reading back of what the device will have found once
+	// the work queued so far is done (those encodes' spills and figures,
+	// every decode's errors) and returns without waiting.
+	CloseWindow(mem *Mem) (CodecWindow, error)
+	// SettleWindow waits for w's reading back, that is for the work queued
+	// before w was closed and not for the work queued since, reports the
+	// decode errors it found, and completes the encodes pend of w: every
+	// encode made in w and not replaced since (and those SettleWindow
+	// returned from w's own window to be checked in w). It returns the
+	// indices in pend of the encodes it made again (a spill that did not
+	// fit, a code fitted to other values): those belong to the window open
+	// now, their sources kept until its settle; the others are Settled.
+	SettleWindow(mem *Mem, w CodecWindow, pend []Pending) (again []int, err error)
 	// Decode writes the values of t to dst (queued; a corrupt tensor is
-	// reported by the next Settle at the latest).
+	// reported by the settle of a window closed after it at the latest).
 	Decode(dst devPtr, t Compressed) error
 	// Free releases t's device memory.
 	Free(mem *Mem, t Compressed)
 }
+
+// CodecWindow is a closed window of encodes (see Codec.CloseWindow).
+type CodecWindow any
+
+// settleCodec settles pend, encoded in c's open window, at once: it closes
+// the window and settles it, and the windows of what that encodes again,
+// until every encode is complete (a wait each).
+func settleCodec(c Codec, mem *Mem, pend []Pending) error {
+	for range maxSettleRounds {
+		w, err := c.CloseWindow(mem)
+		if err != nil {
+			return err
+		}
+		again, err := c.SettleWindow(mem, w, pend)
+		if err != nil || len(again) == 0 {
+			return err
+		}
+		next := make([]Pending, len(again))
+		for i, k := range again {
+			next[i] = pend[k]
+		}
+		pend = next
+	}
+	return fmt.Errorf("codec: encodes still not complete after %d settles", maxSettleRounds)
+}
+
+// maxSettleRounds bounds the settles an encode may need: the first, a
+// recode with a fitted codebook, its overflow room, and one more.
+const maxSettleRounds = 4
 
 // Pending is an encode not yet settled and the values it encodes: the
 // dense source Src, or for an output of a fused update, Job (its inputs and
@@ -79,7 +117,9 @@ type Compressed interface {
 type codecClock struct {
 	encode, decode           time.Duration
 	encodeBytes, decodeBytes int64
-	settles                  int // waits for queued encodes
+	settles                  int // windows settled: waits for queued encodes
+	drains                   int // full settles: waits for all the queued work
+	sourceReads              int // reads of pending tensors from their kept sources
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -91,9 +131,14 @@ type codecClock struct {
 // its next rawRetry-1 writes are stored as they are without trying again.
 //
 // Encodes the codec does not finish at once stay pending, their dense
-// source kept (and counted in the ledger) until the store settles them: when
-// the pending sources reach window bytes, before a pending tensor is read,
-// and at the end of every step (see docs/cuda-trainer.md, "Syncs").
+// source kept (and counted in the ledger) until the store settles them, a
+// window at a time: when the open window's sources reach window bytes, the
+// store closes it (the codec queues the reading back of its results) and
+// settles the window closed before it, whose results the device has
+// produced meanwhile, so that the device always has queued work while the
+// host waits. At the end of every step (and for a read of a fused update's
+// output) it settles everything. A read of a pending tensor copies its
+// source. See docs/cuda-trainer.md, "Syncs".
 type lctStore struct {
 	mem     *Mem
 	ops     *Ops
@@ -102,11 +147,11 @@ type lctStore struct {
 	held    map[*slot]*lctHeld
 	clock   codecClock
 
-	pending      []pendingEncode
-	pendingOf    map[*slot]int // index into pending
-	pendingBytes int64
-	window       int64
-	rawLeft      map[*slot]int // writes still to be stored as they are
+	open      *lctWindow // encodes since the last close
+	closed    *lctWindow // closed, not yet settled (nil: none)
+	pendingOf map[*slot]pendingRef
+	window    int64
+	rawLeft   map[*slot]int // writes still to be stored as they are
 	// rawBelow: tensors of at most this many values are always stored as
 	// they are (smallParamLimit).
 	rawBelow int
@@ -130,16 +175,30 @@ const keptLimit = 16 << 20
 const rawRetry = 8
 
 type pendingEncode struct {
-	s   *slot
+	s   *slot // nil: dropped (replaced or released before its settle)
 	src devPtr
 	job *FusedJob
 }
 
-// defaultWindow is the dense bytes an LCT store lets wait for a settle: a
-// quarter of the parameters' bytes, so that the sources kept stay small
-// beside what the run holds, within 256 KiB..64 MiB.
+// lctWindow is a window of pending encodes.
+type lctWindow struct {
+	entries []pendingEncode
+	bytes   int64       // dense bytes of the entries not dropped
+	codec   CodecWindow // once closed
+}
+
+// pendingRef is where a slot's pending encode is.
+type pendingRef struct {
+	w *lctWindow
+	i int
+}
+
+// defaultWindow is the dense bytes of one window of encodes: an eighth of
+// the parameters' bytes, within 128 KiB..32 MiB, so that the sources kept
+// (two windows at most: the closed one and the open one) stay small beside
+// what the run holds.
 func defaultWindow(m trainer.ModelConfig) int64 {
-	return min(max(2*int64(m.ParamCount())/4, 256<<10), 64<<20)
+	return min(max(2*int64(m.ParamCount())/8, 128<<10), 32<<20)
 }
 
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
@@ -160,7 +219,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
 	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{},
-		pendingOf: map[*slot]int{}, window: window, rawLeft: map[*slot]int{}}, nil
+		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, rawLeft: map[*slot]int{}}, nil
 }
 
 // encode stores the values at p (dense, s.n of them) as s's new contents,
@@ -203,13 +262,44 @@ func (st *lctStore) encode(s *slot, p devPtr) error {
 	if enc.Settled() {
 		return st.finish(s, p)
 	}
-	st.pendingOf[s] = len(st.pending)
-	st.pending = append(st.pending, pendingEncode{s: s, src: p})
-	st.pendingBytes += 2 * int64(s.n)
-	if st.pendingBytes >= st.window {
-		return st.settleNow()
+	st.addPending(s, p, nil)
+	return st.closeIfFull()
+}
+
+// addPending puts s's encode from src (or by job) in the open window.
+func (st *lctStore) addPending(s *slot, src devPtr, job *FusedJob) {
+	w := st.open
+	st.pendingOf[s] = pendingRef{w, len(w.entries)}
+	w.entries = append(w.entries, pendingEncode{s: s, src: src, job: job})
+	w.bytes += 2 * int64(s.n)
+}
+
+// closeIfFull closes the open window once its sources reach the window.
+func (st *lctStore) closeIfFull() error {
+	if st.open.bytes < st.window {
+		return nil
 	}
-	return nil
+	return st.closeWindow()
+}
+
+// closeWindow closes the open window (the codec queues its reading back)
+// and then settles the window closed before it, if any: its results were
+// queued a window ago, so the wait ends while the device still has the
+// work of the window just closed to do.
+func (st *lctStore) closeWindow() error {
+	cw, err := st.codec.CloseWindow(st.mem)
+	if err != nil {
+		return err
+	}
+	w := st.open
+	w.codec = cw
+	st.open = &lctWindow{}
+	prev := st.closed
+	st.closed = w
+	if prev == nil {
+		return nil
+	}
+	return st.settleWindow(prev)
 }
 
 // keepRaw stores p's values as they are in s (p is freed).
@@ -250,67 +340,111 @@ func (st *lctStore) finish(s *slot, p devPtr) error {
 // dropPending forgets s's pending encode (its contents are being replaced
 // or released) and frees its source.
 func (st *lctStore) dropPending(s *slot) {
-	i, ok := st.pendingOf[s]
+	ref, ok := st.pendingOf[s]
 	if !ok {
 		return
 	}
 	delete(st.pendingOf, s)
-	if st.pending[i].src != 0 {
-		st.mem.Free(st.pending[i].src)
+	e := &ref.w.entries[ref.i]
+	if e.src != 0 {
+		st.mem.Free(e.src)
 	}
-	st.pendingBytes -= 2 * int64(s.n)
-	st.pending[i] = pendingEncode{}
+	ref.w.bytes -= 2 * int64(s.n)
+	*e = pendingEncode{}
 }
 
 // settle completes every pending encode and checks the device's work
-// queued so far (the end of a step, before a pending tensor is read).
+// queued so far (the end of a step; a read of a fused update's output
+// before its settle): it closes the open window and settles it after the
+// closed one, and the windows of what they encode again.
 func (st *lctStore) settle() error {
 	start := time.Now()
 	defer func() { st.clock.encode += time.Since(start) }()
-	return st.settleNow()
+	st.clock.drains++
+	for range maxSettleRounds {
+		if err := st.closeWindow(); err != nil {
+			return err
+		}
+		w := st.closed
+		st.closed = nil
+		if err := st.settleWindow(w); err != nil {
+			return err
+		}
+		if len(st.pendingOf) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("LCT store: %d encodes still pending after %d settles", len(st.pendingOf), maxSettleRounds)
 }
 
-func (st *lctStore) settleNow() error {
+// settleWindow settles closed window w: the encodes the codec made again
+// move to the open window with their sources; the others are finished
+// (their sources freed, a tensor not smaller kept as it is) and a fused
+// update whose outputs are all settled gives back its inputs and gradient.
+func (st *lctStore) settleWindow(w *lctWindow) error {
 	st.clock.settles++
 	var pend []Pending
-	var owners []pendingEncode
+	var idx []int
+	for i, e := range w.entries {
+		if e.s != nil {
+			pend = append(pend, Pending{T: st.held[e.s].enc, Src: e.src, Job: e.job})
+			idx = append(idx, i)
+		}
+	}
+	again, err := st.codec.SettleWindow(st.mem, w.codec, pend)
+	if err != nil {
+		// The step has failed: give the sources back.
+		for _, i := range idx {
+			st.dropPending(w.entries[i].s)
+		}
+		return err
+	}
+	redo := make([]bool, len(pend))
+	jobAgain := map[*FusedJob]bool{}
+	for _, k := range again {
+		redo[k] = true
+		if j := pend[k].Job; j != nil {
+			jobAgain[j] = true
+		}
+	}
 	jobs := map[*FusedJob]bool{}
-	for _, p := range st.pending {
-		if p.s != nil {
-			pend = append(pend, Pending{T: st.held[p.s].enc, Src: p.src, Job: p.job})
-			owners = append(owners, p)
-			if p.job != nil {
-				jobs[p.job] = true
+	var first error
+	for k, i := range idx {
+		e := w.entries[i]
+		delete(st.pendingOf, e.s)
+		w.entries[i] = pendingEncode{}
+		switch {
+		case redo[k]:
+			st.addPending(e.s, e.src, e.job)
+		case e.job != nil:
+			jobs[e.job] = true // its outputs stay compressed
+		default:
+			if err := st.finish(e.s, e.src); err != nil && first == nil {
+				first = err
 			}
 		}
 	}
-	st.pending, st.pendingBytes = st.pending[:0], 0
-	clear(st.pendingOf)
-	err := st.codec.Settle(st.mem, pend)
-	for _, p := range owners {
-		if p.job != nil {
-			continue // its outputs stay compressed; the job is freed below
-		}
-		if err != nil {
-			st.mem.Free(p.src)
+	for j := range jobs {
+		if jobAgain[j] {
 			continue
 		}
-		if ferr := st.finish(p.s, p.src); ferr != nil && err == nil {
-			err = ferr
-		}
-	}
-	for j := range jobs {
 		for _, in := range j.Ins {
 			st.codec.Free(st.mem, in)
 		}
 		st.mem.Free(j.G)
 	}
-	return err
+	return first
 }
 
-// decode writes s's values to p.
+// decode writes s's values to p. A tensor whose encode is pending still
+// has its values in its source: they are copied (queued, no wait), except
+// for a fused update's outputs, which are settled first.
 func (st *lctStore) decode(s *slot, p devPtr) error {
-	if _, ok := st.pendingOf[s]; ok {
+	if ref, ok := st.pendingOf[s]; ok {
+		if src := ref.w.entries[ref.i].src; src != 0 {
+			st.clock.sourceReads++
+			return st.mem.Dev().Copy(p, src, 2*int64(s.n))
+		}
 		if err := st.settle(); err != nil {
 			return err
 		}
@@ -358,7 +492,7 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 		return nil, err
 	}
 	// A corrupt tensor shows in the status the codec reads.
-	return v, st.codec.Settle(st.mem, nil)
+	return v, st.settle()
 }
 
 func (st *lctStore) read(s *slot) (devPtr, error) {
@@ -456,14 +590,9 @@ func (st *lctStore) fusedUpdate(p *param, slots []*slot, g devPtr, step int, opt
 	st.dropKept(p.w)
 	for i, s := range slots {
 		st.held[s] = &lctHeld{enc: job.Outs[i]}
-		st.pendingOf[s] = len(st.pending)
-		st.pending = append(st.pending, pendingEncode{s: s, job: job})
-		st.pendingBytes += 2 * int64(s.n)
+		st.addPending(s, 0, job)
 	}
-	if st.pendingBytes >= st.window {
-		return true, st.settleNow()
-	}
-	return true, nil
+	return true, st.closeIfFull()
 }
 
 // updateUnfused decodes, updates with the dense run's kernels and encodes.

@@ -1,0 +1,244 @@
+//go:build cuda || (kernelemu && gptemu)
+
+package cudabackend
+
+import (
+	"bytes"
+	"errors"
+	"sort"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/trainer"
+	"lcttop/trainer/cudabackend/device"
+)
+
+// settleSetup is an LCT store on the GPU codec whose window is the size of
+// one test tensor, a real tensor whose encode spills (so that its first
+// encode, with no overflow room yet, does not fit), and slots for it and
+// two more tensors of its size.
+type settleSetup struct {
+	h       *tdev
+	gc      *GPUCodec
+	st      *lctStore
+	a, b, c *slot
+	va      []uint16
+}
+
+func newSettleSetup(t *testing.T) *settleSetup {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	cc := trainer.DefaultClassCodec[trainer.ClassActivation]
+	tensors := codecTensors(t)
+	names := make([]string, 0, len(tensors))
+	for name := range tensors {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var va []uint16
+	for _, name := range names {
+		v := tensors[name]
+		if len(v) < 4096 {
+			continue
+		}
+		sample := codec.SampleHistogram(v)
+		cb := codec.FitCodebook(cc.Dist, &sample)
+		var ct codec.Tensor
+		var enc codec.Encoder
+		h.check(enc.Encode(&ct, v, cb, codec.ChooseLayout(cc.Preset, &cb, &sample)))
+		if ct.Stats.Spilled > 0 && len(ct.Overflow) > 0 {
+			va = v
+			t.Logf("tensor A: %s, %d values, %d overflow bytes", name, len(v), len(ct.Overflow))
+			break
+		}
+	}
+	if va == nil {
+		t.Fatal("no test tensor spills: the overflow path would not be exercised")
+	}
+	n := len(va)
+	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 2*int64(n))
+	h.check(err)
+	act := func(name string) *slot {
+		return &slot{name: name, class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+	}
+	return &settleSetup{h: h, gc: gc, st: st, a: act("A"), b: act("B"), c: act("C"), va: va}
+}
+
+// where says which window holds s's pending encode: "open", "closed" or
+// "" (settled).
+func (x *settleSetup) where(s *slot) string {
+	ref, ok := x.st.pendingOf[s]
+	switch {
+	case !ok:
+		return ""
+	case ref.w == x.st.open:
+		return "open"
+	case ref.w == x.st.closed:
+		return "closed"
+	}
+	return "a window neither open nor closed"
+}
+
+// readBack reads s through the store (a decode, or a copy of a pending
+// source) and returns its values.
+func (x *settleSetup) readBack(s *slot) []uint16 {
+	x.h.t.Helper()
+	p, err := x.st.read(s)
+	x.h.check(err)
+	v := x.h.get16(p, s.n)
+	x.st.done(s, p)
+	return v
+}
+
+// A window's encodes are settled when the next window closes, not when
+// their own does: a spill that did not fit is found then, encoded again
+// into the room it needed (pending in the open window, its source kept),
+// and complete at the next settle, with the bytes the host codec writes;
+// a read of a tensor pending in either window copies its source, with no
+// wait; the store's settle completes everything and frees the sources.
+func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	vb, vc := h.randBF16(x.a.n, 0, 0.02), h.randBF16(x.a.n, 0, 1)
+
+	h.check(st.set(x.a, x.va)) // fills window 0, which closes
+	if got := x.where(x.a); got != "closed" || st.clock.settles != 0 {
+		t.Fatalf("after A's window closed: A pending in %q, %d settles; want closed, 0", got, st.clock.settles)
+	}
+	if st.held[x.a].enc.Settled() {
+		t.Fatal("A settled before any settle")
+	}
+	h.check(st.set(x.b, vb)) // closes window 1, settles window 0
+	if st.clock.settles != 1 || st.clock.drains != 0 {
+		t.Fatalf("after B's window closed: %d settles, %d drains; want 1, 0", st.clock.settles, st.clock.drains)
+	}
+	ga := st.held[x.a].enc.(*gpuTensor)
+	if got := x.where(x.a); got != "open" || !ga.mustFit || ga.Settled() {
+		t.Fatalf("A's spill (no room at its first encode) not encoded again: pending in %q, must fit %v, settled %v", got, ga.mustFit, ga.Settled())
+	}
+	if got := x.where(x.b); got != "closed" {
+		t.Fatalf("B pending in %q, want closed", got)
+	}
+	// Reads of tensors pending in the open and the closed window.
+	assertSameBF16(t, "A read while pending in the open window", x.readBack(x.a), x.va)
+	assertSameBF16(t, "B read while pending in the closed window", x.readBack(x.b), vb)
+	if st.clock.sourceReads != 2 || st.clock.settles != 1 || st.clock.drains != 0 {
+		t.Errorf("reads of pending tensors: %d from sources, %d settles, %d drains; want 2, 1, 0", st.clock.sourceReads, st.clock.settles, st.clock.drains)
+	}
+
+	h.check(st.set(x.c, vc)) // closes window 2 (C and A again), settles window 1 (B)
+	// B is settled, or encoded again if it spilled too.
+	if x.where(x.b) == "closed" || x.where(x.a) != "closed" || x.where(x.c) != "closed" || st.clock.settles != 2 {
+		t.Fatalf("after C's window closed: A in %q, B in %q, C in %q, %d settles; want closed, not closed, closed, 2",
+			x.where(x.a), x.where(x.b), x.where(x.c), st.clock.settles)
+	}
+	live := h.mem.Ledger().Memory().Live[trainer.CodecScratch]
+	h.check(st.settle())
+	if len(st.pendingOf) != 0 || st.closed != nil || !ga.Settled() || st.clock.drains != 1 {
+		t.Fatalf("after the settle: %d pending, closed window %v, A settled %v, %d drains", len(st.pendingOf), st.closed != nil, ga.Settled(), st.clock.drains)
+	}
+	if freed := live - h.mem.Ledger().Memory().Live[trainer.CodecScratch]; freed < 2*2*int64(x.a.n) {
+		t.Errorf("the settle freed %d bytes of codec scratch, less than the sources of A and C (%d)", freed, 4*x.a.n)
+	}
+	assertSameBF16(t, "B decoded after the settle", x.readBack(x.b), vb)
+	assertSameBF16(t, "C decoded after the settle", x.readBack(x.c), vc)
+	if ga.t.Overflowed() || ga.t.OverflowLen() == 0 {
+		t.Errorf("A: overflow %d bytes in %d of room after the settle", ga.t.OverflowLen(), ga.t.OverflowCap())
+	}
+	assertSameBF16(t, "A decoded after the settle", x.readBack(x.a), x.va)
+	h.check(st.settle())
+
+	// The bytes are the host codec's for the same values.
+	var hc HostCodec
+	src := h.bf16(x.va)
+	want, err := hc.Encode(h.mem, "A", trainer.Activations, src, x.a.n, trainer.DefaultClassCodec[trainer.ClassActivation], nil)
+	h.check(err)
+	ht := want.(*hostTensor)
+	wantBytes := make([]byte, ht.bytes)
+	h.check(h.d.Download(wantBytes, ht.ptr))
+	var ct codec.Tensor
+	h.check(ga.t.Download(&ct))
+	gotBytes, err := ct.MarshalBinary()
+	h.check(err)
+	if !bytes.Equal(gotBytes, wantBytes) {
+		t.Errorf("A: the GPU codec's %d bytes are not the host codec's %d", len(gotBytes), len(wantBytes))
+	}
+}
+
+// A decode of a corrupt tensor is reported by the settle of the first
+// window closed after it, one window later, as a DecodeError naming it.
+func TestLCTStoreReportsCorruptDecodeAtWindowSettle(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	h.check(st.set(x.a, x.va))
+	h.check(st.settle())
+	// Every block's overflow offset far past the overflow area: the decoder
+	// finds a spilling block's overflow out of bounds.
+	gt := st.held[x.a].enc.(*gpuTensor).t
+	var ct codec.Tensor
+	h.check(gt.Download(&ct))
+	for i := range ct.Offsets {
+		ct.Offsets[i] = 0xFFFFFF00
+	}
+	h.check(gt.Upload(&ct))
+
+	p, err := st.read(x.a)
+	if err != nil {
+		t.Fatalf("the decode is queued; it failed at once: %v", err)
+	}
+	st.done(x.a, p)
+	if err := st.set(x.b, h.randBF16(x.a.n, 0, 0.02)); err != nil {
+		t.Fatalf("closing the window after the decode (nothing settled yet): %v", err)
+	}
+	err = st.set(x.c, h.randBF16(x.a.n, 0, 0.02))
+	var de *gpu.DecodeError
+	if !errors.As(err, &de) || de.Tensor != x.a.name {
+		t.Fatalf("the settle of the decode's window returned %v, want a DecodeError of %s", err, x.a.name)
+	}
+}
+
+// A read of a fused update's output, which has no source to copy, settles
+// everything first.
+func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	x.gc.Fused = true
+	n := x.a.n
+	p := &param{name: "w", n: n, decay: true,
+		w: &slot{name: "w", class: trainer.ClassWeight, cat: trainer.Weights, n: n}}
+	p.state = []*slot{
+		{name: "w.mom", class: trainer.ClassMomentum, cat: trainer.OptimizerState, n: n},
+	}
+	opt := mustOptimizer(t, "sgd")
+	h.check(st.set(p.w, x.va))
+	h.check(st.set(p.state[0], h.randBF16(n, 0, 1e-3)))
+	h.check(st.settle())
+	grad := func() device.Ptr { return h.bf16(h.randBF16(n, 0, 1e-2)) }
+	// The first update is never fused (it refits the codebooks); the second is.
+	for step := 1; step <= 2; step++ {
+		g := grad()
+		took, err := st.update(p, g, step, opt)
+		h.check(err)
+		if !took {
+			h.mem.Free(g)
+		}
+		if step == 2 && !took {
+			t.Skip("the fused update does not apply to this tensor's layout")
+		}
+		if step == 1 {
+			h.check(st.settle())
+		}
+	}
+	if x.where(p.w) == "" {
+		t.Fatal("the fused update's output is not pending")
+	}
+	drains := st.clock.drains
+	v := x.readBack(p.w)
+	if st.clock.drains != drains+1 || len(st.pendingOf) != 0 {
+		t.Errorf("reading the fused output: %d drains (was %d), %d pending", st.clock.drains, drains, len(st.pendingOf))
+	}
+	got, err := st.get(p.w)
+	h.check(err)
+	assertSameBF16(t, "fused output read while pending vs settled", v, got)
+}
