@@ -128,51 +128,61 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 			return err
 		}
 	}
-	return d.do(func() error {
-		items := make([]batchItem, 0, len(ts))
-		for i, t := range ts {
-			it := batchItem{t: t, data: srcs[i]}
-			if withHist {
-				it.hist = hist.ptr + uintptr(histOffs[i])
+	return d.do(func() error { return d.encodeBatch(ts, srcs, hist, histOffs, kEncodeBatchHist) })
+}
+
+// encodeBatch is EncodeBatch after the checks; histKernel is the encoder
+// that counts (the bench compares the two ways of counting).
+func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int, histKernel kernel) error {
+	withHist := hist.Valid()
+	items := make([]batchItem, 0, len(ts))
+	for i, t := range ts {
+		it := batchItem{t: t, data: srcs[i]}
+		if withHist {
+			it.hist = hist.ptr + uintptr(histOffs[i])
+		}
+		if t.blocks() == 0 {
+			// Nothing to launch for: the status (and the histogram) of an
+			// empty tensor are set here.
+			if err := t.setStatus(0); err != nil {
+				return err
 			}
-			if t.blocks() == 0 {
-				// Nothing to launch for: the status (and the histogram) of
-				// an empty tensor are set here.
-				if err := t.setStatus(0); err != nil {
+			if withHist {
+				if err := d.drv.memset32(devPtr(it.hist), 0, HistogramBytes/4); err != nil {
 					return err
 				}
-				if withHist {
-					if err := d.drv.memset32(devPtr(it.hist), 0, HistogramBytes/4); err != nil {
-						return err
-					}
-				}
-				continue
 			}
-			items = append(items, it)
+			continue
 		}
-		switch {
-		case len(items) == 0:
-			return nil
-		case len(items) == 1 && !withHist:
-			return d.encode(items[0].t, items[0].data)
-		}
-		s := d.batch()
-		table, starts, blocks, err := s.upload(d, items, withHist)
-		if err != nil {
-			return err
-		}
-		smem, k := 0, kEncodeBatch
-		for _, it := range items {
-			smem = max(smem, encodeSmem(it.t.layout.StreamBytes))
-		}
+		items = append(items, it)
+	}
+	switch {
+	case len(items) == 0:
+		return nil
+	case len(items) == 1 && !withHist:
+		return d.encode(items[0].t, items[0].data)
+	}
+	s := d.batch()
+	table, starts, blocks, err := s.upload(d, items, withHist)
+	if err != nil {
+		return err
+	}
+	smem, k := 0, kEncodeBatch
+	if withHist {
+		k = histKernel
+	}
+	for _, it := range items {
+		c := it.t.layout.StreamBytes
+		need := encodeSmem(c)
 		if withHist {
-			smem, k = smem+encodeHistSmem, kEncodeBatchHist
+			need += encodeHistSmem(c)
 		}
-		if err := d.launch(k, blocks, threads, smem, table, starts, uint64(len(items))); err != nil {
-			return err
-		}
-		return d.launch(kEncodeOverflowBatch, blocks, threads, 32*4, table, starts, uint64(len(items)))
-	})
+		smem = max(smem, need)
+	}
+	if err := d.launch(k, blocks, threads, smem, table, starts, uint64(len(items))); err != nil {
+		return err
+	}
+	return d.launch(kEncodeOverflowBatch, blocks, threads, 32*4, table, starts, uint64(len(items)))
 }
 
 // DecodeBatch decodes each ts[i] into dsts[i], as Decode(dsts[i], ts[i])
@@ -186,35 +196,66 @@ func (d *Device) DecodeBatch(dsts []Buffer, ts []*Tensor) error {
 	if err := d.checkBatch("decode batch", ts, dsts, "destination"); err != nil {
 		return err
 	}
-	return d.do(func() error {
-		switch len(ts) {
-		case 0:
-			return nil
-		case 1:
-			return d.decode(dsts[0], ts[0])
+	return d.do(func() error { return d.decodeBatch(dsts, ts, kDecodeBatch) })
+}
+
+// decodeBatch is DecodeBatch after the checks, with decoder k (the bench
+// compares the decode tables).
+func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
+	switch len(ts) {
+	case 0:
+		return nil
+	case 1:
+		single := kDecode
+		if k == kDecodeBatchMerged {
+			single = kDecodeMerged
 		}
-		items := make([]batchItem, len(ts))
-		smem := 0
-		for i, t := range ts {
-			items[i] = batchItem{t: t, data: dsts[i]}
-			smem = max(smem, decodeSmem(t.layout.StreamBytes))
-		}
-		s := d.batch()
-		table, starts, blocks, err := s.upload(d, items, false)
-		if err != nil {
-			return err
-		}
-		// Every tensor's error word is reset, those without blocks too.
-		if err := d.launch(kBatchClearErrors, 1, threads, 0, table, uint64(len(items))); err != nil {
-			return err
-		}
-		return d.launch(kDecodeBatch, blocks, threads, smem, table, starts, uint64(len(items)))
-	})
+		return d.decodeWith(single, dsts[0], ts[0])
+	}
+	items := make([]batchItem, len(ts))
+	smem := 0
+	for i, t := range ts {
+		items[i] = batchItem{t: t, data: dsts[i]}
+		smem = max(smem, decodeSmemFor(k, t.layout.StreamBytes))
+	}
+	s := d.batch()
+	table, starts, blocks, err := s.upload(d, items, false)
+	if err != nil {
+		return err
+	}
+	// Every tensor's error word is reset, those without blocks too.
+	if err := d.launch(kBatchClearErrors, 1, threads, 0, table, uint64(len(items))); err != nil {
+		return err
+	}
+	return d.launch(k, blocks, threads, smem, table, starts, uint64(len(items)))
+}
+
+// decodeWith is decode with decoder k.
+func (d *Device) decodeWith(k kernel, dst Buffer, t *Tensor) error {
+	if err := t.clearError(); err != nil {
+		return err
+	}
+	return d.launch(k, t.blocks(), threads, decodeSmemFor(k, t.layout.StreamBytes), ptrArg(t.desc), ptrArg(dst))
+}
+
+// decodeSmemFor is the shared memory of decoder k: the merged table takes
+// 256 bytes more than the split ones.
+func decodeSmemFor(k kernel, c int) int {
+	if k == kDecodeMerged || k == kDecodeBatchMerged {
+		return decodeSmem(c) + 256
+	}
+	return decodeSmem(c)
 }
 
 // encodeHistSmem is what counting the histogram adds to the encoder's
-// shared memory: 256 16-bit counters (LCT_HIST_WORDS words).
-const encodeHistSmem = 128 * 4
+// shared memory for stream capacity c: nothing where each row has a word to
+// spare for one bin (kernels/lct.cu, hist_in_rows), else 256 counters.
+func encodeHistSmem(c int) int {
+	if rowStrideOut(c) > (c+3)/4+1 {
+		return 0
+	}
+	return 256 * 4
+}
 
 // checkBatch checks a batch's tensors and dense buffers (what names them in
 // errors); the tensors must be distinct.

@@ -38,7 +38,8 @@ func fitCase(name string, src []uint16, p codec.Preset, dist codec.Distribution)
 // buffer, and only such a case, reports the overflow, needing what codec's
 // overflow holds; every histogram equals HistogramInto's and codec's full
 // histogram; DecodeBatch restores every tensor that fits bit for bit. It
-// runs the batch twice (the histogram scratch must come back to zero).
+// runs the batch twice, counting each way (the histogram scratch must come
+// back to zero).
 func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 	t.Helper()
 	var cleanup []func() error
@@ -108,10 +109,15 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		if err := d.Upload(hist, poison); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.EncodeBatch(batch, srcs, hist, offs); err != nil {
+		// Round 1 counts the other way (__match_any_sync, the bench's A/B).
+		err := d.EncodeBatch(batch, srcs, hist, offs)
+		if round == 1 {
+			err = d.do(func() error { return d.encodeBatch(batch, srcs, hist, offs, kEncodeBatchHistMatch) })
+		}
+		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
-		err := d.SyncStatus()
+		err = d.SyncStatus()
 		var overflowed []string
 		for _, e := range joinedErrors(err) {
 			var oe *OverflowError
@@ -177,7 +183,9 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		return
 	}
 
-	// Decode every tensor that fits in one batch, into poisoned buffers.
+	// Decode every tensor that fits in one batch, into poisoned buffers:
+	// with the split tables (DecodeBatch) and the merged one, batched and
+	// one launch per tensor.
 	var dsts []Buffer
 	var dec []*Tensor
 	var src [][]uint16
@@ -185,29 +193,48 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		if c.small {
 			continue
 		}
-		dst := alloc(max(2*len(c.src), 2))
-		bad := make([]uint16, len(c.src))
-		for k := range bad {
-			bad[k] = 0xDEAD
-		}
-		if err := d.UploadBF16(dst, bad); err != nil {
-			t.Fatal(err)
-		}
-		dsts, dec, src = append(dsts, dst), append(dec, batch[i]), append(src, c.src)
+		dsts, dec, src = append(dsts, alloc(max(2*len(c.src), 2))), append(dec, batch[i]), append(src, c.src)
 	}
-	if err := d.DecodeBatch(dsts, dec); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.SyncDecodeStatus(); err != nil {
-		t.Fatalf("decode batch: %v", err)
-	}
-	for i, x := range dec {
-		back := make([]uint16, x.N())
-		if err := d.DownloadBF16(back, dsts[i]); err != nil {
-			t.Fatal(err)
+	for _, run := range []struct {
+		name string
+		f    func() error
+	}{
+		{"decode batch", func() error { return d.DecodeBatch(dsts, dec) }},
+		{"decode batch, merged table", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatchMerged) }) }},
+		{"decode, merged table", func() error {
+			return d.do(func() error {
+				for i, x := range dec {
+					if err := d.decodeWith(kDecodeMerged, dsts[i], x); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}},
+	} {
+		for i, x := range dec {
+			bad := make([]uint16, x.N())
+			for k := range bad {
+				bad[k] = 0xDEAD
+			}
+			if err := d.UploadBF16(dsts[i], bad); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if k := testbf16.FirstDiff(src[i], back); k >= 0 {
-			t.Fatalf("decode batch: %s: value %d of %d is %#04x, want %#04x", x.label(), k, len(back), back[k], src[i][k])
+		if err := run.f(); err != nil {
+			t.Fatalf("%s: %v", run.name, err)
+		}
+		if err := d.SyncDecodeStatus(); err != nil {
+			t.Fatalf("%s: %v", run.name, err)
+		}
+		for i, x := range dec {
+			back := make([]uint16, x.N())
+			if err := d.DownloadBF16(back, dsts[i]); err != nil {
+				t.Fatal(err)
+			}
+			if k := testbf16.FirstDiff(src[i], back); k >= 0 {
+				t.Fatalf("%s: %s: value %d of %d is %#04x, want %#04x", run.name, x.label(), k, len(back), back[k], src[i][k])
+			}
 		}
 	}
 }
@@ -346,4 +373,76 @@ func TestBatchErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one saying %q", c.name, c.err, c.want)
 		}
 	}
+}
+
+// TestDecodeMergedCorrupt: on corrupt streams the merged-table decoder
+// reports the very error word the split-table one does, and where neither
+// finds an error, decodes the same values (codec's, checked by
+// TestDecodeCorrupt for the split one).
+func TestDecodeMergedCorrupt(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(25, 26))
+	src := testbf16.Gaussian(r, 65536+1000, 0.02)
+	trials := 30
+	if emulated(t) {
+		trials = 6
+	}
+	buf, err := d.Alloc(2*len(src), Activations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(buf)
+	failures := 0
+	for trial := range trials {
+		cb, l := fit(src, codec.Auto, codec.Distributions[trial%3])
+		if trial%2 == 1 {
+			l.StreamBytes = 40
+		}
+		ct := cpuEncode(t, src, cb, l)
+		for range 1 + r.IntN(20) {
+			ct.Streams[r.IntN(len(ct.Streams))] ^= byte(1 + r.IntN(255))
+		}
+		x, err := d.NewTensor(len(src), l, cb, len(ct.Overflow), Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Upload(ct); err != nil {
+			t.Fatal(err)
+		}
+		var words [2]uint64
+		var vals [2][]uint16
+		for i, k := range []kernel{kDecode, kDecodeMerged} {
+			err := d.do(func() error {
+				if err := d.decodeWith(k, buf, x); err != nil {
+					return err
+				}
+				return x.readStatus()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			words[i] = x.decodeErr
+			vals[i] = make([]uint16, len(src))
+			if err := d.DownloadBF16(vals[i], buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := x.Free(); err != nil {
+			t.Fatal(err)
+		}
+		if words[0] != words[1] {
+			t.Fatalf("trial %d: error word %#x with the split tables, %#x with the merged one", trial, words[0], words[1])
+		}
+		if words[0] != noError {
+			failures++
+			continue
+		}
+		if i := testbf16.FirstDiff(vals[0], vals[1]); i >= 0 {
+			t.Fatalf("trial %d: value %d: split %#04x, merged %#04x", trial, i, vals[0][i], vals[1][i])
+		}
+	}
+	if failures == 0 {
+		t.Fatal("no trial produced a decode error: the test checks nothing")
+	}
+	t.Logf("%d of %d corruptions reported alike by both tables, the rest decoded alike", failures, trials)
 }

@@ -314,25 +314,58 @@ LCT_DEV u32 fshl_clamp(u32 lo, u32 hi, u32 s) {
 #endif
 }
 
+// The reader's tables as it looks them up: DecSplit holds E and A apart
+// (rd_tables); DecMerged holds both in one 32-bit word per entry, E | A <<
+// 16 (rd_tables_merged): one shared-memory load a symbol instead of two, at
+// the price of a mask and a shift. The lanes' lookups are random, and bank
+// conflicts bound the decoder: on 32 lanes reading uniform entries the
+// merged table costs about 3.2 wavefronts a symbol, E and A about 2.8 + 2.0.
+struct DecSplit {
+  const u16* E;
+  const u8* A;
+};
+struct DecMerged {
+  const u32* M;
+};
+LCT_DEV void dec_get(const DecSplit& t, u32 i, u32& e, u32& a) {
+  e = t.E[i];
+  a = t.A[i];
+}
+LCT_DEV void dec_get(const DecMerged& t, u32 i, u32& e, u32& a) {
+  const u32 x = t.M[i];
+  e = x & 0xFFFFu;
+  a = x >> 16;
+}
+
+LCT_DEV void rd_tables_merged(u32* M, const u32* __restrict__ go, int j) {
+  const u32 g = __ldg(go + j);
+  const u32 e = (g & LCT_INVALID) ? (LCT_E_INVALID | (g & 0xFFFFu)) : (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : (g & 0xFFFFu);
+  M[j] = e | ((g >> 8) & 0xFFu) << 16;
+}
+
 // rd_pair decodes two symbols into col[0] and col[256] (refilling first):
 // the second one's window is a funnel shift of the buffer, which moves once.
-LCT_DEV void rd_pair(Reader& r, const u16* E, const u8* A, u8* col) {
+template <class TAB>
+LCT_DEV void rd_pair(Reader& r, const TAB& tab, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
-  const u32 e1 = E[hi >> 24], a1 = A[hi >> 24];
+  u32 e1, a1, e2, a2;
+  dec_get(tab, hi >> 24, e1, a1);
   col[0] = (u8)fshr_clamp(hi, e1, e1);
   const u32 hi2 = fshl_clamp(lo, hi, a1);
-  const u32 e2 = E[hi2 >> 24], a2 = A[hi2 >> 24];
+  dec_get(tab, hi2 >> 24, e2, a2);
   col[256] = (u8)fshr_clamp(hi2, e2, e2);
   r.buf <<= a1 + a2;
   r.pos += a1 + a2;
   r.seen |= e1 | e2;
 }
 
-LCT_DEV void rd_one(Reader& r, const u16* E, const u8* A, u8* col) {
+template <class TAB>
+LCT_DEV void rd_one(Reader& r, const TAB& tab, u8* col) {
   rd_refill(r);
   const u32 hi = (u32)(r.buf >> 32);
-  const u32 e = E[hi >> 24], a = A[hi >> 24];
+  u32 e, a;
+  dec_get(tab, hi >> 24, e, a);
   col[0] = (u8)fshr_clamp(hi, e, e);
   r.buf <<= a;
   r.pos += a;
@@ -721,20 +754,21 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
-// overflow area. E and A are the reader's tables (rd_tables).
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u16* E, const u8* A, int p0, int pe) {
+// overflow area. tab is the reader's tables.
+template <class TAB>
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe) {
   u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
   if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
 #pragma unroll
-    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair(r, E, A, col + pp * 256);
+    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair(r, tab, col + pp * 256);
     return;
   }
   int pp = 0;
 #pragma unroll 2
-  for (; pp + 1 < nd; pp += 2) rd_pair(r, E, A, col + pp * 256);
-  if (pp < nd) rd_one(r, E, A, col + pp * 256);
+  for (; pp + 1 < nd; pp += 2) rd_pair(r, tab, col + pp * 256);
+  if (pp < nd) rd_one(r, tab, col + pp * 256);
   for (pp = nd; pp < nc; pp++) col[pp * 256] = sp.ovp[p0 + pp - sp.coded];
 }
 
@@ -750,14 +784,14 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
   int pp = 0;
   for (; pp + 1 < common; pp += 2) {
 #pragma unroll
-    for (int t = 0; t < NT; t++) rd_pair(rd[t], E + t * 256, A + t * 256, ex + t * LCT_CHF * 256 + pp * 256 + j);
+    for (int t = 0; t < NT; t++) rd_pair(rd[t], DecSplit{E + t * 256, A + t * 256}, ex + t * LCT_CHF * 256 + pp * 256 + j);
   }
   const int nc = imax(0, imin(pe, count - p0));
 #pragma unroll
   for (int t = 0; t < NT; t++) {
     u8* col = ex + t * LCT_CHF * 256 + j;
     const int nd = imax(0, imin(pe, is[t].coded - p0));
-    for (int q = pp; q < nd; q++) rd_one(rd[t], E + t * 256, A + t * 256, col + q * 256);
+    for (int q = pp; q < nd; q++) rd_one(rd[t], DecSplit{E + t * 256, A + t * 256}, col + q * 256);
     for (int q = nd; q < nc; q++) col[q * 256] = is[t].ovp[p0 + q - is[t].coded];
   }
 }
@@ -765,43 +799,47 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
 // ---- histograms counted by the encoder ----------------------------------------
 
 // A batched encode can count each tensor's exponent histogram while it codes
-// (no second read of the source). A CTA counts its block in shared memory,
-// 256 16-bit counters packed two to a word (bin x in half x&1 of word x>>1:
-// small, so that six encoding CTAs still share a multiprocessor), and adds
-// them to the tensor's 64-bit scratch histogram in global memory every 128
-// positions (at most 32,768 counts a bin: no carry into the other half).
-// The tensor's last CTA moves the scratch to the caller's histogram and
-// leaves it zero for the next launch. Integer sums: the same counts whatever
-// the order.
-#define LCT_HIST_WORDS 128
-#define LCT_HIST_FLUSH 128  // positions between flushes
+// (no second read of the source). A CTA counts its block into 256 32-bit
+// shared counters, bin x at hs[x * hstride]: where the rows have a word to
+// spare past each writer's spare word (row_stride_out rounds up to odd),
+// bin x sits in row x's last word and costs no shared memory; otherwise the
+// counters follow the rows (hist_in_rows, and encodeHistSmem in gpu/). At
+// the end the CTA adds them to the tensor's 64-bit scratch histogram in
+// global memory; the tensor's last CTA moves the scratch to the caller's
+// histogram and leaves it zero for the next launch. Integer sums: the same
+// counts whatever the order.
+//
+// Two ways of counting, compared by the bench (HM): LCT_HM_MATCH adds once
+// per distinct exponent of a warp (__match_any_sync, from the lowest lane of
+// each), LCT_HM_ATOMIC adds one per lane and leaves same-address lanes to
+// the hardware; its result is unused, so the warp does not wait for it.
+#define LCT_HM_NONE 0
+#define LCT_HM_MATCH 1
+#define LCT_HM_ATOMIC 2
 
-// hist_add counts exponent x of every lane: lanes with the same exponent add
-// once, from the lowest of them (shared atomics to one address serialise).
-// Every lane of the warp must call it.
-LCT_DEV void hist_add(u32* hs, u32 x) {
-  const u32 m = __match_any_sync(LCT_FULL, x);
-  const u32 lane = threadIdx.x & 31;
-  if ((m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x >> 1], (u32)__popc(m) << ((x & 1u) << 4));
+LCT_DEV bool hist_in_rows(long long C) { return row_stride_out(C) > (int)((C + 3) >> 2) + 1; }
+
+template <int HM>
+LCT_DEV void hist_add(u32* hs, int hstride, u32 x) {
+  if (HM == LCT_HM_MATCH) {
+    const u32 m = __match_any_sync(LCT_FULL, x);
+    const u32 lane = threadIdx.x & 31;
+    if ((m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x * hstride], (u32)__popc(m));
+  } else {
+    atomicAdd(&hs[x * hstride], 1u);
+  }
 }
 
-// hist_add_if is hist_add of the lanes where valid holds.
-LCT_DEV void hist_add_if(u32* hs, u32 x, bool valid) {
-  const u32 key = valid ? x : 256u;
-  const u32 m = __match_any_sync(LCT_FULL, key);
-  const u32 lane = threadIdx.x & 31;
-  if (valid && (m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x >> 1], (u32)__popc(m) << ((x & 1u) << 4));
-}
-
-// hist_flush adds the CTA's counters to the scratch histogram and clears
-// them. No thread may be counting meanwhile.
-LCT_DEV void hist_flush(u32* hs, u64* scratch) {
-  const int j = threadIdx.x;
-  if (j < LCT_HIST_WORDS) {
-    const u32 v = hs[j];
-    if (v & 0xFFFFu) atomicAdd(scratch + 2 * j, (u64)(v & 0xFFFFu));
-    if (v >> 16) atomicAdd(scratch + 2 * j + 1, (u64)(v >> 16));
-    hs[j] = 0;
+// hist_add_if is hist_add of the lanes where valid holds; every lane of the
+// warp must call it.
+template <int HM>
+LCT_DEV void hist_add_if(u32* hs, int hstride, u32 x, bool valid) {
+  if (HM == LCT_HM_MATCH) {
+    const u32 m = __match_any_sync(LCT_FULL, valid ? x : 256u);
+    const u32 lane = threadIdx.x & 31;
+    if (valid && (m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x * hstride], (u32)__popc(m));
+  } else if (valid) {
+    atomicAdd(&hs[x * hstride], 1u);
   }
 }
 
@@ -812,10 +850,10 @@ LCT_DEV void hist_flush(u32* hs, u64* scratch) {
 // coding loops are bound by integer issue, and more warps hide the table
 // lookups' latency.
 
-// encode_block encodes block b of d from src. With HIST it also counts the
-// block's exponents into scratch (see above); the tensor's last CTA then
-// writes the histogram to hout.
-template <bool HIST>
+// encode_block encodes block b of d from src. With a histogram mode HM it
+// also counts the block's exponents into scratch (see above); the tensor's
+// last CTA then writes the histogram to hout.
+template <int HM>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x;
@@ -826,14 +864,20 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u8* len = smem + 1024;
   u8* ex = len + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
-  u32* hs = tmp + 32;
-  u32* rows = HIST ? hs + LCT_HIST_WORDS : tmp + 32;
+  u32* rows = tmp + 32;
+  u32* hs = 0;
+  int hstride = 1;
+  if (HM) {
+    const bool inRows = hist_in_rows(d->C);
+    hs = inRows ? rows + W - 1 : rows + 256 * W;
+    hstride = inRows ? W : 1;
+    hs[j * hstride] = 0;
+  }
   {
     const u32 e = __ldg((const u32*)d->tables + 256 + j);
     code[j] = e & ~31u;
     len[j] = (u8)(e & 31u);
   }
-  if (HIST && j < LCT_HIST_WORDS) hs[j] = 0;
   const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
@@ -845,7 +889,6 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   const u8* col = ex + j;
   const int minCount = g.nb >> 8;  // positions every stream of the block has
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    if (HIST && p0 && p0 % LCT_HIST_FLUSH == 0) hist_flush(hs, scratch);
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
       const int e0 = group_e0(p0, k);
@@ -862,13 +905,13 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-    if (HIST && p0 + LCT_CH <= minCount) {
+    if (HM && p0 + LCT_CH <= minCount) {
       // Every stream has the whole chunk (the same branch for the CTA).
 #pragma unroll 4
       for (int pp = 0; pp < LCT_CH; pp += 2) {
         const u32 x1 = col[pp * 256], x2 = col[pp * 256 + 256];
-        hist_add(hs, x1);
-        hist_add(hs, x2);
+        hist_add<HM>(hs, hstride, x1);
+        hist_add<HM>(hs, hstride, x2);
         wr_put2s<true>(w, x1, x2, code, len);
       }
     } else {
@@ -880,15 +923,17 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
         for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
         if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
       }
-      if (HIST) {
+      if (HM) {
         const int pe = imin(LCT_CH, g.P - p0);
-        for (int pp = 0; pp < pe; pp++) hist_add_if(hs, col[pp * 256], pp < lim);
+        for (int pp = 0; pp < pe; pp++) hist_add_if<HM>(hs, hstride, col[pp * 256], pp < lim);
       }
     }
     __syncthreads();
   }
-  if (HIST) {
-    hist_flush(hs, scratch);
+  if (HM) {
+    // Every count is in (the loop ended with a barrier); add them up.
+    const u32 v = hs[j * hstride];
+    if (v) atomicAdd(scratch + j, (u64)v);
     __threadfence();  // the counts reach memory before this CTA counts as done
   }
   wr_finish(w, (const u32*)d->tables);
@@ -896,12 +941,12 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
   if (finished(d, tmp)) {
     scan_offsets(d, tmp);
-    if (HIST) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+    if (HM) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
-  encode_block<false>(d, src, blockIdx.x, 0, 0);
+  encode_block<LCT_HM_NONE>(d, src, blockIdx.x, 0, 0);
 }
 
 // encode_overflow_block writes block b's markers and spilled exponents once
@@ -924,18 +969,20 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctD
 
 // ---- decode -------------------------------------------------------------------
 
+// decode_block decodes block b of d into dst, with the merged table (M) or
+// the split ones.
+template <bool M>
 LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, int b) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x;
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
-  u16* E = (u16*)smem;
-  u8* A = smem + 512;
-  u8* ex = A + 256;
+  u8* ex = smem + (M ? 1024 : 768);
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  rd_tables(E, A, (const u32*)d->tables, j);
+  if (M) rd_tables_merged((u32*)smem, (const u32*)d->tables, j);
+  else rd_tables((u16*)smem, smem + 512, (const u32*)d->tables, j);
   if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
@@ -949,7 +996,8 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   Reader r;
   rd_init(r, rows, j * W);
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    decode_column(r, sp, g.count, ex, E, A, p0, imin(LCT_CH, g.P - p0));
+    if (M) decode_column(r, sp, g.count, ex, DecMerged{(const u32*)smem}, p0, imin(LCT_CH, g.P - p0));
+    else decode_column(r, sp, g.count, ex, DecSplit{(const u16*)smem, smem + 512}, p0, imin(LCT_CH, g.P - p0));
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
@@ -966,7 +1014,12 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
-  decode_block(d, dst, blockIdx.x);
+  decode_block<false>(d, dst, blockIdx.x);
+}
+
+// lct_decode_merged is lct_decode with the merged table (bench: A/B).
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_merged(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+  decode_block<true>(d, dst, blockIdx.x);
 }
 
 // ---- batches: many tensors in one launch ----------------------------------------
@@ -996,14 +1049,24 @@ LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
-  encode_block<false>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
+  encode_block<LCT_HM_NONE>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
+}
+
+template <int HM>
+LCT_DEV void encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<HM>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
+                   (u64*)__ldg(&e->hist));
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
-  const LctBatch* e = bt + t;
-  encode_block<true>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
-                     (u64*)__ldg(&e->hist));
+  encode_batch_hist<LCT_HM_ATOMIC>(bt, start, T);
+}
+
+// lct_encode_batch_hist_match counts with __match_any_sync (bench: A/B).
+extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist_match(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  encode_batch_hist<LCT_HM_MATCH>(bt, start, T);
 }
 
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
@@ -1012,10 +1075,19 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(cons
   encode_overflow_block((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
 }
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+template <bool M>
+LCT_DEV void decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
-  decode_block((const LctDesc*)__ldg(&e->desc), (u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
+  decode_block<M>((const LctDesc*)__ldg(&e->desc), (u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  decode_batch<false>(bt, start, T);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch_merged(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  decode_batch<true>(bt, start, T);
 }
 
 // lct_batch_clear_errors resets the decode error word of every tensor of a
