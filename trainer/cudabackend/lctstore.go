@@ -274,8 +274,19 @@ func (st *lctStore) addPending(s *slot, src devPtr, job *FusedJob) {
 	w.bytes += 2 * int64(s.n)
 }
 
-// closeIfFull closes the open window once its sources reach the window.
+// closeIfFull closes the open window once its sources reach the window,
+// and settles the closed window early, without waiting for the open one to
+// fill, once the sources of both pass two windows (a large tensor's): the
+// sources kept never pass two windows by more than the last tensor, so
+// that the pipeline costs no memory at the run's peak.
 func (st *lctStore) closeIfFull() error {
+	if st.closed != nil && st.closed.bytes+st.open.bytes > 2*st.window {
+		w := st.closed
+		st.closed = nil
+		if err := st.settleWindow(w); err != nil {
+			return err
+		}
+	}
 	if st.open.bytes < st.window {
 		return nil
 	}

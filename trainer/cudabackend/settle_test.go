@@ -128,10 +128,12 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 	}
 
 	h.check(st.set(x.c, vc)) // closes window 2 (C and A again), settles window 1 (B)
-	// B is settled, or encoded again if it spilled too.
-	if x.where(x.b) == "closed" || x.where(x.a) != "closed" || x.where(x.c) != "closed" || st.clock.settles != 2 {
-		t.Fatalf("after C's window closed: A in %q, B in %q, C in %q, %d settles; want closed, not closed, closed, 2",
-			x.where(x.a), x.where(x.b), x.where(x.c), st.clock.settles)
+	// B is settled, or encoded again if it spilled too (then pending in
+	// C's window).
+	gb := st.held[x.b].enc.(*gpuTensor)
+	if x.where(x.a) != "closed" || x.where(x.c) != "closed" || st.clock.settles != 2 || !(gb.Settled() || gb.mustFit && x.where(x.b) == "closed") {
+		t.Fatalf("after C's window closed: A in %q, B in %q (settled %v), C in %q, %d settles; want closed, settled, closed, 2",
+			x.where(x.a), x.where(x.b), gb.Settled(), x.where(x.c), st.clock.settles)
 	}
 	live := h.mem.Ledger().Memory().Live[trainer.CodecScratch]
 	h.check(st.settle())
@@ -241,4 +243,33 @@ func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
 	got, err := st.get(p.w)
 	h.check(err)
 	assertSameBF16(t, "fused output read while pending vs settled", v, got)
+}
+
+// A closed window is settled early, at the next encode rather than when the
+// open window fills, once the sources of both pass two windows: a large
+// tensor's source is not kept a whole window longer.
+func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	n := x.a.n
+	d := &slot{name: "D", class: trainer.ClassActivation, cat: trainer.Activations, n: 2 * n}
+	vd := h.randBF16(2*n, 0, 0.02)
+	h.check(st.set(d, vd)) // twice the window: closes at once
+	if x.where(d) != "closed" || st.clock.settles != 0 {
+		t.Fatalf("D pending in %q after %d settles, want closed after 0", x.where(d), st.clock.settles)
+	}
+	// Half a window more: the open window is not full, but the sources
+	// would pass two windows.
+	e := &slot{name: "E", class: trainer.ClassActivation, cat: trainer.Activations, n: n / 2}
+	h.check(st.set(e, x.va[:n/2]))
+	// D's window is settled: D complete, or encoded again into the room
+	// its spill needed (then pending with E, whose window that fills).
+	gd := st.held[d].enc.(*gpuTensor)
+	if st.clock.settles != 1 || !(gd.Settled() && x.where(e) == "open" || gd.mustFit && x.where(d) == x.where(e)) {
+		t.Fatalf("after E: %d settles, D settled %v (encoded again %v, pending in %q), E pending in %q; want 1 settle, D's window settled",
+			st.clock.settles, gd.Settled(), gd.mustFit, x.where(d), x.where(e))
+	}
+	h.check(st.settle())
+	assertSameBF16(t, "D", x.readBack(d), vd)
+	assertSameBF16(t, "E", x.readBack(e), x.va[:n/2])
 }
