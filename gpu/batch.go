@@ -3,6 +3,7 @@
 package gpu
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"runtime"
@@ -21,13 +22,30 @@ import (
 // batchEntryBytes is the size of struct LctBatch.
 const batchEntryBytes = 4 * 8
 
-// batchState is a device's table buffer and histogram scratch, grown only
-// when too small. Launches on the device's one stream run in order, so one
-// table serves every batch: the next upload waits behind the launch before.
+// batchState is a device's batch tables and histogram scratch. A trainer
+// launches the same few batches every step, so the last batchTables tables
+// stay on the device, each in its own buffer, and a batch whose table is
+// one of them launches without uploading it. The table is compared byte for
+// byte, so a tensor freed and another allocated at its descriptor's address
+// finds a table that is right for it. Launches on the device's one stream
+// run in order: a table rewritten waits behind the launches before.
 type batchState struct {
-	table   Buffer // entries, then the block starts
+	tables  [batchTables]batchTable
+	clock   uint64
 	scratch Buffer // 256 uint64 per tensor, zero between launches
-	host    []byte // the table as built on the host
+	host    []byte // the table being built
+	uploads int    // tables uploaded (tests)
+}
+
+// batchTables is how many tables a device keeps.
+const batchTables = 8
+
+// batchTable is one table on the device (entries, then the block starts)
+// and its bytes on the host.
+type batchTable struct {
+	buf  Buffer
+	host []byte
+	used uint64 // the clock at its last use: the least recent is rewritten
 }
 
 // batchStates holds each Device's batchState, keyed weakly so that a
@@ -71,9 +89,6 @@ type batchItem struct {
 func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, starts uint64, blocks int, err error) {
 	n := len(items)
 	size := n*batchEntryBytes + 4*(n+1)
-	if err := d.grow(&s.table, size, CodecScratch); err != nil {
-		return 0, 0, 0, err
-	}
 	if scratch && (!s.scratch.Valid() || s.scratch.size < n*HistogramBytes) {
 		// Kernels leave the scratch zero; a new buffer starts so.
 		if err := d.grow(&s.scratch, n*HistogramBytes, CodecScratch); err != nil {
@@ -100,10 +115,31 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 		blocks += it.t.blocks()
 	}
 	le.PutUint32(b[n*batchEntryBytes+4*n:], uint32(blocks))
-	if err := d.htodAsync(s.table, 0, b); err != nil {
-		return 0, 0, 0, err
+	s.clock++
+	tab := &s.tables[0]
+	for i := range s.tables {
+		x := &s.tables[i]
+		if x.buf.Valid() && bytes.Equal(x.host, b) {
+			tab = x
+			break
+		}
+		if x.used < tab.used {
+			tab = x
+		}
 	}
-	return uint64(s.table.ptr), uint64(s.table.ptr) + uint64(n*batchEntryBytes), blocks, nil
+	if !tab.buf.Valid() || !bytes.Equal(tab.host, b) {
+		if err := d.grow(&tab.buf, size, CodecScratch); err != nil {
+			return 0, 0, 0, err
+		}
+		if err := d.htodAsync(tab.buf, 0, b); err != nil {
+			tab.host = tab.host[:0]
+			return 0, 0, 0, err
+		}
+		tab.host = append(tab.host[:0], b...)
+		s.uploads++
+	}
+	tab.used = s.clock
+	return uint64(tab.buf.ptr), uint64(tab.buf.ptr) + uint64(n*batchEntryBytes), blocks, nil
 }
 
 // EncodeBatch encodes each srcs[i] into ts[i], as Encode(ts[i], srcs[i])
@@ -128,12 +164,11 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 			return err
 		}
 	}
-	return d.do(func() error { return d.encodeBatch(ts, srcs, hist, histOffs, kEncodeBatchHist) })
+	return d.do(func() error { return d.encodeBatch(ts, srcs, hist, histOffs) })
 }
 
-// encodeBatch is EncodeBatch after the checks; histKernel is the encoder
-// that counts (the bench compares the two ways of counting).
-func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int, histKernel kernel) error {
+// encodeBatch is EncodeBatch after the checks.
+func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int) error {
 	withHist := hist.Valid()
 	items := make([]batchItem, 0, len(ts))
 	for i, t := range ts {
@@ -169,7 +204,7 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	}
 	smem, k := 0, kEncodeBatch
 	if withHist {
-		k = histKernel
+		k = kEncodeBatchHist
 	}
 	for _, it := range items {
 		c := it.t.layout.StreamBytes
@@ -200,15 +235,15 @@ func (d *Device) DecodeBatch(dsts []Buffer, ts []*Tensor) error {
 }
 
 // decodeBatch is DecodeBatch after the checks, with decoder k (the bench
-// compares the decode tables).
+// compares the readers that load ahead, kDecodeBatchPipe).
 func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 	switch len(ts) {
 	case 0:
 		return nil
 	case 1:
 		single := kDecode
-		if k == kDecodeBatchMerged {
-			single = kDecodeMerged
+		if k == kDecodeBatchPipe {
+			single = kDecodePipe
 		}
 		return d.decodeWith(single, dsts[0], ts[0])
 	}
@@ -216,7 +251,7 @@ func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 	smem := 0
 	for i, t := range ts {
 		items[i] = batchItem{t: t, data: dsts[i]}
-		smem = max(smem, decodeSmemFor(k, t.layout.StreamBytes))
+		smem = max(smem, decodeSmem(t.layout.StreamBytes))
 	}
 	s := d.batch()
 	table, starts, blocks, err := s.upload(d, items, false)
@@ -235,16 +270,7 @@ func (d *Device) decodeWith(k kernel, dst Buffer, t *Tensor) error {
 	if err := t.clearError(); err != nil {
 		return err
 	}
-	return d.launch(k, t.blocks(), threads, decodeSmemFor(k, t.layout.StreamBytes), ptrArg(t.desc), ptrArg(dst))
-}
-
-// decodeSmemFor is the shared memory of decoder k: the merged table takes
-// 256 bytes more than the split ones.
-func decodeSmemFor(k kernel, c int) int {
-	if k == kDecodeMerged || k == kDecodeBatchMerged {
-		return decodeSmem(c) + 256
-	}
-	return decodeSmem(c)
+	return d.launch(k, t.blocks(), threads, decodeSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(dst))
 }
 
 // encodeHistSmem is what counting the histogram adds to the encoder's

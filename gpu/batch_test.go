@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
@@ -37,9 +38,9 @@ func fitCase(name string, src []uint16, p codec.Preset, dist codec.Distribution)
 // and Stats equal the single encode's; a case with a too small overflow
 // buffer, and only such a case, reports the overflow, needing what codec's
 // overflow holds; every histogram equals HistogramInto's and codec's full
-// histogram; DecodeBatch restores every tensor that fits bit for bit. It
-// runs the batch twice, counting each way (the histogram scratch must come
-// back to zero).
+// histogram; DecodeBatch restores every tensor that fits bit for bit (and
+// so do the decoders whose readers load ahead). It runs the batch twice
+// (the histogram scratch must come back to zero).
 func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 	t.Helper()
 	var cleanup []func() error
@@ -109,11 +110,7 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		if err := d.Upload(hist, poison); err != nil {
 			t.Fatal(err)
 		}
-		// Round 1 counts the other way (__match_any_sync, the bench's A/B).
 		err := d.EncodeBatch(batch, srcs, hist, offs)
-		if round == 1 {
-			err = d.do(func() error { return d.encodeBatch(batch, srcs, hist, offs, kEncodeBatchHistMatch) })
-		}
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
@@ -184,8 +181,8 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 	}
 
 	// Decode every tensor that fits in one batch, into poisoned buffers:
-	// with the split tables (DecodeBatch) and the merged one, batched and
-	// one launch per tensor.
+	// DecodeBatch, and the decoder whose readers load ahead, batched and one
+	// launch per tensor.
 	var dsts []Buffer
 	var dec []*Tensor
 	var src [][]uint16
@@ -200,11 +197,11 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		f    func() error
 	}{
 		{"decode batch", func() error { return d.DecodeBatch(dsts, dec) }},
-		{"decode batch, merged table", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatchMerged) }) }},
-		{"decode, merged table", func() error {
+		{"decode batch, loading ahead", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatchPipe) }) }},
+		{"decode, loading ahead", func() error {
 			return d.do(func() error {
 				for i, x := range dec {
-					if err := d.decodeWith(kDecodeMerged, dsts[i], x); err != nil {
+					if err := d.decodeWith(kDecodePipe, dsts[i], x); err != nil {
 						return err
 					}
 				}
@@ -375,11 +372,11 @@ func TestBatchErrors(t *testing.T) {
 	}
 }
 
-// TestDecodeMergedCorrupt: on corrupt streams the merged-table decoder
-// reports the very error word the split-table one does, and where neither
+// TestDecodePipeCorrupt: on corrupt streams the decoder whose readers load
+// ahead reports the very error word the plain one does, and where neither
 // finds an error, decodes the same values (codec's, checked by
-// TestDecodeCorrupt for the split one).
-func TestDecodeMergedCorrupt(t *testing.T) {
+// TestDecodeCorrupt for the plain one).
+func TestDecodePipeCorrupt(t *testing.T) {
 	d := device(t)
 	r := rand.New(rand.NewPCG(25, 26))
 	src := testbf16.Gaussian(r, 65536+1000, 0.02)
@@ -411,7 +408,7 @@ func TestDecodeMergedCorrupt(t *testing.T) {
 		}
 		var words [2]uint64
 		var vals [2][]uint16
-		for i, k := range []kernel{kDecode, kDecodeMerged} {
+		for i, k := range []kernel{kDecode, kDecodePipe} {
 			err := d.do(func() error {
 				if err := d.decodeWith(k, buf, x); err != nil {
 					return err
@@ -431,18 +428,122 @@ func TestDecodeMergedCorrupt(t *testing.T) {
 			t.Fatal(err)
 		}
 		if words[0] != words[1] {
-			t.Fatalf("trial %d: error word %#x with the split tables, %#x with the merged one", trial, words[0], words[1])
+			t.Fatalf("trial %d: error word %#x from the plain decoder, %#x loading ahead", trial, words[0], words[1])
 		}
 		if words[0] != noError {
 			failures++
 			continue
 		}
 		if i := testbf16.FirstDiff(vals[0], vals[1]); i >= 0 {
-			t.Fatalf("trial %d: value %d: split %#04x, merged %#04x", trial, i, vals[0][i], vals[1][i])
+			t.Fatalf("trial %d: value %d: plain %#04x, loading ahead %#04x", trial, i, vals[0][i], vals[1][i])
 		}
 	}
 	if failures == 0 {
 		t.Fatal("no trial produced a decode error: the test checks nothing")
 	}
-	t.Logf("%d of %d corruptions reported alike by both tables, the rest decoded alike", failures, trials)
+	t.Logf("%d of %d corruptions reported alike by both decoders, the rest decoded alike", failures, trials)
+}
+
+// TestBatchTables: batches launched again find their tables kept, and more
+// distinct batches than the device keeps tables for each find their own
+// (kept or uploaded again), as their tensors' bytes and histograms show.
+func TestBatchTables(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(27, 28))
+	const nt = 3
+	var srcs []Buffer
+	var ts []*Tensor
+	var wants []*codec.Tensor
+	var fulls []codec.Histogram
+	for i := range nt {
+		src := testbf16.Gaussian(r, 3000+1000*i, math.Pow(10, float64(-i)))
+		cb, l := fit(src, codec.Presets[i], codec.Gaussian)
+		want := cpuEncode(t, src, cb, l)
+		buf, err := d.Alloc(2*len(src), Activations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Free(buf)
+		if err := d.UploadBF16(buf, src); err != nil {
+			t.Fatal(err)
+		}
+		x, err := d.NewTensor(len(src), l, cb, len(want.Overflow), Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Free()
+		srcs, ts, wants, fulls = append(srcs, buf), append(ts, x), append(wants, want), append(fulls, codec.FullHistogram(src))
+	}
+	// Every ordered choice of two or three tensors: 12 batches.
+	var batches [][]int
+	for a := range nt {
+		for b := range nt {
+			if b == a {
+				continue
+			}
+			batches = append(batches, []int{a, b}, []int{a, b, 3 - a - b})
+		}
+	}
+	if len(batches) <= batchTables {
+		t.Fatalf("%d batches do not outnumber the %d tables kept", len(batches), batchTables)
+	}
+	hist, err := d.Alloc(nt*HistogramBytes, CodecScratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(hist)
+	// A batch of three (the histogram scratch, in the tables, grows to its
+	// size), the first six twice (the second time from the kept tables), all
+	// twelve (the least recent rewritten), the first six again.
+	order := [][]int{batches[1]}
+	order = append(order, batches[:6]...)
+	order = append(order, batches[:6]...)
+	order = append(order, batches...)
+	order = append(order, batches[:6]...)
+	var uploads int
+	for round, bt := range order {
+		switch round {
+		case 7:
+			uploads = d.batch().uploads
+		case 13:
+			if got := d.batch().uploads - uploads; got != 0 {
+				t.Fatalf("six batches launched again uploaded %d tables, want none", got)
+			}
+		}
+		{
+			var bts []*Tensor
+			var bsrcs []Buffer
+			var offs []int
+			for k, i := range bt {
+				bts, bsrcs, offs = append(bts, ts[i]), append(bsrcs, srcs[i]), append(offs, k*HistogramBytes)
+			}
+			if err := d.EncodeBatch(bts, bsrcs, hist, offs); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SyncStatus(); err != nil {
+				t.Fatal(err)
+			}
+			hb := make([]byte, hist.size)
+			if err := d.Download(hb, hist); err != nil {
+				t.Fatal(err)
+			}
+			for k, i := range bt {
+				var h codec.Histogram
+				for e := range h {
+					h[e] = binary.LittleEndian.Uint64(hb[offs[k]+8*e:])
+				}
+				if h != fulls[i] {
+					t.Fatalf("launch %d, batch %v: histogram %d is not tensor %d's", round, bt, k, i)
+				}
+				got := new(codec.Tensor)
+				if err := ts[i].Download(got); err != nil {
+					t.Fatal(err)
+				}
+				got.Stats = wants[i].Stats
+				if err := sameTensor(wants[i], got); err != nil {
+					t.Fatalf("launch %d, batch %v: tensor %d: %v", round, bt, i, err)
+				}
+			}
+		}
+	}
 }

@@ -117,9 +117,6 @@ func (b *bencher) batch(bb benchBatch) error {
 		}},
 		{"encode-batch", func() error { return d.EncodeBatch(ts, srcs, Buffer{}, nil) }},
 		{"encode+hist", func() error { return perTensorHist(half) }},
-		{"encode-batch+hist-match", func() error {
-			return d.do(func() error { return d.encodeBatch(ts, srcs, hist, offs, kEncodeBatchHistMatch) })
-		}},
 		{"encode-batch+hist", func() error { return d.EncodeBatch(ts, srcs, hist, offs) }},
 		{"decode", func() error {
 			for i, t := range ts {
@@ -129,7 +126,7 @@ func (b *bencher) batch(bb benchBatch) error {
 			}
 			return nil
 		}},
-		{"decode-batch-merged", func() error { return d.do(func() error { return d.decodeBatch(dsts, ts, kDecodeBatchMerged) }) }},
+		{"decode-batch-pipe", func() error { return d.do(func() error { return d.decodeBatch(dsts, ts, kDecodeBatchPipe) }) }},
 		{"decode-batch", func() error { return d.DecodeBatch(dsts, ts) }},
 	}
 	data := fmt.Sprintf("%s (%d)", bb.name, len(ts))

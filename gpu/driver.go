@@ -28,33 +28,31 @@ const (
 	kEncodeOverflowBatch
 	kDecodeBatch
 	kBatchClearErrors
-	kEncodeBatchHistMatch
-	kDecodeMerged
-	kDecodeBatchMerged
+	kDecodePipe
+	kDecodeBatchPipe
 	numKernels
 )
 
 var kernelNames = [numKernels]string{
-	kEncode:               "lct_encode",
-	kEncodeOverflow:       "lct_encode_overflow",
-	kDecode:               "lct_decode",
-	kSampleHist:           "lct_sample_hist",
-	kHist:                 "lct_hist",
-	kSGDBF16:              "lct_sgd_bf16",
-	kAdamWBF16:            "lct_adamw_bf16",
-	kSGDLCT:               "lct_sgd_lct",
-	kSGDLCTOverflow:       "lct_sgd_lct_ovf",
-	kAdamWLCT:             "lct_adamw_lct",
-	kAdamWLCTOverflow:     "lct_adamw_lct_ovf",
-	kFillGaussian:         "lct_fill_gaussian",
-	kEncodeBatch:          "lct_encode_batch",
-	kEncodeBatchHist:      "lct_encode_batch_hist",
-	kEncodeOverflowBatch:  "lct_encode_overflow_batch",
-	kDecodeBatch:          "lct_decode_batch",
-	kBatchClearErrors:     "lct_batch_clear_errors",
-	kEncodeBatchHistMatch: "lct_encode_batch_hist_match",
-	kDecodeMerged:         "lct_decode_merged",
-	kDecodeBatchMerged:    "lct_decode_batch_merged",
+	kEncode:              "lct_encode",
+	kEncodeOverflow:      "lct_encode_overflow",
+	kDecode:              "lct_decode",
+	kSampleHist:          "lct_sample_hist",
+	kHist:                "lct_hist",
+	kSGDBF16:             "lct_sgd_bf16",
+	kAdamWBF16:           "lct_adamw_bf16",
+	kSGDLCT:              "lct_sgd_lct",
+	kSGDLCTOverflow:      "lct_sgd_lct_ovf",
+	kAdamWLCT:            "lct_adamw_lct",
+	kAdamWLCTOverflow:    "lct_adamw_lct_ovf",
+	kFillGaussian:        "lct_fill_gaussian",
+	kEncodeBatch:         "lct_encode_batch",
+	kEncodeBatchHist:     "lct_encode_batch_hist",
+	kEncodeOverflowBatch: "lct_encode_overflow_batch",
+	kDecodeBatch:         "lct_decode_batch",
+	kBatchClearErrors:    "lct_batch_clear_errors",
+	kDecodePipe:          "lct_decode_pipe",
+	kDecodeBatchPipe:     "lct_decode_batch_pipe",
 }
 
 // deviceInfo is what the host code sizes launches by.

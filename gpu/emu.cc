@@ -61,11 +61,10 @@ const Kernel kernels[] = {
      }},
     {"lct_encode_batch", [](const uint64_t* a) { lct_encode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_encode_batch_hist", [](const uint64_t* a) { lct_encode_batch_hist(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
-    {"lct_encode_batch_hist_match", [](const uint64_t* a) { lct_encode_batch_hist_match(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_encode_overflow_batch", [](const uint64_t* a) { lct_encode_overflow_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_decode_batch", [](const uint64_t* a) { lct_decode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
-    {"lct_decode_merged", [](const uint64_t* a) { lct_decode_merged(D(0), A(u16*, 1)); }},
-    {"lct_decode_batch_merged", [](const uint64_t* a) { lct_decode_batch_merged(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
+    {"lct_decode_pipe", [](const uint64_t* a) { lct_decode_pipe(D(0), A(u16*, 1)); }},
+    {"lct_decode_batch_pipe", [](const uint64_t* a) { lct_decode_batch_pipe(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_batch_clear_errors", [](const uint64_t* a) { lct_batch_clear_errors(A(const LctBatch*, 0), (long long)a[1]); }},
     {"lct_fill_gaussian", [](const uint64_t* a) { lct_fill_gaussian(A(u16*, 0), (long long)a[1], a[2], F(a[3]), (u32)a[4]); }},
 };

@@ -251,10 +251,12 @@ struct Reader {
   u32 seen;        // the OR of the table entries met: bit 31, an invalid prefix
   u32 w;           // the next word to load, as an index from base
   u32 row;         // the row's first word, likewise
+  u32 nx;          // PIPE readers: word w, loaded ahead
   const u32* base;
 };
 
 // rd_init starts the reader of the row that starts at base[row].
+template <bool PIPE = false>
 LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
   r.buf = (u64)base[row] << 32;
   r.pos = 0;
@@ -262,6 +264,7 @@ LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
   r.w = (u32)row + 1;
   r.row = (u32)row;
   r.base = base;
+  if (PIPE) r.nx = base[r.w];
 }
 
 // rd_refill keeps at least 32 bits in the buffer: enough for two symbols,
@@ -274,11 +277,22 @@ LCT_DEV void rd_init(Reader& r, const u32* base, int row) {
 // just ORed, and only when it fitted whole; where it did not, the bits that
 // fitted are the stream's next bits all the same, and a later refill ORs the
 // same word again at the same place.
+//
+// A PIPE reader loads word w as soon as it knows w, at the end of the
+// refill before (the rows do not change while they are read), so that the
+// load is off the chain of dependent steps each symbol waits for: the
+// decoder is bound by that chain's latency, not by shared-memory traffic.
+// It loads whether or not the word will fit: the same addresses a plain
+// reader may read, within the slack past the last row.
+template <bool PIPE = false>
 LCT_DEV void rd_refill(Reader& r) {
   const u32 nb = 32u * (r.w - r.row) - r.pos;
-  const u32 x = nb <= 32u ? r.base[r.w] : 0u;
+  u32 x;
+  if (PIPE) x = nb <= 32u ? r.nx : 0u;
+  else x = nb <= 32u ? r.base[r.w] : 0u;
   r.buf |= ((u64)x << 32) >> nb;
   r.w = r.row + (r.pos >> 5) + 2u;
+  if (PIPE) r.nx = r.base[r.w];
 }
 
 // The decoder's own tables, made from the Go-built one (rd_tables): by the
@@ -314,40 +328,21 @@ LCT_DEV u32 fshl_clamp(u32 lo, u32 hi, u32 s) {
 #endif
 }
 
-// The reader's tables as it looks them up: DecSplit holds E and A apart
-// (rd_tables); DecMerged holds both in one 32-bit word per entry, E | A <<
-// 16 (rd_tables_merged): one shared-memory load a symbol instead of two, at
-// the price of a mask and a shift. The lanes' lookups are random, and bank
-// conflicts bound the decoder: on 32 lanes reading uniform entries the
-// merged table costs about 3.2 wavefronts a symbol, E and A about 2.8 + 2.0.
+// The reader's tables as it looks them up (rd_tables).
 struct DecSplit {
   const u16* E;
   const u8* A;
-};
-struct DecMerged {
-  const u32* M;
 };
 LCT_DEV void dec_get(const DecSplit& t, u32 i, u32& e, u32& a) {
   e = t.E[i];
   a = t.A[i];
 }
-LCT_DEV void dec_get(const DecMerged& t, u32 i, u32& e, u32& a) {
-  const u32 x = t.M[i];
-  e = x & 0xFFFFu;
-  a = x >> 16;
-}
-
-LCT_DEV void rd_tables_merged(u32* M, const u32* __restrict__ go, int j) {
-  const u32 g = __ldg(go + j);
-  const u32 e = (g & LCT_INVALID) ? (LCT_E_INVALID | (g & 0xFFFFu)) : (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : (g & 0xFFFFu);
-  M[j] = e | ((g >> 8) & 0xFFu) << 16;
-}
 
 // rd_pair decodes two symbols into col[0] and col[256] (refilling first):
 // the second one's window is a funnel shift of the buffer, which moves once.
-template <class TAB>
+template <bool PIPE = false, class TAB>
 LCT_DEV void rd_pair(Reader& r, const TAB& tab, u8* col) {
-  rd_refill(r);
+  rd_refill<PIPE>(r);
   const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
   u32 e1, a1, e2, a2;
   dec_get(tab, hi >> 24, e1, a1);
@@ -360,9 +355,9 @@ LCT_DEV void rd_pair(Reader& r, const TAB& tab, u8* col) {
   r.seen |= e1 | e2;
 }
 
-template <class TAB>
+template <bool PIPE = false, class TAB>
 LCT_DEV void rd_one(Reader& r, const TAB& tab, u8* col) {
-  rd_refill(r);
+  rd_refill<PIPE>(r);
   const u32 hi = (u32)(r.buf >> 32);
   u32 e, a;
   dec_get(tab, hi >> 24, e, a);
@@ -755,20 +750,20 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
 // overflow area. tab is the reader's tables.
-template <class TAB>
+template <bool PIPE, class TAB>
 LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe) {
   u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
   if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
 #pragma unroll
-    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair(r, tab, col + pp * 256);
+    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
     return;
   }
   int pp = 0;
 #pragma unroll 2
-  for (; pp + 1 < nd; pp += 2) rd_pair(r, tab, col + pp * 256);
-  if (pp < nd) rd_one(r, tab, col + pp * 256);
+  for (; pp + 1 < nd; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
+  if (pp < nd) rd_one<PIPE>(r, tab, col + pp * 256);
   for (pp = nd; pp < nc; pp++) col[pp * 256] = sp.ovp[p0 + pp - sp.coded];
 }
 
@@ -809,39 +804,16 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
 // histogram and leaves it zero for the next launch. Integer sums: the same
 // counts whatever the order.
 //
-// Two ways of counting, compared by the bench (HM): LCT_HM_MATCH adds once
-// per distinct exponent of a warp (__match_any_sync, from the lowest lane of
-// each), LCT_HM_ATOMIC adds one per lane and leaves same-address lanes to
-// the hardware; its result is unused, so the warp does not wait for it.
-#define LCT_HM_NONE 0
-#define LCT_HM_MATCH 1
-#define LCT_HM_ATOMIC 2
-
+// Each lane adds its own exponent with a shared atomic whose result it does
+// not use, so the warp does not wait for it; lanes of one address are
+// serialised by the hardware. (Adding once per distinct exponent of a warp,
+// with __match_any_sync, made the H200 wait for every match: one layer's
+// parameters took 71 us to encode with it, 50 us this way, 43 us without
+// counting.)
 LCT_DEV bool hist_in_rows(long long C) { return row_stride_out(C) > (int)((C + 3) >> 2) + 1; }
 
-template <int HM>
-LCT_DEV void hist_add(u32* hs, int hstride, u32 x) {
-  if (HM == LCT_HM_MATCH) {
-    const u32 m = __match_any_sync(LCT_FULL, x);
-    const u32 lane = threadIdx.x & 31;
-    if ((m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x * hstride], (u32)__popc(m));
-  } else {
-    atomicAdd(&hs[x * hstride], 1u);
-  }
-}
-
-// hist_add_if is hist_add of the lanes where valid holds; every lane of the
-// warp must call it.
-template <int HM>
-LCT_DEV void hist_add_if(u32* hs, int hstride, u32 x, bool valid) {
-  if (HM == LCT_HM_MATCH) {
-    const u32 m = __match_any_sync(LCT_FULL, valid ? x : 256u);
-    const u32 lane = threadIdx.x & 31;
-    if (valid && (m & ((1u << lane) - 1u)) == 0) atomicAdd(&hs[x * hstride], (u32)__popc(m));
-  } else if (valid) {
-    atomicAdd(&hs[x * hstride], 1u);
-  }
-}
+// hist_add counts x; its result unused, the warp does not wait for it.
+LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride], 1u); }
 
 // ---- encode -------------------------------------------------------------------
 
@@ -850,10 +822,10 @@ LCT_DEV void hist_add_if(u32* hs, int hstride, u32 x, bool valid) {
 // coding loops are bound by integer issue, and more warps hide the table
 // lookups' latency.
 
-// encode_block encodes block b of d from src. With a histogram mode HM it
-// also counts the block's exponents into scratch (see above); the tensor's
-// last CTA then writes the histogram to hout.
-template <int HM>
+// encode_block encodes block b of d from src. With HIST it also counts the
+// block's exponents into scratch (see above); the tensor's last CTA then
+// writes the histogram to hout.
+template <bool HIST>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x;
@@ -867,7 +839,7 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u32* rows = tmp + 32;
   u32* hs = 0;
   int hstride = 1;
-  if (HM) {
+  if (HIST) {
     const bool inRows = hist_in_rows(d->C);
     hs = inRows ? rows + W - 1 : rows + 256 * W;
     hstride = inRows ? W : 1;
@@ -905,13 +877,13 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-    if (HM && p0 + LCT_CH <= minCount) {
+    if (HIST && p0 + LCT_CH <= minCount) {
       // Every stream has the whole chunk (the same branch for the CTA).
 #pragma unroll 4
       for (int pp = 0; pp < LCT_CH; pp += 2) {
         const u32 x1 = col[pp * 256], x2 = col[pp * 256 + 256];
-        hist_add<HM>(hs, hstride, x1);
-        hist_add<HM>(hs, hstride, x2);
+        hist_add(hs, hstride, x1);
+        hist_add(hs, hstride, x2);
         wr_put2s<true>(w, x1, x2, code, len);
       }
     } else {
@@ -923,14 +895,13 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
         for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
         if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
       }
-      if (HM) {
-        const int pe = imin(LCT_CH, g.P - p0);
-        for (int pp = 0; pp < pe; pp++) hist_add_if<HM>(hs, hstride, col[pp * 256], pp < lim);
+      if (HIST) {
+        for (int pp = 0; pp < lim; pp++) hist_add(hs, hstride, col[pp * 256]);
       }
     }
     __syncthreads();
   }
-  if (HM) {
+  if (HIST) {
     // Every count is in (the loop ended with a barrier); add them up.
     const u32 v = hs[j * hstride];
     if (v) atomicAdd(scratch + j, (u64)v);
@@ -941,12 +912,12 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
   if (finished(d, tmp)) {
     scan_offsets(d, tmp);
-    if (HM) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+    if (HIST) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
   }
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
-  encode_block<LCT_HM_NONE>(d, src, blockIdx.x, 0, 0);
+  encode_block<false>(d, src, blockIdx.x, 0, 0);
 }
 
 // encode_overflow_block writes block b's markers and spilled exponents once
@@ -969,20 +940,21 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctD
 
 // ---- decode -------------------------------------------------------------------
 
-// decode_block decodes block b of d into dst, with the merged table (M) or
-// the split ones.
-template <bool M>
+// decode_block decodes block b of d into dst; PIPE: with readers that load
+// ahead (rd_refill).
+template <bool PIPE>
 LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, int b) {
   u8* smem = LCT_DYNAMIC_SMEM;
   const int j = threadIdx.x;
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
-  u8* ex = smem + (M ? 1024 : 768);
+  u16* E = (u16*)smem;
+  u8* A = smem + 512;
+  u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  if (M) rd_tables_merged((u32*)smem, (const u32*)d->tables, j);
-  else rd_tables((u16*)smem, smem + 512, (const u32*)d->tables, j);
+  rd_tables(E, A, (const u32*)d->tables, j);
   if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
@@ -994,10 +966,9 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   in_spill(sp, d, g, b, j, tmp);
   __syncthreads();
   Reader r;
-  rd_init(r, rows, j * W);
+  rd_init<PIPE>(r, rows, j * W);
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    if (M) decode_column(r, sp, g.count, ex, DecMerged{(const u32*)smem}, p0, imin(LCT_CH, g.P - p0));
-    else decode_column(r, sp, g.count, ex, DecSplit{(const u16*)smem, smem + 512}, p0, imin(LCT_CH, g.P - p0));
+    decode_column<PIPE>(r, sp, g.count, ex, DecSplit{E, A}, p0, imin(LCT_CH, g.P - p0));
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
@@ -1017,8 +988,8 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode(const LctDesc* _
   decode_block<false>(d, dst, blockIdx.x);
 }
 
-// lct_decode_merged is lct_decode with the merged table (bench: A/B).
-extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_merged(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
+// lct_decode_pipe is lct_decode with readers that load ahead (bench: A/B).
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_pipe(const LctDesc* __restrict__ d, u16* __restrict__ dst) {
   decode_block<true>(d, dst, blockIdx.x);
 }
 
@@ -1049,24 +1020,14 @@ LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
-  encode_block<LCT_HM_NONE>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
-}
-
-template <int HM>
-LCT_DEV void encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
-  const LctBatch* e = bt + t;
-  encode_block<HM>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
-                   (u64*)__ldg(&e->hist));
+  encode_block<false>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  encode_batch_hist<LCT_HM_ATOMIC>(bt, start, T);
-}
-
-// lct_encode_batch_hist_match counts with __match_any_sync (bench: A/B).
-extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist_match(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  encode_batch_hist<LCT_HM_MATCH>(bt, start, T);
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<true>((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
+                     (u64*)__ldg(&e->hist));
 }
 
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
@@ -1086,7 +1047,7 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch(const LctB
   decode_batch<false>(bt, start, T);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch_merged(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_batch_pipe(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   decode_batch<true>(bt, start, T);
 }
 
