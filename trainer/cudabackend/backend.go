@@ -14,9 +14,9 @@ type LCTOptions struct {
 	// Codec compresses the LCT run's tensors (nil: HostCodec; OpenCodec
 	// gives the GPU's).
 	Codec Codec
-	// Window is the dense bytes whose encodes may wait for one settle
-	// (0: a quarter of the parameters' bytes, within 256 KiB..64 MiB); see
-	// docs/cuda-trainer.md, "Syncs".
+	// Window is the dense bytes of one window of encodes, settled when the
+	// next window closes (0: an eighth of the parameters' bytes, within
+	// 128 KiB..32 MiB); see docs/cuda-trainer.md, "Syncs".
 	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).

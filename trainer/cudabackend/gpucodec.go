@@ -117,8 +117,8 @@ type gpuKey struct {
 	layout codec.Layout
 	ovRoom int // overflow bytes the next encode gets
 	// hist is the histogram of the last settled encode, checked for a
-	// refit at the next encode (when the device has queued work to do
-	// meanwhile, unlike at the settle, where it has just run dry).
+	// refit at the next encode (the fit is host time: done where the key
+	// needs it, not for every tensor of a window at its settle).
 	hist    codec.Histogram
 	toCheck bool
 	updates int // fused-update candidates seen (parameters' weights)
