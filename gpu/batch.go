@@ -231,19 +231,27 @@ func (d *Device) DecodeBatch(dsts []Buffer, ts []*Tensor) error {
 	if err := d.checkBatch("decode batch", ts, dsts, "destination"); err != nil {
 		return err
 	}
-	return d.do(func() error { return d.decodeBatch(dsts, ts, kDecodeBatch) })
+	return d.do(func() error {
+		blocks := 0
+		for _, t := range ts {
+			blocks += t.blocks()
+		}
+		_, k := d.decoders(blocks)
+		return d.decodeBatch(dsts, ts, k)
+	})
 }
 
-// decodeBatch is DecodeBatch after the checks, with decoder k (the bench
-// compares the readers that load ahead, kDecodeBatchPipe).
+// decodeBatch is DecodeBatch after the checks, with batched decoder k
+// (kDecodeBatch or kDecodeBatchPipe; a batch of one takes its single
+// counterpart).
 func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 	switch len(ts) {
 	case 0:
 		return nil
 	case 1:
-		single := kDecode
-		if k == kDecodeBatchPipe {
-			single = kDecodePipe
+		single := kDecodePipe
+		if k == kDecodeBatch {
+			single = kDecode
 		}
 		return d.decodeWith(single, dsts[0], ts[0])
 	}

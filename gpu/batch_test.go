@@ -181,8 +181,7 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 	}
 
 	// Decode every tensor that fits in one batch, into poisoned buffers:
-	// DecodeBatch, and the decoder whose readers load ahead, batched and one
-	// launch per tensor.
+	// DecodeBatch, each batched decoder, Decode.
 	var dsts []Buffer
 	var dec []*Tensor
 	var src [][]uint16
@@ -196,17 +195,16 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		name string
 		f    func() error
 	}{
-		{"decode batch", func() error { return d.DecodeBatch(dsts, dec) }},
-		{"decode batch, loading ahead", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatchPipe) }) }},
-		{"decode, loading ahead", func() error {
-			return d.do(func() error {
-				for i, x := range dec {
-					if err := d.decodeWith(kDecodePipe, dsts[i], x); err != nil {
-						return err
-					}
+		{"DecodeBatch", func() error { return d.DecodeBatch(dsts, dec) }},
+		{"decode batch, plain readers", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatch) }) }},
+		{"decode batch, readers loading ahead", func() error { return d.do(func() error { return d.decodeBatch(dsts, dec, kDecodeBatchPipe) }) }},
+		{"Decode, one launch each", func() error {
+			for i, x := range dec {
+				if err := d.Decode(dsts[i], x); err != nil {
+					return err
 				}
-				return nil
-			})
+			}
+			return nil
 		}},
 	} {
 		for i, x := range dec {
@@ -544,6 +542,21 @@ func TestBatchTables(t *testing.T) {
 					t.Fatalf("launch %d, batch %v: tensor %d: %v", round, bt, i, err)
 				}
 			}
+		}
+	}
+}
+
+// TestDecoders: the readers that load ahead while the grid fits one wave
+// of decoding CTAs, the plain ones past it.
+func TestDecoders(t *testing.T) {
+	d := device(t)
+	wave := decodeWaveCTAs * d.info.SMs
+	for _, c := range []struct {
+		blocks        int
+		single, batch kernel
+	}{{1, kDecodePipe, kDecodeBatchPipe}, {wave, kDecodePipe, kDecodeBatchPipe}, {wave + 1, kDecode, kDecodeBatch}} {
+		if s, b := d.decoders(c.blocks); s != c.single || b != c.batch {
+			t.Errorf("%d blocks (wave %d): %s and %s, want %s and %s", c.blocks, wave, kernelNames[s], kernelNames[b], kernelNames[c.single], kernelNames[c.batch])
 		}
 	}
 }

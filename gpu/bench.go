@@ -329,24 +329,10 @@ func (b *bencher) codec(src Buffer, n int, data string, p codec.Preset, dist cod
 	dec := res
 	dec.Op, dec.Ms, dec.MinMs, dec.MaxMs = "decode", med, lo, hi
 	b.add(dec)
-	if !b.opt.Profile {
-		if err := b.sameValues(src, dst, n, "decode of "+data); err != nil {
-			return err
-		}
-	}
-	// The decoder whose readers load ahead (kernels/lct.cu, rd_refill).
-	if med, lo, hi, err = b.time(func() error { return d.do(func() error { return d.decodeWith(kDecodePipe, dst, t) }) }); err != nil {
-		return err
-	}
-	if err := d.SyncStatus(); err != nil {
-		return err
-	}
-	dec.Op, dec.Ms, dec.MinMs, dec.MaxMs = "decode-pipe", med, lo, hi
-	b.add(dec)
 	if b.opt.Profile {
 		return nil
 	}
-	return b.sameValues(src, dst, n, "load-ahead decode of "+data)
+	return b.sameValues(src, dst, n, "decode of "+data)
 }
 
 func (b *bencher) sameValues(x, y Buffer, n int, what string) error {

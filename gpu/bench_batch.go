@@ -126,7 +126,6 @@ func (b *bencher) batch(bb benchBatch) error {
 			}
 			return nil
 		}},
-		{"decode-batch-pipe", func() error { return d.do(func() error { return d.decodeBatch(dsts, ts, kDecodeBatchPipe) }) }},
 		{"decode-batch", func() error { return d.DecodeBatch(dsts, ts) }},
 	}
 	data := fmt.Sprintf("%s (%d)", bb.name, len(ts))

@@ -110,7 +110,7 @@ func TestBenchBatch(t *testing.T) {
 			t.Errorf("%s: %d elements of %q, %d bytes; want %d elements of \"small (2)\", more than %d bytes", r.Op, r.Elements, r.Data, r.Bytes, n, 2*n)
 		}
 	}
-	if want := "encode encode-batch encode+hist encode-batch+hist decode decode-batch-pipe decode-batch"; strings.Join(ops, " ") != want {
+	if want := "encode encode-batch encode+hist encode-batch+hist decode decode-batch"; strings.Join(ops, " ") != want {
 		t.Fatalf("ops %q, want %q", strings.Join(ops, " "), want)
 	}
 }

@@ -50,8 +50,7 @@ type BenchResult struct {
 	// encode, decode, sgd-lct, sgd-bf16, adamw-lct, adamw-bf16; for a group
 	// of tensors (Data says which): encode, encode+hist (each followed by
 	// HistogramInto) and decode, one launch per tensor, and encode-batch,
-	// encode-batch+hist and decode-batch, one batched launch; decode-pipe
-	// and decode-batch-pipe: the decoder whose readers load ahead.
+	// encode-batch+hist and decode-batch, one batched launch.
 	Op       string
 	Data     string // gaussian, or the real tensor file tiled
 	Preset   string
