@@ -3,6 +3,9 @@
 // They produce exactly the bytes of the Go reference codec (codec/).
 //
 // One CTA of 256 threads works on one codec block; thread j owns stream j.
+// Batched launches (lct_encode_batch, lct_decode_batch & co.) run the blocks
+// of many tensors in one grid, a small table telling each CTA its tensor:
+// a tensor of a few dozen blocks alone leaves most multiprocessors idle.
 // A block's stream area is interleaved by byte (byte k of stream j at
 // k*256 + j), which suits coalesced copies but not one thread reading its own
 // stream. So the CTA moves the area between global memory and shared memory
