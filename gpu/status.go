@@ -78,6 +78,12 @@ func (d *Device) syncStatus() error {
 		if t == nil {
 			continue
 		}
+		if t.retired {
+			if err := t.settleRetired(a.host[statusBytes*s:]); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		t.ovLen = binary.LittleEndian.Uint64(a.host[statusBytes*s:])
 		t.decodeErr = binary.LittleEndian.Uint64(a.host[statusBytes*s+8:])
 		t.statusSeq = d.statusSeq

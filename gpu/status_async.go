@@ -132,7 +132,18 @@ func (r *StatusRead) Wait() error {
 		b := unsafe.Slice((*byte)(r.host), r.status)
 		var errs []error
 		for s, t := range r.owners {
-			if t == nil || t.freed || d.status.owner[s] != t || t.statusSeq > r.seq {
+			if t == nil || d.status.owner[s] != t {
+				continue
+			}
+			if t.retired {
+				if r.seq > t.decodeSeq {
+					if err := t.settleRetired(b[statusBytes*s:]); err != nil {
+						errs = append(errs, err)
+					}
+				}
+				continue
+			}
+			if t.freed || t.statusSeq > r.seq {
 				continue
 			}
 			t.ovLen = binary.LittleEndian.Uint64(b[statusBytes*s:])

@@ -32,7 +32,13 @@ type Tensor struct {
 	// and which read of the device's (or host-side reset) it came from.
 	ovLen, decodeErr uint64
 	statusSeq        uint64
-	freed            bool
+	// decodeSeq is the status read count when a decode of t was last
+	// queued: a read numbered above it reports that decode's errors.
+	decodeSeq uint64
+	freed     bool
+	// retired: freed with a decode no status read has reported yet; it
+	// keeps its status slot until one does (see settleRetired).
+	retired bool
 }
 
 // descBytes is the size of struct LctDesc (kernels/lct.cu).
@@ -205,7 +211,19 @@ func (t *Tensor) setStatus(ovLen uint64) error {
 
 // clearError resets the decode error word before a decode reads t.
 func (t *Tensor) clearError() error {
+	t.decodeSeq = t.dev.statusSeq
 	return t.dev.drv.memset32(devPtr(t.dev.status.ptr(t.slot)+8), 0xFFFFFFFF, 2)
+}
+
+// settleRetired reports the decode error of retired t found by a status
+// read (its words w) and gives its slot back.
+func (t *Tensor) settleRetired(w []byte) error {
+	t.decodeErr = binary.LittleEndian.Uint64(w[8:])
+	t.retired = false
+	if t.dev.status.owner[t.slot] == t {
+		t.dev.status.release(t.slot)
+	}
+	return decodeError(t.label(), t.decodeErr)
 }
 
 // readStatus reads t's status words alone (waiting for the device).
@@ -244,7 +262,13 @@ func (t *Tensor) release() error {
 		*b = Buffer{}
 	}
 	if t.dev.status.owner[t.slot] == t {
-		t.dev.status.release(t.slot)
+		if t.decodeSeq >= t.statusSeq {
+			// A decode queued since the last status read: its slot waits
+			// for the next read, which reports what the decode found.
+			t.retired = true
+		} else {
+			t.dev.status.release(t.slot)
+		}
 	}
 	t.freed = true
 	return first

@@ -273,3 +273,34 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 	assertSameBF16(t, "D", x.readBack(d), vd)
 	assertSameBF16(t, "E", x.readBack(e), x.va[:n/2])
 }
+
+// A corrupt tensor decoded and then released at once (backward releases
+// each activation after its last read) is still reported, by the settle of
+// the first window closed after the decode.
+func TestLCTStoreReportsCorruptDecodeOfReleasedTensor(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	h.check(st.set(x.a, x.va))
+	h.check(st.settle())
+	gt := st.held[x.a].enc.(*gpuTensor).t
+	var ct codec.Tensor
+	h.check(gt.Download(&ct))
+	for i := range ct.Offsets {
+		ct.Offsets[i] = 0xFFFFFF00
+	}
+	h.check(gt.Upload(&ct))
+	p, err := st.read(x.a)
+	if err != nil {
+		t.Fatalf("the decode is queued; it failed at once: %v", err)
+	}
+	st.done(x.a, p)
+	st.release(x.a)
+	if err := st.set(x.b, h.randBF16(x.a.n, 0, 0.02)); err != nil {
+		t.Fatalf("closing the window after the decode (nothing settled yet): %v", err)
+	}
+	err = st.set(x.c, h.randBF16(x.a.n, 0, 0.02))
+	var de *gpu.DecodeError
+	if !errors.As(err, &de) || de.Tensor != x.a.name {
+		t.Fatalf("the settle of the decode's window returned %v, want a DecodeError of %s", err, x.a.name)
+	}
+}
