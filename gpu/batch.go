@@ -22,6 +22,10 @@ import (
 // batchEntryBytes is the size of struct LctBatch.
 const batchEntryBytes = 4 * 8
 
+// batchDescBytes is where a batched coder keeps its tensor's descriptor, in
+// front of its shared memory (LCT_BATCH_DESC).
+const batchDescBytes = 128
+
 // batchState is a device's batch tables and histogram scratch. A trainer
 // launches the same few batches every step, so the last batchTables tables
 // stay on the device, each in its own buffer, and a batch whose table is
@@ -214,7 +218,7 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 		}
 		smem = max(smem, need)
 	}
-	if err := d.launch(k, blocks, threads, smem, table, starts, uint64(len(items))); err != nil {
+	if err := d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items))); err != nil {
 		return err
 	}
 	return d.launch(kEncodeOverflowBatch, blocks, threads, 32*4, table, starts, uint64(len(items)))
@@ -270,7 +274,7 @@ func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 	if err := d.launch(kBatchClearErrors, 1, threads, 0, table, uint64(len(items))); err != nil {
 		return err
 	}
-	return d.launch(k, blocks, threads, smem, table, starts, uint64(len(items)))
+	return d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items)))
 }
 
 // decodeWith is decode with decoder k.
