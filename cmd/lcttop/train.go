@@ -122,7 +122,7 @@ momentum, adam_m, adam_v, activation.`,
 	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu (default: gpu where this build has its kernels)")
 	fs.BoolVar(&f.cuda.fusedUpdate, "fused-update", false, "--backend cuda: update weights and optimizer states with the fused kernels on compressed tensors")
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "--backend cuda: time the GPU codec's kernels with device events (lct_codec_device_ms in --json)")
-	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values whose encodes may wait for one settle (0: sized from the model)")
+	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values per window of encodes; a window is settled when the next one fills, so up to two windows of sources are kept (0: an eighth of the parameters' bytes, within 128 KiB..32 MiB)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
 	return cmd
 }
