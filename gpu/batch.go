@@ -270,9 +270,15 @@ func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 	if err != nil {
 		return err
 	}
-	// Every tensor's error word is reset, those without blocks too.
+	// Every tensor's error word is reset, those without blocks too, and
+	// each is marked as decoded since the last status read, as clearError
+	// marks it (a tensor freed before a read reports its decode keeps its
+	// status slot until one does).
 	if err := d.launch(kBatchClearErrors, 1, threads, 0, table, uint64(len(items))); err != nil {
 		return err
+	}
+	for _, t := range ts {
+		t.decodeSeq = d.statusSeq
 	}
 	return d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items)))
 }

@@ -560,3 +560,54 @@ func TestDecoders(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeBatchCorruptFreed: a tensor decoded in a batch and freed at
+// once still has its decode error reported by the next status read, and
+// the other tensor of the batch has none.
+func TestDecodeBatchCorruptFreed(t *testing.T) {
+	d := device(t)
+	r := rand.New(rand.NewPCG(29, 30))
+	src := testbf16.Gaussian(r, 65536+300, 0.02)
+	cb, l := fit(src, codec.Clean, codec.Gaussian)
+	good := cpuEncode(t, src, cb, l)
+	bad := cpuEncode(t, src, cb, l)
+	for i := range bad.Streams[:4096] {
+		bad.Streams[i] = 0xFF // a run of ones: past capacity, or an invalid prefix
+	}
+	if codec.Decode(bad, make([]uint16, len(src))) == nil {
+		t.Fatal("the corrupt tensor decodes on the host: the test checks nothing")
+	}
+	var ts []*Tensor
+	var dsts []Buffer
+	for i, ct := range []*codec.Tensor{good, bad} {
+		x, err := d.NewTensor(len(src), l, cb, len(ct.Overflow), Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.Name = []string{"good", "corrupt"}[i]
+		if err := x.Upload(ct); err != nil {
+			t.Fatal(err)
+		}
+		dst, err := d.Alloc(2*len(src), Activations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Free(dst)
+		ts, dsts = append(ts, x), append(dsts, dst)
+	}
+	defer ts[0].Free()
+	if err := d.SyncStatus(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DecodeBatch(dsts, ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts[1].Free(); err != nil {
+		t.Fatal(err)
+	}
+	err := d.SyncStatus()
+	var de *DecodeError
+	if !errors.As(err, &de) || de.Tensor != "corrupt" || len(joinedErrors(err)) != 1 {
+		t.Fatalf("SyncStatus after decoding and freeing the corrupt tensor: %v, want one DecodeError of \"corrupt\"", err)
+	}
+}
