@@ -24,8 +24,16 @@ import (
 // and returns without waiting for the device:
 //   - the first encode of a key fits a codebook to the sample histogram, as
 //     HostCodec does (one wait), and writes the same bytes;
+//   - Encode sets up the tensor and queues its launch in the codec: the
+//     queue is flushed in one EncodeBatch (one launch of the encoder and
+//     one of its overflow pass for all of them, instead of two or three
+//     launches each, most of whose CTAs would idle) when the window closes
+//     or when something needs a queued tensor's bytes first (a decode, a
+//     fused update reading it); the store keeps the sources until the
+//     window's settle anyway;
 //   - every encode also counts the exponent histogram of its values into
-//     a device arena; CloseWindow queues the copy of the window's
+//     a device arena (in the same pass: EncodeBatch counts as it reads);
+//     CloseWindow queues the copy of the window's
 //     histograms and of the status words to the host, and SettleWindow,
 //     one window later, keeps each tensor's histogram for its figures; the
 //     key's next encode refits its codebook if it has drifted (see
@@ -51,6 +59,68 @@ type GPUCodec struct {
 	// output decode it to count its histogram when asked.
 	Fused bool
 	prof  codecProfile
+	// queue holds the encodes set up and not yet launched (see flush).
+	queue []queuedEncode
+}
+
+// queuedEncode is an encode set up by Encode and not yet launched.
+type queuedEncode struct {
+	g   *gpuTensor
+	src gpu.Buffer
+}
+
+// flush launches the queued encodes in one batch, each counting its
+// histogram into its slot of the arena (which may have grown since Encode
+// took the slot: the address is taken now).
+func (c *GPUCodec) flush() error {
+	if len(c.queue) == 0 {
+		return nil
+	}
+	ts := make([]*gpu.Tensor, len(c.queue))
+	srcs := make([]gpu.Buffer, len(c.queue))
+	offs := make([]int, len(c.queue))
+	for i, q := range c.queue {
+		ts[i], srcs[i], offs[i] = q.g.t, q.src, q.g.histAt*histSlotBytes
+		q.g.queued = false
+	}
+	c.queue = c.queue[:0]
+	a := &c.arena
+	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
+	return c.timed(func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) })
+}
+
+// unqueue drops g's queued encode, never launched: its values were
+// replaced or released before the flush (the caller frees the source).
+func (c *GPUCodec) unqueue(g *gpuTensor) {
+	if !g.queued {
+		return
+	}
+	for i, q := range c.queue {
+		if q.g == g {
+			c.queue = append(c.queue[:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	g.queued = false
+}
+
+// Unqueue implements the store's unqueuer: t's pending encode is dropped
+// (its source is about to be freed).
+func (c *GPUCodec) Unqueue(t Compressed) {
+	if g, ok := t.(*gpuTensor); ok {
+		c.unqueue(g)
+	}
+}
+
+// flushFor flushes the queue when one of ts is queued (its bytes are
+// about to be read).
+func (c *GPUCodec) flushFor(ts ...*gpuTensor) error {
+	for _, g := range ts {
+		if g != nil && g.queued {
+			return c.flush()
+		}
+	}
+	return nil
 }
 
 // SetProfile sets Profile (for callers that hold the codec as a Codec).
@@ -152,6 +222,9 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 		if k == nil || !ok || g.n != job.N {
 			return false, nil
 		}
+		if err := c.flushFor(g); err != nil {
+			return false, err
+		}
 		if k.toCheck {
 			c.refit(k, &k.hist)
 			k.toCheck = false
@@ -239,6 +312,8 @@ type gpuTensor struct {
 	win     int
 	histAt  int
 	mustFit bool
+	// queued: the encode is in the codec's queue, not launched yet.
+	queued bool
 	// codec and mem, for an output of a fused update (no histogram
 	// counted): its figures decode it to count one when asked.
 	codec *GPUCodec
@@ -278,6 +353,9 @@ func (c *GPUCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 		return h, err
 	}
 	defer g.mem.Free(p)
+	if err := c.flushFor(g); err != nil {
+		return h, err
+	}
 	if err := c.dev.Decode(dense(p, g.n), g.t); err != nil {
 		return h, err
 	}
@@ -318,11 +396,23 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		c.refit(k, &k.hist)
 		k.toCheck = false
 	}
+	g, _ := prev.(*gpuTensor)
+	if g != nil {
+		// A queued encode of prev is replaced by this one (the store has
+		// dropped it already; this keeps a batch from holding it twice).
+		c.unqueue(g)
+	}
+	if c.arena.mem != mem {
+		// The arena goes to another run: the queued encodes count into
+		// this one's first.
+		if err := c.flush(); err != nil {
+			return nil, err
+		}
+	}
 	slot, err := c.arena.take(mem)
 	if err != nil {
 		return nil, err
 	}
-	g, _ := prev.(*gpuTensor)
 	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > k.ovRoom+k.ovRoom/4+4096 {
 		// A new tensor: none yet, another layout, or far more overflow
 		// room than the key needs.
@@ -345,16 +435,8 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 	}
 	g.settled, g.stats, g.codec = false, nil, nil
 	g.win, g.histAt, g.mustFit = c.win, slot, false
-	buf := dense(src, n)
-	err = c.timed(func() error {
-		if err := c.dev.Encode(g.t, buf); err != nil {
-			return err
-		}
-		return c.arena.count(c.dev, slot, buf, n)
-	})
-	if err != nil {
-		return nil, err
-	}
+	g.queued = true
+	c.queue = append(c.queue, queuedEncode{g: g, src: dense(src, n)})
 	return g, nil
 }
 
@@ -393,6 +475,9 @@ type gpuWindow struct {
 // window (whose encodes count into the arena from its first slot again:
 // the copy is queued before them).
 func (c *GPUCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
+	if err := c.flush(); err != nil {
+		return nil, fmt.Errorf("gpu codec: %w", err)
+	}
 	a := &c.arena
 	var extra gpu.Buffer
 	used := 0
@@ -566,12 +651,37 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	if !ok {
 		return fmt.Errorf("gpu codec: cannot decode a %T", t)
 	}
+	if err := c.flushFor(g); err != nil {
+		return err
+	}
 	return c.timed(func() error { return c.dev.Decode(dense(dst, g.n), g.t) })
 }
 
-// Free implements Codec.
+// DecodeBatch implements the store's batchDecoder: ts[i] into dsts[i], in
+// one launch.
+func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
+	if len(dsts) != len(ts) {
+		return fmt.Errorf("gpu codec: decode batch of %d tensors into %d buffers", len(ts), len(dsts))
+	}
+	gts := make([]*gpu.Tensor, len(ts))
+	bufs := make([]gpu.Buffer, len(ts))
+	for i, t := range ts {
+		g, ok := t.(*gpuTensor)
+		if !ok {
+			return fmt.Errorf("gpu codec: cannot decode a %T", t)
+		}
+		if err := c.flushFor(g); err != nil {
+			return err
+		}
+		gts[i], bufs[i] = g.t, dense(dsts[i], g.n)
+	}
+	return c.timed(func() error { return c.dev.DecodeBatch(bufs, gts) })
+}
+
+// Free implements Codec. A queued encode of t is dropped, never launched.
 func (c *GPUCodec) Free(_ *Mem, t Compressed) {
 	if g, ok := t.(*gpuTensor); ok && g.t != nil {
+		c.unqueue(g)
 		g.t.Free() // memory from a Mem: giving it back cannot fail
 		g.t = nil
 	}
@@ -615,12 +725,6 @@ func (a *histArena) take(mem *Mem) (int, error) {
 	}
 	a.used++
 	return a.used - 1, nil
-}
-
-// count queues the histogram of src into slot.
-func (a *histArena) count(d *gpu.Device, slot int, src gpu.Buffer, n int) error {
-	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
-	return d.HistogramInto(arena, slot*histSlotBytes, src, n)
 }
 
 // histAt is histogram i of a window's arena read back.

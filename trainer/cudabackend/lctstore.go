@@ -101,6 +101,18 @@ type fusedUpdater interface {
 	FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error)
 }
 
+// unqueuer is a codec that may hold encodes not yet launched (GPUCodec
+// batches a window's): Unqueue drops t's, whose source is about to be
+// freed because its values were replaced or released.
+type unqueuer interface {
+	Unqueue(t Compressed)
+}
+
+// batchDecoder is a codec that decodes several tensors in one launch.
+type batchDecoder interface {
+	DecodeBatch(dsts []devPtr, ts []Compressed) error
+}
+
 // Compressed is one compressed tensor in device memory.
 type Compressed interface {
 	// Settled reports whether the encode is known complete.
@@ -357,6 +369,11 @@ func (st *lctStore) dropPending(s *slot) {
 	}
 	delete(st.pendingOf, s)
 	e := &ref.w.entries[ref.i]
+	if u, ok := st.codec.(unqueuer); ok && e.job == nil {
+		if h := st.held[s]; h != nil && h.enc != nil {
+			u.Unqueue(h.enc)
+		}
+	}
 	if e.src != 0 {
 		st.mem.Free(e.src)
 	}
@@ -619,14 +636,11 @@ func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, o
 	for i, s := range slots {
 		if s == st.kept.s {
 			views[i], st.kept.s, st.kept.p = st.kept.p, nil, 0
-			continue
 		}
-		v, err := st.read(s)
-		if err != nil {
-			freeViews(0)
-			return err
-		}
-		views[i] = v
+	}
+	if err := st.readBatch(slots, views); err != nil {
+		freeViews(0)
+		return err
 	}
 	var err error
 	if opt.AdamW != nil {
@@ -643,6 +657,49 @@ func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, o
 			freeViews(i + 1)
 			return err
 		}
+	}
+	return nil
+}
+
+// readBatch reads into views each slot whose view is 0, as read does; the
+// settled compressed ones in one launch where the codec decodes batches (a
+// parameter and its states: the views are all live at the update anyway,
+// so allocating them first adds nothing to the peak).
+func (st *lctStore) readBatch(slots []*slot, views []devPtr) error {
+	bd, batches := st.codec.(batchDecoder)
+	var dsts []devPtr
+	var encs []Compressed
+	var bytes int64
+	for i, s := range slots {
+		if views[i] != 0 {
+			continue
+		}
+		h := st.held[s]
+		if _, pending := st.pendingOf[s]; batches && !pending && h != nil && h.enc != nil {
+			p, err := st.mem.Alloc(trainer.CodecScratch, 2*int64(s.n))
+			if err != nil {
+				return err
+			}
+			views[i] = p
+			dsts, encs = append(dsts, p), append(encs, h.enc)
+			bytes += 2 * int64(s.n)
+			continue
+		}
+		v, err := st.read(s)
+		if err != nil {
+			return err
+		}
+		views[i] = v
+	}
+	if len(encs) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := bd.DecodeBatch(dsts, encs)
+	st.clock.decode += time.Since(start)
+	st.clock.decodeBytes += bytes
+	if err != nil {
+		return fmt.Errorf("decoding %s's update: %w", slots[0].name, err)
 	}
 	return nil
 }

@@ -1,0 +1,131 @@
+//go:build cuda || (kernelemu && gptemu)
+
+package cudabackend
+
+import (
+	"testing"
+
+	"lcttop/trainer"
+)
+
+// queuedOnce reports whether g is in gc's queue exactly once.
+func queuedOnce(gc *GPUCodec, g *gpuTensor) bool {
+	n := 0
+	for _, q := range gc.queue {
+		if q.g == g {
+			n++
+		}
+	}
+	return n == 1 && g.queued
+}
+
+// Encodes are queued, not launched, until the window closes; a decode of a
+// queued tensor launches the queue first and reads the values encoded; a
+// second encode into a queued tensor replaces the first (the batch holds it
+// once, with the new values); a queued tensor freed leaves the queue.
+func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	cc := trainer.DefaultClassCodec[trainer.ClassActivation]
+	n := 70000 // two blocks of the smallest layouts
+	v1, v2 := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 0.02) // two's values, one distribution
+	v3, v4 := h.randBF16(n, 0, 3), h.randBF16(n, 0.5, 0.01)
+	s1, s2, s3, s4 := h.bf16(v1), h.bf16(v2), h.bf16(v3), h.bf16(v4)
+
+	// "two" holds v1, settled (its overflow room is known from then on).
+	e2, err := gc.Encode(h.mem, "two", trainer.Activations, s1, n, cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: e2, Src: s1}}))
+
+	e1, err := gc.Encode(h.mem, "one", trainer.Activations, s1, n, cc, nil)
+	h.check(err)
+	// Into the same tensor, or a new one if the settled histogram changed
+	// its layout: either way its bytes are not v2's until the launch.
+	if e, err := gc.Encode(h.mem, "two", trainer.Activations, s2, n, cc, e2); err != nil {
+		t.Fatal(err)
+	} else if e != e2 {
+		gc.Free(h.mem, e2)
+		e2 = e
+	}
+	g1, g2 := e1.(*gpuTensor), e2.(*gpuTensor)
+	if len(gc.queue) != 2 || !queuedOnce(gc, g1) || !queuedOnce(gc, g2) {
+		t.Fatalf("after two encodes: %d queued (one: %v, two: %v), want both once", len(gc.queue), g1.queued, g2.queued)
+	}
+
+	// Read before its window closes: the queue is launched first (else the
+	// decode would read v1's bytes).
+	out := h.alloc(2 * int64(n))
+	h.check(gc.Decode(out, e2))
+	if len(gc.queue) != 0 || g1.queued || g2.queued {
+		t.Fatalf("after decoding a queued tensor: %d still queued", len(gc.queue))
+	}
+	assertSameBF16(t, "a tensor decoded while its encode was queued", h.get16(out, n), v2)
+
+	// Encoded again into itself while queued: the new values replace the
+	// old in the queue.
+	e3, err := gc.Encode(h.mem, "three", trainer.Activations, s3, n, cc, nil)
+	h.check(err)
+	g3 := e3.(*gpuTensor)
+	e3b, err := gc.Encode(h.mem, "three", trainer.Activations, s4, n, cc, e3)
+	h.check(err)
+	if e3b != e3 {
+		t.Fatal("the second encode of a key did not reuse its tensor (same layout)")
+	}
+	if len(gc.queue) != 1 || !queuedOnce(gc, g3) || gc.queue[0].src != dense(s4, n) {
+		t.Fatalf("after encoding a queued tensor again: %d queued, want it once with the new source", len(gc.queue))
+	}
+
+	// A queued tensor freed leaves the queue.
+	e5, err := gc.Encode(h.mem, "five", trainer.Activations, s1, n, cc, nil)
+	h.check(err)
+	gc.Free(h.mem, e5)
+	if len(gc.queue) != 1 || e5.(*gpuTensor).queued {
+		t.Fatalf("after freeing a queued tensor: %d queued, want 1", len(gc.queue))
+	}
+
+	h.check(gc.Settle(h.mem, []Pending{{T: e1, Src: s1}, {T: e2, Src: s2}, {T: e3, Src: s4}}))
+	for _, c := range []struct {
+		name string
+		e    Compressed
+		want []uint16
+	}{{"one", e1, v1}, {"two", e2, v2}, {"three (encoded again while queued)", e3, v4}} {
+		h.check(gc.Decode(out, c.e))
+		h.check(gc.Settle(h.mem, nil))
+		assertSameBF16(t, c.name, h.get16(out, n), c.want)
+	}
+}
+
+// The store writing a tensor twice within one window drops the first
+// encode, never launched, before freeing its source: the tensor holds the
+// second values.
+func TestLCTStoreRewriteWithinWindow(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	n := 70000
+	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 16*int64(n))
+	h.check(err)
+	a := &slot{name: "A", class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+	b := &slot{name: "B", class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+	va1, va2, vb := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 2), h.randBF16(n, 1, 0.1)
+	h.check(st.set(a, va1))
+	h.check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor
+	h.check(st.set(b, vb)) // may take the freed source's memory
+	ga := st.held[a].enc.(*gpuTensor)
+	if len(gc.queue) != 2 || !queuedOnce(gc, ga) {
+		t.Fatalf("%d encodes queued, A's %v; want A's and B's once each", len(gc.queue), ga.queued)
+	}
+	h.check(st.settle())
+	assertSameBF16(t, "A written twice in one window", readSlot(h, st, a), va2)
+	assertSameBF16(t, "B", readSlot(h, st, b), vb)
+}
+
+// readSlot reads s through st.
+func readSlot(h *tdev, st *lctStore, s *slot) []uint16 {
+	h.t.Helper()
+	p, err := st.read(s)
+	h.check(err)
+	v := h.get16(p, s.n)
+	st.done(s, p)
+	h.check(st.settle())
+	return v
+}
