@@ -6,10 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"sort"
-	"sync"
-	"weak"
 )
 
 // Batches run the codec over many tensors in one launch: small tensors
@@ -52,31 +49,7 @@ type batchTable struct {
 	used uint64 // the clock at its last use: the least recent is rewritten
 }
 
-// batchStates holds each Device's batchState, keyed weakly so that a
-// Device no longer used is collected and its entry dropped (its buffers are
-// freed by Close with every other). A field of Device would do as well.
-// Entries are used with the device lock held; the map has its own lock.
-var batchStates = struct {
-	sync.Mutex
-	m map[weak.Pointer[Device]]*batchState
-}{m: map[weak.Pointer[Device]]*batchState{}}
-
-func (d *Device) batch() *batchState {
-	batchStates.Lock()
-	defer batchStates.Unlock()
-	key := weak.Make(d)
-	s := batchStates.m[key]
-	if s == nil {
-		s = &batchState{}
-		batchStates.m[key] = s
-		runtime.AddCleanup(d, func(k weak.Pointer[Device]) {
-			batchStates.Lock()
-			delete(batchStates.m, k)
-			batchStates.Unlock()
-		}, key)
-	}
-	return s
-}
+func (d *Device) batch() *batchState { return &d.batches }
 
 // batchItem is one tensor of a launch with the values it reads or writes
 // and, for an encode that counts, where its histogram goes.
@@ -278,7 +251,7 @@ func (d *Device) decodeBatch(dsts []Buffer, ts []*Tensor, k kernel) error {
 		return err
 	}
 	for _, t := range ts {
-		t.decodeSeq = d.statusSeq
+		t.markDecoded()
 	}
 	return d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items)))
 }

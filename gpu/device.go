@@ -43,6 +43,8 @@ type Device struct {
 	// tables caches the kernels' tables of recent codebooks (a trainer
 	// makes a tensor per activation per step, mostly with known codebooks).
 	tables map[codec.Codebook]*[512]uint32
+	// batches keeps EncodeBatch's and DecodeBatch's tables and scratch.
+	batches batchState
 }
 
 // tablesFor returns cb's kernel tables, built once per codebook.

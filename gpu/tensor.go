@@ -211,7 +211,7 @@ func (t *Tensor) setStatus(ovLen uint64) error {
 
 // clearError resets the decode error word before a decode reads t.
 func (t *Tensor) clearError() error {
-	t.decodeSeq = t.dev.statusSeq
+	t.markDecoded()
 	return t.dev.drv.memset32(devPtr(t.dev.status.ptr(t.slot)+8), 0xFFFFFFFF, 2)
 }
 
@@ -387,3 +387,7 @@ func buildTables(cb *codec.Codebook) [512]uint32 {
 	}
 	return tab
 }
+
+// markDecoded records that a decode of t is queued: the next status read
+// reports what it found.
+func (t *Tensor) markDecoded() { t.decodeSeq = t.dev.statusSeq }
