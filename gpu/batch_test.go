@@ -611,3 +611,51 @@ func TestDecodeBatchCorruptFreed(t *testing.T) {
 		t.Fatalf("SyncStatus after decoding and freeing the corrupt tensor: %v, want one DecodeError of \"corrupt\"", err)
 	}
 }
+
+// TestEncoders: the deep encoders while the grid fits two CTAs a
+// multiprocessor, the plain ones past it.
+func TestEncoders(t *testing.T) {
+	d := device(t)
+	wave := encodeDeepCTAs * d.info.SMs
+	smem := encodeSmem(128)
+	for _, c := range []struct {
+		blocks int
+		deep   bool
+	}{{1, true}, {wave, true}, {wave + 1, false}} {
+		if got := d.deepEncode(c.blocks, smem); got != c.deep {
+			t.Errorf("%d blocks (wave %d): deep %v, want %v", c.blocks, wave, got, c.deep)
+		}
+	}
+	if d.deepEncode(1, d.info.MaxSmemPerBlock/2) {
+		t.Errorf("a CTA of %d bytes of shared memory takes the deep encoder, which two of them do not fit", d.info.MaxSmemPerBlock/2)
+	}
+}
+
+// TestEncodeDeepPlain: the deep and the plain encoders, each forced on
+// every grid, write codec's bytes (single and batched, histograms too):
+// partial blocks and groups, spilling streams, a spill that does not fit.
+func TestEncodeDeepPlain(t *testing.T) {
+	d := device(t)
+	defer func() { encoderOverride = 0 }()
+	for _, force := range []int{1, -1} {
+		encoderOverride = force
+		r := rand.New(rand.NewPCG(41, 42))
+		g := func(n int, scale float64) []uint16 { return testbf16.Gaussian(r, n, scale) }
+		uniform := make([]uint16, 65536+3)
+		for i := range uniform {
+			uniform[i] = uint16(r.Uint32())
+		}
+		normalCB, _ := fit(g(4096, 0.01), codec.Clean, codec.Gaussian)
+		cases := []batchCase{
+			fitCase("one value", g(1, 1), codec.High, codec.Laplace),
+			fitCase("13 values", g(13, 0.1), codec.Medium, codec.Empirical),
+			fitCase("three HIGH blocks, partial", g(2*32768+777, 1e-3), codec.High, codec.PowerLaw),
+			fitCase("AUTO, partial group", g(65536+12347, 0.3), codec.Auto, codec.Empirical),
+			{name: "adversarial", src: uniform, cb: normalCB, l: codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}, small: true},
+		}
+		spilling := fitCase("spilling", g(65536+9, 0.5), codec.Auto, codec.Laplace)
+		spilling.l.StreamBytes = 40
+		cases = append(cases, spilling)
+		t.Run(fmt.Sprintf("override %d", force), func(t *testing.T) { checkBatch(t, d, cases) })
+	}
+}

@@ -820,6 +820,41 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 
 // ---- encode -------------------------------------------------------------------
 
+// Asynchronous copies from global to shared memory (cp.async, sm_80 on),
+// in groups a thread commits and then waits for; the emulation copies at
+// once.
+LCT_DEV void cp_async16(void* dst, const void* src) {
+#ifdef LCT_EMU
+  *(uint4*)dst = *(const uint4*)src;
+#else
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
+#endif
+}
+LCT_DEV void cp_async_commit() {
+#ifndef LCT_EMU
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+template <int N>
+LCT_DEV void cp_async_wait() {
+#ifndef LCT_EMU
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+// stage_chunk starts copying this thread's groups of the chunk at position
+// p0 (those whole within the block; none past its end) to st, in one
+// commit group (empty past the block, so that each chunk has one group and
+// a wait for the group of chunk c is always the same count).
+LCT_DEV void stage_chunk(uint4* st, const u16* __restrict__ in, int p0, int nb) {
+#pragma unroll
+  for (int k = 0; k < LCT_G; k++) {
+    const int e0 = group_e0(p0, k);
+    if (e0 + 8 <= nb) cp_async16(st + group_q(k), in + e0);
+  }
+  cp_async_commit();
+}
+
 // lct_encode and lct_decode are bounded to 40 registers so that six CTAs (48
 // warps, with about 37 KB of shared memory each) share a multiprocessor: the
 // coding loops are bound by integer issue, and more warps hide the table
@@ -828,7 +863,7 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 // encode_block encodes block b of d from src. With HIST it also counts the
 // block's exponents into scratch (see above); the tensor's last CTA then
 // writes the histogram to hout. Its shared memory starts OFF bytes in.
-template <bool HIST, int OFF = 0>
+template <bool HIST, int OFF = 0, int STAGES = 0>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM + OFF;
   const int j = threadIdx.x;
@@ -842,12 +877,16 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u32* rows = tmp + 32;
   u32* hs = 0;
   int hstride = 1;
+  bool inRows = true;
   if (HIST) {
-    const bool inRows = hist_in_rows(d->C);
+    inRows = hist_in_rows(d->C);
     hs = inRows ? rows + W - 1 : rows + 256 * W;
     hstride = inRows ? W : 1;
     hs[j * hstride] = 0;
   }
+  // STAGES: the chunks' values in flight (stage_chunk), past the rows and
+  // counters (a multiple of 16 bytes in).
+  uint4* stage = (uint4*)(rows + 256 * W + (inRows ? 0 : 256));
   {
     const u32 e = __ldg((const u32*)d->tables + 256 + j);
     code[j] = e & ~31u;
@@ -857,25 +896,40 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
   wr_init(w, rows, j * W, g.capBits, g.words, rows + j * W + g.words);
-  uint4 pre[LCT_G];
+  uint4 pre[STAGES ? 1 : LCT_G];
+  if (STAGES) {
 #pragma unroll
-  for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
+    for (int c = 0; c < STAGES; c++) stage_chunk(stage + c * LCT_G * 256, in, c * LCT_CH, g.nb);
+  } else {
+#pragma unroll
+    for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
+  }
   __syncthreads();
   const u8* col = ex + j;
   const int minCount = g.nb >> 8;  // positions every stream of the block has
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
+    const int c = p0 / LCT_CH;
+    if (STAGES) cp_async_wait<STAGES - 1>();  // chunk c is in (groups after it may not be)
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
       const int e0 = group_e0(p0, k);
       if (e0 < g.nb) {
+        uint4 v;
+        if (!STAGES) v = pre[STAGES ? 0 : k];
+        else if (e0 + 8 <= g.nb) v = stage[(c % (STAGES ? STAGES : 1)) * LCT_G * 256 + group_q(k)];
+        else v = load8(in, e0, g.nb);  // the block's last, partial group: never staged
         uint2 s, e;
-        split8(pre[k], s, e);
+        split8(v, s, e);
         *(uint2*)(ex + (group_q(k) << 3)) = e;
         store8b(sf, e0, g.nb, s);
       }
     }
     __syncthreads();
-    if (p0 + LCT_CH < g.P) {
+    if (STAGES) {
+      // Chunk c's stage is read (the barrier completed this thread's reads
+      // of it): it takes chunk c + STAGES.
+      stage_chunk(stage + (c % (STAGES ? STAGES : 1)) * LCT_G * 256, in, p0 + STAGES * LCT_CH, g.nb);
+    } else if (p0 + LCT_CH < g.P) {
 #pragma unroll
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
@@ -921,6 +975,19 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
   encode_block<false>(d, src, blockIdx.x, 0, 0);
+}
+
+// The deep encoders (lct_encode_deep, lct_encode_batch_deep and
+// lct_encode_batch_hist_deep) keep LCT_STAGES chunks of values in flight,
+// copied asynchronously to shared memory, where the plain ones hold one
+// chunk in registers: while a grid fits two CTAs a multiprocessor, each CTA
+// waits on its own loads, one global round trip a chunk. Their shared
+// memory (LCT_STAGES * 16 KB more) leaves room for two CTAs a
+// multiprocessor, not six; past that wave the plain encoders run. Same
+// coding, same bytes.
+#define LCT_STAGES 4
+extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_deep(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+  encode_block<false, 0, LCT_STAGES>(d, src, blockIdx.x, 0, 0);
 }
 
 // encode_overflow_block writes block b's markers and spilled exponents once
@@ -1049,6 +1116,20 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const
   const LctBatch* e = bt + t;
   encode_block<true, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
                      (u64*)__ldg(&e->hist));
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<false, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
+}
+
+extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_hist_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start,
+                                                                                long long T) {
+  const int t = batch_find(start, (int)T, blockIdx.x);
+  const LctBatch* e = bt + t;
+  encode_block<true, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)),
+                                                 (u64*)__ldg(&e->scratch), (u64*)__ldg(&e->hist));
 }
 
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
