@@ -104,6 +104,14 @@ func (c *GPUCodec) unqueue(g *gpuTensor) {
 	g.queued = false
 }
 
+// dropQueue drops every queued encode, never launched.
+func (c *GPUCodec) dropQueue() {
+	for _, q := range c.queue {
+		q.g.queued = false
+	}
+	c.queue = c.queue[:0]
+}
+
 // Unqueue implements the store's unqueuer: t's pending encode is dropped
 // (its source is about to be freed).
 func (c *GPUCodec) Unqueue(t Compressed) {
@@ -403,11 +411,10 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		c.unqueue(g)
 	}
 	if c.arena.mem != mem {
-		// The arena goes to another run: the queued encodes count into
-		// this one's first.
-		if err := c.flush(); err != nil {
-			return nil, err
-		}
+		// Another run: the last one's step settles launched its queue
+		// unless it failed, and then its encodes, into memory its Mem has
+		// taken back, must not run.
+		c.dropQueue()
 	}
 	slot, err := c.arena.take(mem)
 	if err != nil {

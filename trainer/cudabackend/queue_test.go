@@ -27,7 +27,7 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	h := newTDev(t)
 	gc := testGPUCodec(t)
 	cc := trainer.DefaultClassCodec[trainer.ClassActivation]
-	n := 70000 // two blocks of the smallest layouts
+	n := 70000
 	v1, v2 := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 0.02) // two's values, one distribution
 	v3, v4 := h.randBF16(n, 0, 3), h.randBF16(n, 0.5, 0.01)
 	s1, s2, s3, s4 := h.bf16(v1), h.bf16(v2), h.bf16(v3), h.bf16(v4)
@@ -109,7 +109,7 @@ func TestLCTStoreRewriteWithinWindow(t *testing.T) {
 	va1, va2, vb := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 2), h.randBF16(n, 1, 0.1)
 	h.check(st.set(a, va1))
 	h.check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor
-	h.check(st.set(b, vb)) // may take the freed source's memory
+	h.check(st.set(b, vb))  // may take the freed source's memory
 	ga := st.held[a].enc.(*gpuTensor)
 	if len(gc.queue) != 2 || !queuedOnce(gc, ga) {
 		t.Fatalf("%d encodes queued, A's %v; want A's and B's once each", len(gc.queue), ga.queued)
