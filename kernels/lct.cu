@@ -190,26 +190,41 @@ LCT_DEV void rows_to_streams(u32 x0, u32 x1, u32 x2, u32 x3, u32& s0, u32& s1, u
 // Tiles: a warp moves word rows 4c..4c+3 of column groups 8a..8a+7 (lane:
 // group 8a + lane%8, word row 4c + lane/8), so that its shared-memory
 // accesses (4q+i)*W + wr fall in 32 different banks for odd W.
+// A warp loads LCT_IN_TILES tiles before it stores any: each store waits
+// for its loads, so one tile at a time costs a global round trip a tile.
+#define LCT_IN_TILES 2
 LCT_DEV void stage_in(u32* rows, int W, const u8* __restrict__ area, int Cb, int words) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles = ((words + 3) >> 2) * 8;
-  for (int t = warp; t < tiles; t += 8) {
-    const int q = ((t & 7) << 3) + (lane & 7);
-    const int wr = ((t >> 3) << 2) + (lane >> 3);
-    if (wr < words) {
+  for (int t0 = warp; t0 < tiles; t0 += 8 * LCT_IN_TILES) {
+    u32 x[LCT_IN_TILES][4];
+#pragma unroll
+    for (int h = 0; h < LCT_IN_TILES; h++) {
+      const int t = t0 + 8 * h;
+      const int q = ((t & 7) << 3) + (lane & 7);
+      const int wr = ((t >> 3) << 2) + (lane >> 3);
       const int k = wr << 2;
       const u32* col = (const u32*)(area + (long long)k * 256) + q;
-      const u32 x0 = __ldg(col);
-      const u32 x1 = k + 1 < Cb ? __ldg(col + 64) : 0u;
-      const u32 x2 = k + 2 < Cb ? __ldg(col + 128) : 0u;
-      const u32 x3 = k + 3 < Cb ? __ldg(col + 192) : 0u;
-      u32 s0, s1, s2, s3;
-      rows_to_streams(x0, x1, x2, x3, s0, s1, s2, s3);
-      u32* r = rows + (q << 2) * W + wr;
-      r[0] = s0;
-      r[W] = s1;
-      r[2 * W] = s2;
-      r[3 * W] = s3;
+      const bool in = t < tiles && wr < words;
+      x[h][0] = in ? __ldg(col) : 0u;
+      x[h][1] = in && k + 1 < Cb ? __ldg(col + 64) : 0u;
+      x[h][2] = in && k + 2 < Cb ? __ldg(col + 128) : 0u;
+      x[h][3] = in && k + 3 < Cb ? __ldg(col + 192) : 0u;
+    }
+#pragma unroll
+    for (int h = 0; h < LCT_IN_TILES; h++) {
+      const int t = t0 + 8 * h;
+      const int q = ((t & 7) << 3) + (lane & 7);
+      const int wr = ((t >> 3) << 2) + (lane >> 3);
+      if (t < tiles && wr < words) {
+        u32 s0, s1, s2, s3;
+        rows_to_streams(x[h][0], x[h][1], x[h][2], x[h][3], s0, s1, s2, s3);
+        u32* r = rows + (q << 2) * W + wr;
+        r[0] = s0;
+        r[W] = s1;
+        r[2 * W] = s2;
+        r[3 * W] = s3;
+      }
     }
   }
 }
@@ -1076,8 +1091,16 @@ struct LctBatch {
 };
 
 // batch_find returns the tensor of grid block b: the last t with
-// start[t] <= b (tensors without blocks are passed over).
+// start[t] <= b (tensors without blocks are passed over). COUNT, for at
+// most 256 tensors: one less than how many starts are at most b (they do
+// not decrease), one load a thread and one barrier, where the binary
+// search waits for log2(T) loads one after another; but the plain coders,
+// bound to 40 registers, spill with it (ptxas, sm_90: 4/8 to 120/100 bytes
+// a thread, encode), so they search. With COUNT every thread must call it.
+template <bool COUNT>
 LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
+  const int j = threadIdx.x;
+  if (COUNT && T <= 256) return imax(__syncthreads_count(j < T && __ldg(start + j) <= b) - 1, 0);
   int lo = 0, hi = T;
   while (hi - lo > 1) {
     const int mid = (lo + hi) >> 1;
@@ -1106,41 +1129,41 @@ LCT_DEV const LctDesc* batch_desc(const LctBatch* e) {
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<false>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<false, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<false>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<true, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
                      (u64*)__ldg(&e->hist));
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<true>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<false, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_hist_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start,
                                                                                 long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<true>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<true, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)),
                                                  (u64*)__ldg(&e->scratch), (u64*)__ldg(&e->hist));
 }
 
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<true>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_overflow_block((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
 }
 
 template <bool M>
 LCT_DEV void decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  const int t = batch_find<false>(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   decode_block<M, LCT_BATCH_DESC>(batch_desc(e), (u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
 }
