@@ -902,20 +902,22 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   // STAGES: the chunks' values in flight (stage_chunk), past the rows and
   // counters (a multiple of 16 bytes in).
   uint4* stage = (uint4*)(rows + 256 * W + (inRows ? 0 : 256));
+  const u16* in = src + g.base;
+  if (STAGES) {
+    // First: the table's store below waits for its load.
+#pragma unroll
+    for (int c = 0; c < STAGES; c++) stage_chunk(stage + c * LCT_G * 256, in, c * LCT_CH, g.nb);
+  }
   {
     const u32 e = __ldg((const u32*)d->tables + 256 + j);
     code[j] = e & ~31u;
     len[j] = (u8)(e & 31u);
   }
-  const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
   wr_init(w, rows, j * W, g.capBits, g.words, rows + j * W + g.words);
   uint4 pre[STAGES ? 1 : LCT_G];
-  if (STAGES) {
-#pragma unroll
-    for (int c = 0; c < STAGES; c++) stage_chunk(stage + c * LCT_G * 256, in, c * LCT_CH, g.nb);
-  } else {
+  if (!STAGES) {
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
   }
