@@ -322,11 +322,11 @@ LCT_DEV void rd_refill(Reader& r) {
 // literal that follows the code into the low byte. An invalid prefix is
 // 0x8000 | 8 << 8, its bit 15 seen by rd_error.
 #define LCT_E_INVALID 0x8000u
-LCT_DEV void rd_tables(u16* E, u8* A, const u32* __restrict__ go, int j) {
-  const u32 g = __ldg(go + j);
+LCT_DEV void rd_tables_from(u16* E, u8* A, u32 g, int j) {
   E[j] = (u16)((g & LCT_INVALID) ? (LCT_E_INVALID | (g & 0xFFFFu)) : (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : (g & 0xFFFFu));
   A[j] = (u8)(g >> 8);
 }
+LCT_DEV void rd_tables(u16* E, u8* A, const u32* __restrict__ go, int j) { rd_tables_from(E, A, __ldg(go + j), j); }
 
 LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
 #ifdef LCT_EMU
@@ -550,8 +550,9 @@ struct InSpill {
 
 // in_spill reads the block's bitmap, markers and offset (format.md §3),
 // checking each against the overflow length. Every thread must call it.
-LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) {
-  const u32 bm = __ldg((const u32*)d->bitmaps + (long long)b * 8 + (j >> 5));
+LCT_DEV u32 in_bitmap(const LctDesc* d, int b, int j) { return __ldg((const u32*)d->bitmaps + (long long)b * 8 + (j >> 5)); }
+// in_spill_from is in_spill with the bitmap word loaded (in_bitmap).
+LCT_DEV void in_spill_from(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp, u32 bm) {
   const u32 flag = (bm >> (j & 31)) & 1u;
   s.coded = g.count;
   s.ovp = (const u8*)d->overflow;
@@ -583,6 +584,8 @@ LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, 
   s.coded = g.count - (int)spill;
   s.ovp = (const u8*)d->overflow + start;
 }
+
+LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) { in_spill_from(s, d, g, b, j, tmp, in_bitmap(d, b, j)); }
 
 // out_finish records what the block's encoding spilled: bitmap, per-stream
 // counts (only for a block that spills) and the block's sizes. Every thread
@@ -1041,16 +1044,19 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  rd_tables(E, A, (const u32*)d->tables, j);
-  if (j < LCT_SLACK) rows[256 * W + j] = 0;
+  // Every load that nothing waits for first: a shared store waits for what
+  // it stores (the table entry, the stream area's words).
+  const u32 tg = __ldg((const u32*)d->tables + j), bm = in_bitmap(d, b, j);
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
   uint2 pre[LCT_G];
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8b(sf, group_e0(0, k), g.nb);
   stage_in(rows, W, (const u8*)d->streams + g.area, g.Cb, g.words);
+  rd_tables_from(E, A, tg, j);
+  if (j < LCT_SLACK) rows[256 * W + j] = 0;
   InSpill sp;
-  in_spill(sp, d, g, b, j, tmp);
+  in_spill_from(sp, d, g, b, j, tmp, bm);
   __syncthreads();
   Reader r;
   rd_init<PIPE>(r, rows, j * W);
