@@ -191,12 +191,6 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 		}
 		smem = max(smem, need)
 	}
-	if d.deepEncode(blocks, batchDescBytes+smem) {
-		k, smem = kEncodeBatchDeep, smem+encodeStageBytes
-		if withHist {
-			k = kEncodeBatchHistDeep
-		}
-	}
 	if err := d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items))); err != nil {
 		return err
 	}

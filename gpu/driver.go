@@ -30,9 +30,6 @@ const (
 	kBatchClearErrors
 	kDecodePipe
 	kDecodeBatchPipe
-	kEncodeDeep
-	kEncodeBatchDeep
-	kEncodeBatchHistDeep
 	numKernels
 )
 
@@ -56,9 +53,6 @@ var kernelNames = [numKernels]string{
 	kBatchClearErrors:    "lct_batch_clear_errors",
 	kDecodePipe:          "lct_decode_pipe",
 	kDecodeBatchPipe:     "lct_decode_batch_pipe",
-	kEncodeDeep:          "lct_encode_deep",
-	kEncodeBatchDeep:     "lct_encode_batch_deep",
-	kEncodeBatchHistDeep: "lct_encode_batch_hist_deep",
 }
 
 // deviceInfo is what the host code sizes launches by.

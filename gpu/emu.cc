@@ -36,9 +36,6 @@ struct Kernel {
 
 const Kernel kernels[] = {
     {"lct_encode", [](const uint64_t* a) { lct_encode(D(0), A(const u16*, 1)); }},
-    {"lct_encode_deep", [](const uint64_t* a) { lct_encode_deep(D(0), A(const u16*, 1)); }},
-    {"lct_encode_batch_deep", [](const uint64_t* a) { lct_encode_batch_deep(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
-    {"lct_encode_batch_hist_deep", [](const uint64_t* a) { lct_encode_batch_hist_deep(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_encode_overflow", [](const uint64_t* a) { lct_encode_overflow(D(0), A(const u16*, 1)); }},
     {"lct_decode", [](const uint64_t* a) { lct_decode(D(0), A(u16*, 1)); }},
     {"lct_sample_hist", [](const uint64_t* a) { lct_sample_hist(A(const u16*, 0), (long long)a[1], A(u32*, 2)); }},

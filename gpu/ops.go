@@ -27,31 +27,6 @@ func rowStrideOut(c int) int { return ((c+3)/4 + 1) | 1 }
 // chunk, scratch words, rows.
 func encodeSmem(c int) int { return 1024 + 256 + codecChunk*256 + 32*4 + 256*4*rowStrideOut(c) }
 
-// encodeStageBytes is what the deep encoders add to the encoder's shared
-// memory: LCT_STAGES chunks of BF16 values in flight.
-const encodeStageBytes = 4 * codecChunk * 256 * 2
-
-// encoderOverride, set by tests only, makes every encode take the deep
-// encoder (> 0) or the plain one (< 0) whatever the grid.
-var encoderOverride int
-
-// encodeDeepCTAs is how many deep encoders share a multiprocessor.
-const encodeDeepCTAs = 2
-
-// deepEncode tells whether a grid of blocks, each needing smem bytes of
-// shared memory with the plain encoder, takes the deep encoder
-// (lct_encode_deep & co.): while the grid fits one wave of two CTAs a
-// multiprocessor, each CTA waits on its chunks' global loads, which the
-// deep encoder keeps LCT_STAGES chunks ahead; past it, six plain CTAs a
-// multiprocessor hide them.
-func (d *Device) deepEncode(blocks, smem int) bool {
-	if encoderOverride != 0 {
-		return encoderOverride > 0
-	}
-	perSM := d.info.MaxSmemPerBlock + 1024 // the H200's 228 KB: 227 KB a CTA may have, and 1 KB each CTA costs
-	return blocks <= encodeDeepCTAs*d.info.SMs && encodeDeepCTAs*(smem+encodeStageBytes+1024) <= perSM
-}
-
 // decodeSmem is the shared memory of lct_decode: its two tables (512 and
 // 256 bytes), chunk, scratch words, rows and the slack of 136 words past
 // them (LCT_SLACK).
@@ -116,11 +91,7 @@ func (d *Device) encodeMain(t *Tensor, src Buffer) error {
 	if t.blocks() == 0 {
 		return t.setStatus(0)
 	}
-	smem := encodeSmem(t.layout.StreamBytes)
-	if d.deepEncode(t.blocks(), smem) {
-		return d.launch(kEncodeDeep, t.blocks(), threads, smem+encodeStageBytes, ptrArg(t.desc), ptrArg(src))
-	}
-	return d.launch(kEncode, t.blocks(), threads, smem, ptrArg(t.desc), ptrArg(src))
+	return d.launch(kEncode, t.blocks(), threads, encodeSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(src))
 }
 
 func (d *Device) encodeOverflow(t *Tensor, src Buffer) error {

@@ -190,41 +190,26 @@ LCT_DEV void rows_to_streams(u32 x0, u32 x1, u32 x2, u32 x3, u32& s0, u32& s1, u
 // Tiles: a warp moves word rows 4c..4c+3 of column groups 8a..8a+7 (lane:
 // group 8a + lane%8, word row 4c + lane/8), so that its shared-memory
 // accesses (4q+i)*W + wr fall in 32 different banks for odd W.
-// A warp loads LCT_IN_TILES tiles before it stores any: each store waits
-// for its loads, so one tile at a time costs a global round trip a tile.
-#define LCT_IN_TILES 2
 LCT_DEV void stage_in(u32* rows, int W, const u8* __restrict__ area, int Cb, int words) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int tiles = ((words + 3) >> 2) * 8;
-  for (int t0 = warp; t0 < tiles; t0 += 8 * LCT_IN_TILES) {
-    u32 x[LCT_IN_TILES][4];
-#pragma unroll
-    for (int h = 0; h < LCT_IN_TILES; h++) {
-      const int t = t0 + 8 * h;
-      const int q = ((t & 7) << 3) + (lane & 7);
-      const int wr = ((t >> 3) << 2) + (lane >> 3);
+  for (int t = warp; t < tiles; t += 8) {
+    const int q = ((t & 7) << 3) + (lane & 7);
+    const int wr = ((t >> 3) << 2) + (lane >> 3);
+    if (wr < words) {
       const int k = wr << 2;
       const u32* col = (const u32*)(area + (long long)k * 256) + q;
-      const bool in = t < tiles && wr < words;
-      x[h][0] = in ? __ldg(col) : 0u;
-      x[h][1] = in && k + 1 < Cb ? __ldg(col + 64) : 0u;
-      x[h][2] = in && k + 2 < Cb ? __ldg(col + 128) : 0u;
-      x[h][3] = in && k + 3 < Cb ? __ldg(col + 192) : 0u;
-    }
-#pragma unroll
-    for (int h = 0; h < LCT_IN_TILES; h++) {
-      const int t = t0 + 8 * h;
-      const int q = ((t & 7) << 3) + (lane & 7);
-      const int wr = ((t >> 3) << 2) + (lane >> 3);
-      if (t < tiles && wr < words) {
-        u32 s0, s1, s2, s3;
-        rows_to_streams(x[h][0], x[h][1], x[h][2], x[h][3], s0, s1, s2, s3);
-        u32* r = rows + (q << 2) * W + wr;
-        r[0] = s0;
-        r[W] = s1;
-        r[2 * W] = s2;
-        r[3 * W] = s3;
-      }
+      const u32 x0 = __ldg(col);
+      const u32 x1 = k + 1 < Cb ? __ldg(col + 64) : 0u;
+      const u32 x2 = k + 2 < Cb ? __ldg(col + 128) : 0u;
+      const u32 x3 = k + 3 < Cb ? __ldg(col + 192) : 0u;
+      u32 s0, s1, s2, s3;
+      rows_to_streams(x0, x1, x2, x3, s0, s1, s2, s3);
+      u32* r = rows + (q << 2) * W + wr;
+      r[0] = s0;
+      r[W] = s1;
+      r[2 * W] = s2;
+      r[3 * W] = s3;
     }
   }
 }
@@ -322,11 +307,11 @@ LCT_DEV void rd_refill(Reader& r) {
 // literal that follows the code into the low byte. An invalid prefix is
 // 0x8000 | 8 << 8, its bit 15 seen by rd_error.
 #define LCT_E_INVALID 0x8000u
-LCT_DEV void rd_tables_from(u16* E, u8* A, u32 g, int j) {
+LCT_DEV void rd_tables(u16* E, u8* A, const u32* __restrict__ go, int j) {
+  const u32 g = __ldg(go + j);
   E[j] = (u16)((g & LCT_INVALID) ? (LCT_E_INVALID | (g & 0xFFFFu)) : (g & LCT_ESC) ? 24u - ((g >> 16) & 0xFFu) : (g & 0xFFFFu));
   A[j] = (u8)(g >> 8);
 }
-LCT_DEV void rd_tables(u16* E, u8* A, const u32* __restrict__ go, int j) { rd_tables_from(E, A, __ldg(go + j), j); }
 
 LCT_DEV u32 fshr_clamp(u32 lo, u32 hi, u32 s) {
 #ifdef LCT_EMU
@@ -550,9 +535,8 @@ struct InSpill {
 
 // in_spill reads the block's bitmap, markers and offset (format.md §3),
 // checking each against the overflow length. Every thread must call it.
-LCT_DEV u32 in_bitmap(const LctDesc* d, int b, int j) { return __ldg((const u32*)d->bitmaps + (long long)b * 8 + (j >> 5)); }
-// in_spill_from is in_spill with the bitmap word loaded (in_bitmap).
-LCT_DEV void in_spill_from(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp, u32 bm) {
+LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) {
+  const u32 bm = __ldg((const u32*)d->bitmaps + (long long)b * 8 + (j >> 5));
   const u32 flag = (bm >> (j & 31)) & 1u;
   s.coded = g.count;
   s.ovp = (const u8*)d->overflow;
@@ -584,8 +568,6 @@ LCT_DEV void in_spill_from(InSpill& s, const LctDesc* d, const Geo& g, int b, in
   s.coded = g.count - (int)spill;
   s.ovp = (const u8*)d->overflow + start;
 }
-
-LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, u32* tmp) { in_spill_from(s, d, g, b, j, tmp, in_bitmap(d, b, j)); }
 
 // out_finish records what the block's encoding spilled: bitmap, per-stream
 // counts (only for a block that spills) and the block's sizes. Every thread
@@ -838,41 +820,6 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 
 // ---- encode -------------------------------------------------------------------
 
-// Asynchronous copies from global to shared memory (cp.async, sm_80 on),
-// in groups a thread commits and then waits for; the emulation copies at
-// once.
-LCT_DEV void cp_async16(void* dst, const void* src) {
-#ifdef LCT_EMU
-  *(uint4*)dst = *(const uint4*)src;
-#else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((u32)__cvta_generic_to_shared(dst)), "l"(src) : "memory");
-#endif
-}
-LCT_DEV void cp_async_commit() {
-#ifndef LCT_EMU
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-LCT_DEV void cp_async_wait() {
-#ifndef LCT_EMU
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
-// stage_chunk starts copying this thread's groups of the chunk at position
-// p0 (those whole within the block; none past its end) to st, in one
-// commit group (empty past the block, so that each chunk has one group and
-// a wait for the group of chunk c is always the same count).
-LCT_DEV void stage_chunk(uint4* st, const u16* __restrict__ in, int p0, int nb) {
-#pragma unroll
-  for (int k = 0; k < LCT_G; k++) {
-    const int e0 = group_e0(p0, k);
-    if (e0 + 8 <= nb) cp_async16(st + group_q(k), in + e0);
-  }
-  cp_async_commit();
-}
-
 // lct_encode and lct_decode are bounded to 40 registers so that six CTAs (48
 // warps, with about 37 KB of shared memory each) share a multiprocessor: the
 // coding loops are bound by integer issue, and more warps hide the table
@@ -881,7 +828,7 @@ LCT_DEV void stage_chunk(uint4* st, const u16* __restrict__ in, int p0, int nb) 
 // encode_block encodes block b of d from src. With HIST it also counts the
 // block's exponents into scratch (see above); the tensor's last CTA then
 // writes the histogram to hout. Its shared memory starts OFF bytes in.
-template <bool HIST, int OFF = 0, int STAGES = 0>
+template <bool HIST, int OFF = 0>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM + OFF;
   const int j = threadIdx.x;
@@ -895,61 +842,40 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u32* rows = tmp + 32;
   u32* hs = 0;
   int hstride = 1;
-  bool inRows = true;
   if (HIST) {
-    inRows = hist_in_rows(d->C);
+    const bool inRows = hist_in_rows(d->C);
     hs = inRows ? rows + W - 1 : rows + 256 * W;
     hstride = inRows ? W : 1;
     hs[j * hstride] = 0;
-  }
-  // STAGES: the chunks' values in flight (stage_chunk), past the rows and
-  // counters (a multiple of 16 bytes in).
-  uint4* stage = (uint4*)(rows + 256 * W + (inRows ? 0 : 256));
-  const u16* in = src + g.base;
-  if (STAGES) {
-    // First: the table's store below waits for its load.
-#pragma unroll
-    for (int c = 0; c < STAGES; c++) stage_chunk(stage + c * LCT_G * 256, in, c * LCT_CH, g.nb);
   }
   {
     const u32 e = __ldg((const u32*)d->tables + 256 + j);
     code[j] = e & ~31u;
     len[j] = (u8)(e & 31u);
   }
+  const u16* in = src + g.base;
   u8* sf = (u8*)d->sf + g.base;
   Writer w;
   wr_init(w, rows, j * W, g.capBits, g.words, rows + j * W + g.words);
-  uint4 pre[STAGES ? 1 : LCT_G];
-  if (!STAGES) {
+  uint4 pre[LCT_G];
 #pragma unroll
-    for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
-  }
+  for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
   __syncthreads();
   const u8* col = ex + j;
   const int minCount = g.nb >> 8;  // positions every stream of the block has
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    const int c = p0 / LCT_CH;
-    if (STAGES) cp_async_wait<STAGES - 1>();  // chunk c is in (groups after it may not be)
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
       const int e0 = group_e0(p0, k);
       if (e0 < g.nb) {
-        uint4 v;
-        if (!STAGES) v = pre[STAGES ? 0 : k];
-        else if (e0 + 8 <= g.nb) v = stage[(c % (STAGES ? STAGES : 1)) * LCT_G * 256 + group_q(k)];
-        else v = load8(in, e0, g.nb);  // the block's last, partial group: never staged
         uint2 s, e;
-        split8(v, s, e);
+        split8(pre[k], s, e);
         *(uint2*)(ex + (group_q(k) << 3)) = e;
         store8b(sf, e0, g.nb, s);
       }
     }
     __syncthreads();
-    if (STAGES) {
-      // Chunk c's stage is read (the barrier completed this thread's reads
-      // of it): it takes chunk c + STAGES.
-      stage_chunk(stage + (c % (STAGES ? STAGES : 1)) * LCT_G * 256, in, p0 + STAGES * LCT_CH, g.nb);
-    } else if (p0 + LCT_CH < g.P) {
+    if (p0 + LCT_CH < g.P) {
 #pragma unroll
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
@@ -997,19 +923,6 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* _
   encode_block<false>(d, src, blockIdx.x, 0, 0);
 }
 
-// The deep encoders (lct_encode_deep, lct_encode_batch_deep and
-// lct_encode_batch_hist_deep) keep LCT_STAGES chunks of values in flight,
-// copied asynchronously to shared memory, where the plain ones hold one
-// chunk in registers: while a grid fits two CTAs a multiprocessor, each CTA
-// waits on its own loads, one global round trip a chunk. Their shared
-// memory (LCT_STAGES * 16 KB more) leaves room for two CTAs a
-// multiprocessor, not six; past that wave the plain encoders run. Same
-// coding, same bytes.
-#define LCT_STAGES 4
-extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_deep(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
-  encode_block<false, 0, LCT_STAGES>(d, src, blockIdx.x, 0, 0);
-}
-
 // encode_overflow_block writes block b's markers and spilled exponents once
 // the encoder's last CTA has placed the blocks.
 LCT_DEV void encode_overflow_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b) {
@@ -1044,19 +957,16 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  // Every load that nothing waits for first: a shared store waits for what
-  // it stores (the table entry, the stream area's words).
-  const u32 tg = __ldg((const u32*)d->tables + j), bm = in_bitmap(d, b, j);
+  rd_tables(E, A, (const u32*)d->tables, j);
+  if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
   uint2 pre[LCT_G];
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8b(sf, group_e0(0, k), g.nb);
   stage_in(rows, W, (const u8*)d->streams + g.area, g.Cb, g.words);
-  rd_tables_from(E, A, tg, j);
-  if (j < LCT_SLACK) rows[256 * W + j] = 0;
   InSpill sp;
-  in_spill_from(sp, d, g, b, j, tmp, bm);
+  in_spill(sp, d, g, b, j, tmp);
   __syncthreads();
   Reader r;
   rd_init<PIPE>(r, rows, j * W);
@@ -1099,16 +1009,8 @@ struct LctBatch {
 };
 
 // batch_find returns the tensor of grid block b: the last t with
-// start[t] <= b (tensors without blocks are passed over). COUNT, for at
-// most 256 tensors: one less than how many starts are at most b (they do
-// not decrease), one load a thread and one barrier, where the binary
-// search waits for log2(T) loads one after another; but the plain coders,
-// bound to 40 registers, spill with it (ptxas, sm_90: 4/8 to 120/100 bytes
-// a thread, encode), so they search. With COUNT every thread must call it.
-template <bool COUNT>
+// start[t] <= b (tensors without blocks are passed over).
 LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
-  const int j = threadIdx.x;
-  if (COUNT && T <= 256) return imax(__syncthreads_count(j < T && __ldg(start + j) <= b) - 1, 0);
   int lo = 0, hi = T;
   while (hi - lo > 1) {
     const int mid = (lo + hi) >> 1;
@@ -1137,41 +1039,27 @@ LCT_DEV const LctDesc* batch_desc(const LctBatch* e) {
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find<false>(start, (int)T, blockIdx.x);
+  const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<false, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find<false>(start, (int)T, blockIdx.x);
+  const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_block<true, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
                      (u64*)__ldg(&e->hist));
 }
 
-extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find<true>(start, (int)T, blockIdx.x);
-  const LctBatch* e = bt + t;
-  encode_block<false, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
-}
-
-extern "C" __global__ void __launch_bounds__(256, 2) lct_encode_batch_hist_deep(const LctBatch* __restrict__ bt, const u32* __restrict__ start,
-                                                                                long long T) {
-  const int t = batch_find<true>(start, (int)T, blockIdx.x);
-  const LctBatch* e = bt + t;
-  encode_block<true, LCT_BATCH_DESC, LCT_STAGES>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)),
-                                                 (u64*)__ldg(&e->scratch), (u64*)__ldg(&e->hist));
-}
-
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find<true>(start, (int)T, blockIdx.x);
+  const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   encode_overflow_block((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
 }
 
 template <bool M>
 LCT_DEV void decode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find<false>(start, (int)T, blockIdx.x);
+  const int t = batch_find(start, (int)T, blockIdx.x);
   const LctBatch* e = bt + t;
   decode_block<M, LCT_BATCH_DESC>(batch_desc(e), (u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
 }
