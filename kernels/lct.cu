@@ -934,7 +934,21 @@ LCT_DEV void encode_overflow_block(const LctDesc* __restrict__ d, const u16* __r
   OutSpill os;
   out_spill(os, d, g, b, j, tmp);
   if (!os.active) return;
-  for (int p = os.coded; p < g.count; p++) os.ovp[p - os.coded] = (u8)(src[g.base + (long long)p * 256 + j] >> 7);
+  // A stream's spill is up to 255 values 512 bytes apart: eight loads are
+  // in flight before their stores, not one (a long spill was one global
+  // round trip per value).
+  const u16* __restrict__ in = src + g.base + (long long)os.coded * 256 + j;
+  u8* __restrict__ out = os.ovp;
+  const int n = g.count - os.coded;
+  int p = 0;
+  for (; p + 8 <= n; p += 8) {
+    u16 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __ldg(in + (long long)(p + k) * 256);
+#pragma unroll
+    for (int k = 0; k < 8; k++) out[p + k] = (u8)(v[k] >> 7);
+  }
+  for (; p < n; p++) out[p] = (u8)(__ldg(in + (long long)p * 256) >> 7);
 }
 
 extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
