@@ -35,6 +35,7 @@ type Tensor struct {
 	// decodeSeq is the status read count when a decode of t was last
 	// queued: a read numbered above it reports that decode's errors.
 	decodeSeq uint64
+	decoded   bool // a decode of t has been queued (decodeSeq means something)
 	freed     bool
 	// retired: freed with a decode no status read has reported yet; it
 	// keeps its status slot until one does (see settleRetired).
@@ -262,7 +263,7 @@ func (t *Tensor) release() error {
 		*b = Buffer{}
 	}
 	if t.dev.status.owner[t.slot] == t {
-		if t.decodeSeq >= t.statusSeq {
+		if t.decoded && t.decodeSeq >= t.statusSeq {
 			// A decode queued since the last status read: its slot waits
 			// for the next read, which reports what the decode found.
 			t.retired = true
@@ -390,4 +391,4 @@ func buildTables(cb *codec.Codebook) [512]uint32 {
 
 // markDecoded records that a decode of t is queued: the next status read
 // reports what it found.
-func (t *Tensor) markDecoded() { t.decodeSeq = t.dev.statusSeq }
+func (t *Tensor) markDecoded() { t.decodeSeq, t.decoded = t.dev.statusSeq, true }
