@@ -303,6 +303,15 @@ func NewGPUCodec(d *gpu.Device) *GPUCodec {
 	return &GPUCodec{dev: d, keys: map[string]*gpuKey{}}
 }
 
+// Forget drops what the codec remembers of stored tensors (codebooks,
+// layouts, overflow room) and any encode still queued, so that the next run
+// starts as a fresh codec would: the sweep's trials, each a new run at
+// another length, do not depend on the trials before them.
+func (c *GPUCodec) Forget() {
+	c.dropQueue()
+	clear(c.keys)
+}
+
 // gpuTensor is one compressed tensor: a gpu.Tensor whose sections are
 // allocations of the run's Mem.
 type gpuTensor struct {

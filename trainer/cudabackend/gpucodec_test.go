@@ -12,6 +12,7 @@ import (
 	"lcttop/gpu"
 	"lcttop/internal/testtensors"
 	"lcttop/trainer"
+	"lcttop/trainer/corpus"
 )
 
 // testGPUCodec opens package gpu's device beside the trainer's (the GPU, or
@@ -232,5 +233,40 @@ func TestLCTRunGPUCodecUsesLessMemory(t *testing.T) {
 	// The codec's tables, descriptors and histograms are the run's too.
 	if ml.Live[trainer.CodecScratch] == 0 {
 		t.Errorf("LCT run's ledger %+v: no codec scratch live", ml)
+	}
+}
+
+// A sweep on the GPU codec goes on past a trial that ran out of budget
+// part way through a step (with tensors half made and encodes queued):
+// the next trials start clean and the longest fit is found. (On the H200
+// the trial after one out of budget failed: a half-made tensor's status
+// words were read as a decode error.)
+func TestSweepGPUCodecAfterOutOfBudget(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	opts := SweepOptions{Model: codecModel, Optimizer: mustOptimizer(t, "adamw"), Min: 32, Max: 256, Quantum: 32, Seed: 3, Text: corpus.Text, Budget: 1 << 40,
+		LCT: &LCTOptions{Codec: gc}}
+	mm := codecModel
+	mm.Context = opts.Max
+	tr, err := sweepTrial(dev, mm, opts, trainer.InitialValues(mm, opts.Seed), opts.Max)
+	if err != nil || !tr.Fits {
+		t.Fatalf("LCT trial at %d: %+v, %v", opts.Max, tr, err)
+	}
+	opts.Budget = tr.Peak - 1 // the longest length no longer fits
+	lct, trials, err := Sweep(dev, opts, func(tr SweepTrial) { t.Logf("LCT %+v", tr) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, tr := range trials {
+		if !tr.Fits {
+			failed++
+		}
+		if tr.Fits != (tr.SeqLen <= lct) {
+			t.Errorf("trial %+v against the longest %d", tr, lct)
+		}
+	}
+	if failed == 0 || lct < opts.Min || lct >= opts.Max {
+		t.Errorf("within %d bytes, 1 less than the LCT peak at %d: LCT fits %d, %d trials out of budget", opts.Budget, opts.Max, lct, failed)
 	}
 }

@@ -259,6 +259,11 @@ func sweepTrial(dev device.Device, m trainer.ModelConfig, opts SweepOptions, val
 	if opts.LCT != nil {
 		name = "lct"
 	}
+	if opts.LCT != nil {
+		if f, ok := opts.LCT.Codec.(interface{ Forget() }); ok {
+			f.Forget()
+		}
+	}
 	pool := NewPool(dev)
 	r, err := newLoadedRun(pool, name, cfg, vals, opts.LCT)
 	if err == nil {
