@@ -238,9 +238,9 @@ func TestLCTRunGPUCodecUsesLessMemory(t *testing.T) {
 
 // A sweep on the GPU codec goes on past a trial that ran out of budget
 // part way through a step (with tensors half made and encodes queued):
-// the next trials start clean and the longest fit is found. (On the H200
-// the trial after one out of budget failed: a half-made tensor's status
-// words were read as a decode error.)
+// the next trials start clean and the longest fit is found. (The fault the
+// H200 showed there, a half-made tensor's status words read as a decode
+// error, is gpu's TestTensorFailedAllocationReportsNothing.)
 func TestSweepGPUCodecAfterOutOfBudget(t *testing.T) {
 	dev := testDevice(t)
 	gc := testGPUCodec(t)
