@@ -168,15 +168,14 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 	}
 }
 
-// A decode of a corrupt tensor is reported by the settle of the first
-// window closed after it, one window later, as a DecodeError naming it.
-func TestLCTStoreReportsCorruptDecodeAtWindowSettle(t *testing.T) {
-	x := newSettleSetup(t)
+// queueCorruptDecode stores A, corrupts its encoded bytes (every block's
+// overflow offset far past the overflow area: the decoder finds a spilling
+// block's overflow out of bounds) and queues a decode of it, read and
+// handed back; nothing reports the fault yet.
+func (x *settleSetup) queueCorruptDecode(t *testing.T) {
 	h, st := x.h, x.st
 	h.check(st.set(x.a, x.va))
 	h.check(st.settle())
-	// Every block's overflow offset far past the overflow area: the decoder
-	// finds a spilling block's overflow out of bounds.
 	gt := st.held[x.a].enc.(*gpuTensor).t
 	var ct codec.Tensor
 	h.check(gt.Download(&ct))
@@ -184,20 +183,34 @@ func TestLCTStoreReportsCorruptDecodeAtWindowSettle(t *testing.T) {
 		ct.Offsets[i] = 0xFFFFFF00
 	}
 	h.check(gt.Upload(&ct))
-
 	p, err := st.read(x.a)
 	if err != nil {
 		t.Fatalf("the decode is queued; it failed at once: %v", err)
 	}
 	st.done(x.a, p)
+}
+
+// expectDecodeErrorAtNextWindow closes the window after the decode (B
+// fills it; nothing is settled yet), then fills another (C), whose close
+// settles the decode's window: that reports A's DecodeError.
+func (x *settleSetup) expectDecodeErrorAtNextWindow(t *testing.T) {
+	h, st := x.h, x.st
 	if err := st.set(x.b, h.randBF16(x.a.n, 0, 0.02)); err != nil {
 		t.Fatalf("closing the window after the decode (nothing settled yet): %v", err)
 	}
-	err = st.set(x.c, h.randBF16(x.a.n, 0, 0.02))
+	err := st.set(x.c, h.randBF16(x.a.n, 0, 0.02))
 	var de *gpu.DecodeError
 	if !errors.As(err, &de) || de.Tensor != x.a.name {
 		t.Fatalf("the settle of the decode's window returned %v, want a DecodeError of %s", err, x.a.name)
 	}
+}
+
+// A decode of a corrupt tensor is reported by the settle of the first
+// window closed after it, one window later, as a DecodeError naming it.
+func TestLCTStoreReportsCorruptDecodeAtWindowSettle(t *testing.T) {
+	x := newSettleSetup(t)
+	x.queueCorruptDecode(t)
+	x.expectDecodeErrorAtNextWindow(t)
 }
 
 // A read of a fused update's output, which has no source to copy, settles
@@ -279,28 +292,7 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 // the first window closed after the decode.
 func TestLCTStoreReportsCorruptDecodeOfReleasedTensor(t *testing.T) {
 	x := newSettleSetup(t)
-	h, st := x.h, x.st
-	h.check(st.set(x.a, x.va))
-	h.check(st.settle())
-	gt := st.held[x.a].enc.(*gpuTensor).t
-	var ct codec.Tensor
-	h.check(gt.Download(&ct))
-	for i := range ct.Offsets {
-		ct.Offsets[i] = 0xFFFFFF00
-	}
-	h.check(gt.Upload(&ct))
-	p, err := st.read(x.a)
-	if err != nil {
-		t.Fatalf("the decode is queued; it failed at once: %v", err)
-	}
-	st.done(x.a, p)
-	st.release(x.a)
-	if err := st.set(x.b, h.randBF16(x.a.n, 0, 0.02)); err != nil {
-		t.Fatalf("closing the window after the decode (nothing settled yet): %v", err)
-	}
-	err = st.set(x.c, h.randBF16(x.a.n, 0, 0.02))
-	var de *gpu.DecodeError
-	if !errors.As(err, &de) || de.Tensor != x.a.name {
-		t.Fatalf("the settle of the decode's window returned %v, want a DecodeError of %s", err, x.a.name)
-	}
+	x.queueCorruptDecode(t)
+	x.st.release(x.a)
+	x.expectDecodeErrorAtNextWindow(t)
 }
