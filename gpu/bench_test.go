@@ -9,15 +9,15 @@ import (
 	"lcttop/codec"
 )
 
-// benchTensor makes n gaussian values on the device and their LCT tensor.
-func benchTensor(b *testing.B, n int) (*Device, Buffer, *Tensor) {
-	d := device(b)
+// gaussianTensor makes n gaussian values (seed) on d and an empty CLEAN
+// tensor fitted to them, both freed when the benchmark ends.
+func gaussianTensor(b *testing.B, d *Device, n int, seed uint64) (Buffer, *Tensor) {
 	src, err := d.Alloc(2*n, Activations)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Free(src) })
-	if err := d.FillGaussian(src, n, 1, 0.02); err != nil {
+	if err := d.FillGaussian(src, n, seed, 0.02); err != nil {
 		b.Fatal(err)
 	}
 	h, err := d.SampleHistogram(src, n)
@@ -30,6 +30,13 @@ func benchTensor(b *testing.B, n int) (*Device, Buffer, *Tensor) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { t.Free() })
+	return src, t
+}
+
+// benchTensor makes n gaussian values on the device and their LCT tensor.
+func benchTensor(b *testing.B, n int) (*Device, Buffer, *Tensor) {
+	d := device(b)
+	src, t := gaussianTensor(b, d, n, 1)
 	if err := d.Encode(t, src); err != nil {
 		b.Fatal(err)
 	}
@@ -124,24 +131,7 @@ func layerBatch(b *testing.B) (d *Device, srcs []Buffer, ts []*Tensor, total int
 		if emulated(b) {
 			n = n>>8 + 4321
 		}
-		src, err := d.Alloc(2*n, Activations)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { d.Free(src) })
-		if err := d.FillGaussian(src, n, uint64(i+1), 0.02); err != nil {
-			b.Fatal(err)
-		}
-		h, err := d.SampleHistogram(src, n)
-		if err != nil {
-			b.Fatal(err)
-		}
-		cb := codec.FitCodebook(codec.Gaussian, &h)
-		t, err := d.NewTensor(n, codec.ChooseLayout(codec.Clean, &cb, &h), cb, n/16+4096, Weights)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { t.Free() })
+		src, t := gaussianTensor(b, d, n, uint64(i+1))
 		srcs, ts, total = append(srcs, src), append(ts, t), total+n
 	}
 	if err := d.EncodeBatch(ts, srcs, Buffer{}, nil); err != nil {
