@@ -103,6 +103,7 @@ type StepResult struct {
 	Settles                int           // the LCT run's settled windows of encodes (waits for the work of one window)
 	Drains                 int           // the LCT run's full settles (waits for all the queued work: the step's end)
 	SourceReads            int           // the LCT run's reads of pending tensors, copied from their kept sources
+	Decodes, DecodeBatches int           // the LCT run's decode launches: single tensors, batches
 	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
@@ -123,6 +124,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 		res.CodecTime = ls.clock.encode + ls.clock.decode
 		res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
+		res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
 		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
 			res.CodecDeviceTime = p.TakeDeviceTime()
 		}

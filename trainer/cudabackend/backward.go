@@ -1,8 +1,6 @@
 package cudabackend
 
 import (
-	"fmt"
-
 	"lcttop/trainer"
 )
 
@@ -38,8 +36,10 @@ func (r *Run) backward(tokens []int32, step int) error {
 	r.free(dx)
 
 	for l := m.Layers - 1; l >= 0; l-- {
-		a := &r.blocks[l]
-		p := fmt.Sprintf("blk%d.", l)
+		a, lw := &r.blocks[l], &r.layers[l]
+		p := lw.prefix
+		mlp := r.phaseID(phaseBackwardMLP, l)
+		r.beginPhase(mlp, lw.fcproj, lw.fc)
 
 		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
 		fcproj := Linear{N: N, In: 4 * C, Out: C}
@@ -71,8 +71,11 @@ func (r *Run) backward(tokens []int32, step int) error {
 		r.do(func() error { return r.ops.Add(dres, dres, dx, N*C) })
 		r.free(dx)
 		r.free(dln)
+		r.endPhase(mlp)
 
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
+		att := r.phaseID(phaseBackwardAttention, l)
+		r.beginPhase(att, lw.proj, lw.qkv)
 		proj := Linear{N: N, In: C, Out: C}
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")
@@ -108,6 +111,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 		r.do(func() error { return r.ops.Add(dres, dres, dx, N*C) })
 		r.free(dx)
 		r.free(dln)
+		r.endPhase(att)
 	}
 
 	// Embeddings; position rows past T (a shorter sequence) get zero gradient.

@@ -24,13 +24,23 @@ func (r *Run) commit(s *slot, p devPtr, keep bool) {
 	}
 }
 
+// read returns a device view of s's values (decoded ahead, or now); pair
+// with done.
 func (r *Run) read(s *slot) (p devPtr) {
-	r.do(func() (err error) { p, err = r.st.read(s); return err })
+	if r.err != nil {
+		return 0
+	}
+	if p, ok := r.takeAhead(s); ok {
+		return p
+	}
+	p, err := r.st.read(s)
+	r.keep(err)
 	return p
 }
 
 func (r *Run) done(s *slot, p devPtr) {
 	if p != 0 {
+		r.doneAhead(p)
 		r.st.done(s, p)
 	}
 }
@@ -71,9 +81,15 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 	r.doneParam("wpe", wpe)
 	r.free(dtok)
 
+	phase := phaseForward
+	if !train {
+		phase = phaseEvaluate
+	}
 	for l := range m.Layers {
-		a := &r.blocks[l]
-		p := fmt.Sprintf("blk%d.", l)
+		a, lw := &r.blocks[l], &r.layers[l]
+		p := lw.prefix
+		id := r.phaseID(phase, l)
+		r.beginPhase(id, lw.qkv, lw.proj, lw.fc, lw.fcproj)
 		a.mean1, a.rstd1 = stats()
 		ln1 := r.begin(a.ln1)
 		r.layerNorm(p+"ln1", ln1, a.mean1, a.rstd1, x)
@@ -109,6 +125,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 		r.free(gl)
 		r.do(func() error { return r.ops.Add(x, x, mid, N*C) })
 		r.commit(a.mid, mid, train)
+		r.endPhase(id)
 	}
 
 	r.meanf, r.rstdf = stats()

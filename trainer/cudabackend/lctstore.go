@@ -132,6 +132,8 @@ type codecClock struct {
 	settles                  int // windows settled: waits for queued encodes
 	drains                   int // full settles: waits for all the queued work
 	sourceReads              int // reads of pending tensors from their kept sources
+	decodes                  int // single-tensor decode launches
+	decodeBatches            int // batched decode launches
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -487,6 +489,7 @@ func (st *lctStore) decode(s *slot, p devPtr) error {
 	start := time.Now()
 	err := st.codec.Decode(p, h.enc)
 	st.clock.decode += time.Since(start)
+	st.clock.decodes++
 	st.clock.decodeBytes += 2 * int64(s.n)
 	if err != nil {
 		return fmt.Errorf("decoding %s: %w", s.name, err)
@@ -534,6 +537,12 @@ func (st *lctStore) read(s *slot) (devPtr, error) {
 	}
 	return p, nil
 }
+
+func (st *lctStore) readAhead(slots []*slot, views []devPtr) error {
+	return st.readBatch(slots, views)
+}
+
+func (st *lctStore) viewBytes(s *slot) int64 { return alignUp(2 * int64(s.n)) }
 
 func (st *lctStore) done(s *slot, p devPtr) {
 	if s.class != trainer.ClassWeight || 2*int64(s.n) > keptLimit {
@@ -697,6 +706,11 @@ func (st *lctStore) readBatch(slots []*slot, views []devPtr) error {
 	start := time.Now()
 	err := bd.DecodeBatch(dsts, encs)
 	st.clock.decode += time.Since(start)
+	if len(encs) == 1 {
+		st.clock.decodes++
+	} else {
+		st.clock.decodeBatches++
+	}
 	st.clock.decodeBytes += bytes
 	if err != nil {
 		return fmt.Errorf("decoding %s's update: %w", slots[0].name, err)

@@ -11,6 +11,9 @@ import (
 // align is the granularity of device allocations (cuMemAlloc's alignment).
 const align = 256
 
+// alignUp is bytes rounded up to align: what an allocation of bytes takes.
+func alignUp(bytes int64) int64 { return (bytes + align - 1) / align * align }
+
 // Pool caches device memory between uses: a block freed by one step is
 // handed out again for the same size class at the next, so training steps
 // do not call cuMemAlloc and cuMemFree (which waits for the GPU). Sizes up
@@ -119,7 +122,34 @@ type Mem struct {
 	pool   *Pool
 	ledger *trainer.Ledger
 	sizes  map[device.Ptr]allocation
+	live   int64 // the ledger's live total, kept here to read without its lock and maps
+	watch  highWater
 }
+
+// highWater follows the run's highest live bytes while on, not counting
+// the views a phase decoded ahead of their use (ahead): what the phase
+// needs on top of its start whether or not it decodes ahead (see ahead.go).
+type highWater struct {
+	on    bool
+	ahead int64
+	high  int64
+}
+
+// startWatch starts following the high water from what is live now.
+func (m *Mem) startWatch() {
+	m.watch = highWater{on: true, high: m.live}
+}
+
+// stopWatch stops following and returns the highest live bytes, views
+// decoded ahead not counted, since startWatch.
+func (m *Mem) stopWatch() int64 {
+	h := m.watch.high
+	m.watch = highWater{}
+	return h
+}
+
+// Live is the run's live bytes, as its ledger counts them.
+func (m *Mem) Live() int64 { return m.live }
 
 type allocation struct {
 	bytes int64
@@ -143,7 +173,7 @@ func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
-	bytes = (bytes + align - 1) / align * align
+	bytes = alignUp(bytes)
 	if err := m.ledger.Alloc(c, bytes); err != nil {
 		return 0, err
 	}
@@ -153,6 +183,10 @@ func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
 		return 0, fmt.Errorf("%d bytes of %s: %w", bytes, c, err)
 	}
 	m.sizes[ptr] = allocation{bytes, c}
+	m.live += bytes
+	if m.watch.on {
+		m.watch.high = max(m.watch.high, m.live-m.watch.ahead)
+	}
 	return ptr, nil
 }
 
@@ -163,6 +197,7 @@ func (m *Mem) Free(ptr device.Ptr) {
 		panic(fmt.Sprintf("cudabackend: free of %#x, not allocated by this run", uintptr(ptr)))
 	}
 	delete(m.sizes, ptr)
+	m.live -= a.bytes
 	m.ledger.Free(a.cat, a.bytes)
 	m.pool.put(ptr, a.bytes)
 }

@@ -90,6 +90,13 @@ type blockActs struct {
 	mean1, rstd1, mean2, rstd2       device.Ptr // LayerNorm statistics, float32
 }
 
+// layerParams names one block's parameters: the prefix of their names and
+// its weight matrices' slots.
+type layerParams struct {
+	prefix                string
+	qkv, proj, fc, fcproj *slot
+}
+
 // Run is one training on the device: the GPT of trainer/forward.go and
 // backward.go, op for op and buffer for buffer, with its tensors in device
 // memory. The dense store keeps them as they are (the shadow run).
@@ -103,6 +110,7 @@ type Run struct {
 	params []*param
 	byName map[string]*param
 	blocks []blockActs
+	layers []layerParams
 	lnfIn  *slot
 	lnf    *slot
 	meanf  device.Ptr
@@ -110,6 +118,16 @@ type Run struct {
 
 	dlogits device.Ptr // from forward to backward
 	err     error      // first error of the step
+
+	// Decoding ahead (ahead.go): the views of the phase under way, what
+	// each phase needed at its last run (-1: not run yet) and where the
+	// phase under way started.
+	ahead      []aheadView
+	reserve    []int64
+	phaseStart int64
+	aheadBytes []int64
+	aheadPtrs  []devPtr
+	noAhead    bool // decode every view at its use (tests)
 }
 
 // newRun lays out the run's tensors; nothing is allocated until Load.
@@ -118,6 +136,10 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{cfg: cfg, mem: mem, ops: NewOps(mem), st: st, name: name, byName: map[string]*param{}}
+	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
+	for i := range r.reserve {
+		r.reserve[i] = -1
+	}
 	for _, ps := range cfg.Model.Params() {
 		p := &param{name: ps.Name, n: ps.Elements(), decay: ps.Decay,
 			w: &slot{name: ps.Name, class: trainer.ClassWeight, cat: trainer.Weights, n: ps.Elements()}}
@@ -139,6 +161,20 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 		})
 	}
 	r.lnfIn, r.lnf = act("lnf.in", N*C), act("lnf", N*C)
+	for l := range cfg.Model.Layers {
+		p := fmt.Sprintf("blk%d.", l)
+		w := func(name string) *slot {
+			if q := r.byName[p+name+".w"]; q != nil {
+				return q.w
+			}
+			return nil
+		}
+		lw := layerParams{prefix: p, qkv: w("qkv"), proj: w("proj"), fc: w("fc"), fcproj: w("fcproj")}
+		if lw.qkv == nil || lw.proj == nil || lw.fc == nil || lw.fcproj == nil {
+			return nil, fmt.Errorf("model %q: block %d lacks a weight matrix (%+v)", cfg.Model.Name, l, lw)
+		}
+		r.layers = append(r.layers, lw)
+	}
 	return r, nil
 }
 
@@ -292,16 +328,10 @@ func (r *Run) readParam(name string) device.Ptr {
 	if r.err != nil {
 		return 0
 	}
-	p, err := r.st.read(r.byName[name].w)
-	r.keep(err)
-	return p
+	return r.read(r.byName[name].w)
 }
 
-func (r *Run) doneParam(name string, p device.Ptr) {
-	if p != 0 {
-		r.st.done(r.byName[name].w, p)
-	}
-}
+func (r *Run) doneParam(name string, p device.Ptr) { r.done(r.byName[name].w, p) }
 
 // update applies the optimizer to parameter name from gradient g and frees g.
 func (r *Run) update(step int, name string, g device.Ptr) {

@@ -18,6 +18,11 @@ type store interface {
 	// read returns a device buffer holding s's values; pair with done.
 	read(s *slot) (device.Ptr, error)
 	done(s *slot, p device.Ptr)
+	// readAhead reads each of slots into views[i], as read does (pair each
+	// with done), in as few launches as it can.
+	readAhead(slots []*slot, views []device.Ptr) error
+	// viewBytes is what a read of s allocates (0: it hands out storage).
+	viewBytes(s *slot) int64
 	// begin returns a buffer for an activation to be computed into; commit
 	// then keeps it for backward (keep) or drops it.
 	begin(s *slot) (device.Ptr, error)
@@ -67,6 +72,19 @@ func (d *denseStore) read(s *slot) (device.Ptr, error) {
 }
 
 func (d *denseStore) done(*slot, device.Ptr) {}
+
+func (d *denseStore) readAhead(slots []*slot, views []device.Ptr) error {
+	for i, s := range slots {
+		p, err := d.read(s)
+		if err != nil {
+			return err
+		}
+		views[i] = p
+	}
+	return nil
+}
+
+func (d *denseStore) viewBytes(*slot) int64 { return 0 }
 
 func (d *denseStore) begin(s *slot) (device.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
 
