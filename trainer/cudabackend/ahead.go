@@ -103,6 +103,7 @@ func (r *Run) beginPhase(id int, slots ...*slot) {
 	}
 	for i, p := range views {
 		r.ahead = append(r.ahead, aheadView{s: slots[i], p: p, bytes: bytes[i]})
+		r.aheadViews[slots[i].class]++
 	}
 }
 

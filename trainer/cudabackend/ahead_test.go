@@ -112,6 +112,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 		peak             int64
 		decodes, batches int
 	}
+	var views map[trainer.TensorClass]int // of the run decoding ahead
 	run := func(ahead, resetPeak bool) []figures {
 		b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: &batchCountingCodec{}})
 		if err != nil {
@@ -136,10 +137,18 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 		if diff, err := b.CheckWeights(); err != nil || diff != "" {
 			t.Errorf("ahead %v: weights: %q, %v", ahead, diff, err)
 		}
+		if ahead && !resetPeak {
+			views = b.LCT.aheadViews
+		}
 		return out
 	}
 	on, off := run(true, false), run(false, false)
 	t.Logf("decoding ahead %+v, at the use %+v", on, off)
+	// Every block's forward, from step 2: its four weights; backward's
+	// saved activations too, where the rule allows.
+	if views[trainer.ClassWeight] < 4*m.Layers*(steps-1) || views[trainer.ClassActivation] == 0 {
+		t.Errorf("views decoded ahead by class: %v; want %d weights and some activations at least", views, 4*m.Layers*(steps-1))
+	}
 	for i := range steps {
 		if on[i].peak != off[i].peak {
 			t.Errorf("step %d: peak %d decoding ahead, %d at the use", i+1, on[i].peak, off[i].peak)

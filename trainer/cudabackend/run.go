@@ -127,7 +127,8 @@ type Run struct {
 	phaseStart int64
 	aheadBytes []int64
 	aheadPtrs  []devPtr
-	noAhead    bool // decode every view at its use (tests)
+	noAhead    bool                        // decode every view at its use (tests)
+	aheadViews map[trainer.TensorClass]int // views decoded ahead so far, by class
 }
 
 // newRun lays out the run's tensors; nothing is allocated until Load.
@@ -136,6 +137,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{cfg: cfg, mem: mem, ops: NewOps(mem), st: st, name: name, byName: map[string]*param{}}
+	r.aheadViews = map[trainer.TensorClass]int{}
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
 	for i := range r.reserve {
 		r.reserve[i] = -1
