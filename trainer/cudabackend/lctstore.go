@@ -526,7 +526,24 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 	return v, st.settle()
 }
 
+// alwaysRaw is s's raw storage when s is one of the small tensors always
+// stored as they are (rawBelow), else 0: a read hands it out as the view,
+// and an update applies the optimizer to it in place, as the dense run
+// does, without copies.
+func (st *lctStore) alwaysRaw(s *slot) devPtr {
+	if s.n > st.rawBelow {
+		return 0
+	}
+	if h := st.held[s]; h != nil && h.enc == nil {
+		return h.raw
+	}
+	return 0
+}
+
 func (st *lctStore) read(s *slot) (devPtr, error) {
+	if raw := st.alwaysRaw(s); raw != 0 {
+		return raw, nil
+	}
 	p, err := st.mem.Alloc(trainer.CodecScratch, 2*int64(s.n))
 	if err != nil {
 		return 0, err
@@ -542,9 +559,17 @@ func (st *lctStore) readAhead(slots []*slot, views []devPtr) error {
 	return st.readBatch(slots, views)
 }
 
-func (st *lctStore) viewBytes(s *slot) int64 { return alignUp(2 * int64(s.n)) }
+func (st *lctStore) viewBytes(s *slot) int64 {
+	if st.alwaysRaw(s) != 0 {
+		return 0
+	}
+	return alignUp(2 * int64(s.n))
+}
 
 func (st *lctStore) done(s *slot, p devPtr) {
+	if p == st.alwaysRaw(s) {
+		return // its storage, handed out by read
+	}
 	if s.class != trainer.ClassWeight || 2*int64(s.n) > keptLimit {
 		st.mem.Free(p)
 		return
@@ -591,11 +616,33 @@ func (st *lctStore) release(s *slot) {
 // the optimizer with the dense run's kernels (so both runs compute the same
 // bits) and encodes them back (the encodes own the scratch from there).
 func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) (bool, error) {
+	if done, err := st.updateRaw(p, g, step, opt); done || err != nil {
+		return false, err
+	}
 	slots := append([]*slot{p.w}, p.state...)
 	if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
 		return took, err
 	}
 	return false, st.updateUnfused(p, slots, g, step, opt)
+}
+
+// updateRaw applies the update in place when the parameter and its states
+// are all always raw (false otherwise): no copies in or out.
+func (st *lctStore) updateRaw(p *param, g devPtr, step int, opt Optimizer) (bool, error) {
+	w := st.alwaysRaw(p.w)
+	if w == 0 {
+		return false, nil
+	}
+	var states [2]devPtr
+	for i, s := range p.state {
+		if states[i] = st.alwaysRaw(s); states[i] == 0 {
+			return false, nil
+		}
+	}
+	if opt.AdamW != nil {
+		return true, st.ops.AdamW(w, states[0], states[1], g, p.n, opt.AdamW.Step(step, p.decay))
+	}
+	return true, st.ops.SGD(w, states[0], g, p.n, opt.SGD.Step(step, p.decay))
 }
 
 // fusedUpdate applies the update in one pass on the compressed tensors

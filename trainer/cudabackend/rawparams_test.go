@@ -1,0 +1,75 @@
+package cudabackend
+
+import (
+	"testing"
+
+	"lcttop/trainer"
+)
+
+// A tensor always stored as it is (rawBelow) is read without a copy, its
+// storage handed out as the view and kept at done, and its parameter is
+// updated in place: neither allocates, and the values are the dense
+// store's bit for bit.
+func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
+	h := newTDev(t)
+	const n = 300
+	st, err := newLCTStore(h.mem, &HostCodec{}, trainer.DefaultClassCodec, 1<<20)
+	h.check(err)
+	st.rawBelow = n
+	dense := &denseStore{mem: h.mem, ops: h.ops}
+	newParam := func() *param {
+		return &param{name: "ln.g", n: n, decay: false,
+			w: &slot{name: "ln.g", class: trainer.ClassWeight, cat: trainer.Weights, n: n},
+			state: []*slot{
+				{name: "ln.g.m", class: trainer.ClassAdamM, cat: trainer.OptimizerState, n: n},
+				{name: "ln.g.v", class: trainer.ClassAdamV, cat: trainer.OptimizerState, n: n},
+			}}
+	}
+	pl, pd := newParam(), newParam()
+	for i := range 3 {
+		v := h.randBF16(n, 0, 0.5)
+		if i == 2 {
+			v = h.randBF16(n, 0.01, 0.001) // v must be positive
+			for j := range v {
+				v[j] &^= 0x8000
+			}
+		}
+		sl, sd := append([]*slot{pl.w}, pl.state...)[i], append([]*slot{pd.w}, pd.state...)[i]
+		h.check(st.set(sl, v))
+		h.check(dense.set(sd, v))
+	}
+
+	live := h.mem.Live()
+	p, err := st.read(pl.w)
+	h.check(err)
+	if raw := st.held[pl.w].raw; p != raw || h.mem.Live() != live {
+		t.Errorf("read of a small raw tensor: view %#x (its storage %#x), live %d bytes (before: %d)", p, raw, h.mem.Live(), live)
+	}
+	st.done(pl.w, p)
+	if _, ok := h.mem.sizes[p]; !ok || st.kept.p != 0 {
+		t.Errorf("done freed or kept the small tensor's storage (kept view %#x)", st.kept.p)
+	}
+
+	opt := mustOptimizer(t, "adamw")
+	grad := h.randBF16(n, 0, 0.1)
+	h.mem.Ledger().ResetPeak()
+	gl, gd := h.bf16(grad), h.bf16(grad)
+	before := h.mem.Live()
+	took, err := st.update(pl, gl, 1, opt)
+	h.check(err)
+	if took {
+		t.Fatal("the store took the gradient of an update in place")
+	}
+	if peak := h.mem.Ledger().Memory().PeakTotal; peak != before || h.mem.Live() != before {
+		t.Errorf("update in place: peak %d, live %d bytes; want both %d (nothing allocated)", peak, h.mem.Live(), before)
+	}
+	_, err = dense.update(pd, gd, 1, opt)
+	h.check(err)
+	for i, s := range append([]*slot{pl.w}, pl.state...) {
+		got, err := st.get(s)
+		h.check(err)
+		want, err := dense.get(append([]*slot{pd.w}, pd.state...)[i])
+		h.check(err)
+		assertSameBF16(t, s.name+" after the update", got, want)
+	}
+}
