@@ -41,8 +41,8 @@ type batchState struct {
 // batchTables is how many tables a device keeps.
 const batchTables = 8
 
-// batchTable is one table on the device (entries, then the block starts)
-// and its bytes on the host.
+// batchTable is one table on the device (entries, then the block starts and
+// the encoders' ticket counter) and its bytes on the host.
 type batchTable struct {
 	buf  Buffer
 	host []byte
@@ -61,11 +61,12 @@ type batchItem struct {
 
 // upload writes the table of items (tensors without blocks among them are
 // passed over by the kernels' lookup) and returns its address, the block
-// starts' address and the total number of blocks. With scratch it points
+// starts' address (followed by the encoders' ticket counter) and the total
+// number of blocks. With scratch it points
 // each entry at its own zeroed histogram scratch.
 func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, starts uint64, blocks int, err error) {
 	n := len(items)
-	size := n*batchEntryBytes + 4*(n+1)
+	size := n*batchEntryBytes + 4*(n+2)
 	if scratch && (!s.scratch.Valid() || s.scratch.size < n*HistogramBytes) {
 		// Kernels leave the scratch zero; a new buffer starts so.
 		if err := d.grow(&s.scratch, n*HistogramBytes, CodecScratch); err != nil {
@@ -92,6 +93,9 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 		blocks += it.t.blocks()
 	}
 	le.PutUint32(b[n*batchEntryBytes+4*n:], uint32(blocks))
+	// The encoders' ticket counter, 0 between launches (kernels/lct.cu,
+	// take_ticket): a table uploaded again is uploaded with it at 0.
+	le.PutUint32(b[n*batchEntryBytes+4*(n+1):], 0)
 	s.clock++
 	tab := &s.tables[0]
 	for i := range s.tables {
@@ -122,7 +126,7 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 // EncodeBatch encodes each srcs[i] into ts[i], as Encode(ts[i], srcs[i])
 // does, with the same bytes, status words and overflow handling: tensors
 // may differ in size, layout, codebook and stream capacity, and all of them
-// are encoded by one launch of the encoder and one of its overflow pass.
+// are encoded by one launch of the encoder (which writes the overflow too).
 // When hist is valid it also writes each source's full exponent histogram
 // (256 little-endian uint64 counts, what HistogramInto writes) at
 // hist+histOffs[i], counted as the encoder reads the values. The tensors must
@@ -191,10 +195,7 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 		}
 		smem = max(smem, need)
 	}
-	if err := d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items))); err != nil {
-		return err
-	}
-	return d.launch(kEncodeOverflowBatch, blocks, threads, 32*4, table, starts, uint64(len(items)))
+	return d.launch(k, blocks, threads, batchDescBytes+smem, table, starts, uint64(len(items)))
 }
 
 // DecodeBatch decodes each ts[i] into dsts[i], as Decode(dsts[i], ts[i])

@@ -89,19 +89,22 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 		if err := d.htod(c.vals, 0, bf16Bytes(src)); err != nil {
 			return err
 		}
-		if err := d.encodeMain(t, c.vals); err != nil {
+		if err := d.encode(t, c.vals); err != nil {
 			return err
 		}
-		// The overflow length decides the buffer: the one value that must
-		// reach the host before the overflow pass.
+		// A spill the overflow buffer does not hold: grow it to the length
+		// the encode reported and encode again (the buffer is kept for the
+		// next tensors).
 		if err := t.readStatus(); err != nil {
 			return err
 		}
-		if err := t.growOverflow(int(t.ovLen)); err != nil {
-			return err
-		}
-		if err := d.encodeOverflow(t, c.vals); err != nil {
-			return err
+		if t.ovLen > uint64(t.ovCap) {
+			if err := t.growOverflow(int(t.ovLen)); err != nil {
+				return err
+			}
+			if err := d.encode(t, c.vals); err != nil {
+				return err
+			}
 		}
 		if err := d.fullHistogram(c.vals, n); err != nil {
 			return err

@@ -12,7 +12,6 @@ type kernel int
 
 const (
 	kEncode kernel = iota
-	kEncodeOverflow
 	kDecode
 	kSampleHist
 	kHist
@@ -25,7 +24,6 @@ const (
 	kFillGaussian
 	kEncodeBatch
 	kEncodeBatchHist
-	kEncodeOverflowBatch
 	kDecodeBatch
 	kBatchClearErrors
 	kDecodePipe
@@ -34,25 +32,23 @@ const (
 )
 
 var kernelNames = [numKernels]string{
-	kEncode:              "lct_encode",
-	kEncodeOverflow:      "lct_encode_overflow",
-	kDecode:              "lct_decode",
-	kSampleHist:          "lct_sample_hist",
-	kHist:                "lct_hist",
-	kSGDBF16:             "lct_sgd_bf16",
-	kAdamWBF16:           "lct_adamw_bf16",
-	kSGDLCT:              "lct_sgd_lct",
-	kSGDLCTOverflow:      "lct_sgd_lct_ovf",
-	kAdamWLCT:            "lct_adamw_lct",
-	kAdamWLCTOverflow:    "lct_adamw_lct_ovf",
-	kFillGaussian:        "lct_fill_gaussian",
-	kEncodeBatch:         "lct_encode_batch",
-	kEncodeBatchHist:     "lct_encode_batch_hist",
-	kEncodeOverflowBatch: "lct_encode_overflow_batch",
-	kDecodeBatch:         "lct_decode_batch",
-	kBatchClearErrors:    "lct_batch_clear_errors",
-	kDecodePipe:          "lct_decode_pipe",
-	kDecodeBatchPipe:     "lct_decode_batch_pipe",
+	kEncode:           "lct_encode",
+	kDecode:           "lct_decode",
+	kSampleHist:       "lct_sample_hist",
+	kHist:             "lct_hist",
+	kSGDBF16:          "lct_sgd_bf16",
+	kAdamWBF16:        "lct_adamw_bf16",
+	kSGDLCT:           "lct_sgd_lct",
+	kSGDLCTOverflow:   "lct_sgd_lct_ovf",
+	kAdamWLCT:         "lct_adamw_lct",
+	kAdamWLCTOverflow: "lct_adamw_lct_ovf",
+	kFillGaussian:     "lct_fill_gaussian",
+	kEncodeBatch:      "lct_encode_batch",
+	kEncodeBatchHist:  "lct_encode_batch_hist",
+	kDecodeBatch:      "lct_decode_batch",
+	kBatchClearErrors: "lct_batch_clear_errors",
+	kDecodePipe:       "lct_decode_pipe",
+	kDecodeBatchPipe:  "lct_decode_batch_pipe",
 }
 
 // deviceInfo is what the host code sizes launches by.

@@ -14,6 +14,9 @@
 
 thread_local emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 thread_local EmuCta* emu_cta;
+int lct_emu_lazy_prefix;
+
+extern "C" void lct_emu_set_lazy_prefix(int on) { lct_emu_lazy_prefix = on; }
 
 namespace {
 
@@ -36,7 +39,6 @@ struct Kernel {
 
 const Kernel kernels[] = {
     {"lct_encode", [](const uint64_t* a) { lct_encode(D(0), A(const u16*, 1)); }},
-    {"lct_encode_overflow", [](const uint64_t* a) { lct_encode_overflow(D(0), A(const u16*, 1)); }},
     {"lct_decode", [](const uint64_t* a) { lct_decode(D(0), A(u16*, 1)); }},
     {"lct_sample_hist", [](const uint64_t* a) { lct_sample_hist(A(const u16*, 0), (long long)a[1], A(u32*, 2)); }},
     {"lct_hist", [](const uint64_t* a) { lct_hist(A(const u16*, 0), (long long)a[1], A(u64*, 2)); }},
@@ -61,7 +63,6 @@ const Kernel kernels[] = {
      }},
     {"lct_encode_batch", [](const uint64_t* a) { lct_encode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_encode_batch_hist", [](const uint64_t* a) { lct_encode_batch_hist(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
-    {"lct_encode_overflow_batch", [](const uint64_t* a) { lct_encode_overflow_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_decode_batch", [](const uint64_t* a) { lct_decode_batch(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},
     {"lct_decode_pipe", [](const uint64_t* a) { lct_decode_pipe(D(0), A(u16*, 1)); }},
     {"lct_decode_batch_pipe", [](const uint64_t* a) { lct_decode_batch_pipe(A(const LctBatch*, 0), A(const u32*, 1), (long long)a[2]); }},

@@ -78,24 +78,13 @@ func (d *Device) Encode(dst *Tensor, src Buffer) error {
 	return d.do(func() error { return d.encode(dst, src) })
 }
 
+// encode launches the encoder: one CTA a block, each placing its block's
+// overflow region by look-back and writing it where it fits.
 func (d *Device) encode(t *Tensor, src Buffer) error {
-	if err := d.encodeMain(t, src); err != nil {
-		return err
-	}
-	return d.encodeOverflow(t, src)
-}
-
-// encodeMain runs the encoder (whose last CTA places the blocks' overflow
-// regions): everything but the overflow area.
-func (d *Device) encodeMain(t *Tensor, src Buffer) error {
 	if t.blocks() == 0 {
 		return t.setStatus(0)
 	}
 	return d.launch(kEncode, t.blocks(), threads, encodeSmem(t.layout.StreamBytes), ptrArg(t.desc), ptrArg(src))
-}
-
-func (d *Device) encodeOverflow(t *Tensor, src Buffer) error {
-	return d.launch(kEncodeOverflow, t.blocks(), threads, 32*4, ptrArg(t.desc), ptrArg(src))
 }
 
 // Decode decodes src into n = src.N() BF16 values of dst. It does not wait

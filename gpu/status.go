@@ -12,9 +12,10 @@ import (
 const statusSlots = 16384
 
 // statusArena holds every tensor's status, four words: the overflow length
-// (written by the encoder's last CTA), the first decode error (~0 for none),
-// the encoder's count of finished blocks (0 between launches) and a spare,
-// in one device buffer, so that SyncStatus reads them all in one copy.
+// (written by the encoder's last block), the first decode error (~0 for
+// none), the fused updates' count of finished blocks (0 between launches)
+// and a spare, in one device buffer, so that SyncStatus reads them all in
+// one copy.
 type statusArena struct {
 	buf   Buffer
 	owner []*Tensor

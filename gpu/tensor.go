@@ -24,7 +24,7 @@ type Tensor struct {
 	cat    Category
 
 	sf, streams, bitmaps, offsets, overflow Buffer
-	tables, spill, bstats, desc             Buffer
+	tables, spill, bstats, look, desc       Buffer
 	ovCap                                   int
 	slot                                    int
 
@@ -43,7 +43,7 @@ type Tensor struct {
 }
 
 // descBytes is the size of struct LctDesc (kernels/lct.cu).
-const descBytes = 14 * 8
+const descBytes = 15 * 8
 
 // NewTensor allocates an LCT tensor of n elements with the given layout and
 // codebook, its sections accounted to cat and its overflow buffer, holding
@@ -146,6 +146,10 @@ func (t *Tensor) growOverflow(bytes int) error {
 	return t.writeDesc()
 }
 
+// lookBytes is the encoder's look-back state of nb blocks (kernels/lct.cu,
+// lookback): a word per block, then its ticket counter and epoch.
+func lookBytes(nb int) int { return 8 * (nb + 1) }
+
 // reshape (re)allocates the sections for n elements in layout l, keeping
 // buffers that are large enough.
 func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
@@ -171,12 +175,17 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 		{&t.tables, 512 * 4, CodecScratch},
 		{&t.spill, 256 * nb, CodecScratch},
 		{&t.bstats, 16 * nb, CodecScratch},
+		{&t.look, lookBytes(nb), CodecScratch},
 		{&t.desc, descBytes, CodecScratch},
 	}
 	for _, s := range sizes {
 		if err := t.grow(s.b, s.size, s.cat); err != nil {
 			return err
 		}
+	}
+	// No look-back word of an encode yet, ticket counter and epoch 0.
+	if err := t.dev.drv.memset32(devPtr(t.look.ptr), 0, lookBytes(nb)/4); err != nil {
+		return err
 	}
 	t.n, t.layout, t.ovCap = n, l, max(ovCap, t.overflow.size)
 	t.ovLen, t.decodeErr = 0, noError
@@ -194,6 +203,7 @@ func (t *Tensor) writeDesc() error {
 		uint64(t.sf.ptr), uint64(t.streams.ptr), uint64(t.bitmaps.ptr), uint64(t.offsets.ptr), uint64(t.overflow.ptr),
 		uint64(t.tables.ptr), uint64(t.spill.ptr), uint64(t.bstats.ptr), uint64(t.dev.status.ptr(t.slot)),
 		uint64(t.n), uint64(t.layout.BlockSize), uint64(t.layout.StreamBytes), uint64(t.layout.Blocks(t.n)), uint64(t.ovCap),
+		uint64(t.look.ptr),
 	}
 	for i, f := range fields {
 		binary.LittleEndian.PutUint64(b[8*i:], f)
@@ -256,7 +266,7 @@ func (t *Tensor) release() error {
 		return nil
 	}
 	var first error
-	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.desc} {
+	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.look, &t.desc} {
 		if err := t.free(*b); err != nil && first == nil {
 			first = err
 		}

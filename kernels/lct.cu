@@ -17,12 +17,14 @@
 // memory in element order, written and read by rows with 8- and 16-byte
 // accesses on the global side, by columns (one stream each) on the coding side.
 //
-// Encoding writes sf bytes, stream areas, spill bitmaps, per-stream spill
-// counts and per-block overflow sizes; the CTA that finishes last turns the
-// sizes into offsets and the overflow length; an overflow pass then writes
-// markers and spilled exponents. The fused updates recompute a spilling block's new values in
-// their overflow pass (same code, same inputs, same bits), which is why they
-// write their outputs out of place.
+// Encoding is one pass: a CTA codes its block (sf bytes, stream area, spill
+// bitmap, per-block counts), learns where its overflow region starts from
+// the blocks before it by decoupled look-back (see lookback) and writes its
+// markers and spilled exponents there itself. The fused updates keep two
+// passes: their CTAs record per-stream spill counts, the last to finish
+// turns the blocks' sizes into offsets, and an overflow pass recomputes a
+// spilling block's new values (same code, same inputs, same bits) to write
+// them, which is why they write their outputs out of place.
 //
 // The optimizer formulas are the trainer's (trainer/optim), operation by
 // operation in float32 with every product, quotient, sum and root rounded on
@@ -68,12 +70,14 @@ struct LctDesc {
   u64 tables;    // u32[512]: decode table (by next 8 bits), then encode table (by exponent)
   u64 spill;     // u8[256 * nblocks]: spill count per stream, written by the encoder
   u64 bstats;    // u32[4 * nblocks]: overflow bytes, code bits, spilled, spilling streams
-  u64 status;    // u64[4]: overflow length, first decode error (~0 = none), blocks done (u32), 0
+  u64 status;    // u64[4]: overflow length, first decode error (~0 = none), fused blocks done (u32), 0
   long long n;   // elements
   long long B;   // block size
   long long C;   // bytes per stream of a full block
   long long nblocks;
   long long ovcap;  // bytes the overflow buffer holds
+  u64 look;      // u64[nblocks + 1]: the encoder's look-back words, then its
+                 // ticket counter (low half) and launch epoch (high half)
 };
 
 LCT_DEV int imin(int a, int b) { return a < b ? a : b; }
@@ -569,17 +573,19 @@ LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, 
   s.ovp = (const u8*)d->overflow + start;
 }
 
-// out_finish records what the block's encoding spilled: bitmap, per-stream
-// counts (only for a block that spills) and the block's sizes. Every thread
-// must call it.
-LCT_DEV void out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, int j, u32* tmp) {
+// out_finish records what the block's encoding spilled: bitmap, the block's
+// sizes and, with COUNTS (for an overflow pass), per-stream counts where the
+// block spills. It returns the block's overflow size and sets S to its
+// spilling streams. Every thread must call it.
+template <bool COUNTS>
+LCT_DEV u32 out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, int j, u32* tmp, u32& S) {
   const u32 spill = (u32)(g.count - (int)w.coded);
   const u32 flag = spill > 0;
   const u32 mask = __ballot_sync(LCT_FULL, flag);
   if ((j & 31) == 0) ((u32*)d->bitmaps)[(long long)b * 8 + (j >> 5)] = mask;
-  u32 S, spilled, bits;
+  u32 spilled, bits;
   block_sum3(flag, spill, w.fit, tmp, S, spilled, bits);
-  if (S) ((u8*)d->spill)[(long long)b * 256 + j] = (u8)spill;
+  if (COUNTS && S) ((u8*)d->spill)[(long long)b * 256 + j] = (u8)spill;
   if (j == 0) {
     u32* bs = (u32*)d->bstats + 4LL * b;
     bs[0] = S + spilled;
@@ -587,6 +593,7 @@ LCT_DEV void out_finish(const LctDesc* d, const Geo& g, const Writer& w, int b, 
     bs[2] = spilled;
     bs[3] = S;
   }
+  return S + spilled;
 }
 
 // ldcg reads what other CTAs wrote, past the L1 cache.
@@ -599,7 +606,8 @@ LCT_DEV u32 ldcg(const u32* p) {
 }
 
 // scan_offsets turns the per-block overflow sizes of d into offsets and the
-// overflow length. One CTA runs it, once every block is encoded: thread t
+// overflow length, for the fused updates (the encoders look back instead).
+// One CTA runs it, once every block is encoded: thread t
 // takes a run of consecutive blocks, sums it (independent loads, in
 // flight together), and after one CTA-wide scan writes the run's offsets.
 // Sizes and offsets are uint32 (format.md §5), so are the sums.
@@ -665,6 +673,104 @@ LCT_DEV void out_spill(OutSpill& s, const LctDesc* d, const Geo& g, int b, int j
   if (spill) ov[m] = (u8)spill;
   s.coded = g.count - (int)spill;
   s.ovp = ov + S + e;
+}
+
+// ---- overflow offsets in one pass: decoupled look-back --------------------------
+//
+// An encoding CTA places its block's overflow region itself: it needs the
+// sum of the overflow sizes of the blocks before it. It publishes its own
+// size as soon as it knows it (an "aggregate"), then looks back over its
+// predecessors' published words, 32 at a time (a lane of warp 0 each),
+// adding aggregates until it meets an inclusive prefix, and publishes its
+// own inclusive prefix (Merrill & Garland's single-pass scan, as in CUB). A
+// CTA waits only on lower blocks, and it takes its block from a ticket
+// counter, not from blockIdx: every lower block is running or done, so the
+// wait ends.
+//
+// A block's word is value | kind << 32 | epoch << 34, published whole by one
+// 64-bit store. The epoch is the tensor's count of encodes (mod 2^30), kept
+// past the words: a word of an earlier launch carries another epoch and
+// reads as not ready, so nothing has to be reset between launches. The last
+// block moves the epoch on once it has its prefix: by then every block has
+// published, so has read the epoch it publishes with.
+#define LCT_LB_AGG 1u  // the block's own overflow size
+#define LCT_LB_PRE 2u  // the sizes up to and including the block's
+#define LCT_EPOCH_MASK 0x3FFFFFFFu
+#define LCT_TMP_OFF 27     // scratch word: the block's overflow offset
+#define LCT_TMP_TICKET 28  // scratch word: the CTA's ticket
+
+LCT_DEV u64 lb_word(u32 epoch, u32 kind, u32 v) { return ((u64)(epoch & LCT_EPOCH_MASK) << 34) | ((u64)kind << 32) | v; }
+
+// ld_relaxed and st_relaxed read and write a word that other CTAs of the
+// launch write or read, at the GPU's scope (in L2, past the L1 cache).
+LCT_DEV u64 ld_relaxed(const u64* p) {
+#ifdef LCT_EMU
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+#else
+  u64 v;
+  asm volatile("ld.relaxed.gpu.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+#endif
+}
+
+LCT_DEV void st_relaxed(u64* p, u64 v) {
+#ifdef LCT_EMU
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+#else
+  asm volatile("st.relaxed.gpu.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+#endif
+}
+
+// The emulation runs CTAs one after another, so a CTA always finds its
+// predecessor's prefix; with lct_emu_lazy_prefix set to p (tests), only
+// every p-th block publishes one, and with p > 32 some blocks add
+// aggregates over more than one window, as they do on a GPU where blocks
+// are still looking back when their successors do.
+#ifdef LCT_EMU
+#define LCT_LAZY_PREFIX(b) (lct_emu_lazy_prefix && (b) % lct_emu_lazy_prefix != 0)
+#else
+#define LCT_LAZY_PREFIX(b) false
+#endif
+
+// take_ticket gives the CTA its place among the launch's CTAs in the order
+// they start; the one that takes the last leaves the counter at 0 for the
+// next launch. Every thread must call it; slot is a scratch word of shared
+// memory.
+LCT_DEV u32 take_ticket(u32* counter, u32* slot) {
+  if (threadIdx.x == 0) {
+    const u32 t = atomicAdd(counter, 1u);
+    if (t == gridDim.x - 1) *counter = 0;
+    *(volatile u32*)slot = t;
+  }
+  __syncthreads();
+  return *(volatile u32*)slot;
+}
+
+// lookback returns the sum of the overflow sizes of blocks 0..b-1 (b > 0).
+// Every lane of warp 0 calls it, and gets the sum. Lane i reads the word of
+// block top - i; a window is used once all its words are of this epoch.
+LCT_DEV u32 lookback(const u64* look, int b, u32 epoch) {
+  const int lane = threadIdx.x & 31;
+  const u32 ep = epoch & LCT_EPOCH_MASK;
+  u32 sum = 0;
+  for (int top = b - 1;; top -= 32) {
+    const int k = top - lane;
+    u64 w;
+    for (;;) {
+      // Before block 0: a prefix of 0.
+      w = k >= 0 ? ld_relaxed(look + k) : (u64)LCT_LB_PRE << 32;
+      const u32 kind = (u32)(w >> 32) & 3u;
+      const bool ready = k < 0 || ((u32)(w >> 34) == ep && kind != 0);
+      if (__all_sync(LCT_FULL, ready)) break;
+    }
+    // The nearest prefix ends the walk: add the aggregates before it and it.
+    const u32 pre = __ballot_sync(LCT_FULL, ((u32)(w >> 32) & 3u) == LCT_LB_PRE);
+    const int stop = pre ? __ffs(pre) - 1 : 31;
+    u32 v = lane <= stop ? (u32)w : 0u;
+    for (int o = 16; o; o >>= 1) v += __shfl_xor_sync(LCT_FULL, v, o);
+    sum += v;
+    if (pre) return sum;
+  }
 }
 
 // ---- values in and out of a chunk --------------------------------------------
@@ -803,8 +909,9 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
 // bin x sits in row x's last word and costs no shared memory; otherwise the
 // counters follow the rows (hist_in_rows, and encodeHistSmem in gpu/). At
 // the end the CTA adds them to the tensor's 64-bit scratch histogram in
-// global memory; the tensor's last CTA moves the scratch to the caller's
-// histogram and leaves it zero for the next launch. Integer sums: the same
+// global memory; the tensor's last block, once its look-back has met every
+// block's word, moves the scratch to the caller's histogram and leaves it
+// zero for the next launch. Integer sums: the same
 // counts whatever the order.
 //
 // Each lane adds its own exponent with a shared atomic whose result it does
@@ -825,9 +932,10 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 // coding loops are bound by integer issue, and more warps hide the table
 // lookups' latency.
 
-// encode_block encodes block b of d from src. With HIST it also counts the
-// block's exponents into scratch (see above); the tensor's last CTA then
-// writes the histogram to hout. Its shared memory starts OFF bytes in.
+// encode_block encodes block b of d from src, overflow included (the
+// region's offset by look-back). With HIST it also counts the block's
+// exponents into scratch (see above); the tensor's last block then writes
+// the histogram to hout. Its shared memory starts OFF bytes in.
 template <bool HIST, int OFF = 0>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM + OFF;
@@ -908,51 +1016,73 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
     // Every count is in (the loop ended with a barrier); add them up.
     const u32 v = hs[j * hstride];
     if (v) atomicAdd(scratch + j, (u64)v);
-    __threadfence();  // the counts reach memory before this CTA counts as done
+    __threadfence();  // the counts reach memory before the block's look-back word
   }
   wr_finish(w, (const u32*)d->tables);
-  out_finish(d, g, w, b, j, tmp);  // its barriers also complete the rows
+  u64* look = (u64*)d->look;
+  const int nbk = (int)d->nblocks;
+  u32* ctl = (u32*)(look + nbk);  // ticket counter, epoch
+  u32 epoch = 0;
+  if (j == 0) epoch = ldcg(ctl + 1);  // in flight across out_finish's barriers
+  u32 S;
+  const u32 size = out_finish<false>(d, g, w, b, j, tmp, S);  // its barriers also complete the rows
+  if (j == 0) st_relaxed(look + b, lb_word(epoch, b == 0 ? LCT_LB_PRE : LCT_LB_AGG, size));
   stage_out(rows, W, (u8*)d->streams + g.area, g.Cb, g.words);
-  if (finished(d, tmp)) {
-    scan_offsets(d, tmp);
-    if (HIST) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+  if (j < 32) {
+    epoch = __shfl_sync(LCT_FULL, epoch, 0);
+    const u32 before = b == 0 ? 0u : lookback(look, b, epoch);
+    // With HIST the last block hands the histogram over once every block's
+    // counts are in: each block's counts reach memory before its word, and
+    // the fence makes what this block read reach memory before what it writes.
+    if (HIST) __threadfence();
+    if (j == 0) {
+      if (b != 0 && !LCT_LAZY_PREFIX(b)) st_relaxed(look + b, lb_word(epoch, LCT_LB_PRE, before + size));
+      ((u32*)d->offsets)[b] = before;
+      if (b == nbk - 1) {
+        ((u64*)d->status)[0] = before + size;  // uint32 sums, as the offsets (format.md §5)
+        ctl[1] = epoch + 1;
+      }
+      tmp[LCT_TMP_OFF] = before;
+    }
+  }
+  __syncthreads();
+  const u32 off = tmp[LCT_TMP_OFF];
+  if (HIST && b == nbk - 1) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+  if (S != 0 && (u64)off + size <= (u64)d->ovcap) {
+    // The block's region fits: markers (one per spilling stream, in stream
+    // order), then each stream's spilled exponents, read again from the
+    // source. One scan gives both places: spilling streams before this one
+    // in bits 17 and up, their spilled exponents below.
+    const int spill = g.count - (int)w.coded;
+    u32 tot;
+    const u32 x = block_scan((spill ? 1u << 17 : 0u) | (u32)spill, tmp, tot);
+    u8* ov = (u8*)d->overflow + off;
+    if (spill) {
+      ov[x >> 17] = (u8)spill;
+      // Up to 255 values 512 bytes apart: eight loads in flight before their
+      // stores, not one global round trip per value.
+      const u16* __restrict__ sp = in + (long long)w.coded * 256 + j;
+      u8* __restrict__ out = ov + S + (x & 0x1FFFFu);
+      int p = 0;
+      for (; p + 8 <= spill; p += 8) {
+        u16 v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = __ldg(sp + (long long)(p + k) * 256);
+#pragma unroll
+        for (int k = 0; k < 8; k++) out[p + k] = (u8)(v[k] >> 7);
+      }
+      for (; p < spill; p++) out[p] = (u8)(__ldg(sp + (long long)p * 256) >> 7);
+    }
   }
 }
+
+// The encoders' scratch words (tmp of encode_block), OFF bytes into shared memory.
+#define LCT_ENC_TMP (1024 + 256 + LCT_CH * 256)
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
-  encode_block<false>(d, src, blockIdx.x, 0, 0);
-}
-
-// encode_overflow_block writes block b's markers and spilled exponents once
-// the encoder's last CTA has placed the blocks.
-LCT_DEV void encode_overflow_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b) {
-  u32* tmp = (u32*)LCT_DYNAMIC_SMEM;
-  const int j = threadIdx.x;
-  if (((const u32*)d->bstats)[4LL * b] == 0) return;  // the whole CTA leaves
-  Geo g;
-  geo_init(g, d, b, j);
-  OutSpill os;
-  out_spill(os, d, g, b, j, tmp);
-  if (!os.active) return;
-  // A stream's spill is up to 255 values 512 bytes apart: eight loads are
-  // in flight before their stores, not one (a long spill was one global
-  // round trip per value).
-  const u16* __restrict__ in = src + g.base + (long long)os.coded * 256 + j;
-  u8* __restrict__ out = os.ovp;
-  const int n = g.count - os.coded;
-  int p = 0;
-  for (; p + 8 <= n; p += 8) {
-    u16 v[8];
-#pragma unroll
-    for (int k = 0; k < 8; k++) v[k] = __ldg(in + (long long)(p + k) * 256);
-#pragma unroll
-    for (int k = 0; k < 8; k++) out[p + k] = (u8)(v[k] >> 7);
-  }
-  for (; p < n; p++) out[p] = (u8)(__ldg(in + (long long)p * 256) >> 7);
-}
-
-extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
-  encode_overflow_block(d, src, blockIdx.x);
+  u32* ctl = (u32*)((u64*)d->look + d->nblocks);
+  const u32 b = take_ticket(ctl, (u32*)(LCT_DYNAMIC_SMEM + LCT_ENC_TMP) + LCT_TMP_TICKET);
+  encode_block<false>(d, src, (int)b, 0, 0);
 }
 
 // ---- decode -------------------------------------------------------------------
@@ -1014,7 +1144,9 @@ extern "C" __global__ void __launch_bounds__(256, 6) lct_decode_pipe(const LctDe
 
 // LctBatch is one tensor of a batched launch; the Go side (gpu/batch.go)
 // writes the same 8-byte fields. The launch's CTAs are the blocks of all
-// the tensors in order: tensor t has blocks start[t] .. start[t+1]-1.
+// the tensors in order: tensor t has blocks start[t] .. start[t+1]-1. Past
+// start[T] is a word the batched encoders count their CTAs with (take_ticket:
+// 0 between launches).
 struct LctBatch {
   u64 desc;     // const LctDesc*
   u64 data;     // u16*: the values encoded, or decoded into
@@ -1042,7 +1174,8 @@ LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
 // coders spilled (ptxas for sm_90: 48 to 100 bytes a thread, against 0 to
 // 12 this way). (Not static shared memory: the driver lets every kernel
 // have all the dynamic shared memory there is, which leaves none static.)
-// Every thread must call it.
+// The last word of the 128 bytes is the batched encoders' ticket slot
+// (batch_ticket). Every thread must call it.
 #define LCT_BATCH_DESC 128
 LCT_DEV const LctDesc* batch_desc(const LctBatch* e) {
   LctDesc* sd = (LctDesc*)LCT_DYNAMIC_SMEM;
@@ -1052,23 +1185,27 @@ LCT_DEV const LctDesc* batch_desc(const LctBatch* e) {
   return sd;
 }
 
+// batch_ticket gives a CTA of a batched encode its tensor t and block b, in
+// the order the CTAs start (take_ticket): the counter is the word past the
+// block starts. Its slot is the word past the descriptor's (batch_desc).
+LCT_DEV u32 batch_ticket(const u32* __restrict__ start, long long T, int& t) {
+  const u32 g = take_ticket((u32*)(start + T + 1), (u32*)LCT_DYNAMIC_SMEM + LCT_BATCH_DESC / 4 - 1);
+  t = batch_find(start, (int)T, g);
+  return g - __ldg(start + t);
+}
+
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  int t;
+  const u32 b = batch_ticket(start, T, t);
   const LctBatch* e = bt + t;
-  encode_block<false, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), 0, 0);
+  encode_block<false, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)b, 0, 0);
 }
 
 extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
+  int t;
+  const u32 b = batch_ticket(start, T, t);
   const LctBatch* e = bt + t;
-  encode_block<true, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)), (u64*)__ldg(&e->scratch),
-                     (u64*)__ldg(&e->hist));
-}
-
-extern "C" __global__ void __launch_bounds__(256) lct_encode_overflow_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
-  const int t = batch_find(start, (int)T, blockIdx.x);
-  const LctBatch* e = bt + t;
-  encode_overflow_block((const LctDesc*)__ldg(&e->desc), (const u16*)__ldg(&e->data), (int)(blockIdx.x - __ldg(start + t)));
+  encode_block<true, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)b, (u64*)__ldg(&e->scratch), (u64*)__ldg(&e->hist));
 }
 
 template <bool M>
@@ -1407,7 +1544,8 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
 #pragma unroll
     for (int t = 0; t < NT; t++) {
       wr_finish(wr[t], (const u32*)dout[t]->tables);
-      out_finish(dout[t], go[t], wr[t], b, j, tmp);
+      u32 S;
+      out_finish<true>(dout[t], go[t], wr[t], b, j, tmp, S);
     }
 #pragma unroll
     for (int t = 0; t < NT; t++) stage_out(rout[t], Wout[t], (u8*)dout[t]->streams + go[t].area, go[t].Cb, go[t].words);

@@ -13,6 +13,11 @@
 #include <cstring>
 
 #define LCT_EMU 1
+#define LCT_EMU_FULL 0xffffffffu
+
+// Tests set it to make the encoders' look-back walk further (lct.cu,
+// LCT_LAZY_PREFIX): 0, or the period of the blocks that publish a prefix.
+extern int lct_emu_lazy_prefix;
 
 // Products must round on their own, as the GPU's __fmul_rn does: without FMA
 // instructions the compiler cannot contract a*b+c, so refuse to build with them.
@@ -111,6 +116,7 @@ inline unsigned __match_any_sync(unsigned, unsigned v) {
   emu_cta->warp[w]->arrive_and_wait();
   return m;
 }
+inline int __all_sync(unsigned, int pred) { return __ballot_sync(LCT_EMU_FULL, pred) == LCT_EMU_FULL; }
 template <class T>
 inline T __shfl_up_sync(unsigned, T v, unsigned d) {
   unsigned lane = threadIdx.x & 31;
@@ -140,6 +146,7 @@ inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v)
 }
 
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
 inline unsigned __funnelshift_lc(unsigned lo, unsigned hi, unsigned shift) {
   unsigned s = shift < 32 ? shift : 32;
   return (unsigned)(((((uint64_t)hi << 32) | lo) << s) >> 32);
