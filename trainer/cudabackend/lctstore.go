@@ -568,7 +568,12 @@ func (st *lctStore) viewBytes(s *slot) int64 {
 
 func (st *lctStore) done(s *slot, p devPtr) {
 	if p == st.alwaysRaw(s) {
-		return // its storage, handed out by read
+		// Its storage, handed out by read. As when it was a copy, it takes
+		// the kept view's place: a block's bias read after its weight ends
+		// that weight's view (in forward, the last block's would otherwise
+		// stay live to the logits, the run's peak).
+		st.dropKept(nil)
+		return
 	}
 	if s.class != trainer.ClassWeight || 2*int64(s.n) > keptLimit {
 		st.mem.Free(p)

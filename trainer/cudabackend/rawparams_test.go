@@ -7,7 +7,8 @@ import (
 )
 
 // A tensor always stored as it is (rawBelow) is read without a copy, its
-// storage handed out as the view and kept at done, and its parameter is
+// storage handed out as the view and kept at done (ending the weight view
+// the store kept, as a copied view's done did), and its parameter is
 // updated in place: neither allocates, and the values are the dense
 // store's bit for bit.
 func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
@@ -39,15 +40,25 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 		h.check(dense.set(sd, v))
 	}
 
-	live := h.mem.Live()
+	// A weight's view kept from before (a block's matrix read for its
+	// product): the bias read after it ends it, as a copied view did.
+	big := &slot{name: "fc.w", class: trainer.ClassWeight, cat: trainer.Weights, n: 4096}
+	kv, err := h.mem.Alloc(trainer.CodecScratch, 2*int64(big.n))
+	h.check(err)
+	st.kept.s, st.kept.p = big, kv
+
+	live := h.mem.Live() - 2*int64(big.n)
 	p, err := st.read(pl.w)
 	h.check(err)
-	if raw := st.held[pl.w].raw; p != raw || h.mem.Live() != live {
+	if raw := st.held[pl.w].raw; p != raw || h.mem.Live() != live+2*int64(big.n) {
 		t.Errorf("read of a small raw tensor: view %#x (its storage %#x), live %d bytes (before: %d)", p, raw, h.mem.Live(), live)
 	}
 	st.done(pl.w, p)
 	if _, ok := h.mem.sizes[p]; !ok || st.kept.p != 0 {
 		t.Errorf("done freed or kept the small tensor's storage (kept view %#x)", st.kept.p)
+	}
+	if _, ok := h.mem.sizes[kv]; ok || h.mem.Live() != live {
+		t.Errorf("the weight view kept before the small tensor's read still held: live %d bytes, want %d", h.mem.Live(), live)
 	}
 
 	opt := mustOptimizer(t, "adamw")
