@@ -33,7 +33,7 @@ static CUresult (*p_launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, 
                             void**, void**);
 static CUresult (*p_mem_alloc)(CUdeviceptr*, size_t);
 static CUresult (*p_mem_free)(CUdeviceptr);
-static CUresult (*p_htod)(CUdeviceptr, const void*, size_t);
+static CUresult (*p_htod_async)(CUdeviceptr, const void*, size_t, void*);
 static CUresult (*p_dtoh)(void*, CUdeviceptr, size_t);
 static CUresult (*p_dtod)(CUdeviceptr, CUdeviceptr, size_t);
 static CUresult (*p_memset)(CUdeviceptr, unsigned char, size_t);
@@ -71,7 +71,7 @@ static char* lct_cuda_load(void) {
 	SYM(p_launch, "cuLaunchKernel");
 	SYM(p_mem_alloc, "cuMemAlloc_v2");
 	SYM(p_mem_free, "cuMemFree_v2");
-	SYM(p_htod, "cuMemcpyHtoD_v2");
+	SYM(p_htod_async, "cuMemcpyHtoDAsync_v2");
 	SYM(p_dtoh, "cuMemcpyDtoH_v2");
 	SYM(p_dtod, "cuMemcpyDtoD_v2");
 	SYM(p_memset, "cuMemsetD8_v2");
@@ -130,7 +130,7 @@ static CUresult lct_launch(CUfunction f, unsigned grid, unsigned block, const ui
 }
 static CUresult lct_mem_alloc(CUdeviceptr* p, size_t n) { return p_mem_alloc(p, n); }
 static CUresult lct_mem_free(CUdeviceptr p) { return p_mem_free(p); }
-static CUresult lct_htod(CUdeviceptr d, const void* s, size_t n) { return p_htod(d, s, n); }
+static CUresult lct_htod_async(CUdeviceptr d, const void* s, size_t n) { return p_htod_async(d, s, n, NULL); }  // the legacy stream
 static CUresult lct_dtoh(void* d, CUdeviceptr s, size_t n) { return p_dtoh(d, s, n); }
 static CUresult lct_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { return p_dtod(d, s, n); }
 static CUresult lct_memset(CUdeviceptr d, unsigned char b, size_t n) { return p_memset(d, b, n); }
@@ -320,7 +320,10 @@ func (d *cudaDevice) Alloc(bytes int64) (Ptr, error) {
 	}
 	var p C.CUdeviceptr
 	err := d.call(func() error {
-		return cuCheck(fmt.Sprintf("cuMemAlloc(%d bytes)", bytes), C.lct_mem_alloc(&p, C.size_t(bytes)))
+		if r := C.lct_mem_alloc(&p, C.size_t(bytes)); r != 0 {
+			return cuCheck(fmt.Sprintf("cuMemAlloc(%d bytes)", bytes), r)
+		}
+		return nil
 	})
 	return Ptr(p), err
 }
@@ -333,8 +336,13 @@ func (d *cudaDevice) Upload(dst Ptr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
+	// Asynchronous from pageable memory: the driver stages src before it
+	// returns and queues the copy behind the stream's work, where
+	// cuMemcpyHtoD first waits for all of it (a step's uploads of its
+	// targets and embedding order drained the device and left it idle
+	// while the host queued the next work).
 	return d.call(func() error {
-		return cuCheck("cuMemcpyHtoD", C.lct_htod(C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
+		return cuCheck("cuMemcpyHtoDAsync", C.lct_htod_async(C.CUdeviceptr(dst), unsafe.Pointer(&src[0]), C.size_t(len(src))))
 	})
 }
 
