@@ -199,7 +199,8 @@ type gpuKey struct {
 	// needs it, not for every tensor of a window at its settle).
 	hist    codec.Histogram
 	toCheck bool
-	updates int // fused-update candidates seen (parameters' weights)
+	job     *refitJob // the refit for hist, started at the settle (refit.go)
+	updates int       // fused-update candidates seen (parameters' weights)
 }
 
 // fusedEvery: one update in so many of a parameter is not fused.
@@ -234,7 +235,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 			return false, err
 		}
 		if k.toCheck {
-			c.refit(k, &k.hist)
+			takeRefit(k)
 			k.toCheck = false
 		}
 		for _, l := range []codec.Layout{k.layout, g.t.Layout()} {
@@ -410,7 +411,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		return nil, err
 	}
 	if k.toCheck {
-		c.refit(k, &k.hist)
+		takeRefit(k)
 		k.toCheck = false
 	}
 	g, _ := prev.(*gpuTensor)
@@ -568,6 +569,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 				again[i] = true
 				continue
 			}
+			startRefit(g.key)
 		}
 		need := g.t.OverflowLen()
 		g.key.ovRoom = need + need/8 + 1024
@@ -644,21 +646,9 @@ const staleBits = 1.0
 // per exponent above a fresh fit to h, and the layout h calls for with it
 // (the stream size follows the cost of the values, codebook or not).
 func (c *GPUCodec) refit(k *gpuKey, h *codec.Histogram) {
-	var total uint64
-	for _, n := range h {
-		total += n
-	}
-	if total == 0 {
-		return
-	}
-	cur := k.cb.ExpectedBits(h)
-	if cur > h.Entropy()+refitSlack {
-		// Only then can a fresh fit save refitSlack.
-		if fresh := codec.FitCodebook(k.cc.Dist, h); cur > fresh.ExpectedBits(h)+refitSlack {
-			k.cb = fresh
-		}
-	}
-	k.layout = codec.ChooseLayout(k.cc.Preset, &k.cb, h)
+	k.job = nil
+	cb, lay, ok := refitted(k.cb, k.cc, h)
+	applyRefit(k, cb, lay, ok)
 }
 
 // Decode implements Codec.
