@@ -37,6 +37,7 @@ type deviceLine struct {
 	trainer.Snapshot
 	PoolHeldBytes     int64   `json:"pool_held_bytes"`
 	PoolHeldPeakBytes int64   `json:"pool_held_peak_bytes"`
+	PoolAllocs        int     `json:"pool_allocs"` // device allocations the pool made this step (cache misses)
 	NVMLProcessBytes  uint64  `json:"nvml_process_bytes"`
 	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
 	NVMLErr           string  `json:"nvml_err,omitempty"`
@@ -149,7 +150,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	sum, err := cudabackend.Train(ctx, dev, opts, func(r cudabackend.StepReport) error {
 		s := status()
 		if asJSON {
-			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak,
+			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6})

@@ -107,11 +107,13 @@ type StepResult struct {
 	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
+	PoolAllocs             int   // device allocations the pool made during the step (its cache missed)
 }
 
 // Step trains both runs on batch for step (from 1).
 func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 	res := StepResult{Step: step, BitIdentical: true}
+	allocs := b.pool.Allocs()
 	var err error
 	res.LossShadow, res.TimeShadow, err = b.Shadow.TrainStep(batch.Tokens, batch.Targets, step)
 	if err != nil {
@@ -138,6 +140,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		return res, err
 	}
 	res.PoolHeld, res.PoolHeldPeak = b.pool.Held()
+	res.PoolAllocs = b.pool.Allocs() - allocs
 	return res, nil
 }
 

@@ -45,9 +45,13 @@ func TestPoolReusesAndTrims(t *testing.T) {
 	}
 }
 
+// Sizes up to 4 KiB are classes of 256 bytes; up to 1 MiB classes of a
+// sixteenth of the power of two below (sizes a few percent apart share a
+// block); above, 64 KiB.
 func TestSizeClasses(t *testing.T) {
 	for _, c := range []struct{ in, want int64 }{
 		{1, 256}, {256, 256}, {257, 512}, {1 << 20, 1 << 20}, {1<<20 + 1, 1<<20 + 64<<10}, {5<<20 + 3000, 5<<20 + 64<<10},
+		{4096, 4096}, {4097, 4352}, {8192, 8192}, {8193, 8704}, {100_000, 102_400}, {102_400, 102_400}, {600_000, 622_592},
 	} {
 		if got := sizeClass(c.in); got != c.want {
 			t.Errorf("sizeClass(%d) = %d, want %d", c.in, got, c.want)
