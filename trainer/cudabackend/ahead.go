@@ -143,3 +143,28 @@ func (r *Run) doneAhead(p devPtr) {
 		}
 	}
 }
+
+// states are p's optimizer states, to decode ahead for its update when the
+// store takes them (none otherwise).
+func (r *Run) states(p *param) []*slot {
+	if !r.st.aheadStates() {
+		return nil
+	}
+	return p.state
+}
+
+// phaseViews flattens a phase's reads, in order, into r's reused list:
+// each item a *slot or a []*slot.
+func (r *Run) phaseViews(items ...any) []*slot {
+	out := r.phaseSlots[:0]
+	for _, it := range items {
+		switch v := it.(type) {
+		case *slot:
+			out = append(out, v)
+		case []*slot:
+			out = append(out, v...)
+		}
+	}
+	r.phaseSlots = out
+	return out
+}

@@ -39,7 +39,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 		a, lw := &r.blocks[l], &r.layers[l]
 		p := lw.prefix
 		mlp := r.phaseID(phaseBackwardMLP, l)
-		r.beginPhase(mlp, lw.fcproj, a.fc, lw.fc, a.ln2, a.mid)
+		r.beginPhase(mlp, r.phaseViews(lw.fcproj.w, a.fc, r.states(lw.fcproj), lw.fc.w, a.ln2, r.states(lw.fc), a.mid)...)
 
 		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
 		fcproj := Linear{N: N, In: 4 * C, Out: C}
@@ -75,7 +75,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
 		att := r.phaseID(phaseBackwardAttention, l)
-		r.beginPhase(att, lw.proj, a.attn, a.qkv, lw.qkv, a.ln1, a.in)
+		r.beginPhase(att, r.phaseViews(lw.proj.w, a.attn, r.states(lw.proj), a.qkv, lw.qkv.w, a.ln1, r.states(lw.qkv), a.in)...)
 		proj := Linear{N: N, In: C, Out: C}
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")

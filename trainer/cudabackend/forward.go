@@ -89,7 +89,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 		a, lw := &r.blocks[l], &r.layers[l]
 		p := lw.prefix
 		id := r.phaseID(phase, l)
-		r.beginPhase(id, lw.qkv, lw.proj, lw.fc, lw.fcproj)
+		r.beginPhase(id, lw.qkv.w, lw.proj.w, lw.fc.w, lw.fcproj.w)
 		a.mean1, a.rstd1 = stats()
 		ln1 := r.begin(a.ln1)
 		r.layerNorm(p+"ln1", ln1, a.mean1, a.rstd1, x)

@@ -209,6 +209,9 @@ const fusedEvery = 8
 // SetFused sets Fused (for callers that hold the codec as a Codec).
 func (c *GPUCodec) SetFused(on bool) { c.Fused = on }
 
+// FusedOn reports Fused (the store decodes no states ahead for a fused codec).
+func (c *GPUCodec) FusedOn() bool { return c.Fused }
+
 // FusedUpdate implements the store's fusedUpdater.
 func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error) {
 	if !c.Fused {

@@ -620,15 +620,32 @@ func (st *lctStore) release(s *slot) {
 // update decodes the parameter and its states into codec scratch, applies
 // the optimizer with the dense run's kernels (so both runs compute the same
 // bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer) (bool, error) {
-	if done, err := st.updateRaw(p, g, step, opt); done || err != nil {
-		return false, err
+func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer, ahead []devPtr) (bool, error) {
+	given := false
+	for i, v := range ahead {
+		if v != 0 && v != st.alwaysRaw(p.state[i]) {
+			given = true
+		}
+	}
+	if !given {
+		if done, err := st.updateRaw(p, g, step, opt); done || err != nil {
+			return false, err
+		}
 	}
 	slots := append([]*slot{p.w}, p.state...)
-	if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
-		return took, err
+	if !given {
+		if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
+			return took, err
+		}
 	}
-	return false, st.updateUnfused(p, slots, g, step, opt)
+	return false, st.updateUnfused(p, slots, g, step, opt, ahead)
+}
+
+// aheadStates: states decoded ahead go the unfused way, so a codec that
+// fuses updates gets none.
+func (st *lctStore) aheadStates() bool {
+	f, ok := st.codec.(interface{ FusedOn() bool })
+	return !ok || !f.FusedOn()
 }
 
 // updateRaw applies the update in place when the parameter and its states
@@ -685,8 +702,13 @@ func (st *lctStore) fusedUpdate(p *param, slots []*slot, g devPtr, step int, opt
 }
 
 // updateUnfused decodes, updates with the dense run's kernels and encodes.
-func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, opt Optimizer) error {
+func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, opt Optimizer, ahead []devPtr) error {
 	views := make([]devPtr, len(slots))
+	for i, v := range ahead {
+		if v != 0 && v != st.alwaysRaw(slots[i+1]) {
+			views[i+1] = v
+		}
+	}
 	freeViews := func(from int) {
 		for _, v := range views[from:] {
 			if v != 0 {

@@ -94,7 +94,7 @@ type blockActs struct {
 // its weight matrices' slots.
 type layerParams struct {
 	prefix                string
-	qkv, proj, fc, fcproj *slot
+	qkv, proj, fc, fcproj *param
 }
 
 // Run is one training on the device: the GPT of trainer/forward.go and
@@ -127,6 +127,7 @@ type Run struct {
 	phaseStart int64
 	aheadBytes []int64
 	aheadPtrs  []devPtr
+	phaseSlots []*slot
 	noAhead    bool                        // decode every view at its use (tests)
 	aheadViews map[trainer.TensorClass]int // views decoded ahead so far, by class
 }
@@ -165,12 +166,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 	r.lnfIn, r.lnf = act("lnf.in", N*C), act("lnf", N*C)
 	for l := range cfg.Model.Layers {
 		p := fmt.Sprintf("blk%d.", l)
-		w := func(name string) *slot {
-			if q := r.byName[p+name+".w"]; q != nil {
-				return q.w
-			}
-			return nil
-		}
+		w := func(name string) *param { return r.byName[p+name+".w"] }
 		lw := layerParams{prefix: p, qkv: w("qkv"), proj: w("proj"), fc: w("fc"), fcproj: w("fcproj")}
 		if lw.qkv == nil || lw.proj == nil || lw.fc == nil || lw.fcproj == nil {
 			return nil, fmt.Errorf("model %q: block %d lacks a weight matrix (%+v)", cfg.Model.Name, l, lw)
@@ -335,10 +331,20 @@ func (r *Run) readParam(name string) device.Ptr {
 
 func (r *Run) doneParam(name string, p device.Ptr) { r.done(r.byName[name].w, p) }
 
-// update applies the optimizer to parameter name from gradient g and frees g.
+// update applies the optimizer to parameter name from gradient g and frees g;
+// its states' views decoded ahead go to the store.
 func (r *Run) update(step int, name string, g device.Ptr) {
 	if r.err == nil {
-		took, err := r.st.update(r.byName[name], g, step, r.cfg.Optimizer)
+		p := r.byName[name]
+		var views [2]device.Ptr
+		ahead := views[:len(p.state)]
+		for i, s := range p.state {
+			if v, ok := r.takeAhead(s); ok {
+				r.doneAhead(v)
+				ahead[i] = v
+			}
+		}
+		took, err := r.st.update(p, g, step, r.cfg.Optimizer, ahead)
 		r.keep(err)
 		if took {
 			return

@@ -233,7 +233,7 @@ func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
 	// The first update is never fused (it refits the codebooks); the second is.
 	for step := 1; step <= 2; step++ {
 		g := grad()
-		took, err := st.update(p, g, step, opt)
+		took, err := st.update(p, g, step, opt, nil)
 		h.check(err)
 		if !took {
 			h.mem.Free(g)

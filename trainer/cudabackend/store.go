@@ -31,7 +31,11 @@ type store interface {
 	release(s *slot)
 	// update applies the optimizer at step to p and its states from g;
 	// true when the store took g (it frees it), else the caller frees it.
-	update(p *param, g device.Ptr, step int, opt Optimizer) (bool, error)
+	// ahead[i], when not 0, is p.state[i]'s view decoded ahead (readAhead):
+	// the store takes it.
+	update(p *param, g device.Ptr, step int, opt Optimizer, ahead []device.Ptr) (bool, error)
+	// aheadStates reports whether update takes states decoded ahead.
+	aheadStates() bool
 	// settle completes the work the store left queued (the end of a step).
 	settle() error
 }
@@ -109,7 +113,9 @@ func (d *denseStore) release(s *slot) {
 
 func (d *denseStore) settle() error { return nil }
 
-func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer) (bool, error) {
+func (d *denseStore) aheadStates() bool { return false }
+
+func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer, _ []device.Ptr) (bool, error) {
 	if opt.AdamW != nil {
 		return false, d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
 	}
