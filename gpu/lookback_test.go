@@ -47,10 +47,8 @@ func spillPattern(r *rand.Rand, name string, n int, small bool) batchCase {
 
 // lookBackCases is a batch whose blocks' overflow offsets are sums over
 // dozens of blocks of differing sizes: a tensor of 34 blocks, the last
-// partial (block 33 looks back over more than one window of 32 when only
-// every 33rd block publishes its prefix: TestEncodeLookBackLazy), a
-// tensor whose spill does not fit, a one-block one; and the sizes of
-// more (each a larger batch of blocks looking back at once on a GPU).
+// partial, a tensor whose spill does not fit, a one-block one; and tensors
+// of more blocks (on a GPU, a wave of blocks looking back at once).
 func lookBackCases(r *rand.Rand, more ...int) []batchCase {
 	cases := []batchCase{
 		spillPattern(r, "34 blocks, the last partial", 33*32768+5001, false),
