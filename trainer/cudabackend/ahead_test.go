@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"math"
 	"testing"
 
 	"lcttop/trainer"
@@ -138,6 +139,26 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 			t.Errorf("ahead %v: weights: %q, %v", ahead, diff, err)
 		}
 		if ahead && !resetPeak {
+			// Evaluation's forward, a phase of its own: its second pass
+			// decodes ahead, with the shadow's loss.
+			vb := text.ValBatches(1, cfg.Batch, cfg.SeqLen)[0]
+			before := b.LCT.aheadViews[trainer.ClassWeight]
+			for i := range 2 {
+				ll, err := b.LCT.Evaluate(vb.Tokens, vb.Targets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls, err := b.Shadow.Evaluate(vb.Tokens, vb.Targets)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Float32bits(ll) != math.Float32bits(ls) {
+					t.Errorf("evaluation %d: loss %v (LCT) vs %v (shadow)", i+1, ll, ls)
+				}
+			}
+			if got := b.LCT.aheadViews[trainer.ClassWeight] - before; got != 4*m.Layers {
+				t.Errorf("two evaluations decoded %d weights ahead, want %d (the second's)", got, 4*m.Layers)
+			}
 			views = b.LCT.aheadViews
 		}
 		return out
