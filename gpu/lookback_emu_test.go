@@ -20,8 +20,8 @@ func TestEncodeLookBackLazy(t *testing.T) {
 	defer setLazyPrefix(0)
 	r := rand.New(rand.NewPCG(33, 34))
 	cases := []batchCase{
-		spillPattern(r, "35 blocks, the last partial", 34*32768+5001, false),
-		spillPattern(r, "one partial block", 3001, false),
+		spillPattern(r, "35 blocks, the last partial", 34*32768+5001, 0, false),
+		spillPattern(r, "one partial block", 3001, 0, false),
 	}
 	var ts []*Tensor
 	var srcs []Buffer
