@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/internal/testbf16"
-	"lcttop/internal/testtensors"
 )
 
 // batchCase is one tensor of a batch under test.
@@ -288,28 +286,15 @@ func TestBatchMixed(t *testing.T) {
 // distribution (the emulation: three tensors of one file, two choices).
 func TestBatchRealTensors(t *testing.T) {
 	d := device(t)
-	files := testtensors.Files(t)
-	if emulated(t) {
-		files = files[:1]
-	}
 	count := 0
-	for _, f := range files {
-		tensors := testtensors.LoadBF16(t, f)
-		if emulated(t) && len(tensors) > 3 {
-			tensors = tensors[:3]
-		}
-		for _, p := range codec.Presets {
-			for _, dist := range codec.Distributions {
-				if emulated(t) && (p != codec.Clean || dist != codec.Gaussian) && (p != codec.Auto || dist != codec.Empirical) {
-					continue
-				}
-				var cases []batchCase
-				for _, nt := range tensors {
-					cases = append(cases, fitCase(filepath.Base(f)+" "+nt.Name, nt.Values, p, dist))
-				}
-				checkBatch(t, d, cases)
-				count += len(cases)
+	for _, f := range realTensorFiles(t) {
+		for _, ch := range codingChoices(t) {
+			var cases []batchCase
+			for _, nt := range f.tensors {
+				cases = append(cases, fitCase(f.name+" "+nt.Name, nt.Values, ch.p, ch.d))
 			}
+			checkBatch(t, d, cases)
+			count += len(cases)
 		}
 	}
 	t.Logf("%d real tensors encoded in batches identical to codec's and to their own Encode, histograms exact, decoded back", count)

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/internal/testbf16"
-	"lcttop/internal/testtensors"
 )
 
 // allPatterns is every BF16 bit pattern once, shuffled deterministically.
@@ -116,26 +114,13 @@ func TestEncodeAdversarial(t *testing.T) {
 // on the device (the emulation takes a few tensors of one file).
 func TestRealTensors(t *testing.T) {
 	c := testCodec(t)
-	files := testtensors.Files(t)
-	if emulated(t) {
-		files = files[:1]
-	}
 	count := 0
-	for _, f := range files {
-		tensors := testtensors.LoadBF16(t, f)
-		for ti, nt := range tensors {
-			if emulated(t) && ti >= 3 {
-				break
-			}
-			for _, p := range codec.Presets {
-				for _, d := range codec.Distributions {
-					if emulated(t) && (p != codec.Clean || d != codec.Gaussian) && (p != codec.Auto || d != codec.Empirical) {
-						continue
-					}
-					cb, l := fit(nt.Values, p, d)
-					checkEncode(t, c, fmt.Sprintf("%s %s %s/%s", filepath.Base(f), nt.Name, p, d), nt.Values, cb, l)
-					count++
-				}
+	for _, f := range realTensorFiles(t) {
+		for _, nt := range f.tensors {
+			for _, ch := range codingChoices(t) {
+				cb, l := fit(nt.Values, ch.p, ch.d)
+				checkEncode(t, c, fmt.Sprintf("%s %s %s/%s", f.name, nt.Name, ch.p, ch.d), nt.Values, cb, l)
+				count++
 			}
 		}
 	}

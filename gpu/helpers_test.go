@@ -5,12 +5,14 @@ package gpu
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/internal/testbf16"
+	"lcttop/internal/testtensors"
 )
 
 var (
@@ -126,4 +128,50 @@ func checkEncode(t *testing.T, c *Codec, what string, src []uint16, cb codec.Cod
 		t.Fatalf("%s: gpu decode differs at %d of %d: want %#04x, got %#04x", what, i, len(src), src[i], back[i])
 	}
 	return want
+}
+
+// realTensorFile is one shared file's real tensors.
+type realTensorFile struct {
+	name    string // the file's base name
+	tensors []testtensors.NamedTensor
+}
+
+// realTensorFiles loads the shared real tensors, file by file; the
+// emulation, being slow, takes three tensors of the first file.
+func realTensorFiles(t *testing.T) []realTensorFile {
+	files := testtensors.Files(t)
+	if emulated(t) {
+		files = files[:1]
+	}
+	var out []realTensorFile
+	for _, f := range files {
+		ts := testtensors.LoadBF16(t, f)
+		if emulated(t) && len(ts) > 3 {
+			ts = ts[:3]
+		}
+		out = append(out, realTensorFile{filepath.Base(f), ts})
+	}
+	return out
+}
+
+// codingChoice is a preset and a distribution to fit a codebook from.
+type codingChoice struct {
+	p codec.Preset
+	d codec.Distribution
+}
+
+// codingChoices are what the real-tensor tests fit: every preset and
+// distribution on the device, CLEAN/gaussian and AUTO/empirical under the
+// emulation.
+func codingChoices(t *testing.T) []codingChoice {
+	var out []codingChoice
+	for _, p := range codec.Presets {
+		for _, d := range codec.Distributions {
+			if emulated(t) && (p != codec.Clean || d != codec.Gaussian) && (p != codec.Auto || d != codec.Empirical) {
+				continue
+			}
+			out = append(out, codingChoice{p, d})
+		}
+	}
+	return out
 }
