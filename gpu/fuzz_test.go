@@ -1,0 +1,88 @@
+//go:build cuda || kernelemu
+
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/internal/testbf16"
+)
+
+// fuzzMaxValues bounds a fuzzed tensor: three full blocks and a partial one.
+const fuzzMaxValues = 3*65536 + 77
+
+// FuzzEncode: any values, tiled up to a few blocks, under any preset and
+// distribution, or a capacity so small that most streams spill: the
+// device's bytes are codec's, and they decode back to the values
+// (checkEncode).
+func FuzzEncode(f *testing.F) {
+	f.Add([]byte{0x80, 0x3f, 0x00, 0x00, 0xff, 0x7f, 0x01, 0x00}, uint8(0), uint8(0), uint8(0), uint8(1))
+	f.Add([]byte{0x12, 0x3c, 0x34, 0xbc, 0x56, 0x3b}, uint8(1), uint8(2), uint8(200), uint8(0))
+	f.Add([]byte{0x00, 0x80, 0xff, 0xff, 0x80, 0x7f, 0x7f, 0x00, 0x01, 0x01}, uint8(3), uint8(3), uint8(255), uint8(4))
+	f.Fuzz(func(t *testing.T, raw []byte, preset, dist, reps, spill uint8) {
+		if len(raw) < 2 {
+			return
+		}
+		unit := make([]uint16, len(raw)/2)
+		for i := range unit {
+			unit[i] = binary.LittleEndian.Uint16(raw[2*i:])
+		}
+		n := min(len(unit)*(1+int(reps)), fuzzMaxValues)
+		src := make([]uint16, n)
+		for i := range src {
+			src[i] = unit[i%len(unit)]
+		}
+		cb, l := fit(src, codec.Presets[int(preset)%len(codec.Presets)], codec.Distributions[int(dist)%len(codec.Distributions)])
+		if spill%4 == 0 {
+			l = codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2 + int(spill)%7}
+		}
+		checkEncode(t, testCodec(t), "fuzzed tensor", src, cb, l)
+	})
+}
+
+// FuzzDecodeCorrupt: a tensor's stream bytes, spill bitmaps or overflow
+// bytes changed at fuzzed places: the device decodes it exactly as codec
+// does, or both refuse it, the device with a DecodeError, never a crash.
+func FuzzDecodeCorrupt(f *testing.F) {
+	f.Add(uint8(0), false, []byte{0, 10, 0x40})
+	f.Add(uint8(1), true, []byte{1, 3, 0xff, 2, 200, 0x01})
+	f.Add(uint8(2), true, []byte{2, 0, 0x80, 0, 77, 0x10, 1, 9, 0x0f})
+	src := testbf16.Gaussian(rand.New(rand.NewPCG(30, 31)), 65536+1000, 0.02)
+	f.Fuzz(func(t *testing.T, dist uint8, small bool, edits []byte) {
+		cb, l := fit(src, codec.Auto, codec.Distributions[int(dist)%len(codec.Distributions)])
+		if small {
+			l.StreamBytes = 40 // most streams spill
+		}
+		ct := cpuEncode(t, src, cb, l)
+		// Each edit is three bytes: which section, where (scaled to its
+		// length), and the bits to flip.
+		for i := 0; i+3 <= len(edits); i += 3 {
+			sec := [][]byte{ct.Streams, ct.Bitmaps, ct.Overflow}[int(edits[i])%3]
+			if len(sec) > 0 && edits[i+2] != 0 {
+				sec[int(edits[i+1])*len(sec)/256] ^= edits[i+2]
+			}
+		}
+		want := make([]uint16, len(src))
+		werr := codec.Decode(ct, want)
+		got := make([]uint16, len(src))
+		gerr := testCodec(t).Decode(ct, got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("codec decode error %v, gpu decode error %v", werr, gerr)
+		}
+		if werr != nil {
+			// The host refuses a broken structure before the device decodes.
+			var de *DecodeError
+			if ct.CheckStructure() == nil && !errors.As(gerr, &de) {
+				t.Fatalf("gpu error %v is not a DecodeError (codec: %v)", gerr, werr)
+			}
+			return
+		}
+		if i := testbf16.FirstDiff(want, got); i >= 0 {
+			t.Fatalf("decodable tensor: value %d: codec %#04x, gpu %#04x", i, want[i], got[i])
+		}
+	})
+}
