@@ -460,13 +460,21 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		if err := d.SyncStatus(); err != nil {
 			return err
 		}
-		spilled, err := c.outs[0].spillStats()
-		if err != nil {
-			return err
+		// Ratio and spill over all the step's outputs (weights and states):
+		// a spilling state costs the step as much as a spilling weight.
+		spilled, storedOut := 0, 0
+		for _, t := range c.outs {
+			s, err := t.spillStats()
+			if err != nil {
+				return err
+			}
+			spilled += s
+			storedOut += t.StoredBytes()
 		}
+		values := float64(n * len(c.outs))
 		fused := BenchResult{Op: c.name + "-lct", Data: "gaussian", Preset: p.String(), Dist: "gaussian", Elements: n,
 			Ms: med, MinMs: lo, MaxMs: hi, Bytes: stored(c.ins...) + int64(2*n) + stored(c.outs...),
-			Ratio: float64(2*n) / float64(c.outs[0].StoredBytes()), SpillRate: float64(spilled) / float64(n)}
+			Ratio: 2 * values / float64(storedOut), SpillRate: float64(spilled) / values}
 		if !b.opt.Profile {
 			fused.VsBF16 = med / pmed
 		}
