@@ -374,15 +374,8 @@ func TestDecodePipeCorrupt(t *testing.T) {
 	defer d.Free(buf)
 	failures := 0
 	for trial := range trials {
-		cb, l := fit(src, codec.Auto, codec.Distributions[trial%3])
-		if trial%2 == 1 {
-			l.StreamBytes = 40
-		}
-		ct := cpuEncode(t, src, cb, l)
-		for range 1 + r.IntN(20) {
-			ct.Streams[r.IntN(len(ct.Streams))] ^= byte(1 + r.IntN(255))
-		}
-		x, err := d.NewTensor(len(src), l, cb, len(ct.Overflow), Weights)
+		ct := corruptTensor(t, r, src, trial)
+		x, err := d.NewTensor(len(src), ct.Layout, ct.Codebook, len(ct.Overflow), Weights)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,16 +139,7 @@ func TestDecodeCorrupt(t *testing.T) {
 		trials = 8
 	}
 	for trial := range trials {
-		// Parametric codes are often incomplete (invalid prefixes exist);
-		// tiny capacities make codes run past the end.
-		cb, l := fit(src, codec.Auto, codec.Distributions[trial%3])
-		if trial%2 == 1 {
-			l.StreamBytes = 40
-		}
-		ct := cpuEncode(t, src, cb, l)
-		for range 1 + r.IntN(20) {
-			ct.Streams[r.IntN(len(ct.Streams))] ^= byte(1 + r.IntN(255))
-		}
+		ct := corruptTensor(t, r, src, trial)
 		want := make([]uint16, len(src))
 		werr := codec.Decode(ct, want)
 		got := make([]uint16, len(src))
@@ -179,6 +170,22 @@ func TestDecodeCorrupt(t *testing.T) {
 	if err := c.Decode(ct, make([]uint16, len(src))); err == nil {
 		t.Fatal("decode accepted a wrong overflow offset")
 	}
+}
+
+// corruptTensor is src encoded by codec under trial's codebook and layout,
+// with up to 20 stream bytes flipped at random. Parametric codes are often
+// incomplete (invalid prefixes exist); odd trials' tiny capacities make
+// codes run past the end.
+func corruptTensor(t *testing.T, r *rand.Rand, src []uint16, trial int) *codec.Tensor {
+	cb, l := fit(src, codec.Auto, codec.Distributions[trial%3])
+	if trial%2 == 1 {
+		l.StreamBytes = 40
+	}
+	ct := cpuEncode(t, src, cb, l)
+	for range 1 + r.IntN(20) {
+		ct.Streams[r.IntN(len(ct.Streams))] ^= byte(1 + r.IntN(255))
+	}
+	return ct
 }
 
 func fitCB(src []uint16) codec.Codebook {
