@@ -45,6 +45,9 @@ type Device struct {
 	tables map[codec.Codebook]*[512]uint32
 	// batches keeps EncodeBatch's and DecodeBatch's tables and scratch.
 	batches batchState
+	// side is the side stream's state, when the device queues its work
+	// there (side.go).
+	side sideState
 }
 
 // tablesFor returns cb's kernel tables, built once per codebook.
@@ -110,6 +113,13 @@ var errClosed = errors.New("gpu: device closed")
 func (d *Device) do(f func() error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.side.dirty = d.side.on
+	return d.withContext(f)
+}
+
+// withContext runs f, the device locked by the caller, with its context
+// current on this thread.
+func (d *Device) withContext(f func() error) error {
 	if d.closed {
 		return errClosed
 	}

@@ -77,6 +77,17 @@ type driver interface {
 	launch(k kernel, grid, block, smem int, args []uint64) error
 	synchronize() error
 	newEvent() (event, error)
+	// useSideStream moves the driver's later work to a stream of its own
+	// that does not wait for the legacy default stream, with ring events
+	// to mark it by; afterDefault, markSide and holdDefault order the two
+	// (see side.go).
+	useSideStream(ring int) error
+	afterDefault() error
+	markSide(i int) error
+	holdDefault(i int) error
+	// delay queues a memset of words at p on the side stream (side) or on
+	// the legacy default stream: work that only takes time (side.go).
+	delay(side bool, p devPtr, words int) error
 	// close releases the driver; it runs between enter and exit and does
 	// the exit itself.
 	close() error

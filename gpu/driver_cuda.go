@@ -28,11 +28,28 @@ static CUresult lct_smem_optin(int dev, int* bytes) {
 	return cuDeviceGetAttribute(bytes, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, (CUdevice)dev);
 }
 
-// lct_launch launches f on the default stream; vals holds each argument in
-// 8 bytes (cuLaunchKernel copies each parameter's own size from its start).
-static CUresult lct_launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, uint64_t* vals, void** ptrs, int n) {
+// lct_launch launches f on stream s (NULL: the legacy default stream); vals
+// holds each argument in 8 bytes (cuLaunchKernel copies each parameter's
+// own size from its start).
+static CUresult lct_launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, uint64_t* vals, void** ptrs, int n, CUstream s) {
 	for (int i = 0; i < n; i++) ptrs[i] = &vals[i];
-	return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, 0, ptrs, 0);
+	return cuLaunchKernel(f, grid, 1, 1, block, 1, 1, smem, s, ptrs, 0);
+}
+
+// The side stream (side.go): a stream that does not wait for the legacy
+// default stream implicitly; events order the two where they must be.
+static CUresult lct_stream_create(CUstream* s) { return cuStreamCreate(s, CU_STREAM_NON_BLOCKING); }
+static CUresult lct_stream_destroy(CUstream s) { return cuStreamDestroy(s); }
+static CUresult lct_stream_sync(CUstream s) { return cuStreamSynchronize(s); }
+static CUresult lct_event_create(CUevent* e) { return cuEventCreate(e, CU_EVENT_DISABLE_TIMING); }
+static CUresult lct_event_destroy(CUevent e) { return cuEventDestroy(e); }
+static CUresult lct_event_record(CUevent e, CUstream s) { return cuEventRecord(e, s); }
+static CUresult lct_stream_wait(CUstream s, CUevent e) { return cuStreamWaitEvent(s, e, 0); }
+static CUresult lct_htod_on(CUdeviceptr d, const void* h, size_t n, CUstream s) { return cuMemcpyHtoDAsync(d, h, n, s); }
+static CUresult lct_dtoh_on(void* h, CUdeviceptr d, size_t n, CUstream s) {
+	CUresult rc = cuMemcpyDtoHAsync(h, d, n, s);
+	if (rc != CUDA_SUCCESS) return rc;
+	return cuStreamSynchronize(s);
 }
 */
 import "C"
@@ -59,6 +76,18 @@ type cudaDriver struct {
 	vals  *C.uint64_t // launch arguments, C memory reused by every launch
 	ptrs  *unsafe.Pointer
 	prior cu.CUContext
+	// stream is where the work is queued: nil, the legacy default stream,
+	// until useSideStream.
+	stream C.CUstream
+	side   sideEvents
+}
+
+// sideEvents are the side stream's ordering events: one recorded on the
+// legacy stream for the side stream to wait on, and a ring recorded on
+// the side stream for the legacy stream to wait on (side.go).
+type sideEvents struct {
+	fromDefault C.CUevent
+	ring        []C.CUevent
 }
 
 const cudaMaxArgs = 32
@@ -158,19 +187,39 @@ func (d *cudaDriver) alloc(bytes int) (devPtr, error) {
 func (d *cudaDriver) free(p devPtr) error { return cu.MemFree(cu.DevicePtr(p)) }
 
 func (d *cudaDriver) htod(dst devPtr, src unsafe.Pointer, bytes int) error {
+	if d.stream != nil {
+		// From pageable memory the call returns once src is staged: the
+		// caller may reuse it, and the copy is ordered on the stream.
+		return cudaErr(C.lct_htod_on(C.CUdeviceptr(dst), src, C.size_t(bytes), d.stream))
+	}
 	return cu.MemcpyHtoD(cu.DevicePtr(dst), src, int64(bytes))
 }
 
 func (d *cudaDriver) dtoh(dst unsafe.Pointer, src devPtr, bytes int) error {
+	if d.stream != nil {
+		return cudaErr(C.lct_dtoh_on(dst, C.CUdeviceptr(src), C.size_t(bytes), d.stream))
+	}
 	return cu.MemcpyDtoH(dst, cu.DevicePtr(src), int64(bytes))
 }
 
 func (d *cudaDriver) dtod(dst, src devPtr, bytes int) error {
-	return cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), cu.Stream{})
+	return cu.MemcpyDtoDAsync(cu.DevicePtr(dst), cu.DevicePtr(src), int64(bytes), d.cuStream())
 }
 
 func (d *cudaDriver) memset32(dst devPtr, v uint32, words int) error {
-	return cu.MemsetD32Async(cu.DevicePtr(dst), uint(v), int64(words), cu.Stream{})
+	return cu.MemsetD32Async(cu.DevicePtr(dst), uint(v), int64(words), d.cuStream())
+}
+
+// cuStream is the work's stream as gorgonia.org/cu takes it.
+func (d *cudaDriver) cuStream() cu.Stream {
+	return *(*cu.Stream)(unsafe.Pointer(&d.stream)) // cu.Stream is a CUstream in a struct
+}
+
+func cudaErr(rc C.CUresult) error {
+	if rc != C.CUDA_SUCCESS {
+		return fmt.Errorf("CUDA error %d", int(rc))
+	}
+	return nil
 }
 
 func (d *cudaDriver) launch(k kernel, grid, block, smem int, args []uint64) error {
@@ -181,18 +230,26 @@ func (d *cudaDriver) launch(k kernel, grid, block, smem int, args []uint64) erro
 	for i, a := range args {
 		vals[i] = C.uint64_t(a)
 	}
-	if rc := C.lct_launch(d.fns[k], C.uint(grid), C.uint(block), C.uint(smem), d.vals, d.ptrs, C.int(len(args))); rc != C.CUDA_SUCCESS {
+	if rc := C.lct_launch(d.fns[k], C.uint(grid), C.uint(block), C.uint(smem), d.vals, d.ptrs, C.int(len(args)), d.stream); rc != C.CUDA_SUCCESS {
 		return fmt.Errorf("CUDA error %d", int(rc))
 	}
 	return nil
 }
 
-func (d *cudaDriver) synchronize() error { return cu.Synchronize() }
+func (d *cudaDriver) synchronize() error {
+	if d.stream != nil {
+		return cudaErr(C.lct_stream_sync(d.stream))
+	}
+	return cu.Synchronize()
+}
 
 // close unloads the module (the context must be current: it runs between
 // enter and the exit it does itself) and releases the context.
 func (d *cudaDriver) close() error {
 	var first error
+	if err := d.dropSideStream(); err != nil {
+		first = err
+	}
 	if d.mod != (cu.Module{}) {
 		if err := d.mod.Unload(); err != nil {
 			first = err
@@ -207,17 +264,21 @@ func (d *cudaDriver) close() error {
 	return first
 }
 
-type cudaEvent struct{ ev cu.Event }
+// cudaEvent is an event recorded on the driver's stream.
+type cudaEvent struct {
+	ev cu.Event
+	d  *cudaDriver
+}
 
 func (d *cudaDriver) newEvent() (event, error) {
 	ev, err := cu.MakeEvent(cu.DefaultEvent)
 	if err != nil {
 		return nil, err
 	}
-	return &cudaEvent{ev: ev}, nil
+	return &cudaEvent{ev: ev, d: d}, nil
 }
 
-func (e *cudaEvent) record() error { return e.ev.Record(cu.Stream{}) }
+func (e *cudaEvent) record() error { return e.ev.Record(e.d.cuStream()) }
 
 func (e *cudaEvent) since(start event) (float64, error) {
 	if err := e.ev.Synchronize(); err != nil {
@@ -238,10 +299,10 @@ func (d *cudaDriver) allocHost(bytes int) (unsafe.Pointer, error) {
 
 func (d *cudaDriver) freeHost(p unsafe.Pointer) { cu.MemFreeHost(p) }
 
-// dtohAsync queues the copy on the legacy default stream, behind the work
-// queued before it; dst must be pinned (allocHost) for the call not to wait.
+// dtohAsync queues the copy on the driver's stream, behind the work queued
+// before it; dst must be pinned (allocHost) for the call not to wait.
 func (d *cudaDriver) dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error {
-	return cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), cu.Stream{})
+	return cu.MemcpyDtoHAsync(dst, cu.DevicePtr(src), int64(bytes), d.cuStream())
 }
 
 // newSyncEvent makes an event without timing (cheaper to record and wait for).
@@ -250,7 +311,79 @@ func (d *cudaDriver) newSyncEvent() (syncEvent, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cudaEvent{ev: ev}, nil
+	return &cudaEvent{ev: ev, d: d}, nil
 }
 
 func (e *cudaEvent) wait() error { return e.ev.Synchronize() }
+
+// useSideStream creates the side stream and its events; the driver's work
+// goes there from now on.
+func (d *cudaDriver) useSideStream(ring int) error {
+	if d.stream != nil {
+		return nil
+	}
+	var s C.CUstream
+	if err := cudaErr(C.lct_stream_create(&s)); err != nil {
+		return fmt.Errorf("side stream: %w", err)
+	}
+	d.stream = s
+	if err := cudaErr(C.lct_event_create(&d.side.fromDefault)); err != nil {
+		return fmt.Errorf("side stream event: %w", err)
+	}
+	for range ring {
+		var e C.CUevent
+		if err := cudaErr(C.lct_event_create(&e)); err != nil {
+			return fmt.Errorf("side stream event: %w", err)
+		}
+		d.side.ring = append(d.side.ring, e)
+	}
+	return nil
+}
+
+// dropSideStream waits for the side stream and releases it.
+func (d *cudaDriver) dropSideStream() error {
+	if d.stream == nil {
+		return nil
+	}
+	first := cudaErr(C.lct_stream_sync(d.stream))
+	for _, e := range d.side.ring {
+		C.lct_event_destroy(e)
+	}
+	if d.side.fromDefault != nil {
+		C.lct_event_destroy(d.side.fromDefault)
+	}
+	if err := cudaErr(C.lct_stream_destroy(d.stream)); err != nil && first == nil {
+		first = err
+	}
+	d.stream, d.side = nil, sideEvents{}
+	return first
+}
+
+// afterDefault makes the side stream's later work wait for the work queued
+// on the legacy default stream so far.
+func (d *cudaDriver) afterDefault() error {
+	if err := cudaErr(C.lct_event_record(d.side.fromDefault, nil)); err != nil {
+		return err
+	}
+	return cudaErr(C.lct_stream_wait(d.stream, d.side.fromDefault))
+}
+
+// markSide records ring event i on the side stream.
+func (d *cudaDriver) markSide(i int) error {
+	return cudaErr(C.lct_event_record(d.side.ring[i], d.stream))
+}
+
+// delay queues a memset on the side stream or the legacy default stream.
+func (d *cudaDriver) delay(side bool, p devPtr, words int) error {
+	s := cu.Stream{}
+	if side {
+		s = d.cuStream()
+	}
+	return cu.MemsetD32Async(cu.DevicePtr(p), 0, int64(words), s)
+}
+
+// holdDefault makes the legacy default stream's later work wait for ring
+// event i's record.
+func (d *cudaDriver) holdDefault(i int) error {
+	return cudaErr(C.lct_stream_wait(nil, d.side.ring[i]))
+}

@@ -148,3 +148,12 @@ func (e *emuDriver) dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error {
 func (e *emuDriver) newSyncEvent() (syncEvent, error) { return &emuEvent{}, nil }
 
 func (v *emuEvent) wait() error { return nil }
+
+// The emulation has one order of work: the side stream is the same order,
+// and its events are always reached.
+
+func (e *emuDriver) useSideStream(ring int) error  { return nil }
+func (e *emuDriver) afterDefault() error           { return nil }
+func (e *emuDriver) markSide(i int) error          { return nil }
+func (e *emuDriver) holdDefault(i int) error       { return nil }
+func (e *emuDriver) delay(bool, devPtr, int) error { return nil }

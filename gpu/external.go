@@ -22,9 +22,22 @@ import (
 // CodecScratch for the encoder's tables and scratch). Memory from an
 // Allocator is neither counted in Device.Memory nor freed by the Device; a
 // tensor gives it back through Free when it grows or is freed.
+//
+// On the side stream (side.go), memory from an Allocator may have been used
+// by the default stream until it was handed out: the device orders its work
+// on a section after the default stream's work queued when it took it; and
+// an Allocator that is also a SideAllocator learns, when a section goes
+// back, the side stream's point after every use of it.
 type Allocator interface {
 	Alloc(bytes int, cat Category) (uintptr, error)
 	Free(ptr uintptr, cat Category)
+}
+
+// SideAllocator is an Allocator that takes back sections the side stream
+// may still be using: up to point (see Device.Point).
+type SideAllocator interface {
+	Allocator
+	FreeAfter(ptr uintptr, cat Category, point uint64)
 }
 
 // NewTensorIn is NewTensor with the sections' memory taken from a.
@@ -59,6 +72,11 @@ func (t *Tensor) grow(b *Buffer, bytes int, cat Category) error {
 		return fmt.Errorf("gpu: %s: %d bytes of %s: %w", t.label(), bytes, cat, err)
 	}
 	*b = Buffer{ptr: p, size: bytes, cat: cat}
+	if t.dev.side.on {
+		if err := t.dev.drv.afterDefault(); err != nil {
+			return fmt.Errorf("gpu: %s: side stream after the default stream: %w", t.label(), err)
+		}
+	}
 	return nil
 }
 
@@ -69,6 +87,14 @@ func (t *Tensor) free(b Buffer) error {
 	}
 	if t.alloc == nil {
 		return t.dev.free(b)
+	}
+	if sa, ok := t.alloc.(SideAllocator); ok && t.dev.side.on {
+		pt, err := t.dev.pointLocked()
+		if err != nil {
+			return err
+		}
+		sa.FreeAfter(b.ptr, b.cat, pt)
+		return nil
 	}
 	t.alloc.Free(b.ptr, b.cat)
 	return nil

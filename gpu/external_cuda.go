@@ -8,8 +8,8 @@ import (
 	"gorgonia.org/cu"
 )
 
-// htodAsync queues the copy on the legacy default stream, where the
-// kernels run; pageable src is staged before the call returns.
+// htodAsync queues the copy on the driver's stream, where the kernels run;
+// pageable src is staged before the call returns.
 func (d *cudaDriver) htodAsync(dst devPtr, src unsafe.Pointer, bytes int) error {
-	return cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), cu.Stream{})
+	return cu.MemcpyHtoDAsync(cu.DevicePtr(dst), src, int64(bytes), d.cuStream())
 }

@@ -119,7 +119,7 @@ momentum, adam_m, adam_v, activation.`,
 	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (to measure it)")
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
-	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu (default: gpu where this build has its kernels)")
+	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu|gpu-serial (default: gpu where this build has its kernels; gpu-serial runs its kernels between the trainer's instead of beside them)")
 	fs.BoolVar(&f.cuda.fusedUpdate, "fused-update", false, "--backend cuda: update weights and optimizer states with the fused kernels on compressed tensors")
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "--backend cuda: time the GPU codec's kernels with device events (lct_codec_device_ms in --json)")
 	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values per window of encodes; a window is settled when the next one fills, so up to two windows of sources are kept (0: an eighth of the parameters' bytes, within 128 KiB..32 MiB)")

@@ -44,6 +44,7 @@ type deviceLine struct {
 	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
 	LCTDrains         int     `json:"lct_drains"`                    // its full settles (waits for all the queued work)
 	LCTSourceReads    int     `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
+	LCTEncodedAgain   int     `json:"lct_encoded_again"`             // its encodes made again at a settle (spill past the room, stale code)
 	LCTDecodes        int     `json:"lct_decodes"`                   // its single-tensor decode launches
 	LCTDecodeBatches  int     `json:"lct_decode_batches"`            // its batched decode launches
 	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
@@ -79,6 +80,8 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		codecName = "gpu"
 		if _, ok := c.(*cudabackend.HostCodec); ok {
 			codecName = "host"
+		} else if cf.lctCodec == "gpu-serial" {
+			codecName = cf.lctCodec
 		}
 		if cf.codecProfile {
 			g, ok := c.(interface{ SetProfile(bool) })
@@ -152,7 +155,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		if asJSON {
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
-				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
+				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6})
 		}
 		line := shadowLine(r)

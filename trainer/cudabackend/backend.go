@@ -72,6 +72,9 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 		if err != nil {
 			return nil, err
 		}
+		if f, ok := c.(sideFence); ok {
+			pool.SetFence(f)
+		}
 		ls.rawBelow = smallParamLimit(cfg.Model)
 		st = ls
 	}
@@ -103,6 +106,7 @@ type StepResult struct {
 	Settles                int           // the LCT run's settled windows of encodes (waits for the work of one window)
 	Drains                 int           // the LCT run's full settles (waits for all the queued work: the step's end)
 	SourceReads            int           // the LCT run's reads of pending tensors, copied from their kept sources
+	EncodedAgain           int           // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
 	Decodes, DecodeBatches int           // the LCT run's decode launches: single tensors, batches
 	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	PeakShadow, PeakLCT    int64
@@ -126,6 +130,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 		res.CodecTime = ls.clock.encode + ls.clock.decode
 		res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
+		res.EncodedAgain = ls.clock.again
 		res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
 		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
 			res.CodecDeviceTime = p.TakeDeviceTime()

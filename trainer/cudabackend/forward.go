@@ -30,11 +30,17 @@ func (r *Run) read(s *slot) (p devPtr) {
 	if r.err != nil {
 		return 0
 	}
-	if p, ok := r.takeAhead(s); ok {
-		return p
+	p, ok := r.takeAhead(s)
+	if !ok {
+		var err error
+		if p, err = r.st.read(s); err != nil {
+			r.keep(err)
+			return 0
+		}
 	}
-	p, err := r.st.read(s)
-	r.keep(err)
+	if err := r.st.ready(p); err != nil {
+		r.keep(err)
+	}
 	return p
 }
 

@@ -61,12 +61,16 @@ type GPUCodec struct {
 	prof  codecProfile
 	// queue holds the encodes set up and not yet launched (see flush).
 	queue []queuedEncode
+	// decoded holds, per view a decode wrote, the side stream's point
+	// after it, until Ready orders the trainer's use after it.
+	decoded map[devPtr]uint64
 }
 
 // queuedEncode is an encode set up by Encode and not yet launched.
 type queuedEncode struct {
 	g   *gpuTensor
 	src gpu.Buffer
+	at  devPtr // src's address
 }
 
 // flush launches the queued encodes in one batch, each counting its
@@ -83,10 +87,22 @@ func (c *GPUCodec) flush() error {
 		ts[i], srcs[i], offs[i] = q.g.t, q.src, q.g.histAt*histSlotBytes
 		q.g.queued = false
 	}
+	qs := c.queue
 	c.queue = c.queue[:0]
 	a := &c.arena
 	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
-	return c.timed(func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) })
+	if err := c.timed(func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) }); err != nil {
+		return err
+	}
+	pt, err := c.dev.Point()
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		q.g.side = pt
+		q.g.mem.Touch(q.at, pt)
+	}
+	return nil
 }
 
 // unqueue drops g's queued encode, never launched: its values were
@@ -142,8 +158,12 @@ type codecProfile struct {
 	ms         float64
 }
 
-// timed runs op between two event records when profiling.
+// timed runs op, after the trainer's work queued so far (op's inputs: see
+// side.go), between two event records when profiling.
 func (c *GPUCodec) timed(op func() error) error {
+	if err := c.dev.AfterDefault(); err != nil {
+		return err
+	}
 	if !c.Profile {
 		return op()
 	}
@@ -252,7 +272,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 	}
 	for i, key := range keys {
 		k := c.keys[key]
-		t, err := c.dev.NewTensorIn(memAlloc{mem, cats[i]}, job.N, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		t, err := c.dev.NewTensorIn(c.sideAlloc(mem, cats[i]), job.N, k.layout, k.cb, k.ovRoom, gpu.Weights)
 		if err != nil {
 			for _, o := range job.Outs {
 				c.Free(mem, o)
@@ -261,7 +281,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 			return false, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1})
+		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1, owner: c})
 	}
 	in, out := job.tensors()
 	if !c.dev.FusedFits(in, out) {
@@ -272,7 +292,25 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 		job.Outs = nil
 		return false, nil
 	}
-	return true, c.timed(func() error { return c.launchFused(job) })
+	if err := c.timed(func() error { return c.launchFused(job) }); err != nil {
+		return true, err
+	}
+	return true, c.usedBy(job)
+}
+
+// usedBy records the side stream's point after job's update as the last
+// use of its tensors and gradient.
+func (c *GPUCodec) usedBy(job *FusedJob) error {
+	pt, err := c.dev.Point()
+	if err != nil {
+		return err
+	}
+	for i := range job.Ins {
+		job.Ins[i].(*gpuTensor).side = pt
+		job.Outs[i].(*gpuTensor).side = pt
+	}
+	job.Outs[0].(*gpuTensor).mem.Touch(job.G, pt)
+	return nil
 }
 
 // tensors are job's inputs and outputs as gpu tensors.
@@ -335,10 +373,14 @@ type gpuTensor struct {
 	mustFit bool
 	// queued: the encode is in the codec's queue, not launched yet.
 	queued bool
-	// codec and mem, for an output of a fused update (no histogram
-	// counted): its figures decode it to count one when asked.
+	// codec, for an output of a fused update (no histogram counted): its
+	// figures decode it to count one when asked.
 	codec *GPUCodec
+	// mem is the run whose memory holds it; owner the codec that made it;
+	// side the side stream's point after the last work that used it.
 	mem   *Mem
+	owner *GPUCodec
+	side  uint64
 }
 
 func (g *gpuTensor) Settled() bool            { return g.settled }
@@ -369,7 +411,7 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 // histogramOf decodes g into scratch and counts its exponents (waits).
 func (c *GPUCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 	var h codec.Histogram
-	p, err := g.mem.Alloc(trainer.CodecScratch, 2*int64(g.n))
+	p, err := g.mem.AllocSide(trainer.CodecScratch, 2*int64(g.n))
 	if err != nil {
 		return h, err
 	}
@@ -377,18 +419,28 @@ func (c *GPUCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 	if err := c.flushFor(g); err != nil {
 		return h, err
 	}
+	if err := c.dev.AfterDefault(); err != nil {
+		return h, err
+	}
 	if err := c.dev.Decode(dense(p, g.n), g.t); err != nil {
 		return h, err
 	}
-	return c.dev.FullHistogram(dense(p, g.n), g.n)
+	return c.dev.FullHistogram(dense(p, g.n), g.n) // waits for the side stream
 }
 
 // memAlloc gives a tensor's sections from a run's Mem: the encoded
 // sections in the stored tensor's category, the overflow buffer in
-// OverflowPool, the encoder's tables and scratch in CodecScratch.
+// OverflowPool, the encoder's tables and scratch in CodecScratch. Only the
+// codec's side stream uses them: a block it takes is ordered after the
+// trainer's work queued so far (the block's last users), and one it gives
+// back is marked as used up to the side stream's point then.
 type memAlloc struct {
 	mem *Mem
 	cat trainer.Category
+}
+
+func (c *GPUCodec) sideAlloc(mem *Mem, cat trainer.Category) memAlloc {
+	return memAlloc{mem: mem, cat: cat}
 }
 
 func (a memAlloc) Alloc(bytes int, c gpu.Category) (uintptr, error) {
@@ -399,11 +451,20 @@ func (a memAlloc) Alloc(bytes int, c gpu.Category) (uintptr, error) {
 	case gpu.CodecScratch:
 		cat = trainer.CodecScratch
 	}
-	p, err := a.mem.Alloc(cat, int64(bytes))
+	p, err := a.mem.AllocSide(cat, int64(bytes)) // gpu orders its use after the trainer's
 	return uintptr(p), err
 }
 
 func (a memAlloc) Free(p uintptr, _ gpu.Category) { a.mem.Free(device.Ptr(p)) }
+
+// FreeAfter implements gpu.SideAllocator: a tensor's release knows its
+// last use (freeTag); otherwise the side stream's point now covers it.
+func (a memAlloc) FreeAfter(p uintptr, _ gpu.Category, point uint64) {
+	if a.mem.freeTag == 0 {
+		a.mem.Touch(device.Ptr(p), point)
+	}
+	a.mem.Free(device.Ptr(p))
+}
 
 func dense(p devPtr, n int) gpu.Buffer { return gpu.External(uintptr(p), 2*n) }
 
@@ -429,19 +490,19 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		// taken back, must not run.
 		c.dropQueue()
 	}
-	slot, err := c.arena.take(mem)
+	slot, err := c.arena.take(mem, c.dev)
 	if err != nil {
 		return nil, err
 	}
 	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > k.ovRoom+k.ovRoom/4+4096 {
 		// A new tensor: none yet, another layout, or far more overflow
 		// room than the key needs.
-		t, err := c.dev.NewTensorIn(memAlloc{mem, cat}, n, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		t, err := c.dev.NewTensorIn(c.sideAlloc(mem, cat), n, k.layout, k.cb, k.ovRoom, gpu.Weights)
 		if err != nil {
 			return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		g = &gpuTensor{t: t, key: k, n: n, cat: cat}
+		g = &gpuTensor{t: t, key: k, n: n, cat: cat, mem: mem, owner: c}
 	} else {
 		// Encode into prev: its decode, queued before, has read it.
 		if g.t.Codebook() != k.cb {
@@ -456,7 +517,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 	g.settled, g.stats, g.codec = false, nil, nil
 	g.win, g.histAt, g.mustFit = c.win, slot, false
 	g.queued = true
-	c.queue = append(c.queue, queuedEncode{g: g, src: dense(src, n)})
+	c.queue = append(c.queue, queuedEncode{g: g, src: dense(src, n), at: src})
 	return g, nil
 }
 
@@ -465,6 +526,9 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
 	if k, ok := c.keys[key]; ok && k.cc == cc {
 		return k, nil
+	}
+	if err := c.dev.AfterDefault(); err != nil {
+		return nil, err
 	}
 	sample, err := c.dev.SampleHistogram(dense(src, n), n)
 	if err != nil {
@@ -592,10 +656,16 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return nil, err
 		}
+		if err := c.usedWith(g, pend[i].Src); err != nil {
+			return nil, err
+		}
 		g.mustFit, again[i] = true, true
 	}
 	for j := range rerun {
 		if err := c.timed(func() error { return c.launchFused(j) }); err != nil {
+			return nil, err
+		}
+		if err := c.usedBy(j); err != nil {
 			return nil, err
 		}
 	}
@@ -625,14 +695,42 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
 	k := g.key
 	c.refit(k, &g.hist)
 	k.toCheck = false
-	t, err := c.dev.NewTensorIn(memAlloc{mem, g.cat}, g.n, k.layout, k.cb, 0, gpu.Weights)
+	t, err := c.dev.NewTensorIn(c.sideAlloc(mem, g.cat), g.n, k.layout, k.cb, 0, gpu.Weights)
 	if err != nil {
 		return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 	}
 	t.Name = g.t.Name
-	g.t.Free()
+	c.freeTensor(g)
 	g.t, g.stats, g.mustFit = t, nil, false
-	return c.timed(func() error { return c.dev.Encode(g.t, dense(src, g.n)) })
+	if err := c.timed(func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
+		return err
+	}
+	return c.usedWith(g, src)
+}
+
+// usedWith records the side stream's point after the work queued so far
+// as the last use of g and of the dense buffers ps.
+func (c *GPUCodec) usedWith(g *gpuTensor, ps ...devPtr) error {
+	pt, err := c.dev.Point()
+	if err != nil {
+		return err
+	}
+	g.side = pt
+	for _, p := range ps {
+		g.mem.Touch(p, pt)
+	}
+	return nil
+}
+
+// freeTensor gives g's sections back, marked as used up to g's last use
+// (or now, when work on it may have been queued since: a new codebook's
+// tables, a grown overflow buffer).
+func (c *GPUCodec) freeTensor(g *gpuTensor) {
+	pt := g.side
+	if p, err := c.dev.Point(); err == nil && g.queued {
+		pt = p
+	}
+	g.mem.freeTagged(pt, func() { g.t.Free() }) // memory from a Mem: giving it back cannot fail
 }
 
 // Settle settles pend, encoded in the open window, at once: it closes the
@@ -663,8 +761,44 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	if err := c.flushFor(g); err != nil {
 		return err
 	}
-	return c.timed(func() error { return c.dev.Decode(dense(dst, g.n), g.t) })
+	if err := c.timed(func() error { return c.dev.Decode(dense(dst, g.n), g.t) }); err != nil {
+		return err
+	}
+	return c.decodedInto(g, dst)
 }
+
+// decodedInto records the decodes just queued into dsts (of tensors ts):
+// the side stream's point after them is their tensors' last use, the
+// views' last use by the side stream, and what Ready orders the trainer's
+// use of the views after.
+func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...devPtr) error {
+	pt, err := c.dev.Point()
+	if err != nil || pt == 0 {
+		return err
+	}
+	if c.decoded == nil {
+		c.decoded = map[devPtr]uint64{}
+	}
+	for _, p := range dsts {
+		g.mem.Touch(p, pt)
+		c.decoded[p] = pt
+	}
+	return nil
+}
+
+// Ready implements the store's readier: the trainer's work queued from
+// here waits for the decode into view p (see side.go).
+func (c *GPUCodec) Ready(p devPtr) error {
+	pt, ok := c.decoded[p]
+	if !ok {
+		return nil
+	}
+	delete(c.decoded, p)
+	return c.dev.HoldDefault(pt)
+}
+
+// Hold implements the pool's sideFence.
+func (c *GPUCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }
 
 // DecodeBatch implements the store's batchDecoder: ts[i] into dsts[i], in
 // one launch.
@@ -684,14 +818,27 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 		}
 		gts[i], bufs[i] = g.t, dense(dsts[i], g.n)
 	}
-	return c.timed(func() error { return c.dev.DecodeBatch(bufs, gts) })
+	if err := c.timed(func() error { return c.dev.DecodeBatch(bufs, gts) }); err != nil {
+		return err
+	}
+	for i, t := range ts {
+		g := t.(*gpuTensor)
+		if err := c.decodedInto(g, dsts[i]); err != nil {
+			return err
+		}
+		g.side = c.decoded[dsts[i]]
+	}
+	return nil
 }
 
 // Free implements Codec. A queued encode of t is dropped, never launched.
 func (c *GPUCodec) Free(_ *Mem, t Compressed) {
 	if g, ok := t.(*gpuTensor); ok && g.t != nil {
+		queued := g.queued
 		c.unqueue(g)
-		g.t.Free() // memory from a Mem: giving it back cannot fail
+		g.queued = queued // freeTensor: work on it may be queued since its last use
+		c.freeTensor(g)
+		g.queued = false
 		g.t = nil
 	}
 }
@@ -712,22 +859,33 @@ const histSlotBytes = gpu.HistogramBytes
 
 // take returns the open window's next slot, growing the arena (and keeping
 // the window's counts) when it is full.
-func (a *histArena) take(mem *Mem) (int, error) {
+func (a *histArena) take(mem *Mem, dev *gpu.Device) (int, error) {
 	if a.mem != mem {
 		// Another run: the last one's arena went with its memory.
 		*a = histArena{mem: mem}
 	}
 	if a.used == a.slots {
 		n := max(64, 2*a.slots)
-		p, err := mem.Alloc(trainer.CodecScratch, int64(n*histSlotBytes))
+		p, err := mem.AllocSide(trainer.CodecScratch, int64(n*histSlotBytes))
 		if err != nil {
 			return 0, err
 		}
+		if err := dev.AfterDefault(); err != nil {
+			mem.Free(p)
+			return 0, err
+		}
 		if a.buf != 0 {
-			if err := mem.Dev().Copy(p, a.buf, int64(a.used*histSlotBytes)); err != nil {
+			bytes := a.used * histSlotBytes
+			if err := dev.CopyBuffer(gpu.External(uintptr(p), bytes), gpu.External(uintptr(a.buf), bytes), bytes); err != nil {
 				mem.Free(p)
 				return 0, err
 			}
+			pt, err := dev.Point()
+			if err != nil {
+				mem.Free(p)
+				return 0, err
+			}
+			mem.Touch(a.buf, pt)
 			mem.Free(a.buf)
 		}
 		a.buf, a.slots = p, n

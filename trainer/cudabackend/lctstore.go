@@ -108,6 +108,21 @@ type unqueuer interface {
 	Unqueue(t Compressed)
 }
 
+// readier is a codec whose decodes may still be running beside the
+// trainer's work when it queues its own (GPUCodec on a side stream).
+type readier interface {
+	// Ready orders the trainer's work queued from here after the decode
+	// into view p.
+	Ready(p devPtr) error
+}
+
+func (st *lctStore) ready(p devPtr) error {
+	if r, ok := st.codec.(readier); ok {
+		return r.Ready(p)
+	}
+	return nil
+}
+
 // batchDecoder is a codec that decodes several tensors in one launch.
 type batchDecoder interface {
 	DecodeBatch(dsts []devPtr, ts []Compressed) error
@@ -132,6 +147,7 @@ type codecClock struct {
 	settles                  int // windows settled: waits for queued encodes
 	drains                   int // full settles: waits for all the queued work
 	sourceReads              int // reads of pending tensors from their kept sources
+	again                    int // encodes made again at a settle
 	decodes                  int // single-tensor decode launches
 	decodeBatches            int // batched decode launches
 }
@@ -429,6 +445,7 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 		}
 		return err
 	}
+	st.clock.again += len(again)
 	redo := make([]bool, len(pend))
 	jobAgain := map[*FusedJob]bool{}
 	for _, k := range again {
@@ -518,6 +535,9 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 		return nil, err
 	}
 	defer st.done(s, p)
+	if err := st.ready(p); err != nil {
+		return nil, err
+	}
 	v := make([]uint16, s.n)
 	if err := st.mem.Dev().Download(device.Bytes(v), p); err != nil {
 		return nil, err
@@ -724,6 +744,12 @@ func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, o
 	if err := st.readBatch(slots, views); err != nil {
 		freeViews(0)
 		return err
+	}
+	for _, v := range views {
+		if err := st.ready(v); err != nil {
+			freeViews(0)
+			return err
+		}
 	}
 	var err error
 	if opt.AdamW != nil {

@@ -25,21 +25,45 @@ func alignUp(bytes int64) int64 { return (bytes + align - 1) / align * align }
 // drift do not pile up. Both runs of a training draw on one Pool.
 type Pool struct {
 	dev     device.Device
-	free    map[int64][]device.Ptr
+	free    map[int64][]pooled
 	lastUse map[int64]int // generation of the last get or put of a class
 	gen     int
 	cached  int64 // bytes held in free lists
 	held    int64 // bytes allocated from the device, in use or cached
 	peak    int64 // largest held
 	allocs  int   // device allocations made (the cache missed)
+	// fence orders the default stream after a side stream's use of a
+	// block (see sideFence); nil when nothing runs on a side stream.
+	fence sideFence
 }
+
+// pooled is a cached block and the side stream's point up to which the
+// side stream may still use it (0: it never did).
+type pooled struct {
+	ptr  device.Ptr
+	side uint64
+}
+
+// sideFence is a codec whose work runs on a stream of its own beside the
+// trainer's (GPUCodec on gpu's side stream). A block its work used may go
+// back to the pool before that work is done; the default stream's first
+// user of the block waits for it (Hold), and the codec orders its own
+// users after the default stream's work itself.
+type sideFence interface {
+	// Hold makes the default stream's later work wait for the side
+	// stream's work up to point.
+	Hold(point uint64) error
+}
+
+// SetFence makes the pool order reused blocks after f's side stream.
+func (p *Pool) SetFence(f sideFence) { p.fence = f }
 
 // Allocs is how many device allocations the pool has made.
 func (p *Pool) Allocs() int { return p.allocs }
 
 // NewPool returns an empty pool on dev.
 func NewPool(dev device.Device) *Pool {
-	return &Pool{dev: dev, free: map[int64][]device.Ptr{}, lastUse: map[int64]int{}}
+	return &Pool{dev: dev, free: map[int64][]pooled{}, lastUse: map[int64]int{}}
 }
 
 // Held is what the pool has allocated from the device now, and at most.
@@ -63,14 +87,22 @@ func sizeClass(bytes int64) int64 {
 	return (bytes + g - 1) / g * g
 }
 
-func (p *Pool) get(bytes int64) (device.Ptr, error) {
+// get returns a block for bytes; one the side stream used is ordered after
+// that use, unless side says the side stream takes it (its work is in
+// order, and the codec orders it after the default stream's).
+func (p *Pool) get(bytes int64, side bool) (device.Ptr, error) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
 	if l := p.free[c]; len(l) > 0 {
-		ptr := l[len(l)-1]
+		b := l[len(l)-1]
+		if b.side != 0 && !side && p.fence != nil {
+			if err := p.fence.Hold(b.side); err != nil {
+				return 0, err
+			}
+		}
 		p.free[c] = l[:len(l)-1]
 		p.cached -= c
-		return ptr, nil
+		return b.ptr, nil
 	}
 	ptr, err := p.dev.Alloc(c)
 	if err != nil && p.cached > 0 {
@@ -89,10 +121,10 @@ func (p *Pool) get(bytes int64) (device.Ptr, error) {
 	return ptr, nil
 }
 
-func (p *Pool) put(ptr device.Ptr, bytes int64) {
+func (p *Pool) put(ptr device.Ptr, bytes int64, side uint64) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
-	p.free[c] = append(p.free[c], ptr)
+	p.free[c] = append(p.free[c], pooled{ptr, side})
 	p.cached += c
 }
 
@@ -117,8 +149,20 @@ func (p *Pool) trim(drop func(class int64) bool) error {
 	}
 	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
 	for _, s := range sizes {
-		for _, ptr := range p.free[s] {
-			if err := p.dev.Free(ptr); err != nil {
+		for _, b := range p.free[s] {
+			if b.side != 0 {
+				// The side stream's work may still use a block: let it end
+				// before any is given back.
+				if err := p.dev.Sync(); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	for _, s := range sizes {
+		for _, b := range p.free[s] {
+			if err := p.dev.Free(b.ptr); err != nil {
 				return err
 			}
 			p.held -= s
@@ -139,6 +183,32 @@ type Mem struct {
 	sizes  map[device.Ptr]allocation
 	live   int64 // the ledger's live total, kept here to read without its lock and maps
 	watch  highWater
+	// sideUse is, per block the codec's side stream used, the point of
+	// its last use; freeTag, when set, is that point for every block
+	// freed until it is cleared (a compressed tensor's sections).
+	sideUse map[device.Ptr]uint64
+	freeTag uint64
+}
+
+// Touch records that the side stream uses block ptr up to point: whoever
+// takes the block after it is freed waits for that point (Pool.get).
+func (m *Mem) Touch(ptr device.Ptr, point uint64) {
+	if point == 0 {
+		return
+	}
+	if m.sideUse == nil {
+		m.sideUse = map[device.Ptr]uint64{}
+	}
+	m.sideUse[ptr] = max(m.sideUse[ptr], point)
+}
+
+// freeTagged frees what free frees as blocks the side stream used up to
+// point.
+func (m *Mem) freeTagged(point uint64, free func()) {
+	prev := m.freeTag
+	m.freeTag = max(prev, point)
+	defer func() { m.freeTag = prev }()
+	free()
 }
 
 // highWater follows the run's highest live bytes while on, not counting
@@ -188,11 +258,24 @@ func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
+	return m.alloc(c, bytes, false)
+}
+
+// AllocSide is Alloc for memory only the codec's side stream uses (it
+// orders that use after the default stream's work itself).
+func (m *Mem) AllocSide(c trainer.Category, bytes int64) (device.Ptr, error) {
+	if bytes <= 0 {
+		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
+	}
+	return m.alloc(c, bytes, true)
+}
+
+func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (device.Ptr, error) {
 	bytes = alignUp(bytes)
 	if err := m.ledger.Alloc(c, bytes); err != nil {
 		return 0, err
 	}
-	ptr, err := m.pool.get(bytes)
+	ptr, err := m.pool.get(bytes, side)
 	if err != nil {
 		m.ledger.Free(c, bytes)
 		return 0, fmt.Errorf("%d bytes of %s: %w", bytes, c, err)
@@ -214,7 +297,12 @@ func (m *Mem) Free(ptr device.Ptr) {
 	delete(m.sizes, ptr)
 	m.live -= a.bytes
 	m.ledger.Free(a.cat, a.bytes)
-	m.pool.put(ptr, a.bytes)
+	side := m.freeTag
+	if u, ok := m.sideUse[ptr]; ok {
+		side = max(side, u)
+		delete(m.sideUse, ptr)
+	}
+	m.pool.put(ptr, a.bytes, side)
 }
 
 // Relabel moves an allocation to another category (the logits buffer

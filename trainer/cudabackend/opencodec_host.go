@@ -11,8 +11,8 @@ func OpenCodec(name string) (Codec, func() error, error) {
 	switch name {
 	case "", "host":
 		return &HostCodec{}, func() error { return nil }, nil
-	case "gpu":
-		return nil, nil, fmt.Errorf("codec gpu: built without the LCT kernels: rebuild with -tags cuda (or kernelemu for the CPU emulation)")
+	case "gpu", "gpu-serial":
+		return nil, nil, fmt.Errorf("codec %s: built without the LCT kernels: rebuild with -tags cuda (or kernelemu for the CPU emulation)", name)
 	}
-	return nil, nil, fmt.Errorf("codec %q: want gpu or host", name)
+	return nil, nil, fmt.Errorf("codec %q: want gpu, gpu-serial or host", name)
 }

@@ -36,6 +36,10 @@ type store interface {
 	update(p *param, g device.Ptr, step int, opt Optimizer, ahead []device.Ptr) (bool, error)
 	// aheadStates reports whether update takes states decoded ahead.
 	aheadStates() bool
+	// ready orders the trainer's work queued from here after the decode
+	// into view p, from read or readAhead (a codec's side stream may still
+	// be writing it): call it before the view's first use.
+	ready(p device.Ptr) error
 	// settle completes the work the store left queued (the end of a step).
 	settle() error
 }
@@ -89,6 +93,8 @@ func (d *denseStore) readAhead(slots []*slot, views []device.Ptr) error {
 }
 
 func (d *denseStore) viewBytes(*slot) int64 { return 0 }
+
+func (d *denseStore) ready(device.Ptr) error { return nil }
 
 func (d *denseStore) begin(s *slot) (device.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
 
