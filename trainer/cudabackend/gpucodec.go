@@ -332,6 +332,15 @@ func (c *GPUCodec) launchFused(job *FusedJob) error {
 	return c.dev.SGDStepLCT(out[0], out[1], in[0], in[1], g, gpu.SGDStep(job.Opt.SGD.Step(job.Step, job.Decay)))
 }
 
+// overflowRoom is the overflow room a key's next encode gets after one
+// that needed need bytes: an eighth and 1 KiB above that, or, where the
+// room before was larger, that room less a sixteenth. A spill that moves
+// from step to step (an activation's, a state's) so keeps room for its
+// recent largest, instead of being encoded again at the settle whenever it
+// grows past the last one; a room no longer needed shrinks within a few
+// dozen encodes.
+func overflowRoom(prev, need int) int { return max(need+need/8+1024, prev-prev/16) }
+
 // refitSlack is how much worse, in bits per exponent under the latest
 // histogram, a key's codebook may be than a fresh fit before it is
 // refitted: a new codebook costs an upload of its tables (queued, no wait)
@@ -639,7 +648,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			startRefit(g.key)
 		}
 		need := g.t.OverflowLen()
-		g.key.ovRoom = need + need/8 + 1024
+		g.key.ovRoom = overflowRoom(g.key.ovRoom, need)
 		if !g.t.Overflowed() {
 			continue
 		}
