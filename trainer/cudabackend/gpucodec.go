@@ -38,8 +38,8 @@ import (
 //     one window later, keeps each tensor's histogram for its figures; the
 //     key's next encode refits its codebook if it has drifted (see
 //     refitSlack) and chooses the layout for that histogram;
-//   - the overflow buffer has the room the key's last encode needed plus
-//     headroom; SettleWindow finds the encodes whose spill did not fit and
+//   - the overflow buffer has the room the key's recent encodes needed
+//     plus headroom (overflowRoom); SettleWindow finds the encodes whose spill did not fit and
 //     encodes them again from their sources, which the store keeps until
 //     then.
 //
