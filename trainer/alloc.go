@@ -80,6 +80,13 @@ func (l *Ledger) Memory() Memory {
 	return m
 }
 
+// PeakTotal is the largest live total so far.
+func (l *Ledger) PeakTotal() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.peakTotal
+}
+
 // ResetPeak starts peak tracking again from the live figures (used after
 // setting up, so that a run's peak is that of its steps).
 func (l *Ledger) ResetPeak() {

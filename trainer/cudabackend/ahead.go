@@ -64,6 +64,14 @@ func (r *Run) beginPhase(id int, slots ...*slot) {
 	if r.err != nil {
 		return
 	}
+	var want int64
+	for _, s := range slots {
+		want += r.st.viewBytes(s)
+	}
+	if err := r.st.relieve(want); err != nil {
+		r.keep(err)
+		return
+	}
 	r.phaseStart = r.mem.Live()
 	r.mem.startWatch()
 	bytes := r.aheadBytes[:0]

@@ -74,7 +74,7 @@ func (o *Ops) flashForward(a Attention, y, qkv device.Ptr) error {
 // gpt_flash_dkdv.
 func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	rows := int64(a.B) * int64(a.H) * int64(a.T)
-	stats, err := o.mem.Alloc(scratchCat, 3*4*rows)
+	stats, err := o.alloc(scratchCat, 3*4*rows)
 	if err != nil {
 		return err
 	}
@@ -166,12 +166,12 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 	}
 	G, Qc := a.shape()
 	elems := int64(G) * int64(Qc) * int64(a.T)
-	S, err := o.mem.Alloc(scratchCat, 4*elems)
+	S, err := o.alloc(scratchCat, 4*elems)
 	if err != nil {
 		return err
 	}
 	defer o.mem.Free(S)
-	P, err := o.mem.Alloc(scratchCat, 2*elems)
+	P, err := o.alloc(scratchCat, 2*elems)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 		}
 	}()
 	get := func(bytes int64) (device.Ptr, error) {
-		p, err := o.mem.Alloc(scratchCat, bytes)
+		p, err := o.alloc(scratchCat, bytes)
 		if err == nil {
 			bufs = append(bufs, p)
 		}

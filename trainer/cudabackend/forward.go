@@ -14,6 +14,7 @@ func (r *Run) do(f func() error) {
 }
 
 func (r *Run) begin(s *slot) (p devPtr) {
+	r.do(func() error { return r.st.relieve(2 * int64(s.n)) })
 	r.do(func() (err error) { p, err = r.st.begin(s); return err })
 	return p
 }
@@ -32,6 +33,10 @@ func (r *Run) read(s *slot) (p devPtr) {
 	}
 	p, ok := r.takeAhead(s)
 	if !ok {
+		if err := r.st.relieve(r.st.viewBytes(s)); err != nil {
+			r.keep(err)
+			return 0
+		}
 		var err error
 		if p, err = r.st.read(s); err != nil {
 			r.keep(err)

@@ -181,6 +181,7 @@ type lctStore struct {
 	closed    *lctWindow // closed, not yet settled (nil: none)
 	pendingOf map[*slot]pendingRef
 	window    int64
+	wide      int64         // windows a window may grow to away from the peak
 	rawLeft   map[*slot]int // writes still to be stored as they are
 	// rawBelow: tensors of at most this many values are always stored as
 	// they are (smallParamLimit).
@@ -249,7 +250,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
 	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{},
-		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, rawLeft: map[*slot]int{}}, nil
+		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, wide: wideWindows, rawLeft: map[*slot]int{}}, nil
 }
 
 // encode stores the values at p (dense, s.n of them) as s's new contents,
@@ -304,23 +305,66 @@ func (st *lctStore) addPending(s *slot, src devPtr, job *FusedJob) {
 	w.bytes += 2 * int64(s.n)
 }
 
-// closeIfFull closes the open window once its sources reach the window,
-// and settles the closed window early, without waiting for the open one to
-// fill, once the sources of both pass two windows (a large tensor's): the
-// sources kept never pass two windows by more than the last tensor, so
-// that the pipeline costs no memory at the run's peak.
+// closeIfFull closes the open window once its sources reach a wide
+// window (wideWindows windows), and settles the closed window early,
+// without waiting for the open one to fill, once the sources of both pass
+// two wide windows (a large tensor's). Near the run's peak, relieve brings
+// the sources kept back to two windows before anything is allocated, so
+// that the pipeline costs no memory at the peak; away from it, wide
+// windows mean fewer settles and fewer, larger encode launches.
 func (st *lctStore) closeIfFull() error {
-	if st.closed != nil && st.closed.bytes+st.open.bytes > 2*st.window {
+	wide := st.wide * st.window
+	if st.closed != nil && st.closed.bytes+st.open.bytes > 2*wide {
 		w := st.closed
 		st.closed = nil
 		if err := st.settleWindow(w); err != nil {
 			return err
 		}
 	}
-	if st.open.bytes < st.window {
+	if st.open.bytes < wide {
 		return nil
 	}
 	return st.closeWindow()
+}
+
+// wideWindows is how many windows a window may grow to away from the peak
+// (lctStore.wide).
+const wideWindows = 4
+
+// relieve implements store: where bytes more, and two windows of sources
+// (room for what the store allocates on its own besides), would take the
+// run past the peak it has recorded, the windows are closed and settled
+// (waiting for their encodes) until the sources kept are no more than two
+// windows' (the last tensor may pass that by itself). Its callers are
+// outside the store's own calls, so settling is safe there.
+func (st *lctStore) relieve(bytes int64) error {
+	if st.mem.Live()+bytes+2*st.window <= st.mem.Ledger().PeakTotal() {
+		return nil
+	}
+	for st.open.bytes+st.closedBytes() > 2*st.window {
+		if w := st.closed; w != nil {
+			st.closed = nil
+			if err := st.settleWindow(w); err != nil {
+				return err
+			}
+			continue
+		}
+		if st.open.bytes == 0 {
+			break
+		}
+		if err := st.closeWindow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closedBytes is the sources of the closed window's encodes.
+func (st *lctStore) closedBytes() int64 {
+	if st.closed == nil {
+		return 0
+	}
+	return st.closed.bytes
 }
 
 // closeWindow closes the open window (the codec queues its reading back)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"lcttop/kernels/gpt"
+	"lcttop/trainer"
 	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/optim"
 )
@@ -20,6 +21,19 @@ type Ops struct {
 	// takes DefaultSumRows; at least N sums each column in one pass, in
 	// ascending rows, the CPU's order bit for bit.
 	SumRows int
+	// beforeAlloc, when set, runs before each scratch allocation (the
+	// run's relief of its store: see lctStore.relieve).
+	beforeAlloc func(bytes int64) error
+}
+
+// alloc is scratch memory for one op.
+func (o *Ops) alloc(c trainer.Category, bytes int64) (devPtr, error) {
+	if o.beforeAlloc != nil {
+		if err := o.beforeAlloc(bytes); err != nil {
+			return 0, err
+		}
+	}
+	return o.mem.Alloc(c, bytes)
 }
 
 // DefaultSumRows keeps a column reduction's first pass short and wide: for
@@ -173,7 +187,7 @@ func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) erro
 // another summation order), from dy, x, g and the forward's statistics.
 func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
-	sums, err := o.mem.Alloc(scratchCat, 8*int64(N))
+	sums, err := o.alloc(scratchCat, 8*int64(N))
 	if err != nil {
 		return err
 	}
@@ -194,7 +208,7 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, 
 		}
 	}
 	rows, chunks := o.sumChunks(N)
-	partial, err := o.mem.Alloc(scratchCat, 8*int64(chunks)*int64(C))
+	partial, err := o.alloc(scratchCat, 8*int64(chunks)*int64(C))
 	if err != nil {
 		return err
 	}
@@ -226,7 +240,7 @@ func (o *Ops) sumChunks(N int) (rows, chunks int) {
 func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
 	defer o.scope("bias")()
 	rows, chunks := o.sumChunks(N)
-	partial, err := o.mem.Alloc(scratchCat, 4*int64(chunks)*int64(C))
+	partial, err := o.alloc(scratchCat, 4*int64(chunks)*int64(C))
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{cfg: cfg, mem: mem, ops: NewOps(mem), st: st, name: name, byName: map[string]*param{}}
+	r.ops.beforeAlloc = st.relieve
 	r.aheadViews = map[trainer.TensorClass]int{}
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
 	for i := range r.reserve {
@@ -301,6 +302,10 @@ func (r *Run) alloc(c trainer.Category, bytes int64) device.Ptr {
 	if r.err != nil {
 		return 0
 	}
+	if err := r.st.relieve(bytes); err != nil {
+		r.keep(err)
+		return 0
+	}
 	p, err := r.mem.Alloc(c, bytes)
 	r.keep(err)
 	return p
@@ -334,6 +339,10 @@ func (r *Run) doneParam(name string, p device.Ptr) { r.done(r.byName[name].w, p)
 // update applies the optimizer to parameter name from gradient g and frees g;
 // its states' views decoded ahead go to the store.
 func (r *Run) update(step int, name string, g device.Ptr) {
+	if r.err == nil {
+		// Room for the update's views and new compressed tensors.
+		r.keep(r.st.relieve(4 * 2 * int64(r.byName[name].n)))
+	}
 	if r.err == nil {
 		p := r.byName[name]
 		var views [2]device.Ptr

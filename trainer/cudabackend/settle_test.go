@@ -59,6 +59,7 @@ func newSettleSetup(t *testing.T) *settleSetup {
 	n := len(va)
 	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 2*int64(n))
 	h.check(err)
+	st.wide = 1 // windows of one tensor, wherever the run is
 	act := func(name string) *slot {
 		return &slot{name: name, class: trainer.ClassActivation, cat: trainer.Activations, n: n}
 	}
@@ -295,4 +296,37 @@ func TestLCTStoreReportsCorruptDecodeOfReleasedTensor(t *testing.T) {
 	x.queueCorruptDecode(t)
 	x.st.release(x.a)
 	x.expectDecodeErrorAtNextWindow(t)
+}
+
+// Away from the run's peak a window grows to st.wide windows before it
+// closes; near the peak, relieve settles the sources kept down to two
+// windows before the run allocates.
+func TestLCTStoreWideWindowsRelieved(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	st.wide = 4
+	n := int64(x.a.n)
+	// A peak far above what the store will keep.
+	big := h.alloc(64 * 2 * n)
+	h.mem.Free(big)
+	for _, s := range []*slot{x.a, x.b, x.c} {
+		h.check(st.set(s, h.randBF16(x.a.n, 0, 0.02)))
+	}
+	if st.closed != nil || st.open.bytes != 3*2*n {
+		t.Fatalf("three tensors of a window each: closed window %v, open window %d bytes; want none closed, all three open", st.closed != nil, st.open.bytes)
+	}
+	h.check(st.relieve(2 * n)) // far from the peak: nothing to do
+	if st.open.bytes != 3*2*n || st.clock.settles != 0 {
+		t.Fatalf("relieve far from the peak settled: open %d bytes, %d settles", st.open.bytes, st.clock.settles)
+	}
+	h.check(st.relieve(60 * 2 * n)) // as much more would pass the peak
+	if kept := st.open.bytes + st.closedBytes(); kept > 2*st.window || st.clock.settles == 0 {
+		t.Fatalf("relieve near the peak: %d bytes of sources kept (two windows: %d), %d settles", kept, 2*st.window, st.clock.settles)
+	}
+	h.check(st.settle())
+	for _, s := range []*slot{x.a, x.b, x.c} {
+		if !st.held[s].enc.Settled() {
+			t.Errorf("%s not settled after the store's settle", s.name)
+		}
+	}
 }

@@ -40,6 +40,11 @@ type store interface {
 	// into view p, from read or readAhead (a codec's side stream may still
 	// be writing it): call it before the view's first use.
 	ready(p device.Ptr) error
+	// relieve is called, outside the store's own calls, before the run
+	// allocates bytes (or asks the store to): the LCT store gives back the
+	// sources it keeps beyond what it needs where the run is near its
+	// peak.
+	relieve(bytes int64) error
 	// settle completes the work the store left queued (the end of a step).
 	settle() error
 }
@@ -95,6 +100,8 @@ func (d *denseStore) readAhead(slots []*slot, views []device.Ptr) error {
 func (d *denseStore) viewBytes(*slot) int64 { return 0 }
 
 func (d *denseStore) ready(device.Ptr) error { return nil }
+
+func (d *denseStore) relieve(int64) error { return nil }
 
 func (d *denseStore) begin(s *slot) (device.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
 
