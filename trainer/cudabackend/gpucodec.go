@@ -709,7 +709,7 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
 		return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 	}
 	t.Name = g.t.Name
-	c.freeTensor(g)
+	c.freeTensor(g, false)
 	g.t, g.stats, g.mustFit = t, nil, false
 	if err := c.timed(func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
 		return err
@@ -731,12 +731,13 @@ func (c *GPUCodec) usedWith(g *gpuTensor, ps ...devPtr) error {
 	return nil
 }
 
-// freeTensor gives g's sections back, marked as used up to g's last use
-// (or now, when work on it may have been queued since: a new codebook's
-// tables, a grown overflow buffer).
-func (c *GPUCodec) freeTensor(g *gpuTensor) {
+// freeTensor gives g's sections back, marked as used up to g's last use,
+// or up to now when an encode into it was set up since (its queued launch
+// dropped, but a new codebook's tables or a grown overflow buffer may have
+// been queued on the side stream).
+func (c *GPUCodec) freeTensor(g *gpuTensor, setUp bool) {
 	pt := g.side
-	if p, err := c.dev.Point(); err == nil && g.queued {
+	if p, err := c.dev.Point(); err == nil && setUp {
 		pt = p
 	}
 	g.mem.freeTagged(pt, func() { g.t.Free() }) // memory from a Mem: giving it back cannot fail
@@ -776,15 +777,15 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	return c.decodedInto(g, dst)
 }
 
-// decodedInto records the decodes just queued into dsts (of tensors ts):
-// the side stream's point after them is their tensors' last use, the
-// views' last use by the side stream, and what Ready orders the trainer's
-// use of the views after.
+// decodedInto records the decode of g just queued into dsts: the side
+// stream's point after it is g's last use, the views' last use by the side
+// stream, and what Ready orders the trainer's use of the views after.
 func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...devPtr) error {
 	pt, err := c.dev.Point()
 	if err != nil || pt == 0 {
 		return err
 	}
+	g.side = pt
 	if c.decoded == nil {
 		c.decoded = map[devPtr]uint64{}
 	}
@@ -831,11 +832,9 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 		return err
 	}
 	for i, t := range ts {
-		g := t.(*gpuTensor)
-		if err := c.decodedInto(g, dsts[i]); err != nil {
+		if err := c.decodedInto(t.(*gpuTensor), dsts[i]); err != nil {
 			return err
 		}
-		g.side = c.decoded[dsts[i]]
 	}
 	return nil
 }
@@ -843,11 +842,9 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 // Free implements Codec. A queued encode of t is dropped, never launched.
 func (c *GPUCodec) Free(_ *Mem, t Compressed) {
 	if g, ok := t.(*gpuTensor); ok && g.t != nil {
-		queued := g.queued
+		setUp := g.queued
 		c.unqueue(g)
-		g.queued = queued // freeTensor: work on it may be queued since its last use
-		c.freeTensor(g)
-		g.queued = false
+		c.freeTensor(g, setUp)
 		g.t = nil
 	}
 }
