@@ -281,7 +281,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 			return false, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1, owner: c})
+		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1})
 	}
 	in, out := job.tensors()
 	if !c.dev.FusedFits(in, out) {
@@ -385,11 +385,10 @@ type gpuTensor struct {
 	// codec, for an output of a fused update (no histogram counted): its
 	// figures decode it to count one when asked.
 	codec *GPUCodec
-	// mem is the run whose memory holds it; owner the codec that made it;
-	// side the side stream's point after the last work that used it.
-	mem   *Mem
-	owner *GPUCodec
-	side  uint64
+	// mem is the run whose memory holds it; side the side stream's point
+	// after the last work that used it.
+	mem  *Mem
+	side uint64
 }
 
 func (g *gpuTensor) Settled() bool            { return g.settled }
@@ -511,7 +510,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 			return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
 		t.Name = key
-		g = &gpuTensor{t: t, key: k, n: n, cat: cat, mem: mem, owner: c}
+		g = &gpuTensor{t: t, key: k, n: n, cat: cat, mem: mem}
 	} else {
 		// Encode into prev: its decode, queued before, has read it.
 		if g.t.Codebook() != k.cb {
