@@ -18,28 +18,22 @@ import (
 // testGPUCodec opens package gpu's device beside the trainer's (the GPU, or
 // the CPU emulation of the LCT kernels) and returns a codec on it, its
 // work on a side stream as OpenCodec's.
-func testGPUCodec(t testing.TB) *GPUCodec {
-	t.Helper()
-	d, err := gpu.OpenDevice(0)
-	if err != nil {
-		t.Skipf("no GPU for the LCT kernels: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	if err := d.UseSideStream(); err != nil {
-		t.Fatal(err)
-	}
-	return NewGPUCodec(d)
-}
+func testGPUCodec(t testing.TB) *GPUCodec { return openTestGPUCodec(t, true) }
 
-// testSerialGPUCodec is testGPUCodec with the codec's work on the
-// trainer's stream ("gpu-serial").
-func testSerialGPUCodec(t testing.TB) *GPUCodec {
+// openTestGPUCodec is testGPUCodec with the codec's work on a side stream
+// or, without side, on the trainer's stream ("gpu-serial").
+func openTestGPUCodec(t testing.TB, side bool) *GPUCodec {
 	t.Helper()
 	d, err := gpu.OpenDevice(0)
 	if err != nil {
 		t.Skipf("no GPU for the LCT kernels: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
+	if side {
+		if err := d.UseSideStream(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return NewGPUCodec(d)
 }
 

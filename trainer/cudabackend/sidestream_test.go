@@ -29,10 +29,7 @@ func TestLCTRunSideStreamOrdered(t *testing.T) {
 		{"serial", false, 0, 0, false},
 	} {
 		dev := testDevice(t)
-		gc := testGPUCodec(t)
-		if !c.side {
-			gc = testSerialGPUCodec(t)
-		}
+		gc := openTestGPUCodec(t, c.side)
 		if err := gc.dev.DelayStreams(c.sideLag, c.defaultLag); err != nil {
 			t.Fatal(err)
 		}
