@@ -48,6 +48,9 @@ type deviceLine struct {
 	LCTDecodes        int     `json:"lct_decodes"`                   // its single-tensor decode launches
 	LCTDecodeBatches  int     `json:"lct_decode_batches"`            // its batched decode launches
 	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
+	// LCTCodecOps is that device time by kind of operation ("decode batch:
+	// activations").
+	LCTCodecOps map[string]cudabackend.CodecOpTime `json:"lct_codec_ops,omitempty"`
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -156,7 +159,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
-				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6})
+				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps})
 		}
 		line := shadowLine(r)
 		if lct != nil {

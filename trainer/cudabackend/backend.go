@@ -96,19 +96,27 @@ func (b *Backend) Device() device.Device { return b.dev }
 // Pool is the device memory the runs draw on.
 func (b *Backend) Pool() *Pool { return b.pool }
 
+// CodecOpTime is the device time of one kind of codec operation in a step.
+type CodecOpTime struct {
+	Launches int     `json:"launches"`
+	Ms       float64 `json:"ms"`
+	MValues  float64 `json:"mvalues"` // millions of values coded
+}
+
 // StepResult is one lockstep step of both runs.
 type StepResult struct {
 	Step                   int
 	LossShadow, LossLCT    float32
 	TimeShadow, TimeLCT    time.Duration
-	BitIdentical           bool          // the losses' bits agree (true when there is no LCT run)
-	CodecTime              time.Duration // the LCT run's encoding and decoding (host time: launches and waits)
-	Settles                int           // the LCT run's settled windows of encodes (waits for the work of one window)
-	Drains                 int           // the LCT run's full settles (waits for all the queued work: the step's end)
-	SourceReads            int           // the LCT run's reads of pending tensors, copied from their kept sources
-	EncodedAgain           int           // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
-	Decodes, DecodeBatches int           // the LCT run's decode launches: single tensors, batches
-	CodecDeviceTime        time.Duration // device time of the codec's kernels (GPUCodec with Profile set; else 0)
+	BitIdentical           bool                   // the losses' bits agree (true when there is no LCT run)
+	CodecTime              time.Duration          // the LCT run's encoding and decoding (host time: launches and waits)
+	Settles                int                    // the LCT run's settled windows of encodes (waits for the work of one window)
+	Drains                 int                    // the LCT run's full settles (waits for all the queued work: the step's end)
+	SourceReads            int                    // the LCT run's reads of pending tensors, copied from their kept sources
+	EncodedAgain           int                    // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
+	Decodes, DecodeBatches int                    // the LCT run's decode launches: single tensors, batches
+	CodecDeviceTime        time.Duration          // device time of the codec's kernels (GPUCodec with Profile set; else 0)
+	CodecOps               map[string]CodecOpTime // CodecDeviceTime by kind of operation
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 	PoolAllocs             int   // device allocations the pool made during the step (its cache missed)
@@ -134,6 +142,9 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
 		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
 			res.CodecDeviceTime = p.TakeDeviceTime()
+		}
+		if p, ok := ls.codec.(interface{ TakeOpTimes() map[string]CodecOpTime }); ok {
+			res.CodecOps = p.TakeOpTimes()
 		}
 		if err != nil {
 			return res, err

@@ -5,6 +5,8 @@ package cudabackend
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"lcttop/codec"
@@ -91,7 +93,16 @@ func (c *GPUCodec) flush() error {
 	c.queue = c.queue[:0]
 	a := &c.arena
 	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
-	if err := c.timed(func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) }); err != nil {
+	var kind string
+	var values int
+	if c.Profile {
+		gs := make([]*gpuTensor, len(qs))
+		for i, q := range qs {
+			gs[i] = q.g
+		}
+		kind, values = opKind("encode batch", gs...), valuesOf(gs...)
+	}
+	if err := c.timed(kind, values, func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) }); err != nil {
 		return err
 	}
 	pt, err := c.dev.Point()
@@ -152,15 +163,58 @@ func (c *GPUCodec) SetProfile(on bool) { c.Profile = on }
 
 // codecProfile times the codec's queued work with device events, read at
 // the settle of the window they were queued in (when the device has
-// finished it, so reading never waits).
+// finished it, so reading never waits), and adds it up by kind of work.
 type codecProfile struct {
-	free, used []*gpu.Timer
-	ms         float64
+	free []*gpu.Timer
+	used []timedOp
+	ms   float64
+	ops  map[string]CodecOpTime
+}
+
+// timedOp is one timed operation: its timer, kind and values coded.
+type timedOp struct {
+	t      *gpu.Timer
+	kind   string
+	values int
+}
+
+// opKind names a codec operation for the profile: what it does and the
+// categories of the tensors it codes ("encode batch: activations").
+func opKind(op string, gs ...*gpuTensor) string {
+	var cats []string
+	for _, g := range gs {
+		if c := string(g.cat); !slices.Contains(cats, c) {
+			cats = append(cats, c)
+		}
+	}
+	slices.Sort(cats)
+	return op + ": " + strings.Join(cats, "+")
+}
+
+// outsOf is a fused update's outputs.
+func outsOf(j *FusedJob) []*gpuTensor {
+	gs := make([]*gpuTensor, 0, len(j.Outs))
+	for _, o := range j.Outs {
+		if g, ok := o.(*gpuTensor); ok {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// valuesOf is the number of values the tensors hold.
+func valuesOf(gs ...*gpuTensor) int {
+	n := 0
+	for _, g := range gs {
+		n += g.n
+	}
+	return n
 }
 
 // timed runs op, after the trainer's work queued so far (op's inputs: see
-// side.go), between two event records when profiling.
-func (c *GPUCodec) timed(op func() error) error {
+// side.go), between two event records when profiling; kind and values say
+// what it is for the profile.
+func (c *GPUCodec) timed(kind string, values int, op func() error) error {
 	if err := c.dev.AfterDefault(); err != nil {
 		return err
 	}
@@ -180,7 +234,7 @@ func (c *GPUCodec) timed(op func() error) error {
 		return err
 	}
 	err := op()
-	c.prof.used = append(c.prof.used, t)
+	c.prof.used = append(c.prof.used, timedOp{t, kind, values})
 	if serr := t.Stop(); serr != nil && err == nil {
 		err = serr
 	}
@@ -188,14 +242,22 @@ func (c *GPUCodec) timed(op func() error) error {
 }
 
 // collect adds up timers of a settled window (their work is done).
-func (c *GPUCodec) collect(timers []*gpu.Timer) error {
-	for _, t := range timers {
-		ms, err := t.Ms()
+func (c *GPUCodec) collect(timers []timedOp) error {
+	for _, o := range timers {
+		ms, err := o.t.Ms()
 		if err != nil {
 			return err
 		}
 		c.prof.ms += ms
-		c.prof.free = append(c.prof.free, t)
+		if c.prof.ops == nil {
+			c.prof.ops = map[string]CodecOpTime{}
+		}
+		k := c.prof.ops[o.kind]
+		k.Launches++
+		k.Ms += ms
+		k.MValues += float64(o.values) / 1e6
+		c.prof.ops[o.kind] = k
+		c.prof.free = append(c.prof.free, o.t)
 	}
 	return nil
 }
@@ -206,6 +268,14 @@ func (c *GPUCodec) TakeDeviceTime() time.Duration {
 	d := time.Duration(c.prof.ms * float64(time.Millisecond))
 	c.prof.ms = 0
 	return d
+}
+
+// TakeOpTimes returns the device time of the codec's operations settled
+// since the last call by kind (nil unless Profile is set).
+func (c *GPUCodec) TakeOpTimes() map[string]CodecOpTime {
+	ops := c.prof.ops
+	c.prof.ops = nil
+	return ops
 }
 
 // gpuKey is what the codec remembers of one stored tensor.
@@ -292,7 +362,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 		job.Outs = nil
 		return false, nil
 	}
-	if err := c.timed(func() error { return c.launchFused(job) }); err != nil {
+	if err := c.timed(opKind("fused update", outsOf(job)...), valuesOf(outsOf(job)...), func() error { return c.launchFused(job) }); err != nil {
 		return true, err
 	}
 	return true, c.usedBy(job)
@@ -558,7 +628,7 @@ func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*g
 type gpuWindow struct {
 	num    int
 	read   *gpu.StatusRead
-	timers []*gpu.Timer
+	timers []timedOp
 }
 
 // CloseWindow implements Codec: it queues the copy of every tensor's
@@ -661,7 +731,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			rerun[j] = true
 			continue
 		}
-		if err := c.timed(func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
+		if err := c.timed(opKind("encode again", g), g.n, func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return nil, err
 		}
 		if err := c.usedWith(g, pend[i].Src); err != nil {
@@ -670,7 +740,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		g.mustFit, again[i] = true, true
 	}
 	for j := range rerun {
-		if err := c.timed(func() error { return c.launchFused(j) }); err != nil {
+		if err := c.timed(opKind("fused update again", outsOf(j)...), valuesOf(outsOf(j)...), func() error { return c.launchFused(j) }); err != nil {
 			return nil, err
 		}
 		if err := c.usedBy(j); err != nil {
@@ -710,7 +780,7 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
 	t.Name = g.t.Name
 	c.freeTensor(g, false)
 	g.t, g.stats, g.mustFit = t, nil, false
-	if err := c.timed(func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
+	if err := c.timed(opKind("encode with a new code", g), g.n, func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
 		return err
 	}
 	return c.usedWith(g, src)
@@ -770,7 +840,7 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	if err := c.flushFor(g); err != nil {
 		return err
 	}
-	if err := c.timed(func() error { return c.dev.Decode(dense(dst, g.n), g.t) }); err != nil {
+	if err := c.timed(opKind("decode", g), g.n, func() error { return c.dev.Decode(dense(dst, g.n), g.t) }); err != nil {
 		return err
 	}
 	return c.decodedInto(g, dst)
@@ -817,6 +887,7 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 	}
 	gts := make([]*gpu.Tensor, len(ts))
 	bufs := make([]gpu.Buffer, len(ts))
+	gs := make([]*gpuTensor, len(ts))
 	for i, t := range ts {
 		g, ok := t.(*gpuTensor)
 		if !ok {
@@ -825,9 +896,13 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 		if err := c.flushFor(g); err != nil {
 			return err
 		}
-		gts[i], bufs[i] = g.t, dense(dsts[i], g.n)
+		gts[i], bufs[i], gs[i] = g.t, dense(dsts[i], g.n), g
 	}
-	if err := c.timed(func() error { return c.dev.DecodeBatch(bufs, gts) }); err != nil {
+	kind := ""
+	if c.Profile {
+		kind = opKind("decode batch", gs...)
+	}
+	if err := c.timed(kind, valuesOf(gs...), func() error { return c.dev.DecodeBatch(bufs, gts) }); err != nil {
 		return err
 	}
 	for i, t := range ts {

@@ -5,7 +5,9 @@ package cudabackend
 import (
 	"bytes"
 	"context"
+	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lcttop/codec"
@@ -147,6 +149,7 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 			if (r.CodecDeviceTime > 0) != gc.Profile || r.Settles < 1 {
 				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
 			}
+			checkCodecOps(t, c.name, r.StepResult, gc.Profile)
 			return nil
 		})
 		if err != nil {
@@ -278,5 +281,34 @@ func TestSweepGPUCodecAfterOutOfBudget(t *testing.T) {
 	}
 	if failed == 0 || lct < opts.Min || lct >= opts.Max {
 		t.Errorf("within %d bytes, 1 less than the LCT peak at %d: LCT fits %d, %d trials out of budget", opts.Budget, opts.Max, lct, failed)
+	}
+}
+
+// checkCodecOps checks a step's codec profile by kind: none without
+// profiling; with it, the kinds add up to the device time, and the step
+// encoded its activations in batches and decoded something.
+func checkCodecOps(t *testing.T, name string, r StepResult, profile bool) {
+	t.Helper()
+	if !profile {
+		if r.CodecOps != nil {
+			t.Errorf("%s, step %d: codec ops %v without profiling", name, r.Step, r.CodecOps)
+		}
+		return
+	}
+	var ms float64
+	encoded, decoded := false, false
+	for kind, o := range r.CodecOps {
+		if o.Launches < 1 || o.Ms <= 0 || o.MValues <= 0 {
+			t.Errorf("%s, step %d: %s: %+v", name, r.Step, kind, o)
+		}
+		ms += o.Ms
+		encoded = encoded || strings.HasPrefix(kind, "encode batch: ") && strings.Contains(kind, string(trainer.Activations))
+		decoded = decoded || strings.HasPrefix(kind, "decode")
+	}
+	if got := float64(r.CodecDeviceTime) / 1e6; math.Abs(got-ms) > 1e-3 {
+		t.Errorf("%s, step %d: codec ops add up to %.6f ms, device time %.6f ms", name, r.Step, ms, got)
+	}
+	if !encoded || !decoded {
+		t.Errorf("%s, step %d: codec ops %v: want a batched encode of activations and a decode", name, r.Step, r.CodecOps)
 	}
 }
