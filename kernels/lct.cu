@@ -1065,21 +1065,29 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
     u32 tot;
     const u32 x = block_scan((spill ? 1u << 17 : 0u) | (u32)spill, tmp, tot);
     u8* ov = (u8*)d->overflow + off;
-    if (spill) {
-      ov[x >> 17] = (u8)spill;
-      // Up to 255 values 512 bytes apart: eight loads in flight before their
-      // stores, not one global round trip per value.
-      const u16* __restrict__ sp = in + (long long)w.coded * 256 + j;
-      u8* __restrict__ out = ov + S + (x & 0x1FFFFu);
-      int p = 0;
-      for (; p + 8 <= spill; p += 8) {
-        u16 v[8];
+    if (spill) ov[x >> 17] = (u8)spill;
+    // The whole CTA writes the spilled exponents, each thread every 256th:
+    // spills gather in a few streams (a matrix's columns of larger scale
+    // fall to the same streams), and a stream's own thread would hold the
+    // block for up to 255 values, each a round trip to memory. The chunk
+    // buffer is free now: it holds each stream's place among the spilled
+    // exponents and its first spilled position.
+    u32* first = (u32*)ex;
+    u32* from = first + 256;
+    first[j] = x & 0x1FFFFu;
+    from[j] = w.coded;
+    __syncthreads();
+    const u32 T = tot & 0x1FFFFu;
+    u8* __restrict__ out = ov + S;
+    for (u32 i = j; i < T; i += 256) {
+      // The last stream whose spilled exponents start at or before i
+      // (first[0] = 0 <= i; streams that spill nothing share their place
+      // with the next stream and are passed over).
+      int lo = 0;
 #pragma unroll
-        for (int k = 0; k < 8; k++) v[k] = __ldg(sp + (long long)(p + k) * 256);
-#pragma unroll
-        for (int k = 0; k < 8; k++) out[p + k] = (u8)(v[k] >> 7);
-      }
-      for (; p < spill; p++) out[p] = (u8)(__ldg(sp + (long long)p * 256) >> 7);
+      for (int step = 128; step; step >>= 1)
+        if (first[lo + step] <= i) lo += step;
+      out[i] = (u8)(__ldg(in + (long long)(from[lo] + (i - first[lo])) * 256 + lo) >> 7);
     }
   }
 }
