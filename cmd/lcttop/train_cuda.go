@@ -51,6 +51,9 @@ type deviceLine struct {
 	// LCTCodecOps is that device time by kind of operation ("decode batch:
 	// activations").
 	LCTCodecOps map[string]cudabackend.CodecOpTime `json:"lct_codec_ops,omitempty"`
+	// LCTOverflow is the overflow room its encodes settled this step had,
+	// and what their spills used, by category.
+	LCTOverflow map[string]cudabackend.OverflowUse `json:"lct_overflow,omitempty"`
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -159,7 +162,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
-				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps})
+				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow})
 		}
 		line := shadowLine(r)
 		if lct != nil {

@@ -103,6 +103,14 @@ type CodecOpTime struct {
 	MValues  float64 `json:"mvalues"` // millions of values coded
 }
 
+// OverflowUse is the overflow room the encodes settled in a step had, and
+// what their spills used of it.
+type OverflowUse struct {
+	Encodes   int   `json:"encodes"`
+	RoomBytes int64 `json:"room_bytes"`
+	UsedBytes int64 `json:"used_bytes"`
+}
+
 // StepResult is one lockstep step of both runs.
 type StepResult struct {
 	Step                   int
@@ -117,6 +125,7 @@ type StepResult struct {
 	Decodes, DecodeBatches int                    // the LCT run's decode launches: single tensors, batches
 	CodecDeviceTime        time.Duration          // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	CodecOps               map[string]CodecOpTime // CodecDeviceTime by kind of operation
+	Overflow               map[string]OverflowUse // the LCT run's overflow room and use by category (GPUCodec)
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 	PoolAllocs             int   // device allocations the pool made during the step (its cache missed)
@@ -145,6 +154,9 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		}
 		if p, ok := ls.codec.(interface{ TakeOpTimes() map[string]CodecOpTime }); ok {
 			res.CodecOps = p.TakeOpTimes()
+		}
+		if p, ok := ls.codec.(interface{ TakeOverflow() map[string]OverflowUse }); ok {
+			res.Overflow = p.TakeOverflow()
 		}
 		if err != nil {
 			return res, err

@@ -61,6 +61,7 @@ type GPUCodec struct {
 	// output decode it to count its histogram when asked.
 	Fused bool
 	prof  codecProfile
+	ovf   map[string]OverflowUse // settled encodes' overflow room and use (TakeOverflow)
 	// queue holds the encodes set up and not yet launched (see flush).
 	queue []queuedEncode
 	// decoded holds, per view a decode wrote, the side stream's point
@@ -411,6 +412,27 @@ func (c *GPUCodec) launchFused(job *FusedJob) error {
 // dozen encodes.
 func overflowRoom(prev, need int) int { return max(need+need/8+1024, prev-prev/16) }
 
+// countOverflow adds a settled encode's overflow room and use to the
+// step's figures by category.
+func (c *GPUCodec) countOverflow(g *gpuTensor, used int) {
+	if c.ovf == nil {
+		c.ovf = map[string]OverflowUse{}
+	}
+	o := c.ovf[string(g.cat)]
+	o.Encodes++
+	o.RoomBytes += int64(g.t.OverflowCap())
+	o.UsedBytes += int64(used)
+	c.ovf[string(g.cat)] = o
+}
+
+// TakeOverflow returns the overflow room and use of the encodes settled
+// since the last call, by category.
+func (c *GPUCodec) TakeOverflow() map[string]OverflowUse {
+	o := c.ovf
+	c.ovf = nil
+	return o
+}
+
 // refitSlack is how much worse, in bits per exponent under the latest
 // histogram, a key's codebook may be than a fresh fit before it is
 // refitted: a new codebook costs an upload of its tables (queued, no wait)
@@ -717,6 +739,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			startRefit(g.key)
 		}
 		need := g.t.OverflowLen()
+		c.countOverflow(g, need)
 		g.key.ovRoom = overflowRoom(g.key.ovRoom, need)
 		if !g.t.Overflowed() {
 			continue
