@@ -881,7 +881,19 @@ LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, cons
 #pragma unroll 2
   for (; pp + 1 < nd; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
   if (pp < nd) rd_one<PIPE>(r, tab, col + pp * 256);
-  for (pp = nd; pp < nc; pp++) col[pp * 256] = sp.ovp[p0 + pp - sp.coded];
+  // The spilled positions, from the overflow area: eight loads in flight
+  // before their stores (a stream that spilled early reads a whole chunk
+  // of them here, not one round trip per exponent).
+  const u8* __restrict__ ov = sp.ovp;
+  const int at = p0 - sp.coded;  // ov index of position pp is at + pp
+  for (pp = nd; pp + 8 <= nc; pp += 8) {
+    u8 v[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) v[k] = __ldg(ov + at + pp + k);
+#pragma unroll
+    for (int k = 0; k < 8; k++) col[(pp + k) * 256] = v[k];
+  }
+  for (; pp < nc; pp++) col[pp * 256] = __ldg(ov + at + pp);
 }
 
 // decode_columns is decode_column for NT tensors at once, interleaved where
