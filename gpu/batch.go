@@ -129,8 +129,9 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 // are encoded by one launch of the encoder (which writes the overflow too).
 // When hist is valid it also writes each source's full exponent histogram
 // (256 little-endian uint64 counts, what HistogramInto writes) at
-// hist+histOffs[i], counted as the encoder reads the values. The tensors must
-// be distinct (each has one set of status words) and the histograms must not
+// hist+histOffs[i], counted as the encoder reads the values; a negative
+// offset (NoHistogram) counts none for that tensor. The tensors must be
+// distinct (each has one set of status words) and the histograms must not
 // overlap. It does not wait for the device.
 func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int) error {
 	if len(srcs) != len(ts) {
@@ -139,8 +140,7 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	if err := d.checkBatch("encode batch", ts, srcs, "source"); err != nil {
 		return err
 	}
-	withHist := hist.Valid()
-	if withHist {
+	if hist.Valid() {
 		if err := checkHistOffsets(hist, histOffs, len(ts)); err != nil {
 			return err
 		}
@@ -148,13 +148,19 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	return d.do(func() error { return d.encodeBatch(ts, srcs, hist, histOffs) })
 }
 
+// NoHistogram is the offset that asks EncodeBatch for no histogram of a
+// tensor.
+const NoHistogram = -1
+
 // encodeBatch is EncodeBatch after the checks.
 func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int) error {
-	withHist := hist.Valid()
+	// withHist: some tensor counts its histogram (the others' entries
+	// have none, and the encoder counts nothing for them).
+	withHist := false
 	items := make([]batchItem, 0, len(ts))
 	for i, t := range ts {
 		it := batchItem{t: t, data: srcs[i]}
-		if withHist {
+		if hist.Valid() && histOffs[i] >= 0 {
 			it.hist = hist.ptr + uintptr(histOffs[i])
 		}
 		if t.blocks() == 0 {
@@ -163,13 +169,14 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 			if err := t.setStatus(0); err != nil {
 				return err
 			}
-			if withHist {
+			if it.hist != 0 {
 				if err := d.drv.memset32(devPtr(it.hist), 0, HistogramBytes/4); err != nil {
 					return err
 				}
 			}
 			continue
 		}
+		withHist = withHist || it.hist != 0
 		items = append(items, it)
 	}
 	switch {
@@ -300,15 +307,18 @@ func checkHistOffsets(hist Buffer, offs []int, n int) error {
 	if len(offs) != n {
 		return fmt.Errorf("gpu: encode batch: %d histogram offsets for %d tensors", len(offs), n)
 	}
-	order := make([]int, n)
+	order := make([]int, 0, n)
 	for i, off := range offs {
-		if off < 0 || off%8 != 0 || off+HistogramBytes > hist.size {
-			return fmt.Errorf("gpu: encode batch: histogram %d at %d into a %d-byte buffer (want 8-aligned, %d bytes each)", i, off, hist.size, HistogramBytes)
+		if off == NoHistogram {
+			continue
 		}
-		order[i] = i
+		if off < 0 || off%8 != 0 || off+HistogramBytes > hist.size {
+			return fmt.Errorf("gpu: encode batch: histogram %d at %d into a %d-byte buffer (want 8-aligned, %d bytes each, or NoHistogram)", i, off, hist.size, HistogramBytes)
+		}
+		order = append(order, i)
 	}
 	sort.Slice(order, func(a, b int) bool { return offs[order[a]] < offs[order[b]] })
-	for k := 1; k < n; k++ {
+	for k := 1; k < len(order); k++ {
 		a, b := order[k-1], order[k]
 		if offs[b] < offs[a]+HistogramBytes {
 			return fmt.Errorf("gpu: encode batch: histograms %d (at %d) and %d (at %d) overlap", a, offs[a], b, offs[b])

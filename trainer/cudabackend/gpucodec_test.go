@@ -315,3 +315,43 @@ func checkCodecOps(t *testing.T, name string, r StepResult, profile bool) {
 		t.Errorf("%s, step %d: codec ops %v: want a batched encode of activations and a decode", name, r.Step, r.CodecOps)
 	}
 }
+
+// TestGPUCodecCountsActivationHistogramsSometimes: a saved activation's
+// encoder counts its histogram in one encode of activationHistEvery, the
+// first included; every other tensor's counts in each.
+func TestGPUCodecCountsActivationHistogramsSometimes(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	cfg := Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := New(dev, cfg, trainer.InitialValues(codecModel, 5), &LCTOptions{Codec: gc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text := testData(t, cfg.SeqLen)
+	const steps = 2*activationHistEvery + 1
+	for step := 1; step <= steps; step++ {
+		if _, err := b.Step(text.TrainBatch(5, step, cfg.Batch, cfg.SeqLen), step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An encode replaced before its settle (or kept as it is) has no
+	// histogram read: at most one in activationHistEvery for an activation,
+	// every one for the others, where some keys must show each.
+	skipped, everyOne := false, false
+	for name, k := range gc.keys {
+		most := k.encodes
+		if strings.HasPrefix(name, "act.") {
+			most = (k.encodes + activationHistEvery - 1) / activationHistEvery
+			skipped = skipped || k.encodes > activationHistEvery && k.histograms >= 1
+		} else {
+			everyOne = everyOne || k.encodes > 1 && k.histograms == k.encodes
+		}
+		if k.histograms > most {
+			t.Errorf("%s: %d histograms of %d encodes, at most %d", name, k.histograms, k.encodes, most)
+		}
+	}
+	if !skipped || !everyOne {
+		t.Errorf("want an activation encoded more than %d times with a histogram (%v) and another tensor with one every encode (%v)", activationHistEvery, skipped, everyOne)
+	}
+}
