@@ -297,38 +297,19 @@ type gpuKey struct {
 	updates    int       // fused-update candidates seen (parameters' weights)
 	encodes    int       // encodes set up
 	histograms int       // histograms of its encodes read at their settles
-	// countedSpill is the overflow its last encode with a histogram
-	// needed; drift, that an encode since needed far more (its values
-	// moved: the next encode counts its histogram, for a refit).
-	countedSpill int
-	drift        bool
 }
 
-// A saved activation's encoder counts its histogram in each of its first
-// activationHistWarm encodes (the first steps move the values most), then
-// in one of activationHistEvery, and in the next after an encode whose
-// spill grew past a quarter more than that of the last one counted. Only
-// refits use them (the figures are the parameters' and states'), and
-// counting costs each value a shared atomic.
+// activationHistEvery: a saved activation's encoder counts its histogram
+// in one encode of so many (the first included). Only refits use them (the
+// figures are the parameters' and states'), an activation's values are
+// much alike from step to step, and counting costs its encode a shared
+// atomic per value.
 const activationHistEvery = 4
-
-var activationHistWarm = 64 // a variable for the tests
 
 // countsHistogram reports whether the key's next encode, of category cat,
 // counts its histogram.
 func (k *gpuKey) countsHistogram(cat trainer.Category) bool {
-	return cat != trainer.Activations || k.encodes < activationHistWarm || k.encodes%activationHistEvery == 0 || k.drift
-}
-
-// spilled notes an encode's overflow need at its settle; counted: the
-// encode counted its histogram.
-func (k *gpuKey) spilled(need int, counted bool) {
-	switch {
-	case counted:
-		k.countedSpill, k.drift = need, false
-	case need > k.countedSpill+k.countedSpill/4+4096:
-		k.drift = true
-	}
+	return cat != trainer.Activations || k.encodes%activationHistEvery == 0
 }
 
 // fusedEvery: one update in so many of a parameter is not fused.
@@ -764,8 +745,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 	again := make([]bool, len(pend))
 	rerun := map[*FusedJob]bool{}
 	for i, g := range ts {
-		counted := g.histAt >= 0
-		if counted {
+		if g.histAt >= 0 {
 			// The encode's first settle: its histogram.
 			g.hist, g.histAt = histAt(hists, g.histAt), -1
 			g.key.hist, g.key.toCheck = g.hist, true
@@ -783,7 +763,6 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			startRefit(g.key)
 		}
 		need := g.t.OverflowLen()
-		g.key.spilled(need, counted)
 		c.countOverflow(g, need)
 		g.key.ovRoom = overflowRoom(g.key.ovRoom, need)
 		if !g.t.Overflowed() {
