@@ -129,9 +129,8 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 // are encoded by one launch of the encoder (which writes the overflow too).
 // When hist is valid it also writes each source's full exponent histogram
 // (256 little-endian uint64 counts, what HistogramInto writes) at
-// hist+histOffs[i], counted as the encoder reads the values; a negative
-// offset (NoHistogram) counts none for that tensor. The tensors must be
-// distinct (each has one set of status words) and the histograms must not
+// hist+histOffs[i], counted as the encoder reads the values. The tensors must
+// be distinct (each has one set of status words) and the histograms must not
 // overlap. It does not wait for the device.
 func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int) error {
 	if len(srcs) != len(ts) {
@@ -140,7 +139,8 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	if err := d.checkBatch("encode batch", ts, srcs, "source"); err != nil {
 		return err
 	}
-	if hist.Valid() {
+	withHist := hist.Valid()
+	if withHist {
 		if err := checkHistOffsets(hist, histOffs, len(ts)); err != nil {
 			return err
 		}
@@ -148,19 +148,13 @@ func (d *Device) EncodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	return d.do(func() error { return d.encodeBatch(ts, srcs, hist, histOffs) })
 }
 
-// NoHistogram is the offset that asks EncodeBatch for no histogram of a
-// tensor.
-const NoHistogram = -1
-
 // encodeBatch is EncodeBatch after the checks.
 func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs []int) error {
-	// withHist: some tensor counts its histogram (the others' entries
-	// have none, and the encoder counts nothing for them).
-	withHist := false
+	withHist := hist.Valid()
 	items := make([]batchItem, 0, len(ts))
 	for i, t := range ts {
 		it := batchItem{t: t, data: srcs[i]}
-		if hist.Valid() && histOffs[i] >= 0 {
+		if withHist {
 			it.hist = hist.ptr + uintptr(histOffs[i])
 		}
 		if t.blocks() == 0 {
@@ -169,14 +163,13 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 			if err := t.setStatus(0); err != nil {
 				return err
 			}
-			if it.hist != 0 {
+			if withHist {
 				if err := d.drv.memset32(devPtr(it.hist), 0, HistogramBytes/4); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		withHist = withHist || it.hist != 0
 		items = append(items, it)
 	}
 	switch {
@@ -307,18 +300,15 @@ func checkHistOffsets(hist Buffer, offs []int, n int) error {
 	if len(offs) != n {
 		return fmt.Errorf("gpu: encode batch: %d histogram offsets for %d tensors", len(offs), n)
 	}
-	order := make([]int, 0, n)
+	order := make([]int, n)
 	for i, off := range offs {
-		if off == NoHistogram {
-			continue
-		}
 		if off < 0 || off%8 != 0 || off+HistogramBytes > hist.size {
-			return fmt.Errorf("gpu: encode batch: histogram %d at %d into a %d-byte buffer (want 8-aligned, %d bytes each, or NoHistogram)", i, off, hist.size, HistogramBytes)
+			return fmt.Errorf("gpu: encode batch: histogram %d at %d into a %d-byte buffer (want 8-aligned, %d bytes each)", i, off, hist.size, HistogramBytes)
 		}
-		order = append(order, i)
+		order[i] = i
 	}
 	sort.Slice(order, func(a, b int) bool { return offs[order[a]] < offs[order[b]] })
-	for k := 1; k < len(order); k++ {
+	for k := 1; k < n; k++ {
 		a, b := order[k-1], order[k]
 		if offs[b] < offs[a]+HistogramBytes {
 			return fmt.Errorf("gpu: encode batch: histograms %d (at %d) and %d (at %d) overlap", a, offs[a], b, offs[b])

@@ -953,15 +953,13 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 // lookups' latency.
 
 // encode_block encodes block b of d from src, overflow included (the
-// region's offset by look-back). With HIST and hout set it also counts the
-// block's exponents into scratch (see above); the tensor's last block then
-// writes the histogram to hout (a batch's tensors without one have hout 0).
-// Its shared memory starts OFF bytes in.
+// region's offset by look-back). With HIST it also counts the block's
+// exponents into scratch (see above); the tensor's last block then writes
+// the histogram to hout. Its shared memory starts OFF bytes in.
 template <bool HIST, int OFF = 0>
 LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__ src, int b, u64* scratch, u64* hout) {
   u8* smem = LCT_DYNAMIC_SMEM + OFF;
   const int j = threadIdx.x;
-  const bool count = HIST && hout != 0;  // the same for the whole CTA
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride_out(d->C);
@@ -972,7 +970,7 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   u32* rows = tmp + 32;
   u32* hs = 0;
   int hstride = 1;
-  if (count) {
+  if (HIST) {
     const bool inRows = hist_in_rows(d->C);
     hs = inRows ? rows + W - 1 : rows + 256 * W;
     hstride = inRows ? W : 1;
@@ -1010,7 +1008,7 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-    if (count && p0 + LCT_CH <= minCount) {
+    if (HIST && p0 + LCT_CH <= minCount) {
       // Every stream has the whole chunk (the same branch for the CTA).
 #pragma unroll 4
       for (int pp = 0; pp < LCT_CH; pp += 2) {
@@ -1028,13 +1026,13 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
         for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
         if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
       }
-      if (count) {
+      if (HIST) {
         for (int pp = 0; pp < lim; pp++) hist_add(hs, hstride, col[pp * 256]);
       }
     }
     __syncthreads();
   }
-  if (count) {
+  if (HIST) {
     // Every count is in (the loop ended with a barrier); add them up.
     const u32 v = hs[j * hstride];
     if (v) atomicAdd(scratch + j, (u64)v);
@@ -1053,10 +1051,10 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   if (j < 32) {
     epoch = __shfl_sync(LCT_FULL, epoch, 0);
     const u32 before = b == 0 ? 0u : lookback(look, b, epoch);
-    // Counting, the last block hands the histogram over once every block's
+    // With HIST the last block hands the histogram over once every block's
     // counts are in: each block's counts reach memory before its word, and
     // the fence makes what this block read reach memory before what it writes.
-    if (count) __threadfence();
+    if (HIST) __threadfence();
     if (j == 0) {
       if (b != 0 && !LCT_LAZY_PREFIX(b)) st_relaxed(look + b, lb_word(epoch, LCT_LB_PRE, before + size));
       ((u32*)d->offsets)[b] = before;
@@ -1069,7 +1067,7 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
   }
   __syncthreads();
   const u32 off = tmp[LCT_TMP_OFF];
-  if (count && b == nbk - 1) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
+  if (HIST && b == nbk - 1) hout[j] = atomicExch((unsigned long long*)scratch + j, 0ull);
   if (S != 0 && (u64)off + size <= (u64)d->ovcap) {
     // The block's region fits: markers (one per spilling stream, in stream
     // order), then each stream's spilled exponents, read again from the

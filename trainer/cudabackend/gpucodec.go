@@ -88,9 +88,6 @@ func (c *GPUCodec) flush() error {
 	offs := make([]int, len(c.queue))
 	for i, q := range c.queue {
 		ts[i], srcs[i], offs[i] = q.g.t, q.src, q.g.histAt*histSlotBytes
-		if q.g.histAt < 0 {
-			offs[i] = gpu.NoHistogram
-		}
 		q.g.queued = false
 	}
 	qs := c.queue
@@ -291,25 +288,10 @@ type gpuKey struct {
 	// hist is the histogram of the last settled encode, checked for a
 	// refit at the next encode (the fit is host time: done where the key
 	// needs it, not for every tensor of a window at its settle).
-	hist       codec.Histogram
-	toCheck    bool
-	job        *refitJob // the refit for hist, started at the settle (refit.go)
-	updates    int       // fused-update candidates seen (parameters' weights)
-	encodes    int       // encodes set up
-	histograms int       // histograms of its encodes read at their settles
-}
-
-// activationHistEvery: a saved activation's encoder counts its histogram
-// in one encode of so many (the first included). Only refits use them (the
-// figures are the parameters' and states'), an activation's values are
-// much alike from step to step, and counting costs its encode a shared
-// atomic per value.
-const activationHistEvery = 4
-
-// countsHistogram reports whether the key's next encode, of category cat,
-// counts its histogram.
-func (k *gpuKey) countsHistogram(cat trainer.Category) bool {
-	return cat != trainer.Activations || k.encodes%activationHistEvery == 0
+	hist    codec.Histogram
+	toCheck bool
+	job     *refitJob // the refit for hist, started at the settle (refit.go)
+	updates int       // fused-update candidates seen (parameters' weights)
 }
 
 // fusedEvery: one update in so many of a parameter is not fused.
@@ -608,15 +590,10 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 		// taken back, must not run.
 		c.dropQueue()
 	}
-	slot := -1
-	if k.countsHistogram(cat) {
-		if slot, err = c.arena.take(mem, c.dev); err != nil {
-			return nil, err
-		}
-	} else {
-		c.arena.own(mem)
+	slot, err := c.arena.take(mem, c.dev)
+	if err != nil {
+		return nil, err
 	}
-	k.encodes++
 	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > k.ovRoom+k.ovRoom/4+4096 {
 		// A new tensor: none yet, another layout, or far more overflow
 		// room than the key needs.
@@ -749,7 +726,6 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			// The encode's first settle: its histogram.
 			g.hist, g.histAt = histAt(hists, g.histAt), -1
 			g.key.hist, g.key.toCheck = g.hist, true
-			g.key.histograms++
 			// Cheap test here (a code costs at least the entropy); the fit
 			// itself waits for the next encode, unless the code is stale.
 			cb := g.t.Codebook()
@@ -984,17 +960,13 @@ type histArena struct {
 
 const histSlotBytes = gpu.HistogramBytes
 
-// own makes the arena mem's: another run's arena went with its memory.
-func (a *histArena) own(mem *Mem) {
-	if a.mem != mem {
-		*a = histArena{mem: mem}
-	}
-}
-
 // take returns the open window's next slot, growing the arena (and keeping
 // the window's counts) when it is full.
 func (a *histArena) take(mem *Mem, dev *gpu.Device) (int, error) {
-	a.own(mem)
+	if a.mem != mem {
+		// Another run: the last one's arena went with its memory.
+		*a = histArena{mem: mem}
+	}
 	if a.used == a.slots {
 		n := max(64, 2*a.slots)
 		p, err := mem.AllocSide(trainer.CodecScratch, int64(n*histSlotBytes))
