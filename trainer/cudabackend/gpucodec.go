@@ -94,16 +94,11 @@ func (c *GPUCodec) flush() error {
 	c.queue = c.queue[:0]
 	a := &c.arena
 	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
-	var kind string
-	var values int
-	if c.Profile {
-		gs := make([]*gpuTensor, len(qs))
-		for i, q := range qs {
-			gs[i] = q.g
-		}
-		kind, values = opKind("encode batch", gs...), valuesOf(gs...)
+	gs := make([]*gpuTensor, len(qs))
+	for i, q := range qs {
+		gs[i] = q.g
 	}
-	if err := c.timed(kind, values, func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) }); err != nil {
+	if err := c.timed("encode batch", gs, func() error { return c.dev.EncodeBatch(ts, srcs, arena, offs) }); err != nil {
 		return err
 	}
 	pt, err := c.dev.Point()
@@ -181,7 +176,7 @@ type timedOp struct {
 
 // opKind names a codec operation for the profile: what it does and the
 // categories of the tensors it codes ("encode batch: activations").
-func opKind(op string, gs ...*gpuTensor) string {
+func opKind(op string, gs []*gpuTensor) string {
 	var cats []string
 	for _, g := range gs {
 		if c := string(g.cat); !slices.Contains(cats, c) {
@@ -204,7 +199,7 @@ func outsOf(j *FusedJob) []*gpuTensor {
 }
 
 // valuesOf is the number of values the tensors hold.
-func valuesOf(gs ...*gpuTensor) int {
+func valuesOf(gs []*gpuTensor) int {
 	n := 0
 	for _, g := range gs {
 		n += g.n
@@ -212,15 +207,15 @@ func valuesOf(gs ...*gpuTensor) int {
 	return n
 }
 
-// timed runs op, after the trainer's work queued so far (op's inputs: see
-// side.go), between two event records when profiling; kind and values say
-// what it is for the profile.
-func (c *GPUCodec) timed(kind string, values int, op func() error) error {
+// timed runs run, after the trainer's work queued so far (its inputs: see
+// side.go), between two event records when profiling, where op and the
+// tensors it codes, gs, name it.
+func (c *GPUCodec) timed(op string, gs []*gpuTensor, run func() error) error {
 	if err := c.dev.AfterDefault(); err != nil {
 		return err
 	}
 	if !c.Profile {
-		return op()
+		return run()
 	}
 	var t *gpu.Timer
 	if n := len(c.prof.free); n > 0 {
@@ -234,8 +229,8 @@ func (c *GPUCodec) timed(kind string, values int, op func() error) error {
 	if err := t.Start(); err != nil {
 		return err
 	}
-	err := op()
-	c.prof.used = append(c.prof.used, timedOp{t, kind, values})
+	err := run()
+	c.prof.used = append(c.prof.used, timedOp{t, opKind(op, gs), valuesOf(gs)})
 	if serr := t.Stop(); serr != nil && err == nil {
 		err = serr
 	}
@@ -363,7 +358,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 		job.Outs = nil
 		return false, nil
 	}
-	if err := c.timed(opKind("fused update", outsOf(job)...), valuesOf(outsOf(job)...), func() error { return c.launchFused(job) }); err != nil {
+	if err := c.timed("fused update", outsOf(job), func() error { return c.launchFused(job) }); err != nil {
 		return true, err
 	}
 	return true, c.usedBy(job)
@@ -754,7 +749,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 			rerun[j] = true
 			continue
 		}
-		if err := c.timed(opKind("encode again", g), g.n, func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
+		if err := c.timed("encode again", []*gpuTensor{g}, func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return nil, err
 		}
 		if err := c.usedWith(g, pend[i].Src); err != nil {
@@ -763,7 +758,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		g.mustFit, again[i] = true, true
 	}
 	for j := range rerun {
-		if err := c.timed(opKind("fused update again", outsOf(j)...), valuesOf(outsOf(j)...), func() error { return c.launchFused(j) }); err != nil {
+		if err := c.timed("fused update again", outsOf(j), func() error { return c.launchFused(j) }); err != nil {
 			return nil, err
 		}
 		if err := c.usedBy(j); err != nil {
@@ -803,7 +798,7 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
 	t.Name = g.t.Name
 	c.freeTensor(g, false)
 	g.t, g.stats, g.mustFit = t, nil, false
-	if err := c.timed(opKind("encode with a new code", g), g.n, func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
+	if err := c.timed("encode with a new code", []*gpuTensor{g}, func() error { return c.dev.Encode(g.t, dense(src, g.n)) }); err != nil {
 		return err
 	}
 	return c.usedWith(g, src)
@@ -863,7 +858,7 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 	if err := c.flushFor(g); err != nil {
 		return err
 	}
-	if err := c.timed(opKind("decode", g), g.n, func() error { return c.dev.Decode(dense(dst, g.n), g.t) }); err != nil {
+	if err := c.timed("decode", []*gpuTensor{g}, func() error { return c.dev.Decode(dense(dst, g.n), g.t) }); err != nil {
 		return err
 	}
 	return c.decodedInto(g, dst)
@@ -921,11 +916,7 @@ func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
 		}
 		gts[i], bufs[i], gs[i] = g.t, dense(dsts[i], g.n), g
 	}
-	kind := ""
-	if c.Profile {
-		kind = opKind("decode batch", gs...)
-	}
-	if err := c.timed(kind, valuesOf(gs...), func() error { return c.dev.DecodeBatch(bufs, gts) }); err != nil {
+	if err := c.timed("decode batch", gs, func() error { return c.dev.DecodeBatch(bufs, gts) }); err != nil {
 		return err
 	}
 	for i, t := range ts {
