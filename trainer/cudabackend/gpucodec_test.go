@@ -150,7 +150,7 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
 			}
 			checkCodecOps(t, c.name, r.StepResult, gc.Profile)
-			if o := r.Overflow[string(trainer.Activations)]; o.Encodes < 1 || o.RoomBytes < 0 || o.UsedBytes < 0 {
+			if o := r.Overflow[string(trainer.Activations)]; o.Encodes < 1 {
 				t.Errorf("%s, step %d: overflow figures %+v: want the step's activations' encodes", c.name, r.Step, r.Overflow)
 			}
 			return nil
