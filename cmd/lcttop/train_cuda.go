@@ -54,6 +54,10 @@ type deviceLine struct {
 	// LCTOverflow is the overflow room its encodes settled this step had,
 	// and what their spills used, by category.
 	LCTOverflow map[string]cudabackend.OverflowUse `json:"lct_overflow,omitempty"`
+	// FloorCopies and FloorCopyBytes are the copy floor's copies this
+	// step and the bytes they read and wrote (--lct-codec copy).
+	FloorCopies    int   `json:"floor_copies,omitempty"`
+	FloorCopyBytes int64 `json:"floor_copy_bytes,omitempty"`
 }
 
 // trainOnDevice is runCUDA on an open device.
@@ -77,7 +81,15 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	budget := int64(cf.memBudgetGiB * (1 << 30))
 	var lct *cudabackend.LCTOptions
 	codecName := ""
-	if !cf.shadowOnly {
+	switch {
+	case cf.shadowOnly:
+	case cf.lctCodec == "copy":
+		if err := copyFloorFlags(cf); err != nil {
+			return err
+		}
+		codecName = "copy"
+		lct = &cudabackend.LCTOptions{CopyFloor: true}
+	default:
 		c, closeCodec, err := cudabackend.OpenCodec(cf.lctCodec)
 		if err != nil {
 			return fmt.Errorf("--lct-codec: %w", err)
@@ -162,7 +174,8 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
-				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow})
+				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
+				FloorCopies: r.FloorCopies, FloorCopyBytes: r.FloorCopyBytes})
 		}
 		line := shadowLine(r)
 		if lct != nil {
@@ -193,6 +206,20 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	}
 	if lct != nil && !sum.AllIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
+	}
+	return nil
+}
+
+// copyFloorFlags refuses, for --lct-codec copy, the flags that tune a codec
+// it does not have.
+func copyFloorFlags(cf cudaFlags) error {
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{cf.codecProfile, "--codec-profile"}, {cf.fusedUpdate, "--fused-update"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.sweep, "--sweep"}} {
+		if f.set {
+			return fmt.Errorf("%s: --lct-codec copy keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name)
+		}
 	}
 	return nil
 }

@@ -75,6 +75,30 @@ func TestTrainCUDAEmuLines(t *testing.T) {
 	}
 }
 
+// --lct-codec copy trains the second run dense, copying where a codec
+// would code: its losses are the shadow's and every step reports copies.
+func TestTrainCUDAEmuCopyFloor(t *testing.T) {
+	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{lctCodec: "copy"}, true)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want a snapshot per step and the summary:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	for i, line := range lines[:2] {
+		var s map[string]any
+		if err := json.Unmarshal([]byte(line), &s); err != nil {
+			t.Fatalf("line %d is not JSON: %v", i+1, err)
+		}
+		copies, _ := s["floor_copies"].(float64)
+		bytes, _ := s["floor_copy_bytes"].(float64)
+		if s["bit_identical"] != true || copies <= 0 || bytes <= 0 {
+			t.Fatalf("line %d: %s", i+1, line)
+		}
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["lct_codec"] != "copy" || sum["all_bit_identical"] != true {
+		t.Fatalf("summary line %s (%v)", lines[2], err)
+	}
+}
+
 // Bad LCT-run flags are refused before any training, saying which flag.
 func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 	dev, err := emu.Open()
@@ -90,6 +114,8 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 	}{
 		{cudaFlags{lctCodec: "zstd"}, "--lct-codec"},
 		{cudaFlags{settleWindowMiB: -3}, "--settle-window -3"},
+		{cudaFlags{lctCodec: "copy", codecProfile: true}, "--codec-profile"},
+		{cudaFlags{lctCodec: "copy", sweep: true, memBudgetGiB: 1}, "--sweep"},
 	} {
 		var out bytes.Buffer
 		err := trainOnDevice(context.Background(), &out, dev, cfg, c.cf, true)

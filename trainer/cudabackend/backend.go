@@ -21,6 +21,10 @@ type LCTOptions struct {
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
 	Classes map[trainer.TensorClass]trainer.ClassCodec
+	// CopyFloor, instead of compressing, keeps the run dense and copies
+	// the bytes a codec must move wherever it would code (copyFloorStore):
+	// the step time floor of an unfused codec. Codec is then unused.
+	CopyFloor bool
 }
 
 // Backend trains on one GPU: the dense shadow run and, when asked for, the
@@ -55,8 +59,12 @@ func New(dev device.Device, cfg Config, vals map[string][]uint16, lct *LCTOption
 // LCT, loads vals and starts its peak from there.
 func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Run, error) {
 	mem := NewMem(pool, cfg.Budget)
-	var st store = &denseStore{mem: mem, ops: NewOps(mem)}
-	if lct != nil {
+	dense := &denseStore{mem: mem, ops: NewOps(mem)}
+	var st store = dense
+	switch {
+	case lct != nil && lct.CopyFloor:
+		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model)}
+	case lct != nil:
 		c, classes := lct.Codec, lct.Classes
 		if c == nil {
 			c = &HostCodec{}
@@ -126,6 +134,8 @@ type StepResult struct {
 	CodecDeviceTime        time.Duration          // device time of the codec's kernels (GPUCodec with Profile set; else 0)
 	CodecOps               map[string]CodecOpTime // CodecDeviceTime by kind of operation
 	Overflow               map[string]OverflowUse // the LCT run's overflow room and use by category (GPUCodec)
+	FloorCopies            int                    // the copy floor's copies (LCTOptions.CopyFloor)
+	FloorCopyBytes         int64                  // and the bytes they read and wrote
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 	PoolAllocs             int   // device allocations the pool made during the step (its cache missed)
@@ -142,21 +152,14 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 	}
 	res.PeakShadow = b.Shadow.Memory().PeakTotal
 	if b.LCT != nil {
-		ls := b.LCT.st.(*lctStore)
-		ls.clock = codecClock{}
-		res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
-		res.CodecTime = ls.clock.encode + ls.clock.decode
-		res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
-		res.EncodedAgain = ls.clock.again
-		res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
-		if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
-			res.CodecDeviceTime = p.TakeDeviceTime()
-		}
-		if p, ok := ls.codec.(interface{ TakeOpTimes() map[string]CodecOpTime }); ok {
-			res.CodecOps = p.TakeOpTimes()
-		}
-		if p, ok := ls.codec.(interface{ TakeOverflow() map[string]OverflowUse }); ok {
-			res.Overflow = p.TakeOverflow()
+		switch st := b.LCT.st.(type) {
+		case *lctStore:
+			res.LossLCT, res.TimeLCT, err = b.stepLCT(st, &res, batch, step)
+		case *copyFloorStore:
+			res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
+			res.FloorCopies, res.FloorCopyBytes = st.takeCopies()
+		default:
+			err = fmt.Errorf("LCT run: store %T", st)
 		}
 		if err != nil {
 			return res, err
@@ -170,6 +173,27 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 	res.PoolHeld, res.PoolHeldPeak = b.pool.Held()
 	res.PoolAllocs = b.pool.Allocs() - allocs
 	return res, nil
+}
+
+// stepLCT trains the LCT run of ls for step and records its codec's
+// figures in res.
+func (b *Backend) stepLCT(ls *lctStore, res *StepResult, batch *trainer.Batch, step int) (float32, time.Duration, error) {
+	ls.clock = codecClock{}
+	loss, took, err := b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
+	res.CodecTime = ls.clock.encode + ls.clock.decode
+	res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
+	res.EncodedAgain = ls.clock.again
+	res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
+	if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
+		res.CodecDeviceTime = p.TakeDeviceTime()
+	}
+	if p, ok := ls.codec.(interface{ TakeOpTimes() map[string]CodecOpTime }); ok {
+		res.CodecOps = p.TakeOpTimes()
+	}
+	if p, ok := ls.codec.(interface{ TakeOverflow() map[string]OverflowUse }); ok {
+		res.Overflow = p.TakeOverflow()
+	}
+	return loss, took, err
 }
 
 // CheckWeights compares every parameter and optimizer state of the LCT run,
@@ -202,7 +226,10 @@ func (b *Backend) Tensors() ([]trainer.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
-	ls := b.LCT.st.(*lctStore)
+	ls, ok := b.LCT.st.(*lctStore)
+	if !ok {
+		return nil, nil // the copy floor: nothing compressed
+	}
 	var out []trainer.TensorStats
 	for _, p := range b.LCT.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
