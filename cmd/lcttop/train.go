@@ -46,7 +46,7 @@ type cudaFlags struct {
 	sweep, shadowOnly                bool
 	sweepMin, sweepMax, sweepQuantum int
 	timingWarmup                     int
-	lctCodec                         string // host|gpu|gpu-serial|copy; "" picks the GPU's where the build has its kernels
+	lctCodec                         string // host|gpu|gpu-serial|copy|copy-serial; "" picks the GPU's where the build has its kernels
 	fusedUpdate, codecProfile        bool
 	settleWindowMiB                  int // 0: sized from the model
 }
@@ -119,7 +119,7 @@ momentum, adam_m, adam_v, activation.`,
 	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (to measure it)")
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
-	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu|gpu-serial|copy (default: gpu where this build has its kernels; gpu-serial runs its kernels between the trainer's instead of beside them; copy compresses nothing but copies, wherever the codec would code, the bytes it would move: the step time floor of an unfused codec)")
+	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu|gpu-serial|copy|copy-serial (default: gpu where this build has its kernels; gpu-serial runs its kernels between the trainer's instead of beside them; copy compresses nothing but copies, wherever the codec would code, the bytes it would move, beside the trainer's work as the gpu codec runs, copy-serial between it: the step time floor of an unfused codec)")
 	fs.BoolVar(&f.cuda.fusedUpdate, "fused-update", false, "--backend cuda: update weights and optimizer states with the fused kernels on compressed tensors")
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "--backend cuda: time the GPU codec's kernels with device events (lct_codec_device_ms in --json)")
 	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values per window of encodes; a window is settled when the next one fills, so up to two windows of sources are kept (0: an eighth of the parameters' bytes, within 128 KiB..32 MiB)")

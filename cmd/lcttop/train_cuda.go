@@ -83,12 +83,20 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	codecName := ""
 	switch {
 	case cf.shadowOnly:
-	case cf.lctCodec == "copy":
+	case cf.lctCodec == "copy" || cf.lctCodec == "copy-serial":
 		if err := copyFloorFlags(cf); err != nil {
 			return err
 		}
-		codecName = "copy"
+		codecName = cf.lctCodec
 		lct = &cudabackend.LCTOptions{CopyFloor: true}
+		if cf.lctCodec == "copy" {
+			s, closeStream, err := cudabackend.OpenCopyStream()
+			if err != nil {
+				return fmt.Errorf("--lct-codec copy: %w", err)
+			}
+			defer closeStream()
+			lct.CopyBeside = s
+		}
 	default:
 		c, closeCodec, err := cudabackend.OpenCodec(cf.lctCodec)
 		if err != nil {
@@ -210,7 +218,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	return nil
 }
 
-// copyFloorFlags refuses, for --lct-codec copy, the flags that tune a codec
+// copyFloorFlags refuses, for --lct-codec copy and copy-serial, the flags that tune a codec
 // it does not have.
 func copyFloorFlags(cf cudaFlags) error {
 	for _, f := range []struct {
@@ -218,7 +226,7 @@ func copyFloorFlags(cf cudaFlags) error {
 		name string
 	}{{cf.codecProfile, "--codec-profile"}, {cf.fusedUpdate, "--fused-update"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.sweep, "--sweep"}} {
 		if f.set {
-			return fmt.Errorf("%s: --lct-codec copy keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name)
+			return fmt.Errorf("%s: --lct-codec %s keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name, cf.lctCodec)
 		}
 	}
 	return nil

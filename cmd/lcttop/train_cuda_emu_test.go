@@ -75,10 +75,10 @@ func TestTrainCUDAEmuLines(t *testing.T) {
 	}
 }
 
-// --lct-codec copy trains the second run dense, copying where a codec
+// --lct-codec copy-serial trains the second run dense, copying where a codec
 // would code: its losses are the shadow's and every step reports copies.
 func TestTrainCUDAEmuCopyFloor(t *testing.T) {
-	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{lctCodec: "copy"}, true)), "\n")
+	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{lctCodec: "copy-serial"}, true)), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want a snapshot per step and the summary:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
@@ -94,7 +94,7 @@ func TestTrainCUDAEmuCopyFloor(t *testing.T) {
 		}
 	}
 	var sum map[string]any
-	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["lct_codec"] != "copy" || sum["all_bit_identical"] != true {
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["lct_codec"] != "copy-serial" || sum["all_bit_identical"] != true {
 		t.Fatalf("summary line %s (%v)", lines[2], err)
 	}
 }
@@ -115,7 +115,7 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 		{cudaFlags{lctCodec: "zstd"}, "--lct-codec"},
 		{cudaFlags{settleWindowMiB: -3}, "--settle-window -3"},
 		{cudaFlags{lctCodec: "copy", codecProfile: true}, "--codec-profile"},
-		{cudaFlags{lctCodec: "copy", sweep: true, memBudgetGiB: 1}, "--sweep"},
+		{cudaFlags{lctCodec: "copy-serial", sweep: true, memBudgetGiB: 1}, "--sweep"},
 	} {
 		var out bytes.Buffer
 		err := trainOnDevice(context.Background(), &out, dev, cfg, c.cf, true)

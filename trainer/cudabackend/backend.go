@@ -25,6 +25,9 @@ type LCTOptions struct {
 	// the bytes a codec must move wherever it would code (copyFloorStore):
 	// the step time floor of an unfused codec. Codec is then unused.
 	CopyFloor bool
+	// CopyBeside, with CopyFloor, runs the copies beside the trainer's
+	// work (nil: on its stream).
+	CopyBeside CopyStream
 }
 
 // Backend trains on one GPU: the dense shadow run and, when asked for, the
@@ -63,7 +66,7 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 	var st store = dense
 	switch {
 	case lct != nil && lct.CopyFloor:
-		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model)}
+		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: lct.CopyBeside, views: map[devPtr]uint64{}}
 	case lct != nil:
 		c, classes := lct.Codec, lct.Classes
 		if c == nil {

@@ -6,22 +6,44 @@ import "lcttop/trainer"
 // coded tensor: about what the LCT run's tensors reach (docs/perf.md).
 const FloorRatio = 1.43
 
+// CopyStream queues the copy floor's copies on a stream beside the
+// trainer's, as the GPU codec queues its work on its side stream
+// (OpenCopyStream).
+type CopyStream interface {
+	// CopyBeside queues a copy of bytes from src to dst, after the
+	// trainer's work queued so far when after is set, and returns the
+	// point after it.
+	CopyBeside(dst, src devPtr, bytes int64, after bool) (uint64, error)
+	// Hold orders the trainer's later work after the copies up to point.
+	Hold(point uint64) error
+}
+
 // copyFloorStore keeps every tensor dense, as the shadow does, and at each
 // point where the LCT store runs the codec (the encode of a saved
-// activation or an updated tensor, the decode of a view) copies, on the
-// trainer's stream, as many bytes as a codec must read and write there:
-// the BF16 values and their compressed form at FloorRatio. Its step is
-// what an LCT run whose coders ran at copy bandwidth, outside the
-// trainer's kernels, could reach (lcttop train --lct-codec copy).
+// activation or an updated tensor, the decode of a view) copies as many
+// bytes as a codec must read and write there: the BF16 values and their
+// compressed form at FloorRatio. Its step is what an LCT run whose coders
+// cost no more than moving their bytes, outside the trainer's kernels,
+// could reach (lcttop train --lct-codec copy).
+//
+// With a CopyStream the copies run beside the trainer's work, ordered as
+// the GPU codec's: an encode after the work that produced its values, a
+// decode as early as the stream allows (the codec decodes a phase's views
+// ahead), the trainer's first use of a view after its decode, the step's
+// end after every copy. Without one they run on the trainer's stream.
 //
 // It counts fewer copies than the LCT store makes, never more: no encode
 // made again, no weight decoded again for its update (the LCT store keeps
 // the backward's view when it can), no spill.
 type copyFloorStore struct {
 	*denseStore
-	rawBelow int // tensors of at most this many values are never coded, as in the LCT store
+	rawBelow int        // tensors of at most this many values are never coded, as in the LCT store
+	beside   CopyStream // nil: copies on the trainer's stream
+	views    map[devPtr]uint64
+	last     uint64 // the point after the last copy beside
 	sink     devPtr
 	sinkSize int64
+	newSink  bool // the sink's block may have been the trainer's: the next copy beside waits for its work
 	copies   int
 	bytes    int64 // bytes read and written by the copies
 }
@@ -33,14 +55,19 @@ func floorCopyBytes(n int) int64 {
 	return int64(float64(n) * (1 + 1/FloorRatio))
 }
 
-// code stands for coding s: a copy of its values' first floorCopyBytes
-// bytes (they are at least that many) into the sink.
-func (c *copyFloorStore) code(s *slot, src devPtr) error {
+// code stands for coding s (an encode, or a decode when decode is set): a
+// copy of its values' first floorCopyBytes bytes (they are at least that
+// many) into the sink. The trainer never reads the sink, so nothing it
+// computes depends on the copies.
+func (c *copyFloorStore) code(s *slot, src devPtr, decode bool) error {
 	if s.n <= c.rawBelow {
 		return nil
 	}
 	bytes := floorCopyBytes(s.n)
 	if bytes > c.sinkSize {
+		if err := c.settle(); err != nil { // copies beside may still write the old sink
+			return err
+		}
 		if c.sink != 0 {
 			c.mem.Free(c.sink)
 		}
@@ -49,11 +76,23 @@ func (c *copyFloorStore) code(s *slot, src devPtr) error {
 			c.sink, c.sinkSize = 0, 0
 			return err
 		}
-		c.sink, c.sinkSize = p, bytes
+		c.sink, c.sinkSize, c.newSink = p, bytes, true
 	}
 	c.copies++
 	c.bytes += 2 * bytes
-	return c.mem.Dev().Copy(c.sink, src, bytes)
+	if c.beside == nil {
+		return c.mem.Dev().Copy(c.sink, src, bytes)
+	}
+	pt, err := c.beside.CopyBeside(c.sink, src, bytes, !decode || c.newSink)
+	if err != nil {
+		return err
+	}
+	c.newSink = false
+	c.last = pt
+	if decode {
+		c.views[src] = pt
+	}
+	return nil
 }
 
 func (c *copyFloorStore) read(s *slot) (devPtr, error) {
@@ -61,7 +100,7 @@ func (c *copyFloorStore) read(s *slot) (devPtr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p, c.code(s, p)
+	return p, c.code(s, p, true)
 }
 
 func (c *copyFloorStore) readAhead(slots []*slot, views []devPtr) error {
@@ -75,9 +114,19 @@ func (c *copyFloorStore) readAhead(slots []*slot, views []devPtr) error {
 	return nil
 }
 
+// ready orders the trainer's use of view p after its decode's copy.
+func (c *copyFloorStore) ready(p devPtr) error {
+	pt, ok := c.views[p]
+	if !ok || c.beside == nil {
+		return nil
+	}
+	delete(c.views, p)
+	return c.beside.Hold(pt)
+}
+
 func (c *copyFloorStore) commit(s *slot, p devPtr, keep bool) error {
 	if keep {
-		if err := c.code(s, p); err != nil {
+		if err := c.code(s, p, false); err != nil {
 			c.mem.Free(p)
 			return err
 		}
@@ -89,7 +138,10 @@ func (c *copyFloorStore) commit(s *slot, p devPtr, keep bool) error {
 // the LCT store's unfused update does.
 func (c *copyFloorStore) update(p *param, g devPtr, step int, opt Optimizer, ahead []devPtr) (bool, error) {
 	for _, s := range p.state {
-		if err := c.code(s, s.ptr); err != nil {
+		if err := c.code(s, s.ptr, true); err != nil {
+			return false, err
+		}
+		if err := c.ready(s.ptr); err != nil {
 			return false, err
 		}
 	}
@@ -98,11 +150,21 @@ func (c *copyFloorStore) update(p *param, g devPtr, step int, opt Optimizer, ahe
 		return took, err
 	}
 	for _, s := range append([]*slot{p.w}, p.state...) {
-		if err := c.code(s, s.ptr); err != nil {
+		if err := c.code(s, s.ptr, false); err != nil {
 			return took, err
 		}
 	}
 	return took, nil
+}
+
+// settle orders the trainer's later work after every copy (the step's end,
+// as the codec's settle drains its work).
+func (c *copyFloorStore) settle() error {
+	clear(c.views)
+	if c.beside == nil {
+		return nil
+	}
+	return c.beside.Hold(c.last)
 }
 
 // takeCopies returns the copies made and their bytes since the last call.

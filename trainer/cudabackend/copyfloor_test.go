@@ -31,7 +31,8 @@ func (c *countingCodec) Decode(dst devPtr, t Compressed) error {
 // The copy floor stands for a lower bound of the codec's traffic: in every
 // step it copies for no more values than the LCT run codes, and for most
 // of them (the LCT run decodes a weight again for its update, which the
-// floor leaves out); its losses are the shadow's.
+// floor leaves out); its losses are the shadow's, with its copies on the
+// trainer's stream and, where the build has one, beside it.
 func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 	dev := testDevice(t)
 	opt := mustOptimizer(t, "adamw")
@@ -43,11 +44,22 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lct.Close()
-	floor, err := New(dev, cfg, vals, &LCTOptions{CopyFloor: true})
-	if err != nil {
-		t.Fatal(err)
+	floors := map[string]*LCTOptions{"serial": {CopyFloor: true}}
+	if s, closeStream, err := OpenCopyStream(); err != nil {
+		t.Logf("no copies beside the trainer's stream in this build: %v", err)
+	} else {
+		defer closeStream()
+		floors["beside"] = &LCTOptions{CopyFloor: true, CopyBeside: s}
 	}
-	defer floor.Close()
+	runs := map[string]*Backend{}
+	for name, o := range floors {
+		b, err := New(dev, cfg, vals, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		runs[name] = b
+	}
 	text := testData(t, cfg.SeqLen)
 	perValue := 2 * float64(floorCopyBytes(1<<20)) / (1 << 20)
 	for step := 1; step <= 4; step++ {
@@ -56,19 +68,21 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 		if _, err := lct.Step(batch, step); err != nil {
 			t.Fatal(err)
 		}
-		res, err := floor.Step(batch, step)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !res.BitIdentical {
-			t.Errorf("step %d: copy floor loss %v vs shadow %v", step, res.LossLCT, res.LossShadow)
-		}
 		coded := float64(cc.encoded + cc.decoded)
-		copied := float64(res.FloorCopyBytes) / perValue
-		t.Logf("step %d: LCT coded %.0f values (%d encoded, %d decoded); the floor copied for %.0f in %d copies",
-			step, coded, cc.encoded, cc.decoded, copied, res.FloorCopies)
-		if res.FloorCopies == 0 || copied > coded*1.0001 || copied < 0.8*coded {
-			t.Errorf("step %d: the floor copied for %.0f values, the LCT run coded %.0f", step, copied, coded)
+		for name, b := range runs {
+			res, err := b.Step(batch, step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.BitIdentical {
+				t.Errorf("%s, step %d: copy floor loss %v vs shadow %v", name, step, res.LossLCT, res.LossShadow)
+			}
+			copied := float64(res.FloorCopyBytes) / perValue
+			t.Logf("%s, step %d: LCT coded %.0f values (%d encoded, %d decoded); the floor copied for %.0f in %d copies",
+				name, step, coded, cc.encoded, cc.decoded, copied, res.FloorCopies)
+			if res.FloorCopies == 0 || copied > coded*1.0001 || copied < 0.8*coded {
+				t.Errorf("%s, step %d: the floor copied for %.0f values, the LCT run coded %.0f", name, step, copied, coded)
+			}
 		}
 	}
 }

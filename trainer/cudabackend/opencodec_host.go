@@ -16,3 +16,9 @@ func OpenCodec(name string) (Codec, func() error, error) {
 	}
 	return nil, nil, fmt.Errorf("codec %q: want gpu, gpu-serial or host", name)
 }
+
+// OpenCopyStream is refused: the side stream is package gpu's, which this
+// build lacks (--lct-codec copy-serial copies on the trainer's stream).
+func OpenCopyStream() (CopyStream, func() error, error) {
+	return nil, nil, fmt.Errorf("copies beside the trainer's stream: built without the LCT kernels: rebuild with -tags cuda (or kernelemu for the CPU emulation), or copy on the trainer's stream")
+}
