@@ -32,16 +32,28 @@ func emuTrain(t *testing.T, cf cudaFlags, asJSON bool) string {
 	return out.String()
 }
 
-func TestTrainCUDAEmuJSON(t *testing.T) {
-	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{}, true)), "\n")
+// emuTrainJSON runs emuTrain's two steps with --json and returns the
+// step lines' objects, the summary's and the lines as printed.
+func emuTrainJSON(t *testing.T, cf cudaFlags) (steps []map[string]any, sum map[string]any, lines []string) {
+	t.Helper()
+	lines = strings.Split(strings.TrimSpace(emuTrain(t, cf, true)), "\n")
 	if len(lines) != 3 {
 		t.Fatalf("%d lines, want a snapshot per step and the summary:\n%s", len(lines), strings.Join(lines, "\n"))
 	}
-	for i, line := range lines[:2] {
+	for i, line := range lines {
 		var s map[string]any
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("line %d is not JSON: %v", i+1, err)
 		}
+		steps = append(steps, s)
+	}
+	return steps[:2], steps[2], lines
+}
+
+func TestTrainCUDAEmuJSON(t *testing.T) {
+	steps, sum, lines := emuTrainJSON(t, cudaFlags{})
+	for i, s := range steps {
+		line := lines[i]
 		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "tensors", "mem_lct", "pool_held_bytes", "nvml_process_bytes"} {
 			if _, ok := s[k]; !ok {
 				t.Fatalf("line %d lacks %q: %s", i+1, k, line)
@@ -52,9 +64,8 @@ func TestTrainCUDAEmuJSON(t *testing.T) {
 			t.Fatalf("line %d: %s", i+1, line)
 		}
 	}
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["summary"] != true || sum["steps"] != float64(2) || sum["all_bit_identical"] != true || sum["weights_checked"] != float64(2) {
-		t.Fatalf("summary line %s (%v)", lines[2], err)
+	if sum["summary"] != true || sum["steps"] != float64(2) || sum["all_bit_identical"] != true || sum["weights_checked"] != float64(2) {
+		t.Fatalf("summary line %s", lines[2])
 	}
 }
 
@@ -78,24 +89,16 @@ func TestTrainCUDAEmuLines(t *testing.T) {
 // --lct-codec copy-serial trains the second run dense, copying where a codec
 // would code: its losses are the shadow's and every step reports copies.
 func TestTrainCUDAEmuCopyFloor(t *testing.T) {
-	lines := strings.Split(strings.TrimSpace(emuTrain(t, cudaFlags{lctCodec: "copy-serial"}, true)), "\n")
-	if len(lines) != 3 {
-		t.Fatalf("%d lines, want a snapshot per step and the summary:\n%s", len(lines), strings.Join(lines, "\n"))
-	}
-	for i, line := range lines[:2] {
-		var s map[string]any
-		if err := json.Unmarshal([]byte(line), &s); err != nil {
-			t.Fatalf("line %d is not JSON: %v", i+1, err)
-		}
+	steps, sum, lines := emuTrainJSON(t, cudaFlags{lctCodec: "copy-serial"})
+	for i, s := range steps {
 		copies, _ := s["floor_copies"].(float64)
 		bytes, _ := s["floor_copy_bytes"].(float64)
 		if s["bit_identical"] != true || copies <= 0 || bytes <= 0 {
-			t.Fatalf("line %d: %s", i+1, line)
+			t.Fatalf("line %d: %s", i+1, lines[i])
 		}
 	}
-	var sum map[string]any
-	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["lct_codec"] != "copy-serial" || sum["all_bit_identical"] != true {
-		t.Fatalf("summary line %s (%v)", lines[2], err)
+	if sum["lct_codec"] != "copy-serial" || sum["all_bit_identical"] != true {
+		t.Fatalf("summary line %s", lines[2])
 	}
 }
 
