@@ -27,10 +27,10 @@ func rowStrideOut(c int) int { return ((c+3)/4 + 1) | 1 }
 // chunk, scratch words, rows.
 func encodeSmem(c int) int { return 1024 + 256 + codecChunk*256 + 32*4 + 256*4*rowStrideOut(c) }
 
-// decodeSmem is the shared memory of lct_decode: its pair table (1024
-// bytes), chunk, scratch words, rows and the slack of 136 words past them
-// (LCT_SLACK).
-func decodeSmem(c int) int { return 1024 + codecChunk*256 + 32*4 + 256*4*rowStride(c) + 136*4 }
+// decodeSmem is the shared memory of lct_decode: its two tables (512 and
+// 256 bytes), chunk, scratch words, rows and the slack of 136 words past
+// them (LCT_SLACK).
+func decodeSmem(c int) int { return 768 + codecChunk*256 + 32*4 + 256*4*rowStride(c) + 136*4 }
 
 // fusedSmem is the shared memory of the fused updates.
 func fusedSmem(in, out []*Tensor) int {

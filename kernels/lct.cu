@@ -374,75 +374,6 @@ LCT_DEV void rd_one(Reader& r, const TAB& tab, u8* col) {
   r.seen |= e;
 }
 
-// The decoder's pair table (rd_ptable), by the next 8 bits of a stream: an
-// entry t whose low 16 bits are the first symbol's E (as in rd_tables) and,
-// where a second code ends within the same 8 bits (both coded exponents, no
-// ESC), the second exponent in bits 16..23 and bit 31 set; bits 24..28 are
-// the bits both codes take, or the first symbol's advance where there is no
-// second (a pair's first advance is in its E: a coded exponent's E is
-// exponent | advance << 8). One lookup then decodes two symbols for most of
-// a stream: short codes are the common ones.
-#define LCT_PAIR 0x80000000u
-LCT_DEV void rd_ptable(u32* P, const u32* __restrict__ go, int j) {
-  const u32 g = __ldg(go + j);
-  u32 t;
-  if (g & LCT_INVALID) {
-    t = LCT_E_INVALID | (g & 0xFFFFu) | (((g >> 8) & 0x1Fu) << 24);
-  } else if (g & LCT_ESC) {
-    t = (24u - ((g >> 16) & 0xFFu)) | (((g >> 8) & 0x1Fu) << 24);
-  } else {
-    const u32 n1 = (g >> 16) & 0xFFu;
-    t = (g & 0xFFFFu) | (n1 << 24);
-    if (n1 < 8u) {
-      const u32 g2 = __ldg(go + ((j << n1) & 0xFF));
-      const u32 n2 = (g2 >> 16) & 0xFFu;
-      if (!(g2 & (LCT_INVALID | LCT_ESC)) && n1 + n2 <= 8u) t = (g & 0xFFFFu) | ((g2 & 0xFFu) << 16) | ((n1 + n2) << 24) | LCT_PAIR;
-    }
-  }
-  P[j] = t;
-}
-
-// rd_pairp decodes two symbols into col[0] and col[256] with the pair
-// table, as rd_pair does: one lookup where both codes fit its 8 bits, a
-// second (the next 8 bits after the first code) where not.
-template <bool PIPE = false>
-LCT_DEV void rd_pairp(Reader& r, const u32* P, u8* col) {
-  rd_refill<PIPE>(r);
-  const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
-  const u32 t = P[hi >> 24];
-  const u32 e = t & 0xFFFFu;
-  col[0] = (u8)fshr_clamp(hi, e, e);
-  u32 a = (t >> 24) & 0x1Fu;
-  u32 seen = e;
-  if (t & LCT_PAIR) {
-    col[256] = (u8)(t >> 16);
-  } else {
-    const u32 hi2 = fshl_clamp(lo, hi, a);
-    const u32 t2 = P[hi2 >> 24];
-    const u32 e2 = t2 & 0xFFFFu;
-    col[256] = (u8)fshr_clamp(hi2, e2, e2);
-    a += (t2 & LCT_PAIR) ? (e2 >> 8) : ((t2 >> 24) & 0x1Fu);
-    seen |= e2;
-  }
-  r.buf <<= a;
-  r.pos += a;
-  r.seen |= seen;
-}
-
-// rd_onep decodes one symbol into col[0] with the pair table.
-template <bool PIPE = false>
-LCT_DEV void rd_onep(Reader& r, const u32* P, u8* col) {
-  rd_refill<PIPE>(r);
-  const u32 hi = (u32)(r.buf >> 32);
-  const u32 t = P[hi >> 24];
-  const u32 e = t & 0xFFFFu;
-  col[0] = (u8)fshr_clamp(hi, e, e);
-  const u32 a = (t & LCT_PAIR) ? (e >> 8) : ((t >> 24) & 0x1Fu);
-  r.buf <<= a;
-  r.pos += a;
-  r.seen |= e;
-}
-
 // rd_error is the reader's error kind at the end of its stream, 0 if none.
 LCT_DEV u32 rd_error(const Reader& r, u32 capBits) {
   if (r.seen & LCT_E_INVALID) return LCT_ERR_INVALID_CODE;
@@ -935,21 +866,21 @@ LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 
 // decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
 // chunk's exponent buffer: from the stream up to the spill, then raw from the
-// overflow area. P is the reader's pair table (rd_ptable).
-template <bool PIPE>
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const u32* P, int p0, int pe) {
+// overflow area. tab is the reader's tables.
+template <bool PIPE, class TAB>
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe) {
   u8* col = ex + threadIdx.x;
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
   if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
 #pragma unroll
-    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pairp<PIPE>(r, P, col + pp * 256);
+    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
     return;
   }
   int pp = 0;
 #pragma unroll 2
-  for (; pp + 1 < nd; pp += 2) rd_pairp<PIPE>(r, P, col + pp * 256);
-  if (pp < nd) rd_onep<PIPE>(r, P, col + pp * 256);
+  for (; pp + 1 < nd; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
+  if (pp < nd) rd_one<PIPE>(r, tab, col + pp * 256);
   // The spilled positions, from the overflow area: eight loads in flight
   // before their stores (a stream that spilled early reads a whole chunk
   // of them here, not one round trip per exponent).
@@ -1193,11 +1124,12 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   Geo g;
   geo_init(g, d, b, j);
   const int W = row_stride(d->C);
-  u32* P = (u32*)smem;
-  u8* ex = smem + 1024;
+  u16* E = (u16*)smem;
+  u8* A = smem + 512;
+  u8* ex = A + 256;
   u32* tmp = (u32*)(ex + LCT_CH * 256);
   u32* rows = tmp + 32;
-  rd_ptable(P, (const u32*)d->tables, j);
+  rd_tables(E, A, (const u32*)d->tables, j);
   if (j < LCT_SLACK) rows[256 * W + j] = 0;
   const u8* sf = (const u8*)d->sf + g.base;
   u16* out = dst + g.base;
@@ -1211,7 +1143,7 @@ LCT_DEV void decode_block(const LctDesc* __restrict__ d, u16* __restrict__ dst, 
   Reader r;
   rd_init<PIPE>(r, rows, j * W);
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
-    decode_column<PIPE>(r, sp, g.count, ex, P, p0, imin(LCT_CH, g.P - p0));
+    decode_column<PIPE>(r, sp, g.count, ex, DecSplit{E, A}, p0, imin(LCT_CH, g.P - p0));
     __syncthreads();
 #pragma unroll
     for (int k = 0; k < LCT_G; k++) {
