@@ -104,14 +104,7 @@ func (c *copyFloorStore) read(s *slot) (devPtr, error) {
 }
 
 func (c *copyFloorStore) readAhead(slots []*slot, views []devPtr) error {
-	for i, s := range slots {
-		p, err := c.read(s)
-		if err != nil {
-			return err
-		}
-		views[i] = p
-	}
-	return nil
+	return readEach(c.read, slots, views)
 }
 
 // ready orders the trainer's use of view p after its decode's copy.

@@ -87,8 +87,13 @@ func (d *denseStore) read(s *slot) (device.Ptr, error) {
 func (d *denseStore) done(*slot, device.Ptr) {}
 
 func (d *denseStore) readAhead(slots []*slot, views []device.Ptr) error {
+	return readEach(d.read, slots, views)
+}
+
+// readEach reads each of slots into views[i] with read, one at a time.
+func readEach(read func(*slot) (device.Ptr, error), slots []*slot, views []device.Ptr) error {
 	for i, s := range slots {
-		p, err := d.read(s)
+		p, err := read(s)
 		if err != nil {
 			return err
 		}
