@@ -1,5 +1,3 @@
-//go:build cuda || kernelemu
-
 package gpu
 
 import "unsafe"
@@ -99,4 +97,15 @@ type event interface {
 	// since waits for the event and returns the milliseconds from start to it.
 	since(start event) (float64, error)
 	destroy()
+}
+
+// openEmulation, set in a build with the kernels' CPU emulation, opens it
+// in place of a GPU.
+var openEmulation func(ordinal int) (driver, error)
+
+func openDriver(ordinal int) (driver, error) {
+	if openEmulation != nil {
+		return openEmulation(ordinal)
+	}
+	return openCUDADriver(ordinal)
 }

@@ -1,4 +1,4 @@
-//go:build kernelemu && !cuda
+//go:build kernelemu
 
 package gpu
 
@@ -35,7 +35,7 @@ type emuDriver struct {
 
 const emuMaxArgs = 32
 
-func openDriver(ordinal int) (driver, error) {
+func openEmuDriver(ordinal int) (driver, error) {
 	if ordinal != 0 {
 		return nil, fmt.Errorf("gpu: emulation has one device, not %d", ordinal)
 	}
@@ -157,3 +157,5 @@ func (e *emuDriver) afterDefault() error           { return nil }
 func (e *emuDriver) markSide(i int) error          { return nil }
 func (e *emuDriver) holdDefault(i int) error       { return nil }
 func (e *emuDriver) delay(bool, devPtr, int) error { return nil }
+
+func init() { openEmulation = openEmuDriver }

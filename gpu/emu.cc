@@ -1,4 +1,4 @@
-//go:build kernelemu && !cuda
+//go:build kernelemu
 
 // The CPU emulation's launcher: each CTA's threads are OS threads, CTAs run
 // one after another (kernels/lct_emu.h).

@@ -1,12 +1,6 @@
 package gpu
 
-import (
-	"errors"
-	"fmt"
-)
-
-// ErrNoCUDA is what the CUDA entry points return in a build without CUDA.
-var ErrNoCUDA = errors.New("built without CUDA: rebuild with -tags cuda")
+import "fmt"
 
 // noError is the decode error word's value when nothing went wrong.
 const noError = ^uint64(0)

@@ -1,4 +1,4 @@
-//go:build kernelemu && !cuda
+//go:build kernelemu
 
 package gpu
 

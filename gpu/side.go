@@ -1,5 +1,3 @@
-//go:build cuda || kernelemu
-
 package gpu
 
 import "fmt"

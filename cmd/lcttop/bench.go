@@ -16,7 +16,7 @@ import (
 func init() { rootCmd.AddCommand(newBenchCmd()) }
 
 // newBenchCmd is `lcttop bench`: the GPU codec and optimizer steps against
-// the device's copy bandwidth (needs a build with -tags cuda).
+// the device's copy bandwidth (needs an NVIDIA GPU).
 func newBenchCmd() *cobra.Command {
 	opt := gpu.DefaultBenchOptions()
 	var asJSON bool

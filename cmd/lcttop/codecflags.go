@@ -46,7 +46,7 @@ func names[T fmt.Stringer](xs []T) string {
 type backendFlag struct{ name string }
 
 func (f *backendFlag) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.name, "backend", "cpu", "where the codec runs: cpu|cuda (cuda needs a build with -tags cuda)")
+	cmd.Flags().StringVar(&f.name, "backend", "cpu", "where the codec runs: cpu|cuda (cuda needs an NVIDIA GPU and driver)")
 }
 
 // open returns the backend (nil: the CPU reference codec) and a function

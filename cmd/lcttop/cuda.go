@@ -7,8 +7,8 @@ import (
 	"lcttop/gpu"
 )
 
-// openCUDA starts the GPU codec; in a build without the cuda tag it fails
-// with gpu.ErrNoCUDA, which says how to rebuild.
+// openCUDA starts the GPU codec; without a driver or GPU it fails, saying
+// which is missing.
 func openCUDA() (lctfile.Backend, func(), error) {
 	c, err := gpu.NewCodec()
 	if err != nil {

@@ -45,7 +45,6 @@ func TestBadInput(t *testing.T) {
 		{"unknown preset", []string{"pack", "--preset", "extreme", good, p("o.lct")}, "lcttop: --preset: ", `unknown preset "extreme"`},
 		{"unknown dist", []string{"pack", "--dist", "cauchy", good, p("o.lct")}, "lcttop: --dist: ", `unknown distribution "cauchy"`},
 		{"unknown backend", []string{"unpack", "--backend", "tpu", p("good.lct"), p("o.safetensors")}, "lcttop: --backend: ", `unknown backend "tpu"`},
-		{"cuda in a build without it", []string{"pack", "--backend", "cuda", good, p("o.lct")}, "lcttop: --backend cuda: ", "built without CUDA: rebuild with -tags cuda"},
 		{"missing archive", []string{"unpack", p("none.lct"), p("o.safetensors")}, "lcttop: " + p("none.lct") + ": ", "no such file or directory"},
 		{"not an archive", []string{"unpack", good, p("o.safetensors")}, "lcttop: " + good + ": ", "not an .lct file"},
 		{"truncated archive", []string{"unpack", p("truncated.lct"), p("o.safetensors")}, "lcttop: " + p("truncated.lct") + ": ", "truncated"},

@@ -1,4 +1,4 @@
-//go:build cuda && !kernelemu
+//go:build !kernelemu
 
 package main
 

@@ -1,5 +1,3 @@
-//go:build cuda || gptemu
-
 package main
 
 import (

@@ -52,7 +52,7 @@ func init() {
 
 func (f *uiFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.backend, "backend", "cpu", "where training runs: cpu|cuda (cuda needs a build with -tags cuda)")
+	fs.StringVar(&f.backend, "backend", "cpu", "where training runs: cpu|cuda (cuda needs an NVIDIA GPU and driver)")
 	fs.StringVar(&f.model, "model", "tiny", "model to train: "+modelNames())
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
 	fs.StringVar(&f.preset, "preset", "", "capacity preset for every tensor class: "+names(codec.Presets)+" (default: the trainer's per-class choice)")

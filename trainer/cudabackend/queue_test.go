@@ -1,5 +1,3 @@
-//go:build cuda || (kernelemu && gptemu)
-
 package cudabackend
 
 import (

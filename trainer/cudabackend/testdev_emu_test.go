@@ -1,4 +1,4 @@
-//go:build gptemu && !cuda
+//go:build gptemu
 
 package cudabackend
 

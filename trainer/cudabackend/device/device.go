@@ -2,8 +2,8 @@
 // copies, launches of the GPT kernels (package kernels/gpt) and BF16 matrix
 // products with float32 accumulation.
 //
-// Open returns the CUDA device (build tag cuda; without it Open returns
-// ErrNoCUDA). The backend's tests also run on a CPU emulation of the same
+// Open returns the CUDA device, through the driver loaded at run time
+// (package gpu/cuda); without a driver or GPU it says which is missing. The backend's tests also run on a CPU emulation of the same
 // interface (package device/emu, build tag gptemu), which compiles gpt.cu as
 // C++ and computes the products in Go, so that the whole backend can be
 // checked on a machine without a GPU.
@@ -19,9 +19,6 @@ import (
 	"math"
 	"unsafe"
 )
-
-// ErrNoCUDA is what Open returns in a build without the cuda tag.
-var ErrNoCUDA = errors.New("built without CUDA: rebuild with -tags cuda")
 
 // Ptr is a device address.
 type Ptr uintptr
