@@ -54,7 +54,7 @@ func (d *Device) batch() *batchState { return &d.batches }
 type batchItem struct {
 	t    *Tensor
 	data Buffer
-	hist uintptr // 0: none
+	hist Ptr // 0: none
 }
 
 // upload writes the table of items (tensors without blocks among them are
@@ -70,7 +70,7 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 		if err := d.grow(&s.scratch, n*HistogramBytes, CodecScratch); err != nil {
 			return 0, 0, 0, err
 		}
-		if err := d.drv.memset32(devPtr(s.scratch.ptr), 0, s.scratch.size/4); err != nil {
+		if err := d.drv.memset32(Ptr(s.scratch.ptr), 0, s.scratch.size/4); err != nil {
 			return 0, 0, 0, err
 		}
 	}
@@ -153,7 +153,7 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 	for i, t := range ts {
 		it := batchItem{t: t, data: srcs[i]}
 		if withHist {
-			it.hist = hist.ptr + uintptr(histOffs[i])
+			it.hist = hist.ptr + Ptr(histOffs[i])
 		}
 		if t.blocks() == 0 {
 			// Nothing to launch for: the status (and the histogram) of an
@@ -162,7 +162,7 @@ func (d *Device) encodeBatch(ts []*Tensor, srcs []Buffer, hist Buffer, histOffs 
 				return err
 			}
 			if withHist {
-				if err := d.drv.memset32(devPtr(it.hist), 0, HistogramBytes/4); err != nil {
+				if err := d.drv.memset32(Ptr(it.hist), 0, HistogramBytes/4); err != nil {
 					return err
 				}
 			}

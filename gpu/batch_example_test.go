@@ -1,8 +1,3 @@
-// An example with checked output cannot skip, so it runs on the kernels'
-// CPU emulation only: a cuda test binary must pass on a machine without a GPU.
-
-//go:build kernelemu
-
 package gpu_test
 
 import (
@@ -18,7 +13,11 @@ import (
 func ExampleDevice_EncodeBatch() {
 	d, err := gpu.OpenDevice(0)
 	if err != nil {
-		fmt.Println("no GPU:", err)
+		// No GPU here: the CPU emulation runs the same kernels.
+		d, err = gpu.OpenEmulated()
+	}
+	if err != nil {
+		fmt.Println(err)
 		return
 	}
 	defer d.Close()

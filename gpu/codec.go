@@ -19,9 +19,9 @@ type Codec struct {
 	bstats []byte
 }
 
-// NewCodec opens the first GPU for a Codec of its own.
+// NewCodec opens the first GPU (Open) for a Codec of its own.
 func NewCodec() (*Codec, error) {
-	d, err := OpenDevice(0)
+	d, err := Open()
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 			return err
 		}
 		t := c.t
-		if err := d.htod(c.vals, 0, bf16Bytes(src)); err != nil {
+		if err := d.htod(c.vals, 0, Bytes(src)); err != nil {
 			return err
 		}
 		if err := d.encode(t, c.vals); err != nil {
@@ -159,7 +159,7 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 		if err := d.decode(c.vals, c.t); err != nil {
 			return err
 		}
-		if err := d.dtoh(bf16Bytes(dst), c.vals, 0); err != nil {
+		if err := d.dtoh(Bytes(dst), c.vals, 0); err != nil {
 			return err
 		}
 		if err := c.t.readStatus(); err != nil {

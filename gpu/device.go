@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"unsafe"
@@ -16,12 +17,14 @@ import (
 // (a spill that does not fit its overflow buffer, a corrupt stream) reaches
 // the host at SyncStatus.
 type Device struct {
-	mu     sync.Mutex
-	drv    driver
-	info   deviceInfo
-	closed bool
+	mu sync.Mutex
+	// computeMu serializes the compute view's calls (compute.go).
+	computeMu sync.Mutex
+	drv       driver
+	info      deviceInfo
+	closed    bool
 
-	live    map[uintptr]Buffer
+	live    map[Ptr]Buffer
 	current [numCategories]int64
 	peak    [numCategories]int64
 	total   int64
@@ -61,13 +64,37 @@ func (d *Device) tablesFor(cb *codec.Codebook) *[512]uint32 {
 	return &tab
 }
 
-// OpenDevice opens GPU ordinal and loads the kernels.
+// OpenDevice opens GPU ordinal through the NVIDIA driver and loads the
+// codec's kernels; without a driver or GPU it says which is missing.
 func OpenDevice(ordinal int) (*Device, error) {
-	drv, err := openDriver(ordinal)
+	drv, err := openCUDADriver(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{drv: drv, info: drv.info(), live: map[uintptr]Buffer{}}
+	return newDevice(drv)
+}
+
+// EmulateEnv names the environment variable that, set to 1, makes Open
+// open the CPU emulation instead of a GPU: the GPU paths of lcttop then run
+// on any machine, slowly (tests use it; so can a user without a GPU who
+// wants to see them work).
+const EmulateEnv = "LCTTOP_EMULATE"
+
+// Open opens GPU 0, or the CPU emulation where EmulateEnv is 1.
+func Open() (*Device, error) {
+	if os.Getenv(EmulateEnv) == "1" {
+		return OpenEmulated()
+	}
+	return OpenDevice(0)
+}
+
+// OpenEmulated opens the CPU emulation of a GPU: the same kernels, run on
+// the CPU one CTA after another (package kernels), with host memory as
+// device memory. It is slow, and there to test the GPU code without a GPU.
+func OpenEmulated() (*Device, error) { return newDevice(openEmuDriver()) }
+
+func newDevice(drv driver) (*Device, error) {
+	d := &Device{drv: drv, info: drv.info(), live: map[Ptr]Buffer{}}
 	if err := d.do(func() error { return d.status.init(d) }); err != nil {
 		d.drv.close()
 		return nil, err
@@ -77,6 +104,9 @@ func OpenDevice(ordinal int) (*Device, error) {
 
 // Name names the GPU (or the emulation).
 func (d *Device) Name() string { return d.info.Name }
+
+// Emulated reports whether d is the CPU emulation (OpenEmulated).
+func (d *Device) Emulated() bool { return d.info.Emulated }
 
 // Close frees every buffer the device still holds and releases the GPU.
 func (d *Device) Close() error {
@@ -94,7 +124,7 @@ func (d *Device) Close() error {
 	d.releaseReads()
 	var first error
 	for p := range d.live {
-		if err := d.drv.free(devPtr(p)); err != nil && first == nil {
+		if err := d.drv.free(Ptr(p)); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -154,7 +184,7 @@ func (d *Device) alloc(bytes int, cat Category) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, fmt.Errorf("gpu: alloc %d bytes of %s: %w", bytes, cat, err)
 	}
-	b := Buffer{ptr: uintptr(p), size: bytes, cat: cat}
+	b := Buffer{ptr: p, size: bytes, cat: cat}
 	d.live[b.ptr] = b
 	d.current[cat] += int64(bytes)
 	d.peak[cat] = max(d.peak[cat], d.current[cat])
@@ -181,7 +211,7 @@ func (d *Device) free(b Buffer) error {
 	delete(d.live, b.ptr)
 	d.current[b.cat] -= int64(b.size)
 	d.total -= int64(b.size)
-	return d.drv.free(devPtr(b.ptr))
+	return d.drv.free(Ptr(b.ptr))
 }
 
 // Memory reports the device memory allocated through d.
@@ -207,19 +237,12 @@ func (d *Device) Download(dst []byte, src Buffer) error {
 
 // UploadBF16 copies BF16 values into the start of dst.
 func (d *Device) UploadBF16(dst Buffer, src []uint16) error {
-	return d.Upload(dst, bf16Bytes(src))
+	return d.Upload(dst, Bytes(src))
 }
 
 // DownloadBF16 copies BF16 values from the start of src.
 func (d *Device) DownloadBF16(dst []uint16, src Buffer) error {
-	return d.Download(bf16Bytes(dst), src)
-}
-
-func bf16Bytes(v []uint16) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 2*len(v))
+	return d.Download(Bytes(dst), src)
 }
 
 func (d *Device) htod(dst Buffer, off int, src []byte) error {
@@ -229,7 +252,7 @@ func (d *Device) htod(dst Buffer, off int, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.drv.htod(devPtr(dst.ptr+uintptr(off)), unsafe.Pointer(&src[0]), len(src))
+	return d.drv.htod(dst.ptr+Ptr(off), unsafe.Pointer(&src[0]), len(src))
 }
 
 func (d *Device) dtoh(dst []byte, src Buffer, off int) error {
@@ -239,7 +262,7 @@ func (d *Device) dtoh(dst []byte, src Buffer, off int) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return d.drv.dtoh(unsafe.Pointer(&dst[0]), devPtr(src.ptr+uintptr(off)), len(dst))
+	return d.drv.dtoh(unsafe.Pointer(&dst[0]), src.ptr+Ptr(off), len(dst))
 }
 
 // Synchronize waits for the device's work to finish.

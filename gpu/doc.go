@@ -1,12 +1,18 @@
 // Package gpu runs the LCT codec (docs/format.md) and the optimizer updates
 // on an NVIDIA GPU, and polls the GPU through NVML.
 //
-// The package drives the GPU through the CUDA driver, loaded at run time
-// (package gpu/cuda), with the kernels of package kernels; where there is no
-// driver or no GPU, OpenDevice says which. NVML polling loads its library at
-// run time too. Built with -tags kernelemu, the same kernel source runs on
-// the CPU instead, one OS thread per CUDA thread: slow, but it lets the
-// exactness tests run on a machine without a GPU.
+// The package is lcttop's one device layer. It drives the GPU through the
+// CUDA driver and cuBLAS, both loaded at run time (packages gpu/cuda and
+// gpu/cublas), with the kernels of package kernels; where there is no driver
+// or no GPU, OpenDevice says which. NVML polling loads its library at run
+// time too. OpenEmulated runs the same kernel source on the CPU instead
+// (package kernels' emulation): slow, but it lets every GPU test run on a
+// machine without a GPU.
+//
+// A Device has two views. Its own methods are the codec: tensors, encodes,
+// decodes, batches, fused updates, on the side stream once UseSideStream is
+// on. Compute is what a training step drives: memory, copies, the GPT
+// kernels and matrix products on the legacy default stream.
 //
 // What the GPU produces is exactly what package codec produces: Codec
 // implements lctfile.Backend and writes the same bytes. Device keeps tensors

@@ -2,8 +2,13 @@ package gpu
 
 import "unsafe"
 
-// devPtr is a device address.
-type devPtr uintptr
+// Ptr is a device address.
+// Ptr is a device address (in the CPU emulation, a host address): one type
+// from the trainer to the kernels.
+type Ptr uintptr
+
+// Add returns p moved by bytes.
+func (p Ptr) Add(bytes int64) Ptr { return Ptr(int64(p) + bytes) }
 
 // kernel names one entry point of kernels/lct.cu.
 type kernel int
@@ -57,8 +62,8 @@ type deviceInfo struct {
 	Emulated        bool // the CPU emulation, not a GPU
 }
 
-// driver is what Device needs of CUDA: the driver API (build tag cuda) or
-// the CPU emulation (build tag kernelemu). Its methods run between enter and
+// driver is what Device needs of CUDA: the driver API (cudaDriver) or the
+// CPU emulation (emuDriver). The codec's methods run between enter and
 // exit, which the CUDA driver uses to make its context current on the
 // calling OS thread. Launches and device-to-device copies are asynchronous;
 // copies to and from the host wait for the work before them.
@@ -66,12 +71,12 @@ type driver interface {
 	enter() error
 	exit()
 	info() deviceInfo
-	alloc(bytes int) (devPtr, error)
-	free(p devPtr) error
-	htod(dst devPtr, src unsafe.Pointer, bytes int) error
-	dtoh(dst unsafe.Pointer, src devPtr, bytes int) error
-	dtod(dst, src devPtr, bytes int) error
-	memset32(dst devPtr, v uint32, words int) error
+	alloc(bytes int) (Ptr, error)
+	free(p Ptr) error
+	htod(dst Ptr, src unsafe.Pointer, bytes int) error
+	dtoh(dst unsafe.Pointer, src Ptr, bytes int) error
+	dtod(dst, src Ptr, bytes int) error
+	memset32(dst Ptr, v uint32, words int) error
 	launch(k kernel, grid, block, smem int, args []uint64) error
 	synchronize() error
 	newEvent() (event, error)
@@ -85,10 +90,29 @@ type driver interface {
 	holdDefault(i int) error
 	// delay queues a memset of words at p on the side stream (side) or on
 	// the legacy default stream: work that only takes time (side.go).
-	delay(side bool, p devPtr, words int) error
+	delay(side bool, p Ptr, words int) error
 	// close releases the driver; it runs between enter and exit and does
 	// the exit itself.
 	close() error
+
+	// The compute stream (Compute): the legacy default stream, whatever
+	// the codec's stream is. launchCompute runs a kernel of gpt.cu by
+	// name; gemm a product through cuBLAS. htodCompute returns once src is
+	// staged; dtohCompute waits for the work before it; synchronizeAll for
+	// the work of every stream.
+	makeCurrent() error
+	launchCompute(name string, grid, block int, args []uint64, sizes []uint8) error
+	gemm(g Gemm) error
+	htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error
+	dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error
+	dtodCompute(dst, src Ptr, bytes int) error
+	memsetCompute(p Ptr, b byte, bytes int) error
+	synchronizeAll() error
+	memInfo() (free, total int64, err error)
+	newComputeEvent() (Event, error)
+	recordComputeEvent(e Event) error
+	computeEventMillis(a, b Event) (float32, error)
+	destroyComputeEvent(e Event) error
 }
 
 // event marks a point in the device's work, for timing.
@@ -97,15 +121,4 @@ type event interface {
 	// since waits for the event and returns the milliseconds from start to it.
 	since(start event) (float64, error)
 	destroy()
-}
-
-// openEmulation, set in a build with the kernels' CPU emulation, opens it
-// in place of a GPU.
-var openEmulation func(ordinal int) (driver, error)
-
-func openDriver(ordinal int) (driver, error) {
-	if openEmulation != nil {
-		return openEmulation(ordinal)
-	}
-	return openCUDADriver(ordinal)
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"lcttop/gpu/cublas"
 	"lcttop/gpu/cuda"
 	"lcttop/kernels"
 )
@@ -18,10 +19,16 @@ type cudaDriver struct {
 	fns   [numKernels]cuda.Function
 	inf   deviceInfo
 	prior cuda.Context
-	// stream is where the work is queued: 0, the legacy default stream,
-	// until useSideStream.
+	// stream is where the codec's work is queued: 0, the legacy default
+	// stream, until useSideStream.
 	stream cuda.Stream
 	side   sideEvents
+	// The compute stream's module of GPT kernels and cuBLAS, loaded at
+	// their first use (a codec alone needs neither).
+	gptMod  cuda.Module
+	gptFns  map[string]cuda.Function
+	blas    *cublas.Handle
+	blasErr error
 }
 
 // sideEvents are the side stream's ordering events: one recorded on the
@@ -81,7 +88,7 @@ func (d *cudaDriver) load() error {
 	if err != nil {
 		return fmt.Errorf("gpu: %s: %w", name, err)
 	}
-	d.mod, err = cuda.LoadModule(kernels.PTX)
+	d.mod, err = cuda.LoadModule(kernels.LCTPTX)
 	if err != nil {
 		return fmt.Errorf("gpu: %s: load kernels PTX: %w", name, err)
 	}
@@ -113,16 +120,20 @@ func (d *cudaDriver) enter() error {
 
 func (d *cudaDriver) exit() { cuda.SetCurrent(d.prior) }
 
+// makeCurrent makes the context current on the calling thread for the
+// compute view, leaving enter's saved context alone.
+func (d *cudaDriver) makeCurrent() error { return cuda.SetCurrent(d.ctx) }
+
 func (d *cudaDriver) info() deviceInfo { return d.inf }
 
-func (d *cudaDriver) alloc(bytes int) (devPtr, error) {
+func (d *cudaDriver) alloc(bytes int) (Ptr, error) {
 	p, err := cuda.MemAlloc(bytes)
-	return devPtr(p), err
+	return Ptr(p), err
 }
 
-func (d *cudaDriver) free(p devPtr) error { return cuda.MemFree(cuda.Ptr(p)) }
+func (d *cudaDriver) free(p Ptr) error { return cuda.MemFree(cuda.Ptr(p)) }
 
-func (d *cudaDriver) htod(dst devPtr, src unsafe.Pointer, bytes int) error {
+func (d *cudaDriver) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
 	if d.stream != 0 {
 		// From pageable memory the call returns once src is staged: the
 		// caller may reuse it, and the copy is ordered on the stream.
@@ -133,11 +144,11 @@ func (d *cudaDriver) htod(dst devPtr, src unsafe.Pointer, bytes int) error {
 
 // htodAsync queues the copy on the driver's stream, where the kernels run;
 // pageable src is staged before the call returns.
-func (d *cudaDriver) htodAsync(dst devPtr, src unsafe.Pointer, bytes int) error {
+func (d *cudaDriver) htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error {
 	return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, d.stream)
 }
 
-func (d *cudaDriver) dtoh(dst unsafe.Pointer, src devPtr, bytes int) error {
+func (d *cudaDriver) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
 	if d.stream != 0 {
 		if err := cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, d.stream); err != nil {
 			return err
@@ -147,11 +158,11 @@ func (d *cudaDriver) dtoh(dst unsafe.Pointer, src devPtr, bytes int) error {
 	return cuda.CopyDtoH(dst, cuda.Ptr(src), bytes)
 }
 
-func (d *cudaDriver) dtod(dst, src devPtr, bytes int) error {
+func (d *cudaDriver) dtod(dst, src Ptr, bytes int) error {
 	return cuda.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), bytes, d.stream)
 }
 
-func (d *cudaDriver) memset32(dst devPtr, v uint32, words int) error {
+func (d *cudaDriver) memset32(dst Ptr, v uint32, words int) error {
 	return cuda.MemsetD32Async(cuda.Ptr(dst), v, words, d.stream)
 }
 
@@ -176,6 +187,14 @@ func (d *cudaDriver) close() error {
 		}
 	}
 	keep(d.dropSideStream())
+	if d.blas != nil {
+		keep(d.blas.Close())
+		d.blas = nil
+	}
+	if d.gptMod != 0 {
+		keep(d.gptMod.Unload())
+		d.gptMod = 0
+	}
 	if d.mod != 0 {
 		keep(d.mod.Unload())
 		d.mod = 0
@@ -217,7 +236,7 @@ func (d *cudaDriver) freeHost(p unsafe.Pointer) { cuda.MemFreeHost(p) }
 
 // dtohAsync queues the copy on the driver's stream, behind the work queued
 // before it; dst must be pinned (allocHost) for the call not to wait.
-func (d *cudaDriver) dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error {
+func (d *cudaDriver) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
 	return cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, d.stream)
 }
 
@@ -288,7 +307,7 @@ func (d *cudaDriver) afterDefault() error {
 func (d *cudaDriver) markSide(i int) error { return d.side.ring[i].Record(d.stream) }
 
 // delay queues a memset on the side stream or the legacy default stream.
-func (d *cudaDriver) delay(side bool, p devPtr, words int) error {
+func (d *cudaDriver) delay(side bool, p Ptr, words int) error {
 	s := cuda.Stream(0)
 	if side {
 		s = d.stream
@@ -299,3 +318,99 @@ func (d *cudaDriver) delay(side bool, p devPtr, words int) error {
 // holdDefault makes the legacy default stream's later work wait for ring
 // event i's record.
 func (d *cudaDriver) holdDefault(i int) error { return cuda.Stream(0).Wait(d.side.ring[i]) }
+
+// gptFunction is GPT kernel name, loading gpt.cu's module at the first call.
+func (d *cudaDriver) gptFunction(name string) (cuda.Function, error) {
+	if d.gptFns == nil {
+		mod, err := cuda.LoadModule(kernels.GPTPTX)
+		if err != nil {
+			return 0, fmt.Errorf("loading the GPT kernels' PTX: %w", err)
+		}
+		fns := map[string]cuda.Function{}
+		for _, k := range kernels.GPTKernels {
+			f, err := mod.Function(k)
+			if err != nil {
+				mod.Unload()
+				return 0, err
+			}
+			fns[k] = f
+		}
+		d.gptMod, d.gptFns = mod, fns
+	}
+	f, ok := d.gptFns[name]
+	if !ok {
+		return 0, fmt.Errorf("no kernel %q in kernels/gpt.cu", name)
+	}
+	return f, nil
+}
+
+func (d *cudaDriver) launchCompute(name string, grid, block int, args []uint64, _ []uint8) error {
+	f, err := d.gptFunction(name)
+	if err != nil {
+		return err
+	}
+	return cuda.Launch(f, grid, block, 0, 0, args)
+}
+
+func (d *cudaDriver) gemm(g Gemm) error {
+	if d.blas == nil && d.blasErr == nil {
+		d.blas, d.blasErr = cublas.New()
+	}
+	if d.blasErr != nil {
+		return d.blasErr
+	}
+	op := func(t bool) cublas.Op {
+		if t {
+			return cublas.Trans
+		}
+		return cublas.NoTrans
+	}
+	mat := func(m Mat) cublas.Matrix {
+		t := cublas.BF16
+		if m.Type == F32 {
+			t = cublas.F32
+		}
+		return cublas.Matrix{Ptr: uintptr(m.Ptr), Type: t, LD: m.LD, Stride: m.Stride}
+	}
+	return d.blas.Gemm(op(g.TransA), op(g.TransB), g.M, g.N, g.K, g.Alpha, mat(g.A), mat(g.B), g.Beta, mat(g.C), g.Batch)
+}
+
+// htodCompute is asynchronous from pageable memory: the driver stages src
+// before it returns and queues the copy behind the stream's work, where a
+// synchronous copy would first wait for all of it and leave the device
+// idle while the host queues the next work.
+func (d *cudaDriver) htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error {
+	return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, 0)
+}
+
+func (d *cudaDriver) dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error {
+	return cuda.CopyDtoH(dst, cuda.Ptr(src), bytes)
+}
+
+func (d *cudaDriver) dtodCompute(dst, src Ptr, bytes int) error {
+	return cuda.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), bytes, 0)
+}
+
+func (d *cudaDriver) memsetCompute(p Ptr, b byte, bytes int) error {
+	return cuda.MemsetD8Async(cuda.Ptr(p), b, bytes, 0)
+}
+
+func (d *cudaDriver) synchronizeAll() error { return cuda.Synchronize() }
+
+func (d *cudaDriver) memInfo() (free, total int64, err error) { return cuda.MemInfo() }
+
+func (d *cudaDriver) newComputeEvent() (Event, error) {
+	e, err := cuda.NewEvent(true)
+	return Event(e), err
+}
+
+func (d *cudaDriver) recordComputeEvent(e Event) error { return cuda.Event(e).Record(0) }
+
+func (d *cudaDriver) computeEventMillis(a, b Event) (float32, error) {
+	if err := cuda.Event(b).Synchronize(); err != nil {
+		return 0, err
+	}
+	return cuda.Elapsed(cuda.Event(a), cuda.Event(b))
+}
+
+func (d *cudaDriver) destroyComputeEvent(e Event) error { return cuda.Event(e).Destroy() }

@@ -1,121 +1,177 @@
-//go:build kernelemu
-
 package gpu
 
 /*
-#cgo CXXFLAGS: -std=c++20 -O2 -fno-strict-aliasing -Wno-unused-function
-#cgo LDFLAGS: -lstdc++ -lpthread
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-int lct_emu_launch(const char* name, int grid, int block, int smem, const uint64_t* args);
-void* lct_emu_alloc(size_t n);
-static void lct_emu_memset32(void* p, uint32_t v, size_t words) {
-	uint32_t* q = (uint32_t*)p;
-	for (size_t i = 0; i < words; i++) q[i] = v;
-}
 */
 import "C"
 
 import (
 	"fmt"
-	"strings"
+	"math"
+	"runtime"
+	"sort"
+	"sync"
 	"time"
 	"unsafe"
 
 	"lcttop/kernels"
 )
 
-// emuDriver runs the kernels on the CPU (kernels/lct_emu.h): device memory
-// is host memory, launches run to completion before they return.
+// emuDriver runs the kernels on the CPU (package kernels' emulation):
+// device memory is host memory from C's allocator, poisoned so that what a
+// kernel reads without anything having written it shows; launches, copies
+// and products run to completion before they return, so every stream is one
+// order of work. Copies, products and pointer arguments are checked against
+// the allocations they touch. Every emulated Device shares one memory, as
+// the Devices of a GPU share its context's.
 type emuDriver struct {
-	names [numKernels]*C.char
-	args  *C.uint64_t
+	events []time.Time
+	own    map[Ptr]bool // what this driver allocated, freed at close
 }
 
-const emuMaxArgs = 32
-
-func openEmuDriver(ordinal int) (driver, error) {
-	if ordinal != 0 {
-		return nil, fmt.Errorf("gpu: emulation has one device, not %d", ordinal)
-	}
-	for _, name := range kernelNames {
-		if !strings.Contains(kernels.Source, "void __launch_bounds__(") || !strings.Contains(kernels.Source, " "+name+"(") {
-			return nil, fmt.Errorf("gpu: emulation: kernel %s not in kernels/lct.cu", name)
-		}
-	}
-	e := &emuDriver{args: (*C.uint64_t)(C.malloc(8 * emuMaxArgs))}
-	for k, name := range kernelNames {
-		e.names[k] = C.CString(name)
-	}
-	return e, nil
+// emuMemory is the emulated GPU's memory: its allocations' sizes.
+var emuMemory struct {
+	sync.Mutex
+	allocs map[Ptr]int
+	sorted []Ptr // allocation addresses, ascending; nil when stale
 }
+
+// emuAlign is the alignment of emulated allocations, as cuMemAlloc's.
+const emuAlign = 256
+
+func openEmuDriver() driver { return &emuDriver{own: map[Ptr]bool{}} }
 
 // host turns a device address of the emulation into a pointer; written with
 // a pointer conversion so that vet sees no uintptr arithmetic.
-func (p devPtr) host() unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
+func (p Ptr) host() unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p)) }
 
-func (e *emuDriver) enter() error { return nil }
-func (e *emuDriver) exit()        {}
+func (e *emuDriver) enter() error       { return nil }
+func (e *emuDriver) makeCurrent() error { return nil }
+func (e *emuDriver) exit()              {}
 
 func (e *emuDriver) info() deviceInfo {
-	return deviceInfo{Name: "CPU emulation of the LCT kernels", SMs: 2, MaxSmemPerBlock: 227 << 10, Emulated: true}
+	return deviceInfo{Name: "CPU emulation of the kernels", SMs: 2, MaxSmemPerBlock: 227 << 10, Emulated: true}
 }
 
-func (e *emuDriver) alloc(bytes int) (devPtr, error) {
-	p := C.lct_emu_alloc(C.size_t(bytes))
+func (e *emuDriver) alloc(bytes int) (Ptr, error) {
+	size := (max(bytes, 1) + emuAlign - 1) / emuAlign * emuAlign
+	p := C.aligned_alloc(emuAlign, C.size_t(size))
 	if p == nil {
-		return 0, fmt.Errorf("out of host memory")
+		return 0, fmt.Errorf("out of host memory for %d bytes", bytes)
 	}
-	return devPtr(uintptr(p)), nil
+	C.memset(p, 0xA5, C.size_t(size))
+	ptr := Ptr(uintptr(p))
+	m := &emuMemory
+	m.Lock()
+	defer m.Unlock()
+	if m.allocs == nil {
+		m.allocs = map[Ptr]int{}
+	}
+	m.allocs[ptr] = bytes
+	m.sorted = nil
+	e.own[ptr] = true
+	return ptr, nil
 }
 
-func (e *emuDriver) free(p devPtr) error {
+func (e *emuDriver) free(p Ptr) error {
+	m := &emuMemory
+	m.Lock()
+	defer m.Unlock()
+	if _, ok := m.allocs[p]; !ok {
+		return fmt.Errorf("free of %#x, which is not an allocation", uintptr(p))
+	}
 	C.free(p.host())
+	delete(m.allocs, p)
+	delete(e.own, p)
+	m.sorted = nil
 	return nil
 }
 
-func (e *emuDriver) htod(dst devPtr, src unsafe.Pointer, bytes int) error {
-	C.memcpy(dst.host(), src, C.size_t(bytes))
+// view returns bytes bytes at p, which must lie inside one allocation.
+func (e *emuDriver) view(p Ptr, bytes int64, what string) ([]byte, error) {
+	m := &emuMemory
+	m.Lock()
+	defer m.Unlock()
+	if m.sorted == nil {
+		for k := range m.allocs {
+			m.sorted = append(m.sorted, k)
+		}
+		sort.Slice(m.sorted, func(i, j int) bool { return m.sorted[i] < m.sorted[j] })
+	}
+	i := sort.Search(len(m.sorted), func(i int) bool { return m.sorted[i] > p }) - 1
+	if i < 0 {
+		return nil, fmt.Errorf("%s at %#x: not in any allocation", what, uintptr(p))
+	}
+	base := m.sorted[i]
+	size := int64(m.allocs[base])
+	off := int64(p - base)
+	if bytes < 0 || off+bytes > max(size, 1) {
+		return nil, fmt.Errorf("%s at %#x, %d bytes: past the end of its %d-byte allocation (offset %d)", what, uintptr(p), bytes, size, off)
+	}
+	if bytes == 0 {
+		return nil, nil
+	}
+	return unsafe.Slice((*byte)(p.host()), bytes), nil
+}
+
+func (e *emuDriver) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
+	v, err := e.view(dst, int64(bytes), "upload")
+	if err != nil {
+		return err
+	}
+	copy(v, unsafe.Slice((*byte)(src), bytes))
 	return nil
 }
 
-func (e *emuDriver) dtoh(dst unsafe.Pointer, src devPtr, bytes int) error {
-	C.memcpy(dst, src.host(), C.size_t(bytes))
+func (e *emuDriver) htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error {
+	return e.htod(dst, src, bytes)
+}
+
+func (e *emuDriver) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
+	v, err := e.view(src, int64(bytes), "download")
+	if err != nil {
+		return err
+	}
+	copy(unsafe.Slice((*byte)(dst), bytes), v)
 	return nil
 }
 
-func (e *emuDriver) dtod(dst, src devPtr, bytes int) error {
-	C.memmove(dst.host(), src.host(), C.size_t(bytes))
+func (e *emuDriver) dtod(dst, src Ptr, bytes int) error {
+	s, err := e.view(src, int64(bytes), "copy source")
+	if err != nil {
+		return err
+	}
+	t, err := e.view(dst, int64(bytes), "copy destination")
+	if err != nil {
+		return err
+	}
+	copy(t, s)
 	return nil
 }
 
-func (e *emuDriver) memset32(dst devPtr, v uint32, words int) error {
-	C.lct_emu_memset32(dst.host(), C.uint32_t(v), C.size_t(words))
+func (e *emuDriver) memset32(dst Ptr, v uint32, words int) error {
+	b, err := e.view(dst, 4*int64(words), "memset")
+	if err != nil {
+		return err
+	}
+	w := unsafe.Slice((*uint32)(unsafe.Pointer(unsafe.SliceData(b))), words)
+	for i := range w {
+		w[i] = v
+	}
 	return nil
 }
 
 func (e *emuDriver) launch(k kernel, grid, block, smem int, args []uint64) error {
-	if len(args) > emuMaxArgs {
-		return fmt.Errorf("%d arguments, at most %d", len(args), emuMaxArgs)
-	}
-	a := unsafe.Slice(e.args, emuMaxArgs)
-	for i, v := range args {
-		a[i] = C.uint64_t(v)
-	}
-	if rc := C.lct_emu_launch(e.names[k], C.int(grid), C.int(block), C.int(smem), e.args); rc != 0 {
-		return fmt.Errorf("emulated launch failed (%d)", int(rc))
-	}
-	return nil
+	return kernels.Emulate(kernelNames[k], grid, block, smem, args, nil)
 }
 
 func (e *emuDriver) synchronize() error { return nil }
 
 func (e *emuDriver) close() error {
-	for _, n := range e.names {
-		C.free(unsafe.Pointer(n))
+	for p := range e.own {
+		e.free(p)
 	}
-	C.free(unsafe.Pointer(e.args))
 	return nil
 }
 
@@ -132,7 +188,7 @@ func (v *emuEvent) destroy() {}
 // "behind the queued work" is a copy now, and its event is always reached.
 
 func (e *emuDriver) allocHost(bytes int) (unsafe.Pointer, error) {
-	p := C.malloc(C.size_t(bytes))
+	p := C.malloc(C.size_t(max(bytes, 1)))
 	if p == nil {
 		return nil, fmt.Errorf("out of host memory")
 	}
@@ -141,7 +197,7 @@ func (e *emuDriver) allocHost(bytes int) (unsafe.Pointer, error) {
 
 func (e *emuDriver) freeHost(p unsafe.Pointer) { C.free(p) }
 
-func (e *emuDriver) dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error {
+func (e *emuDriver) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
 	return e.dtoh(dst, src, bytes)
 }
 
@@ -152,10 +208,176 @@ func (v *emuEvent) wait() error { return nil }
 // The emulation has one order of work: the side stream is the same order,
 // and its events are always reached.
 
-func (e *emuDriver) useSideStream(ring int) error  { return nil }
-func (e *emuDriver) afterDefault() error           { return nil }
-func (e *emuDriver) markSide(i int) error          { return nil }
-func (e *emuDriver) holdDefault(i int) error       { return nil }
-func (e *emuDriver) delay(bool, devPtr, int) error { return nil }
+func (e *emuDriver) useSideStream(ring int) error { return nil }
+func (e *emuDriver) afterDefault() error          { return nil }
+func (e *emuDriver) markSide(i int) error         { return nil }
+func (e *emuDriver) holdDefault(i int) error      { return nil }
+func (e *emuDriver) delay(bool, Ptr, int) error   { return nil }
+func (e *emuDriver) synchronizeAll() error        { return nil }
+func (e *emuDriver) memInfo() (int64, int64, error) {
+	return 0, 0, fmt.Errorf("the CPU emulation has no device memory to report")
+}
 
-func init() { openEmulation = openEmuDriver }
+func (e *emuDriver) launchCompute(name string, grid, block int, args []uint64, sizes []uint8) error {
+	return kernels.Emulate(name, grid, block, 0, args, sizes)
+}
+
+// checkPointers reports a pointer argument of a launch that lies in no
+// allocation.
+func (e *emuDriver) checkPointers(kernel string, args []any) error {
+	for i, a := range args {
+		if p, ok := a.(Ptr); ok && p != 0 {
+			if _, err := e.view(p, 0, fmt.Sprintf("launch %s argument %d", kernel, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (e *emuDriver) htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error {
+	return e.htod(dst, src, bytes)
+}
+
+func (e *emuDriver) dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error {
+	return e.dtoh(dst, src, bytes)
+}
+
+func (e *emuDriver) dtodCompute(dst, src Ptr, bytes int) error { return e.dtod(dst, src, bytes) }
+
+func (e *emuDriver) memsetCompute(p Ptr, b byte, bytes int) error {
+	v, err := e.view(p, int64(bytes), "memset")
+	if err != nil {
+		return err
+	}
+	for i := range v {
+		v[i] = b
+	}
+	return nil
+}
+
+func (e *emuDriver) newComputeEvent() (Event, error) {
+	e.events = append(e.events, time.Time{})
+	return Event(len(e.events)), nil
+}
+
+func (e *emuDriver) recordComputeEvent(ev Event) error {
+	if ev < 1 || int(ev) > len(e.events) {
+		return fmt.Errorf("no event %d", ev)
+	}
+	e.events[ev-1] = time.Now()
+	return nil
+}
+
+func (e *emuDriver) computeEventMillis(a, b Event) (float32, error) {
+	if a < 1 || int(a) > len(e.events) || b < 1 || int(b) > len(e.events) {
+		return 0, fmt.Errorf("no events %d, %d", a, b)
+	}
+	return float32(e.events[b-1].Sub(e.events[a-1]).Seconds() * 1e3), nil
+}
+
+func (e *emuDriver) destroyComputeEvent(Event) error { return nil }
+
+// operand returns the view of one Gemm operand: rows×cols column-major with
+// leading dimension ld, batch matrices stride apart.
+func (e *emuDriver) operand(m Mat, rows, cols, batch int, what string) ([]byte, error) {
+	extent := int64(cols-1)*int64(m.LD) + int64(rows)
+	if batch > 1 {
+		extent += int64(batch-1) * m.Stride
+	}
+	return e.view(m.Ptr, extent*m.Type.Size(), "gemm operand "+what)
+}
+
+// gemm computes the product as cuBLAS defines it, with float32 sums in
+// ascending k and no product fused into a sum.
+func (e *emuDriver) gemm(g Gemm) error {
+	batch := max(g.Batch, 1)
+	ar, ac := g.M, g.K
+	if g.TransA {
+		ar, ac = g.K, g.M
+	}
+	br, bc := g.K, g.N
+	if g.TransB {
+		br, bc = g.N, g.K
+	}
+	av, err := e.operand(g.A, ar, ac, batch, "A")
+	if err != nil {
+		return err
+	}
+	bv, err := e.operand(g.B, br, bc, batch, "B")
+	if err != nil {
+		return err
+	}
+	cv, err := e.operand(g.C, g.M, g.N, batch, "C")
+	if err != nil {
+		return err
+	}
+	a := unsafe.Slice((*uint16)(unsafe.Pointer(&av[0])), len(av)/2)
+	b := unsafe.Slice((*uint16)(unsafe.Pointer(&bv[0])), len(bv)/2)
+	var c16 []uint16
+	var c32 []float32
+	if g.C.Type == F32 {
+		c32 = unsafe.Slice((*float32)(unsafe.Pointer(&cv[0])), len(cv)/4)
+	} else {
+		c16 = unsafe.Slice((*uint16)(unsafe.Pointer(&cv[0])), len(cv)/2)
+	}
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for w := range workers {
+		wg.Go(func() {
+			col := make([]float32, g.K)
+			for job := w; job < batch*g.N; job += workers {
+				bi, j := job/g.N, job%g.N
+				for p := range g.K {
+					var x uint16
+					if g.TransB {
+						x = b[int64(bi)*g.B.Stride+int64(p)*int64(g.B.LD)+int64(j)]
+					} else {
+						x = b[int64(bi)*g.B.Stride+int64(j)*int64(g.B.LD)+int64(p)]
+					}
+					col[p] = bf16ToFloat32(x)
+				}
+				for i := range g.M {
+					var acc float32
+					for p := range g.K {
+						var x uint16
+						if g.TransA {
+							x = a[int64(bi)*g.A.Stride+int64(i)*int64(g.A.LD)+int64(p)]
+						} else {
+							x = a[int64(bi)*g.A.Stride+int64(p)*int64(g.A.LD)+int64(i)]
+						}
+						acc += float32(bf16ToFloat32(x) * col[p])
+					}
+					v := float32(g.Alpha * acc)
+					ci := int64(bi)*g.C.Stride + int64(j)*int64(g.C.LD) + int64(i)
+					if c32 != nil {
+						if g.Beta != 0 {
+							v += float32(g.Beta * c32[ci])
+						}
+						c32[ci] = v
+					} else {
+						if g.Beta != 0 {
+							v += float32(g.Beta * bf16ToFloat32(c16[ci]))
+						}
+						c16[ci] = bf16FromFloat32(v)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func bf16ToFloat32(v uint16) float32 { return math.Float32frombits(uint32(v) << 16) }
+
+// bf16FromFloat32 rounds to the nearest BF16, ties to even; a NaN stays a
+// quiet NaN with its sign and top payload bits.
+func bf16FromFloat32(f float32) uint16 {
+	u := math.Float32bits(f)
+	if u&0x7fffffff > 0x7f800000 {
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}

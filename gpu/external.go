@@ -27,15 +27,15 @@ import (
 // an Allocator that is also a SideAllocator learns, when a section goes
 // back, the side stream's point after every use of it.
 type Allocator interface {
-	Alloc(bytes int, cat Category) (uintptr, error)
-	Free(ptr uintptr, cat Category)
+	Alloc(bytes int, cat Category) (Ptr, error)
+	Free(p Ptr, cat Category)
 }
 
 // SideAllocator is an Allocator that takes back sections the side stream
 // may still be using: up to point (see Device.Point).
 type SideAllocator interface {
 	Allocator
-	FreeAfter(ptr uintptr, cat Category, point uint64)
+	FreeAfter(p Ptr, cat Category, point uint64)
 }
 
 // NewTensorIn is NewTensor with the sections' memory taken from a.
@@ -49,8 +49,8 @@ func (d *Device) NewTensorIn(a Allocator, n int, l codec.Layout, cb codec.Codebo
 // External is a Buffer over bytes of device memory at ptr that the caller
 // owns (allocated on this device's context by other means): it can be
 // encoded from, decoded into and histogrammed, never freed through Device.
-func External(ptr uintptr, bytes int) Buffer {
-	return Buffer{ptr: ptr, size: bytes, cat: CodecScratch}
+func External(p Ptr, bytes int) Buffer {
+	return Buffer{ptr: p, size: bytes, cat: CodecScratch}
 }
 
 // grow makes *b hold at least bytes, from t's allocator or the device.
@@ -110,12 +110,12 @@ func (d *Device) htodAsync(dst Buffer, off int, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return d.drv.(asyncUploader).htodAsync(devPtr(dst.ptr+uintptr(off)), unsafe.Pointer(&src[0]), len(src))
+	return d.drv.(asyncUploader).htodAsync(dst.ptr+Ptr(off), unsafe.Pointer(&src[0]), len(src))
 }
 
 // asyncUploader is the drivers' queued host-to-device copy.
 type asyncUploader interface {
-	htodAsync(dst devPtr, src unsafe.Pointer, bytes int) error
+	htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error
 }
 
 // HistogramBytes is the size of one histogram HistogramInto writes.
@@ -132,7 +132,7 @@ func (d *Device) HistogramInto(dst Buffer, off int, src Buffer, n int) error {
 		return fmt.Errorf("gpu: histogram at %d into a %d-byte buffer", off, dst.size)
 	}
 	return d.do(func() error {
-		p := devPtr(dst.ptr + uintptr(off))
+		p := dst.ptr + Ptr(off)
 		if err := d.drv.memset32(p, 0, HistogramBytes/4); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -19,15 +20,38 @@ var (
 	devErr  error
 )
 
-// device opens the GPU (or the emulation) once for all tests; without one
-// the test is skipped with the reason.
+// device opens the GPU once for all tests, or where there is none (or
+// LCTTOP_EMULATE=1) the CPU emulation.
 func device(t testing.TB) *Device {
 	t.Helper()
-	devOnce.Do(func() { dev, devErr = OpenDevice(0) })
+	devOnce.Do(func() {
+		if os.Getenv("LCTTOP_EMULATE") != "1" {
+			if dev, devErr = OpenDevice(0); devErr == nil {
+				return
+			}
+		}
+		dev, devErr = OpenEmulated()
+	})
 	if devErr != nil {
-		t.Skipf("skipping: %v", devErr)
+		t.Fatal(devErr)
 	}
 	return dev
+}
+
+// freshDevice opens a device of device's kind (GPU or emulation) of the
+// test's own, closed when the test ends.
+func freshDevice(t testing.TB) *Device {
+	t.Helper()
+	open := OpenEmulated
+	if !device(t).info.Emulated {
+		open = func() (*Device, error) { return OpenDevice(0) }
+	}
+	d, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 // emulated says the tests run on the CPU emulation, which is slow: tests

@@ -44,7 +44,7 @@ type MemoryReport struct {
 
 // Buffer is a span of device memory allocated by Device.Alloc.
 type Buffer struct {
-	ptr  uintptr
+	ptr  Ptr
 	size int
 	cat  Category
 }

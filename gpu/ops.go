@@ -169,7 +169,7 @@ func (d *Device) fullHistogram(src Buffer, n int) error {
 	if err := d.grow(&d.hist, 256*8, CodecScratch); err != nil {
 		return err
 	}
-	if err := d.drv.memset32(devPtr(d.hist.ptr), 0, 512); err != nil {
+	if err := d.drv.memset32(Ptr(d.hist.ptr), 0, 512); err != nil {
 		return err
 	}
 	grid := min(max((n/8+threads-1)/threads, 1), 4*d.info.SMs)
@@ -356,5 +356,5 @@ func (d *Device) CopyBuffer(dst, src Buffer, bytes int) error {
 	if bytes > dst.size || bytes > src.size {
 		return fmt.Errorf("gpu: copy of %d bytes between buffers of %d and %d", bytes, src.size, dst.size)
 	}
-	return d.do(func() error { return d.drv.dtod(devPtr(dst.ptr), devPtr(src.ptr), bytes) })
+	return d.do(func() error { return d.drv.dtod(Ptr(dst.ptr), Ptr(src.ptr), bytes) })
 }

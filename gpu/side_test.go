@@ -7,12 +7,7 @@ import "testing"
 // held or on none does nothing, a hold on a point not yet made is refused,
 // and the work itself gives the same values as on the default stream.
 func TestSideStreamPoints(t *testing.T) {
-	device(t) // skips without a GPU or the emulation
-	d, err := OpenDevice(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := freshDevice(t)
 	if p, err := d.Point(); err != nil || p != 0 || d.SideStream() {
 		t.Fatalf("before UseSideStream: point %d (%v), side stream %v; want 0, none", p, err, d.SideStream())
 	}

@@ -52,7 +52,7 @@ func (a *statusArena) release(s int) {
 	a.free = append(a.free, s)
 }
 
-func (a *statusArena) ptr(s int) uintptr { return a.buf.ptr + uintptr(statusBytes*s) }
+func (a *statusArena) ptr(s int) Ptr { return a.buf.ptr + Ptr(statusBytes*s) }
 
 // statusBytes is one tensor's status in the arena.
 const statusBytes = 32

@@ -31,7 +31,7 @@ type StatusRead struct {
 type hostReader interface {
 	allocHost(bytes int) (unsafe.Pointer, error)
 	freeHost(p unsafe.Pointer)
-	dtohAsync(dst unsafe.Pointer, src devPtr, bytes int) error
+	dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error
 	newSyncEvent() (syncEvent, error)
 }
 
@@ -84,12 +84,12 @@ func (d *Device) QueueStatusRead(extra Buffer, extraBytes int) (*StatusRead, err
 			}
 			r.ev = ev
 		}
-		if err := hr.dtohAsync(r.host, devPtr(a.buf.ptr), r.status); err != nil {
+		if err := hr.dtohAsync(r.host, Ptr(a.buf.ptr), r.status); err != nil {
 			d.reads = append(d.reads, r)
 			return err
 		}
 		if r.extra > 0 {
-			if err := hr.dtohAsync(unsafe.Add(r.host, r.status), devPtr(extra.ptr), r.extra); err != nil {
+			if err := hr.dtohAsync(unsafe.Add(r.host, r.status), Ptr(extra.ptr), r.extra); err != nil {
 				d.reads = append(d.reads, r)
 				return err
 			}

@@ -182,7 +182,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 		}
 	}
 	// No look-back word of an encode yet, ticket counter and epoch 0.
-	if err := t.dev.drv.memset32(devPtr(t.look.ptr), 0, lookBytes(nb)/4); err != nil {
+	if err := t.dev.drv.memset32(Ptr(t.look.ptr), 0, lookBytes(nb)/4); err != nil {
 		return err
 	}
 	t.n, t.layout, t.ovCap = n, l, max(ovCap, t.overflow.size)
@@ -221,7 +221,7 @@ func (t *Tensor) setStatus(ovLen uint64) error {
 // clearError resets the decode error word before a decode reads t.
 func (t *Tensor) clearError() error {
 	t.markDecoded()
-	return t.dev.drv.memset32(devPtr(t.dev.status.ptr(t.slot)+8), 0xFFFFFFFF, 2)
+	return t.dev.drv.memset32(Ptr(t.dev.status.ptr(t.slot)+8), 0xFFFFFFFF, 2)
 }
 
 // settleRetired reports the decode error of retired t found by a status

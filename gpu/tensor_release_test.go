@@ -17,7 +17,7 @@ type failingAllocator struct {
 	live  int
 }
 
-func (a *failingAllocator) Alloc(bytes int, cat Category) (uintptr, error) {
+func (a *failingAllocator) Alloc(bytes int, cat Category) (Ptr, error) {
 	if a.ok == 0 {
 		return 0, errors.New("out of memory budget")
 	}
@@ -27,12 +27,12 @@ func (a *failingAllocator) Alloc(bytes int, cat Category) (uintptr, error) {
 	}
 	a.ok--
 	a.live++
-	p := a.arena.ptr + uintptr(a.used)
+	p := a.arena.ptr + Ptr(a.used)
 	a.used += bytes
 	return p, nil
 }
 
-func (a *failingAllocator) Free(uintptr, Category) { a.live-- }
+func (a *failingAllocator) Free(Ptr, Category) { a.live-- }
 
 // A tensor whose sections could not all be allocated was never decoded:
 // freeing it gives its status slot back, and no status read reports the

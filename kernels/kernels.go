@@ -1,29 +1,92 @@
-// Package kernels holds the CUDA kernels of the LCT codec and of the fused
-// optimizer updates: their source (lct.cu) and the PTX that nvcc 11.8 makes
-// of it for compute_80, committed and embedded, so that building lcttop
-// needs no CUDA compiler. The driver compiles the PTX for the GPU at hand
-// (Ampere, Hopper) when package gpu loads it.
+// Package kernels holds lcttop's CUDA kernels: the LCT codec and the fused
+// optimizer updates (lct.cu), and the GPT training kernels (gpt.cu); the PTX
+// that nvcc 11.8 makes of each for compute_80, committed and embedded so that
+// building lcttop needs no CUDA compiler (the driver compiles the PTX for the
+// GPU at hand when package gpu loads it); and one CPU emulation of both
+// sources (emu.h, emu.cc), which runs the very same kernels where there is
+// no GPU, for the tests.
 //
-// Regenerate after editing lct.cu with `go generate ./kernels` (nvcc 11.8);
-// check_ptx.sh fails when the committed PTX of this folder or of
-// kernels/gpt is stale.
+// Regenerate the PTX after editing a .cu file with `go generate ./kernels`
+// (nvcc 11.8); check_ptx.sh fails when the committed PTX is stale. gpt.cu is
+// compiled with --fmad=false, which keeps every product and sum rounded on
+// its own, as the CPU ops compute them.
 package kernels
 
 //go:generate nvcc -ptx -arch=compute_80 -O3 -o lct.ptx lct.cu
+//go:generate nvcc -ptx -arch=compute_80 --fmad=false -o gpt.ptx gpt.cu
 
 import _ "embed"
 
-// PTX is the kernels' PTX module.
+// LCTPTX is lct.cu's PTX module.
 //
 //go:embed lct.ptx
-var PTX string
+var LCTPTX string
 
-// Source is lct.cu and EmuHeader lct_emu.h: the CPU emulation (package gpu,
-// build tag kernelemu) compiles them as C++, and embedding them here makes a
-// change to either rebuild it.
+// GPTPTX is gpt.cu's PTX module.
+//
+//go:embed gpt.ptx
+var GPTPTX string
+
+// LCTSource and GPTSource are the kernels' sources, for the tests that check
+// them against the PTX and the emulation.
 //
 //go:embed lct.cu
-var Source string
+var LCTSource string
 
-//go:embed lct_emu.h
-var EmuHeader string
+//go:embed gpt.cu
+var GPTSource string
+
+// GPTKernels lists gpt.cu's entry points.
+var GPTKernels = []string{
+	"gpt_embedding_forward",
+	"gpt_embedding_backward_wte",
+	"gpt_embedding_backward_wpe",
+	"gpt_add",
+	"gpt_add_v8",
+	"gpt_gelu_forward",
+	"gpt_gelu_forward_v8",
+	"gpt_gelu_backward",
+	"gpt_gelu_backward_v8",
+	"gpt_gelu_backward_forward",
+	"gpt_gelu_backward_forward_v8",
+	"gpt_layernorm_stats",
+	"gpt_layernorm_forward",
+	"gpt_layernorm_apply",
+	"gpt_layernorm_apply_v8",
+	"gpt_layernorm_backward_rows",
+	"gpt_layernorm_backward",
+	"gpt_layernorm_backward_dx",
+	"gpt_layernorm_backward_dx_v8",
+	"gpt_layernorm_params_partial",
+	"gpt_bias_fill",
+	"gpt_bias_fill_v8",
+	"gpt_colsum_partial",
+	"gpt_colsum_finish",
+	"gpt_crossentropy",
+	"gpt_attn_softmax",
+	"gpt_attn_softmax_backward",
+	"gpt_heads_to_bf16",
+	"gpt_flash_fwd_d16",
+	"gpt_flash_fwd_d32",
+	"gpt_flash_fwd_d64",
+	"gpt_flash_dq_d16",
+	"gpt_flash_dq_d32",
+	"gpt_flash_dq_d64",
+	"gpt_flash_dkdv_d16",
+	"gpt_flash_dkdv_d32",
+	"gpt_flash_dkdv_d64",
+	"gpt_adamw",
+	"gpt_adamw_v8",
+	"gpt_sgd",
+}
+
+// Launch shapes the host code and the kernels agree on.
+const (
+	LayerNormThreads  = 256  // LN_THREADS: threads per block of the LayerNorm row kernels
+	LayerNormChunk    = 1024 // LN_CHUNK: columns staged at once; gpt_layernorm_forward takes rows up to this long
+	LayerNormStatRows = 16   // LN_STAT_ROWS: rows per block of gpt_layernorm_stats
+	LayerNormBackRows = 4    // LN_BACK_ROWS: rows per block of gpt_layernorm_backward_rows
+	AttentionThreads  = 128  // ATT_THREADS: threads per row of the attention softmax kernels
+	FlashThreads      = 128  // FA_THREADS: threads per block of the fused attention kernels
+	FlashTile         = 64   // FA_TILE: queries (or keys) per block of the fused attention kernels
+)

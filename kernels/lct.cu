@@ -31,7 +31,7 @@
 // its own (__fmul_rn & co. never contract into FMAs), and each stored value
 // rounded once to BF16, nearest-even, NaNs kept quiet.
 //
-// The same source compiles for the CPU with lct_emu.h (tests without a GPU).
+// The same source compiles for the CPU with emu.h (tests without a GPU).
 
 #ifdef LCT_EMU
 #include <math.h>

@@ -9,23 +9,23 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"time"
 
 	"lcttop/gpu"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
 func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
-	dev, err := device.Open()
+	g, err := gpu.Open()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
-	defer dev.Close()
-	return trainOnDevice(ctx, out, dev, cfg, cf, asJSON)
+	defer g.Close()
+	return trainOnDevice(ctx, out, g, cfg, cf, asJSON)
 }
 
 // deviceLine is a step's JSON line: the trainer's Snapshot and what the
@@ -58,8 +58,23 @@ type deviceLine struct {
 	FloorCopyBytes int64 `json:"floor_copy_bytes,omitempty"`
 }
 
-// trainOnDevice is runCUDA on an open device.
-func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+// trainOnDevice is runCUDA on an open device (a GPU or the emulation).
+// LCTTOP_PROFILE_OPS=N times every operation of the model's step and prints
+// the mean per step after the first N (cudabackend.Profiled) to stderr.
+func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+	var dev cudabackend.Device = g.Compute()
+	if v := os.Getenv(cudabackend.ProfileEnv); v != "" && v != "0" {
+		skip, err := strconv.Atoi(v)
+		if err != nil || skip < 0 {
+			skip = 1
+		}
+		p, err := cudabackend.NewProfiled(dev, os.Stderr, skip)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		dev = p
+	}
 	m, err := trainer.LookupModel(cfg.Model)
 	if err != nil {
 		return err
@@ -88,19 +103,17 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 		codecName = cf.lctCodec
 		lct = &cudabackend.LCTOptions{CopyFloor: true}
 		if cf.lctCodec == "copy" {
-			s, closeStream, err := cudabackend.OpenCopyStream()
+			s, err := cudabackend.OpenCopyStream(g)
 			if err != nil {
 				return fmt.Errorf("--lct-codec copy: %w", err)
 			}
-			defer closeStream()
 			lct.CopyBeside = s
 		}
 	default:
-		c, closeCodec, err := cudabackend.OpenCodec(cf.lctCodec)
+		c, err := cudabackend.OpenCodec(cf.lctCodec, g)
 		if err != nil {
 			return fmt.Errorf("--lct-codec: %w", err)
 		}
-		defer closeCodec()
 		codecName = "gpu"
 		if _, ok := c.(*cudabackend.HostCodec); ok {
 			codecName = "host"
@@ -242,7 +255,7 @@ func shadowLine(r cudabackend.StepReport) string {
 
 // sweepOnDevice finds the longest sequence at batch 1 whose training step
 // fits the budget.
-func sweepOnDevice(out io.Writer, enc *json.Encoder, dev device.Device, m trainer.ModelConfig, opt trainer.OptimizerSettings,
+func sweepOnDevice(out io.Writer, enc *json.Encoder, dev cudabackend.Device, m trainer.ModelConfig, opt trainer.OptimizerSettings,
 	budget int64, cfg trainer.Config, cf cudaFlags, lct *cudabackend.LCTOptions, asJSON bool) error {
 	if budget == 0 {
 		return errors.New("--sweep needs --mem-budget")

@@ -1,5 +1,7 @@
 package cudabackend
 
+import "lcttop/gpu"
+
 // Decoding ahead: a layer's compressed tensors (its weight matrices in
 // forward; in backward, per half of the block, the weights and saved
 // activations that half reads) are decoded by one batched launch when the
@@ -40,7 +42,7 @@ func aheadCount(live, reserve, peak int64, bytes []int64) int {
 // aheadView is a view decoded ahead of its use.
 type aheadView struct {
 	s     *slot
-	p     devPtr
+	p     gpu.Ptr
 	bytes int64
 	taken bool // handed out by read, not yet done
 }
@@ -130,7 +132,7 @@ func (r *Run) endPhase(id int) {
 }
 
 // takeAhead returns s's view decoded ahead, if there is one not handed out.
-func (r *Run) takeAhead(s *slot) (devPtr, bool) {
+func (r *Run) takeAhead(s *slot) (gpu.Ptr, bool) {
 	for i := range r.ahead {
 		if a := &r.ahead[i]; a.s == s && !a.taken {
 			a.taken = true
@@ -142,7 +144,7 @@ func (r *Run) takeAhead(s *slot) (devPtr, bool) {
 
 // doneAhead forgets view p if it was decoded ahead: from here it counts
 // in the high water as any view does.
-func (r *Run) doneAhead(p devPtr) {
+func (r *Run) doneAhead(p gpu.Ptr) {
 	for i, a := range r.ahead {
 		if a.p == p {
 			r.mem.watch.ahead -= a.bytes

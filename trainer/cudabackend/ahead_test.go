@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
@@ -44,7 +45,7 @@ func TestMemHighWaterLeavesOutViewsAhead(t *testing.T) {
 	pool := NewPool(dev)
 	mem := NewMem(pool, 0)
 	defer mem.FreeAll()
-	alloc := func(n int64) devPtr {
+	alloc := func(n int64) gpu.Ptr {
 		p, err := mem.Alloc(trainer.Activations, n)
 		if err != nil {
 			t.Fatal(err)
@@ -83,7 +84,7 @@ type batchCountingCodec struct {
 	sizes []int // tensors per DecodeBatch call
 }
 
-func (c *batchCountingCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
+func (c *batchCountingCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
 	c.sizes = append(c.sizes, len(ts))
 	for i, t := range ts {
 		if err := c.Decode(dsts[i], t); err != nil {

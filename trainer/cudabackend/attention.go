@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"lcttop/kernels/gpt"
-	"lcttop/trainer/cudabackend/device"
+	"lcttop/gpu"
+	"lcttop/kernels"
 )
 
 // attentionScratch bounds the score matrices of one product: heads are
@@ -40,7 +40,7 @@ type Attention struct {
 }
 
 // fused reports whether the fused kernels apply to a and the operands ptrs.
-func (a Attention) fused(ptrs ...device.Ptr) bool {
+func (a Attention) fused(ptrs ...gpu.Ptr) bool {
 	if a.Products || a.C%8 != 0 {
 		return false
 	}
@@ -60,19 +60,19 @@ func (a Attention) fused(ptrs ...device.Ptr) bool {
 // flashGrid is the fused kernels' grid: a block per tile of 64 queries (or
 // keys) of each sequence and head.
 func (a Attention) flashGrid() int {
-	return a.B * a.H * ((a.T + gpt.FlashTile - 1) / gpt.FlashTile)
+	return a.B * a.H * ((a.T + kernels.FlashTile - 1) / kernels.FlashTile)
 }
 
 // flashForward is AttentionForward through gpt_flash_fwd.
-func (o *Ops) flashForward(a Attention, y, qkv device.Ptr) error {
+func (o *Ops) flashForward(a Attention, y, qkv gpu.Ptr) error {
 	k := fmt.Sprintf("gpt_flash_fwd_d%d", a.headDim())
-	return o.dev.Launch(k, a.flashGrid(), gpt.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
+	return o.dev.Launch(k, a.flashGrid(), kernels.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
 }
 
 // flashBackward is AttentionBackward through gpt_flash_dq (which also
 // leaves each query row's max, reciprocal sum and Σ dy·y in stats) and then
 // gpt_flash_dkdv.
-func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
+func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv gpu.Ptr) error {
 	rows := int64(a.B) * int64(a.H) * int64(a.T)
 	stats, err := o.alloc(scratchCat, 3*4*rows)
 	if err != nil {
@@ -82,10 +82,10 @@ func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	m, inv, di := stats, stats.Add(4*rows), stats.Add(8*rows)
 	D := a.headDim()
 	args := []any{dqkv, m, inv, di, dy, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale()}
-	if err := o.dev.Launch(fmt.Sprintf("gpt_flash_dq_d%d", D), a.flashGrid(), gpt.FlashThreads, args...); err != nil {
+	if err := o.dev.Launch(fmt.Sprintf("gpt_flash_dq_d%d", D), a.flashGrid(), kernels.FlashThreads, args...); err != nil {
 		return err
 	}
-	return o.dev.Launch(fmt.Sprintf("gpt_flash_dkdv_d%d", D), a.flashGrid(), gpt.FlashThreads, args...)
+	return o.dev.Launch(fmt.Sprintf("gpt_flash_dkdv_d%d", D), a.flashGrid(), kernels.FlashThreads, args...)
 }
 
 func (a Attention) headDim() int { return a.C / a.H }
@@ -121,11 +121,11 @@ func (a Attention) shape() (group, chunk int) {
 // heads is a group of heads of one sequence: the first head's q, k, v in
 // qkv (or their gradients in dqkv) and its columns of y (or dy).
 type heads struct {
-	q, k, v, y device.Ptr
+	q, k, v, y gpu.Ptr
 	n          int
 }
 
-func (a Attention) at(qkv, y device.Ptr, b, h0, n int) heads {
+func (a Attention) at(qkv, y gpu.Ptr, b, h0, n int) heads {
 	D := a.headDim()
 	base := qkv.Add(2 * int64(b) * int64(a.T) * int64(3*a.C))
 	off := 2 * int64(h0) * int64(D)
@@ -137,29 +137,29 @@ func (a Attention) at(qkv, y device.Ptr, b, h0, n int) heads {
 
 // Operands: rows of qkv (ld 3C) and of y (ld C) from row t, the group's
 // heads D columns apart; score matrices rows×L, one per head.
-func (a Attention) qkvRows(p device.Ptr, t int) device.Mat {
-	return device.Mat{Ptr: p.Add(2 * int64(t) * int64(3*a.C)), Type: device.BF16, LD: 3 * a.C, Stride: int64(a.headDim())}
+func (a Attention) qkvRows(p gpu.Ptr, t int) gpu.Mat {
+	return gpu.Mat{Ptr: p.Add(2 * int64(t) * int64(3*a.C)), Type: gpu.BF16, LD: 3 * a.C, Stride: int64(a.headDim())}
 }
-func (a Attention) yRows(p device.Ptr, t int) device.Mat {
-	return device.Mat{Ptr: p.Add(2 * int64(t) * int64(a.C)), Type: device.BF16, LD: a.C, Stride: int64(a.headDim())}
+func (a Attention) yRows(p gpu.Ptr, t int) gpu.Mat {
+	return gpu.Mat{Ptr: p.Add(2 * int64(t) * int64(a.C)), Type: gpu.BF16, LD: a.C, Stride: int64(a.headDim())}
 }
-func scores(p device.Ptr, t device.DType, rows, L int) device.Mat {
-	return device.Mat{Ptr: p, Type: t, LD: L, Stride: int64(rows) * int64(L)}
+func scores(p gpu.Ptr, t gpu.DType, rows, L int) gpu.Mat {
+	return gpu.Mat{Ptr: p, Type: t, LD: L, Stride: int64(rows) * int64(L)}
 }
 
 // chunkScores computes, for query rows t0..t0+Q−1 of a group of heads,
 // S = scale·Q·Kᵀ over keys 0..L−1 (L = t0+Q) and P = softmax(S).
-func (o *Ops) chunkScores(a Attention, g heads, S, P device.Ptr, t0, Q int) error {
+func (o *Ops) chunkScores(a Attention, g heads, S, P gpu.Ptr, t0, Q int) error {
 	L := t0 + Q
-	if err := o.dev.Gemm(device.Gemm{TransA: true, M: L, N: Q, K: a.headDim(), Alpha: a.scale(),
-		A: a.qkvRows(g.k, 0), B: a.qkvRows(g.q, t0), C: scores(S, device.F32, Q, L), Batch: g.n}); err != nil {
+	if err := o.dev.Gemm(gpu.Gemm{TransA: true, M: L, N: Q, K: a.headDim(), Alpha: a.scale(),
+		A: a.qkvRows(g.k, 0), B: a.qkvRows(g.q, t0), C: scores(S, gpu.F32, Q, L), Batch: g.n}); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_attn_softmax", g.n*Q, gpt.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
+	return o.dev.Launch("gpt_attn_softmax", g.n*Q, kernels.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
 }
 
 // AttentionForward computes y from qkv.
-func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
+func (o *Ops) AttentionForward(a Attention, y, qkv gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, y) {
 		return o.flashForward(a, y, qkv)
@@ -185,8 +185,8 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 					return err
 				}
 				// y rows t0.. = P·V
-				if err := o.dev.Gemm(device.Gemm{M: a.headDim(), N: Q, K: t0 + Q, Alpha: 1,
-					A: a.qkvRows(g.v, 0), B: scores(P, device.BF16, Q, t0+Q), C: a.yRows(g.y, t0), Batch: g.n}); err != nil {
+				if err := o.dev.Gemm(gpu.Gemm{M: a.headDim(), N: Q, K: t0 + Q, Alpha: 1,
+					A: a.qkvRows(g.v, 0), B: scores(P, gpu.BF16, Q, t0+Q), C: a.yRows(g.y, t0), Batch: g.n}); err != nil {
 					return err
 				}
 			}
@@ -196,7 +196,7 @@ func (o *Ops) AttentionForward(a Attention, y, qkv device.Ptr) error {
 }
 
 // AttentionBackward computes dqkv from dy and qkv.
-func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
+func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, dy, dqkv) {
 		return o.flashBackward(a, dqkv, dy, qkv)
@@ -205,13 +205,13 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	D := a.headDim()
 	elems := int64(G) * int64(Qc) * int64(a.T)
 	acc := int64(G) * int64(a.T) * int64(D) // one head-group's dK or dV, float32
-	bufs := make([]device.Ptr, 0, 5)
+	bufs := make([]gpu.Ptr, 0, 5)
 	defer func() {
 		for _, p := range bufs {
 			o.mem.Free(p)
 		}
 	}()
-	get := func(bytes int64) (device.Ptr, error) {
+	get := func(bytes int64) (gpu.Ptr, error) {
 		p, err := o.alloc(scratchCat, bytes)
 		if err == nil {
 			bufs = append(bufs, p)
@@ -238,8 +238,8 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 	if err != nil {
 		return err
 	}
-	accMat := func(p device.Ptr) device.Mat {
-		return device.Mat{Ptr: p, Type: device.F32, LD: D, Stride: int64(a.T) * int64(D)}
+	accMat := func(p gpu.Ptr) gpu.Mat {
+		return gpu.Mat{Ptr: p, Type: gpu.F32, LD: D, Stride: int64(a.T) * int64(D)}
 	}
 	for b := range a.B {
 		for h0 := 0; h0 < a.H; h0 += G {
@@ -258,11 +258,11 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 				if err := o.chunkScores(a, g, S, P, t0, Q); err != nil {
 					return err
 				}
-				gemms := []device.Gemm{
+				gemms := []gpu.Gemm{
 					// dP = dY·Vᵀ (float32)
-					{TransA: true, M: L, N: Q, K: D, Alpha: 1, A: a.qkvRows(g.v, 0), B: a.yRows(g.y, t0), C: scores(dP, device.F32, Q, L)},
+					{TransA: true, M: L, N: Q, K: D, Alpha: 1, A: a.qkvRows(g.v, 0), B: a.yRows(g.y, t0), C: scores(dP, gpu.F32, Q, L)},
 					// dV += Pᵀ·dY (float32, over the chunks)
-					{TransB: true, M: D, N: L, K: Q, Alpha: 1, Beta: 1, A: a.yRows(g.y, t0), B: scores(P, device.BF16, Q, L), C: accMat(dV)},
+					{TransB: true, M: D, N: L, K: Q, Alpha: 1, Beta: 1, A: a.yRows(g.y, t0), B: scores(P, gpu.BF16, Q, L), C: accMat(dV)},
 				}
 				for _, gm := range gemms {
 					gm.Batch = n
@@ -271,14 +271,14 @@ func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv device.Ptr) error {
 					}
 				}
 				// dS = P∘(dP − rowsum(P∘dP)), into P's buffer
-				if err := o.dev.Launch("gpt_attn_softmax_backward", n*Q, gpt.AttentionThreads, P, S, dP, int32(L), int32(Q), int32(t0)); err != nil {
+				if err := o.dev.Launch("gpt_attn_softmax_backward", n*Q, kernels.AttentionThreads, P, S, dP, int32(L), int32(Q), int32(t0)); err != nil {
 					return err
 				}
-				gemms = []device.Gemm{
+				gemms = []gpu.Gemm{
 					// dQ rows t0.. = scale·dS·K
-					{M: D, N: Q, K: L, Alpha: a.scale(), A: a.qkvRows(g.k, 0), B: scores(P, device.BF16, Q, L), C: a.qkvRows(dg.q, t0)},
+					{M: D, N: Q, K: L, Alpha: a.scale(), A: a.qkvRows(g.k, 0), B: scores(P, gpu.BF16, Q, L), C: a.qkvRows(dg.q, t0)},
 					// dK += scale·dSᵀ·Q (float32, over the chunks)
-					{TransB: true, M: D, N: L, K: Q, Alpha: a.scale(), Beta: 1, A: a.qkvRows(g.q, t0), B: scores(P, device.BF16, Q, L), C: accMat(dK)},
+					{TransB: true, M: D, N: L, K: Q, Alpha: a.scale(), Beta: 1, A: a.qkvRows(g.q, t0), B: scores(P, gpu.BF16, Q, L), C: accMat(dK)},
 				}
 				for _, gm := range gemms {
 					gm.Batch = n

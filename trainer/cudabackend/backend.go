@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // LCTOptions asks for the LCT run beside the shadow.
@@ -34,7 +34,7 @@ type LCTOptions struct {
 // LCT run, in lockstep on the same batches, both drawing device memory from
 // one pool while each keeps its own ledger.
 type Backend struct {
-	dev    device.Device
+	dev    Device
 	pool   *Pool
 	Shadow *Run
 	LCT    *Run // nil without LCTOptions
@@ -42,7 +42,7 @@ type Backend struct {
 
 // New sets up the runs of cfg on dev (not taking ownership of dev) from the
 // starting values vals; lct, if not nil, adds the LCT run.
-func New(dev device.Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Backend, error) {
+func New(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Backend, error) {
 	b := &Backend{dev: dev, pool: NewPool(dev)}
 	var err error
 	if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
@@ -66,7 +66,7 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 	var st store = dense
 	switch {
 	case lct != nil && lct.CopyFloor:
-		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: lct.CopyBeside, views: map[devPtr]uint64{}}
+		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: lct.CopyBeside, views: map[gpu.Ptr]uint64{}}
 	case lct != nil:
 		c, classes := lct.Codec, lct.Classes
 		if c == nil {
@@ -102,7 +102,7 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 }
 
 // Device is the GPU the backend trains on.
-func (b *Backend) Device() device.Device { return b.dev }
+func (b *Backend) Device() Device { return b.dev }
 
 // Pool is the device memory the runs draw on.
 func (b *Backend) Pool() *Pool { return b.pool }

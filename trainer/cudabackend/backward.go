@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
@@ -13,7 +14,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 	m := r.cfg.Model
 	B, T, C := r.cfg.Batch, r.cfg.SeqLen, m.Dim
 	N := B * T
-	grad := func(n int) devPtr { return r.alloc(trainer.Gradients, 2*int64(n)) }
+	grad := func(n int) gpu.Ptr { return r.alloc(trainer.Gradients, 2*int64(n)) }
 
 	// Head: logits = lnf · headᵀ.
 	head := Linear{N: N, In: C, Out: trainer.Vocab}
@@ -132,7 +133,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 
 // linearWeightGrad computes the weight and bias gradients of layer prefix
 // from dy and its input x, and applies the optimizer to both.
-func (r *Run) linearWeightGrad(l Linear, step int, prefix string, dy, x devPtr) {
+func (r *Run) linearWeightGrad(l Linear, step int, prefix string, dy, x gpu.Ptr) {
 	dw, db := r.alloc(trainer.Gradients, 2*int64(l.Out)*int64(l.In)), r.alloc(trainer.Gradients, 2*int64(l.Out))
 	r.do(func() error { return r.ops.LinearBackwardWeight(l, dw, db, dy, x) })
 	r.update(step, prefix+".w", dw)
@@ -142,7 +143,7 @@ func (r *Run) linearWeightGrad(l Linear, step int, prefix string, dy, x devPtr) 
 // layerNormBackward computes dx for LayerNorm prefix from dy, its saved
 // input and statistics (released and freed here, their last use), and
 // applies the optimizer to the gain and the bias.
-func (r *Run) layerNormBackward(step int, prefix string, dx, dy devPtr, in *slot, mean, rstd devPtr) {
+func (r *Run) layerNormBackward(step int, prefix string, dx, dy gpu.Ptr, in *slot, mean, rstd gpu.Ptr) {
 	C := r.cfg.Model.Dim
 	dg, db := r.alloc(trainer.Gradients, 2*int64(C)), r.alloc(trainer.Gradients, 2*int64(C))
 	x := r.read(in)

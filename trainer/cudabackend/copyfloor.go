@@ -1,6 +1,9 @@
 package cudabackend
 
-import "lcttop/trainer"
+import (
+	"lcttop/gpu"
+	"lcttop/trainer"
+)
 
 // FloorRatio is the compression ratio the copy floor assumes of every
 // coded tensor: about what the LCT run's tensors reach (docs/perf.md).
@@ -13,7 +16,7 @@ type CopyStream interface {
 	// CopyBeside queues a copy of bytes from src to dst, after the
 	// trainer's work queued so far when after is set, and returns the
 	// point after it.
-	CopyBeside(dst, src devPtr, bytes int64, after bool) (uint64, error)
+	CopyBeside(dst, src gpu.Ptr, bytes int64, after bool) (uint64, error)
 	// Hold orders the trainer's later work after the copies up to point.
 	Hold(point uint64) error
 }
@@ -39,9 +42,9 @@ type copyFloorStore struct {
 	*denseStore
 	rawBelow int        // tensors of at most this many values are never coded, as in the LCT store
 	beside   CopyStream // nil: copies on the trainer's stream
-	views    map[devPtr]uint64
+	views    map[gpu.Ptr]uint64
 	last     uint64 // the point after the last copy beside
-	sink     devPtr
+	sink     gpu.Ptr
 	sinkSize int64
 	newSink  bool // the sink's block may have been the trainer's: the next copy beside waits for its work
 	copies   int
@@ -59,7 +62,7 @@ func floorCopyBytes(n int) int64 {
 // copy of its values' first floorCopyBytes bytes (they are at least that
 // many) into the sink. The trainer never reads the sink, so nothing it
 // computes depends on the copies.
-func (c *copyFloorStore) code(s *slot, src devPtr, decode bool) error {
+func (c *copyFloorStore) code(s *slot, src gpu.Ptr, decode bool) error {
 	if s.n <= c.rawBelow {
 		return nil
 	}
@@ -95,7 +98,7 @@ func (c *copyFloorStore) code(s *slot, src devPtr, decode bool) error {
 	return nil
 }
 
-func (c *copyFloorStore) read(s *slot) (devPtr, error) {
+func (c *copyFloorStore) read(s *slot) (gpu.Ptr, error) {
 	p, err := c.denseStore.read(s)
 	if err != nil {
 		return 0, err
@@ -103,12 +106,12 @@ func (c *copyFloorStore) read(s *slot) (devPtr, error) {
 	return p, c.code(s, p, true)
 }
 
-func (c *copyFloorStore) readAhead(slots []*slot, views []devPtr) error {
+func (c *copyFloorStore) readAhead(slots []*slot, views []gpu.Ptr) error {
 	return readEach(c.read, slots, views)
 }
 
 // ready orders the trainer's use of view p after its decode's copy.
-func (c *copyFloorStore) ready(p devPtr) error {
+func (c *copyFloorStore) ready(p gpu.Ptr) error {
 	pt, ok := c.views[p]
 	if !ok || c.beside == nil {
 		return nil
@@ -117,7 +120,7 @@ func (c *copyFloorStore) ready(p devPtr) error {
 	return c.beside.Hold(pt)
 }
 
-func (c *copyFloorStore) commit(s *slot, p devPtr, keep bool) error {
+func (c *copyFloorStore) commit(s *slot, p gpu.Ptr, keep bool) error {
 	if keep {
 		if err := c.code(s, p, false); err != nil {
 			c.mem.Free(p)
@@ -129,7 +132,7 @@ func (c *copyFloorStore) commit(s *slot, p devPtr, keep bool) error {
 
 // update decodes the states and encodes the parameter and its states, as
 // the LCT store's unfused update does.
-func (c *copyFloorStore) update(p *param, g devPtr, step int, opt Optimizer, ahead []devPtr) (bool, error) {
+func (c *copyFloorStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error) {
 	for _, s := range p.state {
 		if err := c.code(s, s.ptr, true); err != nil {
 			return false, err

@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"testing"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
@@ -14,7 +15,7 @@ type countingCodec struct {
 	decoded int64
 }
 
-func (c *countingCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+func (c *countingCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
 	t, err := c.HostCodec.Encode(mem, key, cat, src, n, cc, prev)
 	if err == nil {
 		c.n[t] = n
@@ -23,7 +24,7 @@ func (c *countingCodec) Encode(mem *Mem, key string, cat trainer.Category, src d
 	return t, err
 }
 
-func (c *countingCodec) Decode(dst devPtr, t Compressed) error {
+func (c *countingCodec) Decode(dst gpu.Ptr, t Compressed) error {
 	c.decoded += int64(c.n[t])
 	return c.HostCodec.Decode(dst, t)
 }
@@ -45,12 +46,11 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 	}
 	defer lct.Close()
 	floors := map[string]*LCTOptions{"serial": {CopyFloor: true}}
-	if s, closeStream, err := OpenCopyStream(); err != nil {
-		t.Logf("no copies beside the trainer's stream in this build: %v", err)
-	} else {
-		defer closeStream()
-		floors["beside"] = &LCTOptions{CopyFloor: true, CopyBeside: s}
+	s, err := OpenCopyStream(freshGPU(t))
+	if err != nil {
+		t.Fatal(err)
 	}
+	floors["beside"] = &LCTOptions{CopyFloor: true, CopyBeside: s}
 	runs := map[string]*Backend{}
 	for name, o := range floors {
 		b, err := New(dev, cfg, vals, o)

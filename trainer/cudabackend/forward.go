@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"fmt"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
@@ -13,13 +14,13 @@ func (r *Run) do(f func() error) {
 	}
 }
 
-func (r *Run) begin(s *slot) (p devPtr) {
+func (r *Run) begin(s *slot) (p gpu.Ptr) {
 	r.do(func() error { return r.st.relieve(2 * int64(s.n)) })
 	r.do(func() (err error) { p, err = r.st.begin(s); return err })
 	return p
 }
 
-func (r *Run) commit(s *slot, p devPtr, keep bool) {
+func (r *Run) commit(s *slot, p gpu.Ptr, keep bool) {
 	if p != 0 {
 		r.keep(r.st.commit(s, p, keep))
 	}
@@ -27,7 +28,7 @@ func (r *Run) commit(s *slot, p devPtr, keep bool) {
 
 // read returns a device view of s's values (decoded ahead, or now); pair
 // with done.
-func (r *Run) read(s *slot) (p devPtr) {
+func (r *Run) read(s *slot) (p gpu.Ptr) {
 	if r.err != nil {
 		return 0
 	}
@@ -49,7 +50,7 @@ func (r *Run) read(s *slot) (p devPtr) {
 	return p
 }
 
-func (r *Run) done(s *slot, p devPtr) {
+func (r *Run) done(s *slot, p gpu.Ptr) {
 	if p != 0 {
 		r.doneAhead(p)
 		r.st.done(s, p)
@@ -74,10 +75,10 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 	if _, _, err := EmbeddingOrder(targets, trainer.Vocab); err != nil {
 		return 0, fmt.Errorf("targets: %w", err)
 	}
-	stats := func() (devPtr, devPtr) {
+	stats := func() (gpu.Ptr, gpu.Ptr) {
 		return r.alloc(trainer.Activations, 4*int64(N)), r.alloc(trainer.Activations, 4*int64(N))
 	}
-	dropStats := func(mean, rstd devPtr) {
+	dropStats := func(mean, rstd gpu.Ptr) {
 		if !train {
 			r.free(mean)
 			r.free(rstd)
@@ -172,7 +173,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 }
 
 // layerNorm runs LayerNorm with parameters prefix.g and prefix.b.
-func (r *Run) layerNorm(prefix string, y, mean, rstd, x devPtr) {
+func (r *Run) layerNorm(prefix string, y, mean, rstd, x gpu.Ptr) {
 	g, b := r.readParam(prefix+".g"), r.readParam(prefix+".b")
 	r.do(func() error {
 		return r.ops.LayerNormForward(y, mean, rstd, x, g, b, r.cfg.Batch*r.cfg.SeqLen, r.cfg.Model.Dim)
@@ -182,7 +183,7 @@ func (r *Run) layerNorm(prefix string, y, mean, rstd, x devPtr) {
 }
 
 // linear runs a Linear layer with parameters prefix.w and prefix.b.
-func (r *Run) linear(l Linear, prefix string, y, x devPtr) {
+func (r *Run) linear(l Linear, prefix string, y, x gpu.Ptr) {
 	w, b := r.readParam(prefix+".w"), r.readParam(prefix+".b")
 	r.do(func() error { return r.ops.LinearForward(l, y, x, w, b) })
 	r.doneParam(prefix+".w", w)

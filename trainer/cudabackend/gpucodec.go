@@ -10,7 +10,6 @@ import (
 	"lcttop/codec"
 	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // GPUCodec is a Codec that runs package gpu's kernels on the values where
@@ -64,14 +63,14 @@ type GPUCodec struct {
 	queue []queuedEncode
 	// decoded holds, per view a decode wrote, the side stream's point
 	// after it, until Ready orders the trainer's use after it.
-	decoded map[devPtr]uint64
+	decoded map[gpu.Ptr]uint64
 }
 
 // queuedEncode is an encode set up by Encode and not yet launched.
 type queuedEncode struct {
 	g   *gpuTensor
 	src gpu.Buffer
-	at  devPtr // src's address
+	at  gpu.Ptr // src's address
 }
 
 // flush launches the queued encodes in one batch, each counting its
@@ -91,7 +90,7 @@ func (c *GPUCodec) flush() error {
 	qs := c.queue
 	c.queue = c.queue[:0]
 	a := &c.arena
-	arena := gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
+	arena := gpu.External(a.buf, a.slots*histSlotBytes)
 	gs := make([]*gpuTensor, len(qs))
 	for i, q := range qs {
 		gs[i] = q.g
@@ -434,7 +433,7 @@ func (c *GPUCodec) TakeOverflow() map[string]OverflowUse {
 const refitSlack = 0.02
 
 // NewGPUCodec returns a codec on d, which must be the GPU (or emulation)
-// the trainer's device.Device runs on.
+// the trainer's Device runs on.
 func NewGPUCodec(d *gpu.Device) *GPUCodec {
 	return &GPUCodec{dev: d, keys: map[string]*gpuKey{}}
 }
@@ -536,7 +535,7 @@ func (c *GPUCodec) sideAlloc(mem *Mem, cat trainer.Category) memAlloc {
 	return memAlloc{mem: mem, cat: cat}
 }
 
-func (a memAlloc) Alloc(bytes int, c gpu.Category) (uintptr, error) {
+func (a memAlloc) Alloc(bytes int, c gpu.Category) (gpu.Ptr, error) {
 	cat := a.cat
 	switch c {
 	case gpu.OverflowPool:
@@ -544,25 +543,24 @@ func (a memAlloc) Alloc(bytes int, c gpu.Category) (uintptr, error) {
 	case gpu.CodecScratch:
 		cat = trainer.CodecScratch
 	}
-	p, err := a.mem.AllocSide(cat, int64(bytes)) // gpu orders its use after the trainer's
-	return uintptr(p), err
+	return a.mem.AllocSide(cat, int64(bytes)) // gpu orders its use after the trainer's
 }
 
-func (a memAlloc) Free(p uintptr, _ gpu.Category) { a.mem.Free(device.Ptr(p)) }
+func (a memAlloc) Free(p gpu.Ptr, _ gpu.Category) { a.mem.Free(p) }
 
 // FreeAfter implements gpu.SideAllocator: a tensor's release knows its
 // last use (freeTag); otherwise the side stream's point now covers it.
-func (a memAlloc) FreeAfter(p uintptr, _ gpu.Category, point uint64) {
+func (a memAlloc) FreeAfter(p gpu.Ptr, _ gpu.Category, point uint64) {
 	if a.mem.freeTag == 0 {
-		a.mem.Touch(device.Ptr(p), point)
+		a.mem.Touch(p, point)
 	}
-	a.mem.Free(device.Ptr(p))
+	a.mem.Free(p)
 }
 
-func dense(p devPtr, n int) gpu.Buffer { return gpu.External(uintptr(p), 2*n) }
+func dense(p gpu.Ptr, n int) gpu.Buffer { return gpu.External(p, 2*n) }
 
 // Encode implements Codec.
-func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
 	k, err := c.key(key, src, n, cc)
 	if err != nil {
 		return nil, err
@@ -616,7 +614,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src devPtr
 
 // key returns key's state, fitting its first codebook and layout to the
 // sample of src as HostCodec does (which waits for the device once).
-func (c *GPUCodec) key(key string, src devPtr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
+func (c *GPUCodec) key(key string, src gpu.Ptr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
 	if k, ok := c.keys[key]; ok && k.cc == cc {
 		return k, nil
 	}
@@ -659,7 +657,7 @@ func (c *GPUCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
 	var extra gpu.Buffer
 	used := 0
 	if a.mem == mem && a.buf != 0 {
-		extra = gpu.External(uintptr(a.buf), a.slots*histSlotBytes)
+		extra = gpu.External(a.buf, a.slots*histSlotBytes)
 		used = a.used
 	}
 	r, err := c.dev.QueueStatusRead(extra, used*histSlotBytes)
@@ -785,7 +783,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 // to step). The new tensor starts with no overflow room (the stale one's was
 // sized for a spill of nearly every value): the settle of the open window
 // finds the room it needs.
-func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
+func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src gpu.Ptr) error {
 	k := g.key
 	c.refit(k, &g.hist)
 	k.toCheck = false
@@ -804,7 +802,7 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src devPtr) error {
 
 // usedWith records the side stream's point after the work queued so far
 // as the last use of g and of the dense buffers ps.
-func (c *GPUCodec) usedWith(g *gpuTensor, ps ...devPtr) error {
+func (c *GPUCodec) usedWith(g *gpuTensor, ps ...gpu.Ptr) error {
 	pt, err := c.dev.Point()
 	if err != nil {
 		return err
@@ -848,7 +846,7 @@ func (c *GPUCodec) refit(k *gpuKey, h *codec.Histogram) {
 }
 
 // Decode implements Codec.
-func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
+func (c *GPUCodec) Decode(dst gpu.Ptr, t Compressed) error {
 	g, ok := t.(*gpuTensor)
 	if !ok {
 		return fmt.Errorf("gpu codec: cannot decode a %T", t)
@@ -865,14 +863,14 @@ func (c *GPUCodec) Decode(dst devPtr, t Compressed) error {
 // decodedInto records the decode of g just queued into dsts: the side
 // stream's point after it is g's last use, the views' last use by the side
 // stream, and what Ready orders the trainer's use of the views after.
-func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...devPtr) error {
+func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...gpu.Ptr) error {
 	pt, err := c.dev.Point()
 	if err != nil || pt == 0 {
 		return err
 	}
 	g.side = pt
 	if c.decoded == nil {
-		c.decoded = map[devPtr]uint64{}
+		c.decoded = map[gpu.Ptr]uint64{}
 	}
 	for _, p := range dsts {
 		g.mem.Touch(p, pt)
@@ -883,7 +881,7 @@ func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...devPtr) error {
 
 // Ready implements the store's readier: the trainer's work queued from
 // here waits for the decode into view p (see side.go).
-func (c *GPUCodec) Ready(p devPtr) error {
+func (c *GPUCodec) Ready(p gpu.Ptr) error {
 	pt, ok := c.decoded[p]
 	if !ok {
 		return nil
@@ -897,7 +895,7 @@ func (c *GPUCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }
 
 // DecodeBatch implements the store's batchDecoder: ts[i] into dsts[i], in
 // one launch.
-func (c *GPUCodec) DecodeBatch(dsts []devPtr, ts []Compressed) error {
+func (c *GPUCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
 	if len(dsts) != len(ts) {
 		return fmt.Errorf("gpu codec: decode batch of %d tensors into %d buffers", len(ts), len(dsts))
 	}
@@ -942,7 +940,7 @@ func (c *GPUCodec) Free(_ *Mem, t Compressed) {
 // after the copy.
 type histArena struct {
 	mem   *Mem // the run it belongs to (a codec may serve several in turn)
-	buf   devPtr
+	buf   gpu.Ptr
 	slots int
 	used  int // slots the open window took
 }
@@ -968,7 +966,7 @@ func (a *histArena) take(mem *Mem, dev *gpu.Device) (int, error) {
 		}
 		if a.buf != 0 {
 			bytes := a.used * histSlotBytes
-			if err := dev.CopyBuffer(gpu.External(uintptr(p), bytes), gpu.External(uintptr(a.buf), bytes), bytes); err != nil {
+			if err := dev.CopyBuffer(gpu.External(p, bytes), gpu.External(a.buf, bytes), bytes); err != nil {
 				mem.Free(p)
 				return 0, err
 			}

@@ -9,26 +9,21 @@ import (
 	"testing"
 
 	"lcttop/codec"
-	"lcttop/gpu"
 	"lcttop/internal/testtensors"
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
 )
 
-// testGPUCodec opens package gpu's device beside the trainer's (the GPU, or
-// the CPU emulation of the LCT kernels) and returns a codec on it, its
-// work on a side stream as OpenCodec's.
+// testGPUCodec opens a device of its own beside the trainer's (on the GPU,
+// or the CPU emulation) and returns a codec on it, its work on a side
+// stream as OpenCodec's.
 func testGPUCodec(t testing.TB) *GPUCodec { return openTestGPUCodec(t, true) }
 
 // openTestGPUCodec is testGPUCodec with the codec's work on a side stream
 // or, without side, on the trainer's stream ("gpu-serial").
 func openTestGPUCodec(t testing.TB, side bool) *GPUCodec {
 	t.Helper()
-	d, err := gpu.OpenDevice(0)
-	if err != nil {
-		t.Skipf("no GPU for the LCT kernels: %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := freshGPU(t)
 	if side {
 		if err := d.UseSideStream(); err != nil {
 			t.Fatal(err)

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"lcttop/gpu"
 	"lcttop/trainer/bf16"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // tdev is a test's device with helpers to move tensors to and from it;
 // everything it allocates is freed when the test ends.
 type tdev struct {
 	t   testing.TB
-	d   device.Device
+	d   Device
 	mem *Mem
 	ops *Ops
 	rnd *rand.Rand
@@ -59,7 +59,7 @@ func (h *tdev) check(err error) {
 
 // alloc returns bytes of device memory filled with 0xFF (NaN as BF16 and
 // float32), so that an element a kernel forgets to write shows.
-func (h *tdev) alloc(bytes int64) device.Ptr {
+func (h *tdev) alloc(bytes int64) gpu.Ptr {
 	h.t.Helper()
 	p, err := h.mem.Alloc(scratchCat, max(bytes, 1))
 	h.check(err)
@@ -67,40 +67,40 @@ func (h *tdev) alloc(bytes int64) device.Ptr {
 	return p
 }
 
-func (h *tdev) bf16(v []uint16) device.Ptr {
+func (h *tdev) bf16(v []uint16) gpu.Ptr {
 	h.t.Helper()
 	p := h.alloc(2 * int64(len(v)))
-	h.check(h.d.Upload(p, device.Bytes(v)))
+	h.check(h.d.Upload(p, gpu.Bytes(v)))
 	return p
 }
 
-func (h *tdev) f32(v []float32) device.Ptr {
+func (h *tdev) f32(v []float32) gpu.Ptr {
 	h.t.Helper()
 	p := h.alloc(4 * int64(len(v)))
-	h.check(h.d.Upload(p, device.F32Bytes(v)))
+	h.check(h.d.Upload(p, gpu.F32Bytes(v)))
 	return p
 }
 
-func (h *tdev) i32(v []int32) device.Ptr {
+func (h *tdev) i32(v []int32) gpu.Ptr {
 	h.t.Helper()
 	p := h.alloc(4 * int64(len(v)))
-	h.check(h.d.Upload(p, device.I32Bytes(v)))
+	h.check(h.d.Upload(p, gpu.I32Bytes(v)))
 	return p
 }
 
-func (h *tdev) get16(p device.Ptr, n int) []uint16 {
+func (h *tdev) get16(p gpu.Ptr, n int) []uint16 {
 	h.t.Helper()
 	h.check(h.d.Sync())
 	v := make([]uint16, n)
-	h.check(h.d.Download(device.Bytes(v), p))
+	h.check(h.d.Download(gpu.Bytes(v), p))
 	return v
 }
 
-func (h *tdev) getF32(p device.Ptr, n int) []float32 {
+func (h *tdev) getF32(p gpu.Ptr, n int) []float32 {
 	h.t.Helper()
 	h.check(h.d.Sync())
 	v := make([]float32, n)
-	h.check(h.d.Download(device.F32Bytes(v), p))
+	h.check(h.d.Download(gpu.F32Bytes(v), p))
 	return v
 }
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"lcttop/codec"
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // HostCodec is a Codec that runs the reference codec (package codec) on the
@@ -23,8 +23,8 @@ type HostCodec struct {
 
 // hostTensor is a serialised LCT tensor in device memory.
 type hostTensor struct {
-	dev   device.Device
-	ptr   devPtr
+	dev   Device
+	ptr   gpu.Ptr
 	bytes int64
 	n     int
 	stats codec.Stats
@@ -39,9 +39,9 @@ func (t *hostTensor) Codebook() codec.Codebook    { return t.cb }
 // Encode implements Codec.
 // It fits a codebook to every tensor's sample, as lcttop pack does, and
 // finishes before it returns; key and prev are not used.
-func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, _ Compressed) (Compressed, error) {
+func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, _ Compressed) (Compressed, error) {
 	vals := make([]uint16, n)
-	if err := mem.Dev().Download(device.Bytes(vals), src); err != nil {
+	if err := mem.Dev().Download(gpu.Bytes(vals), src); err != nil {
 		return nil, err
 	}
 	sample := codec.SampleHistogram(vals)
@@ -66,7 +66,7 @@ func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src devPtr,
 }
 
 // Decode implements Codec.
-func (h *HostCodec) Decode(dst devPtr, c Compressed) error {
+func (h *HostCodec) Decode(dst gpu.Ptr, c Compressed) error {
 	ht, ok := c.(*hostTensor)
 	if !ok {
 		return fmt.Errorf("host codec: cannot decode a %T", c)
@@ -84,7 +84,7 @@ func (h *HostCodec) Decode(dst devPtr, c Compressed) error {
 	if err := h.dec.Decode(t, vals); err != nil {
 		return err
 	}
-	return ht.dev.Upload(dst, device.Bytes(vals))
+	return ht.dev.Upload(dst, gpu.Bytes(vals))
 }
 
 // CloseWindow implements Codec: every encode is complete when Encode

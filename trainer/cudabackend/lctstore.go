@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // Codec compresses BF16 tensors held in device memory for the LCT run: its
@@ -21,7 +21,7 @@ type Codec interface {
 	// codec may encode into it and return it; otherwise the caller frees
 	// prev. The encode may still be running when Encode returns: until the
 	// settle of its window has checked it (Settled), src must stay as it is.
-	Encode(mem *Mem, key string, cat trainer.Category, src devPtr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error)
+	Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error)
 	// CloseWindow ends the window of the encodes made since the last call:
 	// it queues the reading back of what the device will have found once
 	// the work queued so far is done (those encodes' spills and figures,
@@ -38,7 +38,7 @@ type Codec interface {
 	SettleWindow(mem *Mem, w CodecWindow, pend []Pending) (again []int, err error)
 	// Decode writes the values of t to dst (queued; a corrupt tensor is
 	// reported by the settle of a window closed after it at the latest).
-	Decode(dst devPtr, t Compressed) error
+	Decode(dst gpu.Ptr, t Compressed) error
 	// Free releases t's device memory.
 	Free(mem *Mem, t Compressed)
 }
@@ -77,7 +77,7 @@ const maxSettleRounds = 4
 // gradient, which the caller keeps until the settle).
 type Pending struct {
 	T   Compressed
-	Src devPtr
+	Src gpu.Ptr
 	Job *FusedJob
 }
 
@@ -85,7 +85,7 @@ type Pending struct {
 // read and wrote, so that a settle can run it again.
 type FusedJob struct {
 	Ins, Outs []Compressed
-	G         devPtr
+	G         gpu.Ptr
 	N         int
 	Opt       Optimizer
 	Step      int
@@ -113,10 +113,10 @@ type unqueuer interface {
 type readier interface {
 	// Ready orders the trainer's work queued from here after the decode
 	// into view p.
-	Ready(p devPtr) error
+	Ready(p gpu.Ptr) error
 }
 
-func (st *lctStore) ready(p devPtr) error {
+func (st *lctStore) ready(p gpu.Ptr) error {
 	if r, ok := st.codec.(readier); ok {
 		return r.Ready(p)
 	}
@@ -125,7 +125,7 @@ func (st *lctStore) ready(p devPtr) error {
 
 // batchDecoder is a codec that decodes several tensors in one launch.
 type batchDecoder interface {
-	DecodeBatch(dsts []devPtr, ts []Compressed) error
+	DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error
 }
 
 // Compressed is one compressed tensor in device memory.
@@ -192,7 +192,7 @@ type lctStore struct {
 	// before its update, which takes the view instead of decoding again.
 	kept struct {
 		s *slot
-		p devPtr
+		p gpu.Ptr
 	}
 }
 
@@ -207,7 +207,7 @@ const rawRetry = 8
 
 type pendingEncode struct {
 	s   *slot // nil: dropped (replaced or released before its settle)
-	src devPtr
+	src gpu.Ptr
 	job *FusedJob
 }
 
@@ -236,7 +236,7 @@ func defaultWindow(m trainer.ModelConfig) int64 {
 // (with the codebook of the encode that found compression did not pay).
 type lctHeld struct {
 	enc Compressed
-	raw devPtr
+	raw gpu.Ptr
 	cb  codec.Codebook
 }
 
@@ -256,7 +256,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 // encode stores the values at p (dense, s.n of them) as s's new contents,
 // replacing what s held. The store owns p from here: it frees p once the
 // encode is settled.
-func (st *lctStore) encode(s *slot, p devPtr) error {
+func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	start := time.Now()
 	defer func() {
 		st.clock.encode += time.Since(start)
@@ -298,7 +298,7 @@ func (st *lctStore) encode(s *slot, p devPtr) error {
 }
 
 // addPending puts s's encode from src (or by job) in the open window.
-func (st *lctStore) addPending(s *slot, src devPtr, job *FusedJob) {
+func (st *lctStore) addPending(s *slot, src gpu.Ptr, job *FusedJob) {
 	w := st.open
 	st.pendingOf[s] = pendingRef{w, len(w.entries)}
 	w.entries = append(w.entries, pendingEncode{s: s, src: src, job: job})
@@ -388,7 +388,7 @@ func (st *lctStore) closeWindow() error {
 }
 
 // keepRaw stores p's values as they are in s (p is freed).
-func (st *lctStore) keepRaw(s *slot, p devPtr) error {
+func (st *lctStore) keepRaw(s *slot, p gpu.Ptr) error {
 	defer st.mem.Free(p)
 	h := st.held[s]
 	if h == nil {
@@ -411,7 +411,7 @@ func (st *lctStore) keepRaw(s *slot, p devPtr) error {
 
 // finish completes a settled encode of s from p (then freed): a tensor not
 // smaller compressed is kept as it is, and so are its next writes.
-func (st *lctStore) finish(s *slot, p devPtr) error {
+func (st *lctStore) finish(s *slot, p gpu.Ptr) error {
 	h := st.held[s]
 	if h.enc.Bytes() < 2*int64(s.n) {
 		st.mem.Free(p)
@@ -530,7 +530,7 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 // decode writes s's values to p. A tensor whose encode is pending still
 // has its values in its source: they are copied (queued, no wait), except
 // for a fused update's outputs, which are settled first.
-func (st *lctStore) decode(s *slot, p devPtr) error {
+func (st *lctStore) decode(s *slot, p gpu.Ptr) error {
 	if ref, ok := st.pendingOf[s]; ok {
 		if src := ref.w.entries[ref.i].src; src != 0 {
 			st.clock.sourceReads++
@@ -566,7 +566,7 @@ func (st *lctStore) set(s *slot, v []uint16) error {
 	if err != nil {
 		return err
 	}
-	if err := st.mem.Dev().Upload(p, device.Bytes(v)); err != nil {
+	if err := st.mem.Dev().Upload(p, gpu.Bytes(v)); err != nil {
 		st.mem.Free(p)
 		return err
 	}
@@ -583,7 +583,7 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 		return nil, err
 	}
 	v := make([]uint16, s.n)
-	if err := st.mem.Dev().Download(device.Bytes(v), p); err != nil {
+	if err := st.mem.Dev().Download(gpu.Bytes(v), p); err != nil {
 		return nil, err
 	}
 	// A corrupt tensor shows in the status the codec reads.
@@ -594,7 +594,7 @@ func (st *lctStore) get(s *slot) ([]uint16, error) {
 // stored as they are (rawBelow), else 0: a read hands it out as the view,
 // and an update applies the optimizer to it in place, as the dense run
 // does, without copies.
-func (st *lctStore) alwaysRaw(s *slot) devPtr {
+func (st *lctStore) alwaysRaw(s *slot) gpu.Ptr {
 	if s.n > st.rawBelow {
 		return 0
 	}
@@ -604,7 +604,7 @@ func (st *lctStore) alwaysRaw(s *slot) devPtr {
 	return 0
 }
 
-func (st *lctStore) read(s *slot) (devPtr, error) {
+func (st *lctStore) read(s *slot) (gpu.Ptr, error) {
 	if raw := st.alwaysRaw(s); raw != 0 {
 		return raw, nil
 	}
@@ -619,7 +619,7 @@ func (st *lctStore) read(s *slot) (devPtr, error) {
 	return p, nil
 }
 
-func (st *lctStore) readAhead(slots []*slot, views []devPtr) error {
+func (st *lctStore) readAhead(slots []*slot, views []gpu.Ptr) error {
 	return st.readBatch(slots, views)
 }
 
@@ -630,7 +630,7 @@ func (st *lctStore) viewBytes(s *slot) int64 {
 	return alignUp(2 * int64(s.n))
 }
 
-func (st *lctStore) done(s *slot, p devPtr) {
+func (st *lctStore) done(s *slot, p gpu.Ptr) {
 	if p == st.alwaysRaw(s) {
 		// Its storage, handed out by read. As when it was a copy, it takes
 		// the kept view's place: a block's bias read after its weight ends
@@ -655,9 +655,9 @@ func (st *lctStore) dropKept(s *slot) {
 	}
 }
 
-func (st *lctStore) begin(s *slot) (devPtr, error) { return st.mem.Alloc(s.cat, 2*int64(s.n)) }
+func (st *lctStore) begin(s *slot) (gpu.Ptr, error) { return st.mem.Alloc(s.cat, 2*int64(s.n)) }
 
-func (st *lctStore) commit(s *slot, p devPtr, keep bool) error {
+func (st *lctStore) commit(s *slot, p gpu.Ptr, keep bool) error {
 	if !keep {
 		st.mem.Free(p)
 		return nil
@@ -684,7 +684,7 @@ func (st *lctStore) release(s *slot) {
 // update decodes the parameter and its states into codec scratch, applies
 // the optimizer with the dense run's kernels (so both runs compute the same
 // bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g devPtr, step int, opt Optimizer, ahead []devPtr) (bool, error) {
+func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error) {
 	given := false
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(p.state[i]) {
@@ -714,12 +714,12 @@ func (st *lctStore) aheadStates() bool {
 
 // updateRaw applies the update in place when the parameter and its states
 // are all always raw (false otherwise): no copies in or out.
-func (st *lctStore) updateRaw(p *param, g devPtr, step int, opt Optimizer) (bool, error) {
+func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt Optimizer) (bool, error) {
 	w := st.alwaysRaw(p.w)
 	if w == 0 {
 		return false, nil
 	}
-	var states [2]devPtr
+	var states [2]gpu.Ptr
 	for i, s := range p.state {
 		if states[i] = st.alwaysRaw(s); states[i] == 0 {
 			return false, nil
@@ -735,7 +735,7 @@ func (st *lctStore) updateRaw(p *param, g devPtr, step int, opt Optimizer) (bool
 // when the codec can (every slot compressed and settled): the new tensors
 // are pending until the settle, which keeps the old ones and g (the store
 // takes g: true) to run it again if a spill did not fit.
-func (st *lctStore) fusedUpdate(p *param, slots []*slot, g devPtr, step int, opt Optimizer) (bool, error) {
+func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, opt Optimizer) (bool, error) {
 	fu, ok := st.codec.(fusedUpdater)
 	if !ok {
 		return false, nil
@@ -766,8 +766,8 @@ func (st *lctStore) fusedUpdate(p *param, slots []*slot, g devPtr, step int, opt
 }
 
 // updateUnfused decodes, updates with the dense run's kernels and encodes.
-func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, opt Optimizer, ahead []devPtr) error {
-	views := make([]devPtr, len(slots))
+func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) error {
+	views := make([]gpu.Ptr, len(slots))
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(slots[i+1]) {
 			views[i+1] = v
@@ -818,9 +818,9 @@ func (st *lctStore) updateUnfused(p *param, slots []*slot, g devPtr, step int, o
 // settled compressed ones in one launch where the codec decodes batches (a
 // parameter and its states: the views are all live at the update anyway,
 // so allocating them first adds nothing to the peak).
-func (st *lctStore) readBatch(slots []*slot, views []devPtr) error {
+func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 	bd, batches := st.codec.(batchDecoder)
-	var dsts []devPtr
+	var dsts []gpu.Ptr
 	var encs []Compressed
 	var bytes int64
 	for i, s := range slots {
@@ -879,7 +879,7 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 	} else {
 		// Stored as it is: the figures of its values, 8 bits per exponent.
 		v := make([]uint16, s.n)
-		if err := st.mem.Dev().Download(device.Bytes(v), h.raw); err != nil {
+		if err := st.mem.Dev().Download(gpu.Bytes(v), h.raw); err != nil {
 			return trainer.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
 		}
 		for _, u := range v {

@@ -1,8 +1,8 @@
 package cudabackend
 
 import (
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // scratchCat is the category of the kernels' temporary buffers.
@@ -15,15 +15,15 @@ const scratchCat = trainer.Activations
 // the one rounding, and the bias gradient is summed in the CPU's order.
 type Linear struct{ N, In, Out int }
 
-func (l Linear) bf16(p device.Ptr, ld int) device.Mat {
-	return device.Mat{Ptr: p, Type: device.BF16, LD: ld}
+func (l Linear) bf16(p gpu.Ptr, ld int) gpu.Mat {
+	return gpu.Mat{Ptr: p, Type: gpu.BF16, LD: ld}
 }
 
 // Forward computes y = bf16(x·Wᵀ + b). With a bias, y is first filled with
 // it and the product runs with β = 1 into BF16: cuBLAS adds the float32 sums
 // and the bias in float32 and rounds once, as the CPU does (the emulation
 // computes α·sum + β·c the same way).
-func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
+func (o *Ops) LinearForward(l Linear, y, x, w, b gpu.Ptr) error {
 	defer o.scope("linear")()
 	beta := float32(0)
 	if b != 0 {
@@ -33,22 +33,22 @@ func (o *Ops) LinearForward(l Linear, y, x, w, b device.Ptr) error {
 		}
 		beta = 1
 	}
-	return o.dev.Gemm(device.Gemm{TransA: true, M: l.Out, N: l.N, K: l.In, Alpha: 1, Beta: beta,
+	return o.dev.Gemm(gpu.Gemm{TransA: true, M: l.Out, N: l.N, K: l.In, Alpha: 1, Beta: beta,
 		A: l.bf16(w, l.In), B: l.bf16(x, l.In), C: l.bf16(y, l.Out)})
 }
 
 // LinearBackwardInput computes dx = bf16(dy·W) (N×In).
-func (o *Ops) LinearBackwardInput(l Linear, dx, dy, w device.Ptr) error {
+func (o *Ops) LinearBackwardInput(l Linear, dx, dy, w gpu.Ptr) error {
 	defer o.scope("linear")()
-	return o.dev.Gemm(device.Gemm{M: l.In, N: l.N, K: l.Out, Alpha: 1,
+	return o.dev.Gemm(gpu.Gemm{M: l.In, N: l.N, K: l.Out, Alpha: 1,
 		A: l.bf16(w, l.In), B: l.bf16(dy, l.Out), C: l.bf16(dx, l.In)})
 }
 
 // LinearBackwardWeight computes dW = bf16(dyᵀ·x) (Out×In) and, if db is not
 // 0, db = bf16(Σ_n dy[n]) (ColSum: the CPU's bits when Ops.SumRows ≥ N).
-func (o *Ops) LinearBackwardWeight(l Linear, dw, db, dy, x device.Ptr) error {
+func (o *Ops) LinearBackwardWeight(l Linear, dw, db, dy, x gpu.Ptr) error {
 	defer o.scope("linear")()
-	if err := o.dev.Gemm(device.Gemm{TransB: true, M: l.In, N: l.Out, K: l.N, Alpha: 1,
+	if err := o.dev.Gemm(gpu.Gemm{TransB: true, M: l.In, N: l.Out, K: l.N, Alpha: 1,
 		A: l.bf16(x, l.In), B: l.bf16(dy, l.Out), C: l.bf16(dw, l.In)}); err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"math/bits"
 	"sort"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // align is the granularity of device allocations (cuMemAlloc's alignment).
@@ -24,7 +24,7 @@ func alignUp(bytes int64) int64 { return (bytes + align - 1) / align * align }
 // a step are given back to the device after it (TrimUnused), so sizes that
 // drift do not pile up. Both runs of a training draw on one Pool.
 type Pool struct {
-	dev     device.Device
+	dev     Device
 	free    map[int64][]pooled
 	lastUse map[int64]int // generation of the last get or put of a class
 	gen     int
@@ -40,7 +40,7 @@ type Pool struct {
 // pooled is a cached block and the side stream's point up to which the
 // side stream may still use it (0: it never did).
 type pooled struct {
-	ptr  device.Ptr
+	ptr  gpu.Ptr
 	side uint64
 }
 
@@ -62,7 +62,7 @@ func (p *Pool) SetFence(f sideFence) { p.fence = f }
 func (p *Pool) Allocs() int { return p.allocs }
 
 // NewPool returns an empty pool on dev.
-func NewPool(dev device.Device) *Pool {
+func NewPool(dev Device) *Pool {
 	return &Pool{dev: dev, free: map[int64][]pooled{}, lastUse: map[int64]int{}}
 }
 
@@ -90,7 +90,7 @@ func sizeClass(bytes int64) int64 {
 // get returns a block for bytes; one the side stream used is ordered after
 // that use, unless side says the side stream takes it (its work is in
 // order, and the codec orders it after the default stream's).
-func (p *Pool) get(bytes int64, side bool) (device.Ptr, error) {
+func (p *Pool) get(bytes int64, side bool) (gpu.Ptr, error) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
 	if l := p.free[c]; len(l) > 0 {
@@ -121,7 +121,7 @@ func (p *Pool) get(bytes int64, side bool) (device.Ptr, error) {
 	return ptr, nil
 }
 
-func (p *Pool) put(ptr device.Ptr, bytes int64, side uint64) {
+func (p *Pool) put(ptr gpu.Ptr, bytes int64, side uint64) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
 	p.free[c] = append(p.free[c], pooled{ptr, side})
@@ -180,24 +180,24 @@ func (p *Pool) trim(drop func(class int64) bool) error {
 type Mem struct {
 	pool   *Pool
 	ledger *trainer.Ledger
-	sizes  map[device.Ptr]allocation
+	sizes  map[gpu.Ptr]allocation
 	live   int64 // the ledger's live total, kept here to read without its lock and maps
 	watch  highWater
 	// sideUse is, per block the codec's side stream used, the point of
 	// its last use; freeTag, when set, is that point for every block
 	// freed until it is cleared (a compressed tensor's sections).
-	sideUse map[device.Ptr]uint64
+	sideUse map[gpu.Ptr]uint64
 	freeTag uint64
 }
 
 // Touch records that the side stream uses block ptr up to point: whoever
 // takes the block after it is freed waits for that point (Pool.get).
-func (m *Mem) Touch(ptr device.Ptr, point uint64) {
+func (m *Mem) Touch(ptr gpu.Ptr, point uint64) {
 	if point == 0 {
 		return
 	}
 	if m.sideUse == nil {
-		m.sideUse = map[device.Ptr]uint64{}
+		m.sideUse = map[gpu.Ptr]uint64{}
 	}
 	m.sideUse[ptr] = max(m.sideUse[ptr], point)
 }
@@ -243,18 +243,18 @@ type allocation struct {
 
 // NewMem returns a run's memory with its own ledger (budget 0: none).
 func NewMem(pool *Pool, budget int64) *Mem {
-	return &Mem{pool: pool, ledger: trainer.NewLedger(budget), sizes: map[device.Ptr]allocation{}}
+	return &Mem{pool: pool, ledger: trainer.NewLedger(budget), sizes: map[gpu.Ptr]allocation{}}
 }
 
 // Ledger is the run's accounting.
 func (m *Mem) Ledger() *trainer.Ledger { return m.ledger }
 
 // Dev is the device the memory lives on.
-func (m *Mem) Dev() device.Device { return m.pool.dev }
+func (m *Mem) Dev() Device { return m.pool.dev }
 
 // Alloc returns bytes of device memory counted in category c; it fails
 // when the ledger's budget would be exceeded or the device is full.
-func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
+func (m *Mem) Alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
@@ -263,14 +263,14 @@ func (m *Mem) Alloc(c trainer.Category, bytes int64) (device.Ptr, error) {
 
 // AllocSide is Alloc for memory only the codec's side stream uses (it
 // orders that use after the default stream's work itself).
-func (m *Mem) AllocSide(c trainer.Category, bytes int64) (device.Ptr, error) {
+func (m *Mem) AllocSide(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
 	return m.alloc(c, bytes, true)
 }
 
-func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (device.Ptr, error) {
+func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (gpu.Ptr, error) {
 	bytes = alignUp(bytes)
 	if err := m.ledger.Alloc(c, bytes); err != nil {
 		return 0, err
@@ -289,7 +289,7 @@ func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (device.Ptr, err
 }
 
 // Free returns memory from Alloc to the pool.
-func (m *Mem) Free(ptr device.Ptr) {
+func (m *Mem) Free(ptr gpu.Ptr) {
 	a, ok := m.sizes[ptr]
 	if !ok {
 		panic(fmt.Sprintf("cudabackend: free of %#x, not allocated by this run", uintptr(ptr)))
@@ -307,7 +307,7 @@ func (m *Mem) Free(ptr device.Ptr) {
 
 // Relabel moves an allocation to another category (the logits buffer
 // becomes the loss gradient in place).
-func (m *Mem) Relabel(ptr device.Ptr, to trainer.Category) error {
+func (m *Mem) Relabel(ptr gpu.Ptr, to trainer.Category) error {
 	a, ok := m.sizes[ptr]
 	if !ok {
 		return fmt.Errorf("relabel of %#x, not allocated by this run", uintptr(ptr))

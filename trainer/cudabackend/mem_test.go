@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"testing"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
@@ -78,9 +79,9 @@ func TestPoolOrdersSideStreamBlocks(t *testing.T) {
 	var f recordingFence
 	pool.SetFence(&f)
 	mem := NewMem(pool, 0)
-	alloc := func(side bool) devPtr {
+	alloc := func(side bool) gpu.Ptr {
 		t.Helper()
-		var p devPtr
+		var p gpu.Ptr
 		var err error
 		if side {
 			p, err = mem.AllocSide(trainer.CodecScratch, 1<<20)

@@ -3,9 +3,9 @@ package cudabackend
 import (
 	"fmt"
 
-	"lcttop/kernels/gpt"
+	"lcttop/gpu"
+	"lcttop/kernels"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/optim"
 )
 
@@ -14,7 +14,7 @@ import (
 // of the same name computes; its comment says whether bit for bit or within
 // a tolerance. Temporary buffers come from mem (category Activations).
 type Ops struct {
-	dev device.Device
+	dev Device
 	mem *Mem
 	// SumRows is how many rows each partial sum of a column reduction
 	// covers (the LayerNorm gain and bias gradients, a bias gradient): 0
@@ -27,7 +27,7 @@ type Ops struct {
 }
 
 // alloc is scratch memory for one op.
-func (o *Ops) alloc(c trainer.Category, bytes int64) (devPtr, error) {
+func (o *Ops) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 	if o.beforeAlloc != nil {
 		if err := o.beforeAlloc(bytes); err != nil {
 			return 0, err
@@ -54,9 +54,9 @@ func gridFor(n int64, block int) int {
 }
 
 // scope names the op of the launches that follow for a profiling device
-// (device.Scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
+// (Scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
 func (o *Ops) scope(name string) func() {
-	if s, ok := o.dev.(device.Scoper); ok {
+	if s, ok := o.dev.(Scoper); ok {
 		return s.Scope(name)
 	}
 	return func() {}
@@ -84,7 +84,7 @@ func (o *Ops) elementwise8(kernel string, n int64, rowLen int, args ...any) erro
 	}
 	vec := !scalarOnly && rowLen%8 == 0
 	for _, a := range args {
-		if p, ok := a.(device.Ptr); ok && p%16 != 0 {
+		if p, ok := a.(gpu.Ptr); ok && p%16 != 0 {
 			vec = false
 		}
 	}
@@ -96,19 +96,19 @@ func (o *Ops) elementwise8(kernel string, n int64, rowLen int, args ...any) erro
 
 // Add computes dst = bf16(a + b) over n elements; dst may be a or b. Bit for
 // bit ops.Add.
-func (o *Ops) Add(dst, a, b device.Ptr, n int) error {
+func (o *Ops) Add(dst, a, b gpu.Ptr, n int) error {
 	defer o.scope("add")()
 	return o.elementwise8("gpt_add", int64(n), 8, dst, a, b, int64(n))
 }
 
 // GELUForward is ops.GELUForward, bit for bit; y may be x.
-func (o *Ops) GELUForward(y, x device.Ptr, n int) error {
+func (o *Ops) GELUForward(y, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_forward", int64(n), 8, y, x, int64(n))
 }
 
 // GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
-func (o *Ops) GELUBackward(dx, dy, x device.Ptr, n int) error {
+func (o *Ops) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, int64(n))
 }
@@ -117,14 +117,14 @@ func (o *Ops) GELUBackward(dx, dy, x device.Ptr, n int) error {
 // GELUForward(x, x, n), bit for bit, in one pass that takes the tanh once:
 // the backward's gradient of the fc output and the GELU output it recomputes
 // for the fc-projection weight gradient.
-func (o *Ops) GELUBackwardForward(dy, x device.Ptr, n int) error {
+func (o *Ops) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, int64(n))
 }
 
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
 // tokens (device int32, B·T) and the tables wte (V×C), wpe (≥T×C).
-func (o *Ops) EmbeddingForward(x, tokens, wte, wpe device.Ptr, B, T, C int) error {
+func (o *Ops) EmbeddingForward(x, tokens, wte, wpe gpu.Ptr, B, T, C int) error {
 	defer o.scope("embedding")()
 	n := int64(B) * int64(T) * int64(C)
 	return o.elementwise("gpt_embedding_forward", n, x, tokens, wte, wpe, int32(T), int32(C), n)
@@ -157,7 +157,7 @@ func EmbeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
 // EmbeddingBackward is ops.Embedding.Backward, bit for bit: dwte (V×C) from
 // dx (B·T×C) through order/start (device int32, from EmbeddingOrder), and
 // dwpe (rows×C; rows T.. are zero).
-func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C, V, rows int) error {
+func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C, V, rows int) error {
 	defer o.scope("embedding")()
 	n := int64(V) * int64(C)
 	if err := o.elementwise("gpt_embedding_backward_wte", n, dwte, dx, order, start, int32(C), n); err != nil {
@@ -169,13 +169,13 @@ func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start device.Ptr, B, T, C
 
 // LayerNormForward is ops.LayerNorm.Forward, bit for bit: y (N×C) and the
 // float32 statistics mean and rstd (N each) from x, g, b.
-func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) error {
+func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
-	blocks := (N + gpt.LayerNormStatRows - 1) / gpt.LayerNormStatRows
-	if C <= gpt.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
-		return o.dev.Launch("gpt_layernorm_forward", blocks, gpt.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
+	blocks := (N + kernels.LayerNormStatRows - 1) / kernels.LayerNormStatRows
+	if C <= kernels.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
+		return o.dev.Launch("gpt_layernorm_forward", blocks, kernels.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
 	}
-	if err := o.dev.Launch("gpt_layernorm_stats", blocks, gpt.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
+	if err := o.dev.Launch("gpt_layernorm_stats", blocks, kernels.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
 		return err
 	}
 	n := int64(N) * int64(C)
@@ -185,7 +185,7 @@ func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b device.Ptr, N, C int) erro
 // LayerNormBackward is ops.LayerNorm.Backward: dx (N×C) bit for bit, dg and
 // db (C each) bit for bit when SumRows ≥ N (else within float32 rounding of
 // another summation order), from dy, x, g and the forward's statistics.
-func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, C int) error {
+func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
 	sums, err := o.alloc(scratchCat, 8*int64(N))
 	if err != nil {
@@ -193,13 +193,13 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd device.Ptr, N, 
 	}
 	defer o.mem.Free(sums)
 	sd, sdn := sums, sums.Add(4*int64(N))
-	blocks := (N + gpt.LayerNormBackRows - 1) / gpt.LayerNormBackRows
-	if C <= gpt.LayerNormChunk { // rows that fit shared memory: row sums and dx in one pass
-		if err := o.dev.Launch("gpt_layernorm_backward", blocks, gpt.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+	blocks := (N + kernels.LayerNormBackRows - 1) / kernels.LayerNormBackRows
+	if C <= kernels.LayerNormChunk { // rows that fit shared memory: row sums and dx in one pass
+		if err := o.dev.Launch("gpt_layernorm_backward", blocks, kernels.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 			return err
 		}
 	} else {
-		if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, gpt.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+		if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, kernels.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 			return err
 		}
 		n := int64(N) * int64(C)
@@ -237,7 +237,7 @@ func (o *Ops) sumChunks(N int) (rows, chunks int) {
 
 // ColSum computes out[c] = bf16(Σ_n in[n][c]) (in is N×C): the bias
 // gradient of ops.Linear.BackwardWeight; bit for bit when SumRows ≥ N.
-func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
+func (o *Ops) ColSum(out, in gpu.Ptr, N, C int) error {
 	defer o.scope("bias")()
 	rows, chunks := o.sumChunks(N)
 	partial, err := o.alloc(scratchCat, 4*int64(chunks)*int64(C))
@@ -255,14 +255,14 @@ func (o *Ops) ColSum(out, in device.Ptr, N, C int) error {
 // CrossEntropy is ops.CrossEntropy.ForwardBackward, bit for bit: per-row
 // float32 losses (N) and dlogits (N×V, may be logits) from the logits and
 // the targets (device int32, N).
-func (o *Ops) CrossEntropy(dlogits, losses, logits, targets device.Ptr, N, V int, gradScale float32) error {
+func (o *Ops) CrossEntropy(dlogits, losses, logits, targets gpu.Ptr, N, V int, gradScale float32) error {
 	defer o.scope("crossentropy")()
 	return o.dev.Launch("gpt_crossentropy", gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
 }
 
 // AdamW applies s to n elements of w, m, v from gradient g: optim's
 // AdamWStep.Update, bit for bit.
-func (o *Ops) AdamW(w, m, v, g device.Ptr, n int, s optim.AdamWStep) error {
+func (o *Ops) AdamW(w, m, v, g gpu.Ptr, n int, s optim.AdamWStep) error {
 	defer o.scope("adamw")()
 	return o.elementwise8("gpt_adamw", int64(n), 8, w, m, v, g, int64(n), s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
 		s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
@@ -270,7 +270,7 @@ func (o *Ops) AdamW(w, m, v, g device.Ptr, n int, s optim.AdamWStep) error {
 
 // SGD applies s to n elements of w and m from gradient g: optim's
 // SGDStep.Update, bit for bit.
-func (o *Ops) SGD(w, m, g device.Ptr, n int, s optim.SGDStep) error {
+func (o *Ops) SGD(w, m, g gpu.Ptr, n int, s optim.SGDStep) error {
 	defer o.scope("sgd")()
 	return o.elementwise("gpt_sgd", int64(n), w, m, g, int64(n), s.LR, s.Momentum, s.WeightDecay)
 }

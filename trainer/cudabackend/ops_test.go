@@ -5,8 +5,8 @@ import (
 	"math"
 	"testing"
 
+	"lcttop/gpu"
 	"lcttop/trainer/bf16"
-	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/ops"
 	"lcttop/trainer/optim"
 )
@@ -69,9 +69,9 @@ func TestElementwiseVectorFormsMatchScalar(t *testing.T) {
 	// run computes every op; skew moves the first operand 2 bytes off alignment.
 	run := func(skew int64) [][]uint16 {
 		var out [][]uint16
-		in := func(v []uint16) devPtr { // a copy at the skew
+		in := func(v []uint16) gpu.Ptr { // a copy at the skew
 			p := h.alloc(2*int64(len(v)) + 16).Add(skew)
-			h.check(h.d.Upload(p, device.Bytes(v)))
+			h.check(h.d.Upload(p, gpu.Bytes(v)))
 			return p
 		}
 		dst := h.alloc(2*n + 16).Add(skew)

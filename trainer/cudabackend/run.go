@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 	"lcttop/trainer/ops"
 )
 
@@ -71,9 +71,6 @@ type param struct {
 	state []*slot
 }
 
-// devPtr is a device address.
-type devPtr = device.Ptr
-
 // slot is a stored tensor: a parameter, an optimizer state or an activation
 // saved for backward.
 type slot struct {
@@ -81,13 +78,13 @@ type slot struct {
 	class trainer.TensorClass
 	cat   trainer.Category
 	n     int
-	ptr   device.Ptr // dense storage; 0 while an activation is not held
+	ptr   gpu.Ptr // dense storage; 0 while an activation is not held
 }
 
 // blockActs are what one transformer block saves for backward.
 type blockActs struct {
 	in, ln1, qkv, attn, mid, ln2, fc *slot
-	mean1, rstd1, mean2, rstd2       device.Ptr // LayerNorm statistics, float32
+	mean1, rstd1, mean2, rstd2       gpu.Ptr // LayerNorm statistics, float32
 }
 
 // layerParams names one block's parameters: the prefix of their names and
@@ -113,11 +110,11 @@ type Run struct {
 	layers []layerParams
 	lnfIn  *slot
 	lnf    *slot
-	meanf  device.Ptr
-	rstdf  device.Ptr
+	meanf  gpu.Ptr
+	rstdf  gpu.Ptr
 
-	dlogits device.Ptr // from forward to backward
-	err     error      // first error of the step
+	dlogits gpu.Ptr // from forward to backward
+	err     error   // first error of the step
 
 	// Decoding ahead (ahead.go): the views of the phase under way, what
 	// each phase needed at its last run (-1: not run yet) and where the
@@ -126,7 +123,7 @@ type Run struct {
 	reserve    []int64
 	phaseStart int64
 	aheadBytes []int64
-	aheadPtrs  []devPtr
+	aheadPtrs  []gpu.Ptr
 	phaseSlots []*slot
 	noAhead    bool                        // decode every view at its use (tests)
 	aheadViews map[trainer.TensorClass]int // views decoded ahead so far, by class
@@ -298,7 +295,7 @@ func (r *Run) keep(err error) {
 }
 
 // alloc returns a buffer of category c, or 0 once the step has failed.
-func (r *Run) alloc(c trainer.Category, bytes int64) device.Ptr {
+func (r *Run) alloc(c trainer.Category, bytes int64) gpu.Ptr {
 	if r.err != nil {
 		return 0
 	}
@@ -311,41 +308,41 @@ func (r *Run) alloc(c trainer.Category, bytes int64) device.Ptr {
 	return p
 }
 
-func (r *Run) free(p device.Ptr) {
+func (r *Run) free(p gpu.Ptr) {
 	if p != 0 {
 		r.mem.Free(p)
 	}
 }
 
 // upload copies host int32s to a new buffer of category c.
-func (r *Run) uploadI32(c trainer.Category, v []int32) device.Ptr {
+func (r *Run) uploadI32(c trainer.Category, v []int32) gpu.Ptr {
 	p := r.alloc(c, 4*int64(len(v)))
 	if p != 0 {
-		r.keep(r.mem.Dev().Upload(p, device.I32Bytes(v)))
+		r.keep(r.mem.Dev().Upload(p, gpu.I32Bytes(v)))
 	}
 	return p
 }
 
 // readParam returns a device view of parameter name; pair with doneParam.
-func (r *Run) readParam(name string) device.Ptr {
+func (r *Run) readParam(name string) gpu.Ptr {
 	if r.err != nil {
 		return 0
 	}
 	return r.read(r.byName[name].w)
 }
 
-func (r *Run) doneParam(name string, p device.Ptr) { r.done(r.byName[name].w, p) }
+func (r *Run) doneParam(name string, p gpu.Ptr) { r.done(r.byName[name].w, p) }
 
 // update applies the optimizer to parameter name from gradient g and frees g;
 // its states' views decoded ahead go to the store.
-func (r *Run) update(step int, name string, g device.Ptr) {
+func (r *Run) update(step int, name string, g gpu.Ptr) {
 	if r.err == nil {
 		// Room for the update's views and new compressed tensors.
 		r.keep(r.st.relieve(4 * 2 * int64(r.byName[name].n)))
 	}
 	if r.err == nil {
 		p := r.byName[name]
-		var views [2]device.Ptr
+		var views [2]gpu.Ptr
 		ahead := views[:len(p.state)]
 		for i, s := range p.state {
 			if v, ok := r.takeAhead(s); ok {
@@ -363,11 +360,11 @@ func (r *Run) update(step int, name string, g device.Ptr) {
 }
 
 // meanLoss downloads the per-row losses and averages them as the CPU does.
-func (r *Run) meanLoss(losses device.Ptr, n int) float32 {
+func (r *Run) meanLoss(losses gpu.Ptr, n int) float32 {
 	if r.err != nil {
 		return 0
 	}
 	v := make([]float32, n)
-	r.keep(r.mem.Dev().Download(device.F32Bytes(v), losses))
+	r.keep(r.mem.Dev().Download(gpu.F32Bytes(v), losses))
 	return ops.MeanLoss(v)
 }

@@ -9,7 +9,6 @@ import (
 	"lcttop/codec"
 	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // settleSetup is an LCT store on the GPU codec whose window is the size of
@@ -228,7 +227,7 @@ func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
 	h.check(st.set(p.w, x.va))
 	h.check(st.set(p.state[0], h.randBF16(n, 0, 1e-3)))
 	h.check(st.settle())
-	grad := func() device.Ptr { return h.bf16(h.randBF16(n, 0, 1e-2)) }
+	grad := func() gpu.Ptr { return h.bf16(h.randBF16(n, 0, 1e-2)) }
 	// The first update is never fused (it refits the codebooks); the second is.
 	for step := 1; step <= 2; step++ {
 		g := grad()

@@ -3,7 +3,7 @@ package cudabackend
 import (
 	"fmt"
 
-	"lcttop/trainer/cudabackend/device"
+	"lcttop/gpu"
 )
 
 // store keeps a run's tensors. The dense store keeps each as a BF16 buffer
@@ -16,30 +16,30 @@ type store interface {
 	// get returns its values.
 	get(s *slot) ([]uint16, error)
 	// read returns a device buffer holding s's values; pair with done.
-	read(s *slot) (device.Ptr, error)
-	done(s *slot, p device.Ptr)
+	read(s *slot) (gpu.Ptr, error)
+	done(s *slot, p gpu.Ptr)
 	// readAhead reads each of slots into views[i], as read does (pair each
 	// with done), in as few launches as it can.
-	readAhead(slots []*slot, views []device.Ptr) error
+	readAhead(slots []*slot, views []gpu.Ptr) error
 	// viewBytes is what a read of s allocates (0: it hands out storage).
 	viewBytes(s *slot) int64
 	// begin returns a buffer for an activation to be computed into; commit
 	// then keeps it for backward (keep) or drops it.
-	begin(s *slot) (device.Ptr, error)
-	commit(s *slot, p device.Ptr, keep bool) error
+	begin(s *slot) (gpu.Ptr, error)
+	commit(s *slot, p gpu.Ptr, keep bool) error
 	// release drops what s holds (its last use).
 	release(s *slot)
 	// update applies the optimizer at step to p and its states from g;
 	// true when the store took g (it frees it), else the caller frees it.
 	// ahead[i], when not 0, is p.state[i]'s view decoded ahead (readAhead):
 	// the store takes it.
-	update(p *param, g device.Ptr, step int, opt Optimizer, ahead []device.Ptr) (bool, error)
+	update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error)
 	// aheadStates reports whether update takes states decoded ahead.
 	aheadStates() bool
 	// ready orders the trainer's work queued from here after the decode
 	// into view p, from read or readAhead (a codec's side stream may still
 	// be writing it): call it before the view's first use.
-	ready(p device.Ptr) error
+	ready(p gpu.Ptr) error
 	// relieve is called, outside the store's own calls, before the run
 	// allocates bytes (or asks the store to): the LCT store gives back the
 	// sources it keeps beyond what it needs where the run is near its
@@ -66,7 +66,7 @@ func (d *denseStore) set(s *slot, v []uint16) error {
 		}
 		s.ptr = p
 	}
-	return d.mem.Dev().Upload(s.ptr, device.Bytes(v))
+	return d.mem.Dev().Upload(s.ptr, gpu.Bytes(v))
 }
 
 func (d *denseStore) get(s *slot) ([]uint16, error) {
@@ -74,24 +74,24 @@ func (d *denseStore) get(s *slot) ([]uint16, error) {
 		return nil, fmt.Errorf("%s holds no values", s.name)
 	}
 	v := make([]uint16, s.n)
-	return v, d.mem.Dev().Download(device.Bytes(v), s.ptr)
+	return v, d.mem.Dev().Download(gpu.Bytes(v), s.ptr)
 }
 
-func (d *denseStore) read(s *slot) (device.Ptr, error) {
+func (d *denseStore) read(s *slot) (gpu.Ptr, error) {
 	if s.ptr == 0 {
 		return 0, fmt.Errorf("%s read before it was written", s.name)
 	}
 	return s.ptr, nil
 }
 
-func (d *denseStore) done(*slot, device.Ptr) {}
+func (d *denseStore) done(*slot, gpu.Ptr) {}
 
-func (d *denseStore) readAhead(slots []*slot, views []device.Ptr) error {
+func (d *denseStore) readAhead(slots []*slot, views []gpu.Ptr) error {
 	return readEach(d.read, slots, views)
 }
 
 // readEach reads each of slots into views[i] with read, one at a time.
-func readEach(read func(*slot) (device.Ptr, error), slots []*slot, views []device.Ptr) error {
+func readEach(read func(*slot) (gpu.Ptr, error), slots []*slot, views []gpu.Ptr) error {
 	for i, s := range slots {
 		p, err := read(s)
 		if err != nil {
@@ -104,13 +104,13 @@ func readEach(read func(*slot) (device.Ptr, error), slots []*slot, views []devic
 
 func (d *denseStore) viewBytes(*slot) int64 { return 0 }
 
-func (d *denseStore) ready(device.Ptr) error { return nil }
+func (d *denseStore) ready(gpu.Ptr) error { return nil }
 
 func (d *denseStore) relieve(int64) error { return nil }
 
-func (d *denseStore) begin(s *slot) (device.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
+func (d *denseStore) begin(s *slot) (gpu.Ptr, error) { return d.mem.Alloc(s.cat, 2*int64(s.n)) }
 
-func (d *denseStore) commit(s *slot, p device.Ptr, keep bool) error {
+func (d *denseStore) commit(s *slot, p gpu.Ptr, keep bool) error {
 	if !keep {
 		d.mem.Free(p)
 		return nil
@@ -133,7 +133,7 @@ func (d *denseStore) settle() error { return nil }
 
 func (d *denseStore) aheadStates() bool { return false }
 
-func (d *denseStore) update(p *param, g device.Ptr, step int, opt Optimizer, _ []device.Ptr) (bool, error) {
+func (d *denseStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, _ []gpu.Ptr) (bool, error) {
 	if opt.AdamW != nil {
 		return false, d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device"
 )
 
 // TrainOptions is a headless training on the device.
@@ -54,7 +53,7 @@ type Summary struct {
 
 // Train runs opts on dev, calling report after each step (a non-nil error
 // from report stops it).
-func Train(ctx context.Context, dev device.Device, opts TrainOptions, report func(StepReport) error) (Summary, error) {
+func Train(ctx context.Context, dev Device, opts TrainOptions, report func(StepReport) error) (Summary, error) {
 	var sum Summary
 	if opts.Steps < 1 {
 		return sum, fmt.Errorf("steps %d: must be at least 1", opts.Steps)
@@ -198,7 +197,7 @@ type SweepTrial struct {
 // Sweep returns the longest sequence length in [Min, Max] (a multiple of
 // Quantum) whose training step fits the budget, 0 if none does, and every
 // length it tried. A failure other than running out of memory stops it.
-func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []SweepTrial, error) {
+func Sweep(dev Device, opts SweepOptions, log func(SweepTrial)) (int, []SweepTrial, error) {
 	if opts.Quantum < 1 || opts.Min < opts.Quantum || opts.Max < opts.Min {
 		return 0, nil, fmt.Errorf("sweep: lengths %d..%d in steps of %d", opts.Min, opts.Max, opts.Quantum)
 	}
@@ -252,7 +251,7 @@ func Sweep(dev device.Device, opts SweepOptions, log func(SweepTrial)) (int, []S
 }
 
 // sweepTrial trains one step at batch 1 and length T in a fresh run.
-func sweepTrial(dev device.Device, m trainer.ModelConfig, opts SweepOptions, vals map[string][]uint16, T int) (SweepTrial, error) {
+func sweepTrial(dev Device, m trainer.ModelConfig, opts SweepOptions, vals map[string][]uint16, T int) (SweepTrial, error) {
 	tr := SweepTrial{SeqLen: T}
 	cfg := Config{Model: m, Batch: 1, SeqLen: T, Optimizer: opts.Optimizer, Budget: opts.Budget}
 	name := "shadow"

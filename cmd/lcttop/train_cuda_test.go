@@ -1,5 +1,3 @@
-//go:build gptemu
-
 package main
 
 import (
@@ -9,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
-	"lcttop/trainer/cudabackend/device/emu"
 )
 
 // emuTrain runs lcttop train --headless --backend cuda's work on the CPU
-// emulation of the kernels (build tag gptemu) and returns what it printed.
+// emulation of the kernels and returns what it printed.
 func emuTrain(t *testing.T, cf cudaFlags, asJSON bool) string {
 	t.Helper()
-	dev, err := emu.Open()
+	dev, err := gpu.OpenEmulated()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +102,7 @@ func TestTrainCUDAEmuCopyFloor(t *testing.T) {
 
 // Bad LCT-run flags are refused before any training, saying which flag.
 func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
-	dev, err := emu.Open()
+	dev, err := gpu.OpenEmulated()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,3 @@
-//go:build kernelemu
-
 package gpu
 
 import (
@@ -7,17 +5,20 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/kernels"
 )
 
 // TestEncodeLookBackLazy: in the emulation, whose CTAs run one after
 // another, a block always finds its predecessor's prefix; here only every
-// 33rd block publishes one (setLazyPrefix), so that the blocks add up to 32
+// 33rd block publishes one (kernels.SetEmulatedLazyPrefix), so that the
+// blocks add up to 32
 // aggregates, and block 33 walks back two windows of 32. The batched and
-// the single encode must give codec's bytes.
+// the single encode must give codec's bytes. (On a GPU the setting does
+// nothing: the same encodes run with the blocks' own timing.)
 func TestEncodeLookBackLazy(t *testing.T) {
 	d := device(t)
-	setLazyPrefix(33)
-	defer setLazyPrefix(0)
+	kernels.SetEmulatedLazyPrefix(33)
+	defer kernels.SetEmulatedLazyPrefix(0)
 	r := rand.New(rand.NewPCG(33, 34))
 	cases := []batchCase{
 		spillPattern(r, "35 blocks, the last partial", 34*32768+5001, 0, false),

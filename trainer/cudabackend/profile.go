@@ -1,4 +1,4 @@
-package device
+package cudabackend
 
 import (
 	"fmt"
@@ -7,23 +7,22 @@ import (
 	"sort"
 	"strings"
 	"time"
-)
 
-// Event is a timestamp queued on the device's stream.
-type Event uintptr
+	"lcttop/gpu"
+)
 
 // EventTimer is what a Device offers for timing its queued work: events
 // recorded after the work queued so far and the device time between two of
 // them.
 type EventTimer interface {
 	// NewEvent creates an event (reusable: each Record moves it).
-	NewEvent() (Event, error)
+	NewEvent() (gpu.Event, error)
 	// Record queues e after the work queued so far.
-	Record(e Event) error
+	Record(e gpu.Event) error
 	// Millis is the device time from a to b, both recorded and passed.
-	Millis(a, b Event) (float32, error)
+	Millis(a, b gpu.Event) (float32, error)
 	// DestroyEvent releases e.
-	DestroyEvent(e Event) error
+	DestroyEvent(e gpu.Event) error
 }
 
 // Scoper is implemented by a Device that attributes work to named ops
@@ -57,7 +56,7 @@ type Profiled struct {
 	Skip  int
 
 	scope   string
-	free    []Event
+	free    []gpu.Event
 	pending []profOp
 	train   bool // the pending pass is a training step
 	forward bool // the pending pass has begun its forward
@@ -83,7 +82,7 @@ type profRow struct {
 
 type profOp struct {
 	key        profKey
-	start, end Event
+	start, end gpu.Event
 	host       time.Duration
 }
 
@@ -105,7 +104,7 @@ func (p *Profiled) Scope(name string) func() {
 	return func() { p.scope = "" }
 }
 
-func (p *Profiled) event() (Event, error) {
+func (p *Profiled) event() (gpu.Event, error) {
 	if n := len(p.free); n > 0 {
 		e := p.free[n-1]
 		p.free = p.free[:n-1]
@@ -184,27 +183,27 @@ func (p *Profiled) Launch(kernel string, grid, block int, args ...any) error {
 }
 
 // Gemm implements Device.
-func (p *Profiled) Gemm(g Gemm) error {
+func (p *Profiled) Gemm(g gpu.Gemm) error {
 	return p.timed("gemm (cuBLAS)", func() error { return p.Device.Gemm(g) })
 }
 
 // Memset implements Device.
-func (p *Profiled) Memset(ptr Ptr, b byte, bytes int64) error {
+func (p *Profiled) Memset(ptr gpu.Ptr, b byte, bytes int64) error {
 	return p.timed("memset", func() error { return p.Device.Memset(ptr, b, bytes) })
 }
 
 // Copy implements Device.
-func (p *Profiled) Copy(dst, src Ptr, bytes int64) error {
+func (p *Profiled) Copy(dst, src gpu.Ptr, bytes int64) error {
 	return p.timed("copy", func() error { return p.Device.Copy(dst, src, bytes) })
 }
 
 // Upload implements Device.
-func (p *Profiled) Upload(dst Ptr, src []byte) error {
+func (p *Profiled) Upload(dst gpu.Ptr, src []byte) error {
 	return p.timed("upload", func() error { return p.Device.Upload(dst, src) })
 }
 
 // Download implements Device.
-func (p *Profiled) Download(dst []byte, src Ptr) error {
+func (p *Profiled) Download(dst []byte, src gpu.Ptr) error {
 	return p.timed("download", func() error { return p.Device.Download(dst, src) })
 }
 
@@ -289,8 +288,8 @@ func (p *Profiled) fail(err error) {
 	}
 }
 
-// Close implements Device: it reads the last pass, writes the table and
-// closes the device.
+// Close reads the last pass, writes the table (which says what failed, if
+// anything did) and releases the events; the device stays open.
 func (p *Profiled) Close() error {
 	p.flush()
 	p.WriteTable()
@@ -298,7 +297,7 @@ func (p *Profiled) Close() error {
 		p.timer.DestroyEvent(e)
 	}
 	p.free = nil
-	return p.Device.Close()
+	return nil
 }
 
 // WriteTable writes the mean per training step of every (op, kernel) row,

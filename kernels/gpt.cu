@@ -15,10 +15,10 @@
 // so a launch gives the same bits on every run.
 //
 // The same source compiles as C++ for the CPU emulation used by the tests
-// (GPT_EMU, see gpt_emu.h).
+// (GPT_EMU, see emu.h).
 
 #ifdef GPT_EMU
-#include "gpt_emu.h"
+#include "emu.h"
 #endif
 
 typedef unsigned short bf16_t;
@@ -684,9 +684,9 @@ extern "C" __global__ void gpt_heads_to_bf16(bf16_t* dst, const float* src, int 
 // D = 16, 32 or 64, qkv and dy 16-byte aligned, C a multiple of 8.
 //
 // In the CPU emulation the warp-level operations (mma, shuffles) exchange
-// through shared tables between two block barriers (gpt_emu.h), so every
-// thread of a block reaches them together: the loops below have the same
-// trip count in every warp.
+// through shared tables between two warp barriers (emu.h), so every lane of
+// a warp reaches them together: the loops below have the same trip count in
+// every lane.
 
 #define FA_THREADS 128
 #define FA_TILE 64  // queries and keys per tile; 16 query (or key) rows per warp

@@ -1,4 +1,4 @@
-package gpt
+package kernels
 
 import (
 	"regexp"
@@ -10,21 +10,21 @@ import (
 // Every kernel the backend launches is an entry of the PTX and a kernel of
 // the source, and the PTX has no entry the list forgets.
 func TestKernelsListed(t *testing.T) {
-	for _, k := range Kernels {
-		if !strings.Contains(PTX, ".visible .entry "+k+"(") {
-			t.Errorf("kernel %s is not an entry of gpt.ptx (run go generate ./kernels/gpt)", k)
+	for _, k := range GPTKernels {
+		if !strings.Contains(GPTPTX, ".visible .entry "+k+"(") {
+			t.Errorf("kernel %s is not an entry of gpt.ptx (run go generate ./kernels)", k)
 		}
-		if !strings.Contains(Source, `extern "C" __global__ void `+k+"(") {
+		if !strings.Contains(GPTSource, `extern "C" __global__ void `+k+"(") {
 			t.Errorf("kernel %s is not defined in gpt.cu", k)
 		}
 	}
 	listed := map[string]bool{}
-	for _, k := range Kernels {
+	for _, k := range GPTKernels {
 		listed[k] = true
 	}
-	for _, m := range regexp.MustCompile(`\.visible \.entry (\w+)\(`).FindAllStringSubmatch(PTX, -1) {
+	for _, m := range regexp.MustCompile(`\.visible \.entry (\w+)\(`).FindAllStringSubmatch(GPTPTX, -1) {
 		if !listed[m[1]] {
-			t.Errorf("gpt.ptx has kernel %s, missing from Kernels", m[1])
+			t.Errorf("gpt.ptx has kernel %s, missing from GPTKernels", m[1])
 		}
 	}
 }
@@ -32,7 +32,7 @@ func TestKernelsListed(t *testing.T) {
 // The launch shapes the host uses are the ones the source defines.
 func TestLaunchShapesMatchSource(t *testing.T) {
 	for name, v := range map[string]int{"LN_THREADS": LayerNormThreads, "LN_CHUNK": LayerNormChunk, "LN_STAT_ROWS": LayerNormStatRows, "LN_BACK_ROWS": LayerNormBackRows, "ATT_THREADS": AttentionThreads, "FA_THREADS": FlashThreads, "FA_TILE": FlashTile} {
-		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(Source)
+		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(GPTSource)
 		if m == nil {
 			t.Errorf("gpt.cu does not define %s", name)
 			continue

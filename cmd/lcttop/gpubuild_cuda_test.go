@@ -1,5 +1,0 @@
-//go:build !kernelemu
-
-package main
-
-const gpuBuild = true
