@@ -3,8 +3,7 @@
 # machine, from the repository root, with binaries built beforehand on a
 # machine with Go (the GPU machine has none):
 #
-#   go test -c -tags cuda -o bin/cudabackend/cudabackend.test ./trainer/cudabackend/
-#   go build -tags cuda -o bin/lcttop ./cmd/lcttop
+#   bash scripts/gpu_build.sh      (bin/cudabackend.test, bin/lcttop, packed in devrun/)
 #
 # Stages, each under its own time limit, most important first: the backend's
 # tests against the CPU ops on the GPU; 200 steps of the 162M model; the
@@ -34,7 +33,7 @@ want() { case " $STAGES " in *" $1 "*) return 0;; esac; return 1; }
 
 if want tests; then
   stage "tests on the GPU"
-  timeout 120 bin/cudabackend/cudabackend.test -test.v -test.count=1 -test.timeout 115s >"$OUT/tests.log" 2>&1
+  timeout 120 bin/cudabackend.test -test.v -test.count=1 -test.timeout 115s >"$OUT/tests.log" 2>&1
   echo "tests rc=$?"
   grep -E '^(--- |ok|PASS|FAIL)|identical to the CPU|loss .* vs|no CUDA|less;' "$OUT/tests.log" | head -90
 fi
@@ -75,7 +74,7 @@ fi
 
 if want sanitizer; then
   stage "compute-sanitizer memcheck over the kernel tests"
-  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 bin/cudabackend/cudabackend.test -test.count=1 \
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 bin/cudabackend.test -test.count=1 \
     -test.run 'TestAddGELU|TestEmbedding|TestLayerNorm|TestCrossEntropy|TestOptimizers|TestLinearMatchesCPU|TestAttentionMatchesCPU' \
     >"$OUT/sanitizer.log" 2>&1
   echo "sanitizer rc=$?"; tail -5 "$OUT/sanitizer.log"
