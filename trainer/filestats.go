@@ -6,14 +6,15 @@ import "time"
 // lcttop watch). The UI, seeing it, shows file bytes against LCT bytes and
 // leaves out what only training has (loss, step times, the overflow pool).
 type FileStats struct {
-	Mode      string       `json:"mode"`       // "open" or "watch"
-	Path      string       `json:"path"`       // the checkpoint shown: a file or a folder
-	Files     int          `json:"files"`      // files it was read from (shards)
-	FileBytes int64        `json:"file_bytes"` // every tensor's bytes as a safetensors file stores them
-	LCTBytes  int64        `json:"lct_bytes"`  // the same with the BF16 tensors coded, the others as they are
-	Classes   []ClassBytes `json:"classes"`    // FileBytes and LCTBytes by class, in display order
-	DTypes    []DTypeBytes `json:"dtypes"`     // bytes by stored dtype, largest first
-	Progress  Progress     `json:"progress"`   // the exact pass over the BF16 tensors
+	Mode      string       `json:"mode"`             // "open" or "watch"
+	Path      string       `json:"path"`             // the checkpoint shown: a file or a folder
+	Files     int          `json:"files"`            // files it was read from (shards)
+	FileBytes int64        `json:"file_bytes"`       // every tensor's bytes as a safetensors file stores them
+	LCTBytes  int64        `json:"lct_bytes"`        // the same with the BF16 tensors coded, the others as they are
+	Classes   []ClassBytes `json:"classes"`          // FileBytes and LCTBytes by class, in display order
+	DTypes    []DTypeBytes `json:"dtypes"`           // bytes by stored dtype, largest first
+	Progress  Progress     `json:"progress"`         // the exact pass over the BF16 tensors
+	Notice    string       `json:"notice,omitempty"` // what a watched folder held that could not be shown
 	// Checkpoints is the history a watched folder has shown, oldest first
 	// (one point when a single checkpoint is open).
 	Checkpoints []CheckpointPoint `json:"checkpoints,omitempty"`

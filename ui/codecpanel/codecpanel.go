@@ -120,6 +120,9 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 	if !p.Done() {
 		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
 	}
+	if s.File.Notice != "" {
+		lines = append(lines, st.Warn.Render(s.File.Notice))
+	}
 	return lines
 }
 

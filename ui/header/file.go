@@ -28,6 +28,9 @@ func fileView(st styles.Styles, d Data, w int) string {
 	}
 	line1 := joinRight(left, FileBadge(st, f), w)
 
+	if f.Files == 0 {
+		return box.Line(line1, w) + "\n" + box.Line(st.Dim.Render("waiting for a complete checkpoint in "+f.Path+"…"), w)
+	}
 	line2 := l("file ") + v(format.Bytes(f.FileBytes)) + l(" → LCT ") + v(format.Bytes(f.LCTBytes))
 	if f.FileBytes > 0 {
 		line2 += l(" (saved ") + v(format.Percent(1-float64(f.LCTBytes)/float64(f.FileBytes))) + l(")")
