@@ -7,10 +7,27 @@ import "strings"
 // (exp_avg and exp_avg_sq of Adam, momentum buffers), gradients, weights
 // (names ending in weight or bias, or that say param or model). A file this
 // trainer wrote (metadata lcttop.format) is read with the trainer's own
-// names: ".m", ".v", ".mom" for states, the rest weights. Anything else is
+// names: ".m", ".v", ".mom" for states, the rest weights. A file whose
+// metadata says what it holds ("kind": "adam_m", "grad", ...) gives that
+// class to the tensors whose names do not say otherwise. Anything else is
 // ClassOther. lcttop open and pack --plan share it, so a plan's class
 // entries reach the same tensors in both.
 func ClassifyTensor(name string, metadata map[string]string) TensorClass {
+	c := classifyName(name, metadata)
+	if c == ClassWeight || c == ClassOther {
+		if k := metadata["kind"]; k != "" {
+			if kc := classifyName(k, nil); kc != ClassOther {
+				return kc
+			}
+			if k == "weight" || k == "weights" || k == "params" {
+				return ClassWeight
+			}
+		}
+	}
+	return c
+}
+
+func classifyName(name string, metadata map[string]string) TensorClass {
 	if strings.HasPrefix(metadata["lcttop.format"], "lcttop-trainer/") {
 		switch {
 		case strings.HasSuffix(name, ".m"):
@@ -36,7 +53,7 @@ func ClassifyTensor(name string, metadata map[string]string) TensorClass {
 		return false
 	}
 	switch {
-	case has("exp_avg_sq", "exp_avg_sqs", "adam_v", "second_moment"):
+	case has("exp_avg_sq", "exp_avg_sqs", "adam_v", "second_moment", "exp_avg_sq_row", "exp_avg_sq_col"):
 		return ClassAdamV
 	case has("exp_avg", "exp_avgs", "adam_m", "first_moment"):
 		return ClassAdamM

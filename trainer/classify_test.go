@@ -27,6 +27,10 @@ func TestClassifyTensor(t *testing.T) {
 		{"blk0.qkv.w.v", trainerFile, ClassAdamV},
 		{"wte.mom", trainerFile, ClassMomentum},
 		{"blk0.qkv.w.v", nil, ClassOther}, // the trainer's suffixes only in its own files
+		{"blocks.0.fc.weight", map[string]string{"kind": "adam_m"}, ClassAdamM},
+		{"blocks.0.fc.weight", map[string]string{"kind": "grad"}, ClassGradient},
+		{"blocks.0.fc.weight", map[string]string{"kind": "weight"}, ClassWeight},
+		{"momentum.blocks.0.fc.weight", map[string]string{"kind": "weight"}, ClassMomentum},
 	}
 	for _, c := range cases {
 		if got := ClassifyTensor(c.name, c.meta); got != c.want {

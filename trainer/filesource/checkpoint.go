@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -235,7 +236,7 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 		c.index[t.name] = i
 	}
 	if step < 0 {
-		if s, err := strconv.Atoi(c.meta["lcttop.step"]); err == nil && s >= 0 {
+		if s, err := strconv.Atoi(cmp.Or(c.meta["lcttop.step"], c.meta["step"])); err == nil && s >= 0 {
 			c.step = s
 		} else if s, ok := stepOf(filepath.Base(path)); ok {
 			c.step = s

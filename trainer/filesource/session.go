@@ -31,6 +31,9 @@ type Options struct {
 	EmitEvery time.Duration
 	// Interval is how often Watch reads its folder (0: 1s).
 	Interval time.Duration
+	// Once makes Watch read its folder once, for what is there now, and not
+	// look again; Scanned tells when that read is done.
+	Once bool
 }
 
 func (o Options) startCodec() trainer.ClassCodec {
@@ -76,6 +79,7 @@ type Session struct {
 	workersWG sync.WaitGroup
 	stop      chan struct{}
 	watchWG   sync.WaitGroup
+	scanned   chan struct{} // closed when Watch has read its folder once
 }
 
 var _ trainer.Session = (*Session)(nil)
@@ -87,6 +91,7 @@ func newSession(mode, path string, opt Options) *Session {
 		overrides: map[string]trainer.ClassCodec{},
 		snaps:     make(chan trainer.Snapshot, 1),
 		stop:      make(chan struct{}),
+		scanned:   make(chan struct{}),
 	}
 	s.work = sync.NewCond(&s.mu)
 	for _, c := range trainer.FileClasses {
@@ -127,6 +132,7 @@ func Open(path string, opt Options) (*Session, error) {
 	s.mu.Unlock()
 	s.send(snap)
 	s.startWorkers()
+	close(s.scanned)
 	return s, nil
 }
 
@@ -148,6 +154,17 @@ func openPath(path string) (*checkpoint, error) {
 
 // Snapshots delivers the newest snapshot; it is closed after Stop.
 func (s *Session) Snapshots() <-chan trainer.Snapshot { return s.snaps }
+
+// Current is a snapshot of the figures as they are now.
+func (s *Session) Current() trainer.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked()
+}
+
+// Scanned is closed once Watch has read its folder the first time: every
+// checkpoint there then is shown or in the history. Open's is closed at once.
+func (s *Session) Scanned() <-chan struct{} { return s.scanned }
 
 // Pause does nothing: a checkpoint takes no steps.
 func (s *Session) Pause() {}

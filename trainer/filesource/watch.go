@@ -58,8 +58,8 @@ func stepOf(name string) (int, bool) {
 // an index, once every file in it is whole; the files of one step (ranks,
 // shards) count once all of a set ("-of-N") are there and whole. A file is
 // whole when it holds every byte its header promises (safetensors) or its
-// size has not changed since the last scan (.lct; stable holds the sizes
-// seen, nil to skip that check). Hidden and temporary names are skipped.
+// size has settled (.lct; stable holds the sizes seen, nil to skip that
+// check). Hidden and temporary names are skipped.
 func scanFolder(dir string, stable map[string]int64) ([]found, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -156,10 +156,14 @@ func folderComplete(dir string, stable map[string]int64) ([]string, bool) {
 	return files, true
 }
 
+// lctSettle is how long an .lct file must go unmodified to count as whole
+// when it was not seen at the same size by the scan before.
+const lctSettle = 2 * time.Second
+
 // fileWhole reports whether a file holds all it should: a safetensors file
 // every byte its header's offsets reach; an .lct file, whose end only its
-// container can tell, a size unchanged since the last scan. It reads the
-// header, never the data.
+// container can tell, a size unchanged since the last scan, or no change
+// for lctSettle. It reads the header, never the data.
 func fileWhole(path string, stable map[string]int64) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -176,7 +180,7 @@ func fileWhole(path string, stable map[string]int64) bool {
 		}
 		prev, seen := stable[path]
 		stable[path] = fi.Size()
-		return seen && prev == fi.Size()
+		return seen && prev == fi.Size() || time.Since(fi.ModTime()) > lctSettle
 	}
 	var lenBuf [8]byte
 	if _, err := f.ReadAt(lenBuf[:], 0); err != nil {
@@ -232,8 +236,16 @@ func (s *Session) watchLoop(dir string) {
 	seen := map[int]bool{}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	first := true
 	for {
 		s.scanOnce(dir, stable, seen)
+		if first {
+			first = false
+			close(s.scanned)
+			if s.opt.Once {
+				return
+			}
+		}
 		select {
 		case <-s.stop:
 			return
