@@ -104,7 +104,9 @@ func waitFor(t *testing.T, s *Session, what string, ok func(trainer.Snapshot) bo
 	}
 }
 
-func exact(s trainer.Snapshot) bool { return s.File != nil && s.File.Files > 0 && s.File.Progress.Done() }
+func exact(s trainer.Snapshot) bool {
+	return s.File != nil && s.File.Files > 0 && s.File.Progress.Done()
+}
 
 func byName(ts []trainer.TensorStats) map[string]trainer.TensorStats {
 	m := map[string]trainer.TensorStats{}
