@@ -53,7 +53,7 @@ func classifyName(name string, metadata map[string]string) TensorClass {
 		return false
 	}
 	switch {
-	case has("exp_avg_sq", "exp_avg_sqs", "adam_v", "second_moment", "exp_avg_sq_row", "exp_avg_sq_col"):
+	case has("exp_avg_sq", "exp_avg_sqs", "max_exp_avg_sq", "adam_v", "second_moment", "exp_avg_sq_row", "exp_avg_sq_col"):
 		return ClassAdamV
 	case has("exp_avg", "exp_avgs", "adam_m", "first_moment"):
 		return ClassAdamM
