@@ -1,6 +1,7 @@
 package filesource
 
 import (
+	"errors"
 	"sync"
 
 	"lcttop/codec"
@@ -51,7 +52,7 @@ func (s *Session) newView(ck *checkpoint) (*view, error) {
 				i := next
 				next++
 				mu.Unlock()
-				if i >= n {
+				if i >= n || s.isStopped() {
 					return
 				}
 				t := ck.tensors[i]
@@ -68,12 +69,27 @@ func (s *Session) newView(ck *checkpoint) (*view, error) {
 		}()
 	}
 	wg.Wait()
+	if s.isStopped() {
+		return nil, errStopped
+	}
 	for i, t := range ck.tensors {
 		if t.coded() {
 			s.resetJob(v, i)
 		}
 	}
 	return v, nil
+}
+
+// errStopped ends work the session no longer wants.
+var errStopped = errors.New("stopped")
+
+func (s *Session) isStopped() bool {
+	select {
+	case <-s.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // resetJob starts tensor i's exact pass over under its current setting,

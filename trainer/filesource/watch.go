@@ -3,6 +3,7 @@ package filesource
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -282,7 +283,7 @@ func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]boo
 	if newest.step > shownStep {
 		// The newest goes up first; the rest fill in the history after.
 		seen[newest.step] = true
-		if err := s.show(newest); err != nil {
+		if err := s.show(newest); err != nil && !errors.Is(err, errStopped) {
 			s.setNotice(err.Error())
 		}
 		order = fresh[:len(fresh)-1]
@@ -295,7 +296,7 @@ func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]boo
 		}
 		f := order[i]
 		seen[f.step] = true
-		if err := s.sampleOnly(f); err != nil {
+		if err := s.sampleOnly(f); err != nil && !errors.Is(err, errStopped) {
 			s.setNotice(err.Error())
 		}
 	}

@@ -50,6 +50,9 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 	}
 	pts := f.Checkpoints
 	right := fmt.Sprintf("%d checkpoints", len(pts))
+	if len(pts) == 1 {
+		right = "1 checkpoint"
+	}
 	if len(pts) > 0 {
 		right = fmt.Sprintf("steps %d–%d · %s", pts[0].Step, pts[len(pts)-1].Step, right)
 	}
@@ -98,8 +101,8 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 	lines = append(lines, st.Label.Render(fmt.Sprintf("%-*s", gw, "tensor"))+st.Value.Render(name)+st.Label.Render(" ratio ")+st.Value.Render(valueAt(last.TensorRatio, selected, ratioLabel)))
 	lines = append(lines, Plot(st, []Series{{Glyph: "•", Style: st.SeriesA, Values: tensorRatio}}, "●", st.SeriesBoth, rows, cols, gw, ratioLabel)...)
 	driftLabel := func(v float64) string { return fmt.Sprintf("%.4f", v) }
-	lines = append(lines, st.Label.Render(fmt.Sprintf("%-*s", gw, "drift"))+st.Label.Render("exponent histogram vs the checkpoint before (total variation) ")+
-		st.Value.Render(valueAt(last.Drift, selected, driftLabel)))
+	lines = append(lines, st.Label.Render(fmt.Sprintf("%-*s", gw, "drift"))+st.Value.Render(valueAt(last.Drift, selected, driftLabel))+
+		st.Dim.Render(" its exponents vs the checkpoint before (total variation)"))
 	lines = append(lines, Plot(st, []Series{{Glyph: "•", Style: st.SeriesB, Values: drift}}, "●", st.SeriesBoth, rows, cols, gw, driftLabel)...)
 	return box.Fit(strings.Join(lines, "\n"), w, ht)
 }
