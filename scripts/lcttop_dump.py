@@ -171,14 +171,17 @@ class Dumper:
     def states(self, step):
         """Copies the weights and optimizer states after optimizer step `step` and writes them,
         with the gradients grads() took for the same step, to one file."""
-        tensors = []
+        grads = {}
         if self._grads is not None and self._grads[0] == step:
-            tensors += self._grads[1]
+            grads = dict(self._grads[1])
         self._grads = None
+        tensors = []  # each parameter's weight, gradient and states together
         for p in self.names:
             if not self._mine(p):
                 continue
             tensors.append((self._label("param", p), self._local(p)))
+            if self._label("grad", p) in grads:
+                tensors.append((self._label("grad", p), grads[self._label("grad", p)]))
             for key, value in self.optimizer.state.get(p, {}).items():
                 if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1:
                     tensors.append((self._label(key, p), self._local(value)))

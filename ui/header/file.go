@@ -46,6 +46,9 @@ func fileView(st styles.Styles, d Data, w int) string {
 
 // FileBadge says whether a checkpoint's figures are exact yet.
 func FileBadge(st styles.Styles, f *trainer.FileStats) string {
+	if f.Files == 0 {
+		return st.BadgeWait.Render("… waiting")
+	}
 	if f.Progress.Done() {
 		return st.BadgeOK.Render("✓ EXACT")
 	}
