@@ -212,6 +212,9 @@ func (s *Session) startWorkers() {
 	}
 }
 
+// readAhead is how many pieces past its own a worker asks the kernel to read.
+const readAhead = 4
+
 // worker is one goroutine of the exact pass with its scratch.
 type worker struct {
 	s    *Session
@@ -223,10 +226,13 @@ type worker struct {
 func (w *worker) run(tk task) {
 	t := tk.v.ck.tensors[tk.i]
 	if !tk.whole {
-		lo := tk.piece * pieceLen(tk.ch.layout)
-		hi := min(lo+pieceLen(tk.ch.layout), t.n)
+		plen := pieceLen(tk.ch.layout)
+		lo := tk.piece * plen
+		hi := min(lo+plen, t.n)
 		raw := t.raw[2*lo : 2*hi]
-		t.src.prefetch(raw)
+		// Ask for this piece and the next few, so that a cold file is read
+		// while the pieces before are coded.
+		t.src.prefetch(t.raw[2*lo : 2*min(hi+readAhead*plen, t.n)])
 		if cap(w.vals) < hi-lo {
 			w.vals = make([]uint16, hi-lo)
 		}
