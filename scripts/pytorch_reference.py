@@ -19,6 +19,11 @@ Step time: CUDA events around whole steps after --warmup steps, median of
 --steps; peak memory: torch.cuda.max_memory_allocated over the timed steps.
 Prints one JSON line per step with --verbose and a JSON summary last.
 
+--dump-dir D --dump-every N adds scripts/lcttop_dump.py to the loop: every N optimizer steps
+the weights, gradients and AdamW states go to D as BF16 safetensors for lcttop watch D. The
+summary then also gives the mean time of the steps that dumped and of the others
+(scripts/dump_cost.sh compares runs with and without it).
+
     python3 scripts/pytorch_reference.py --model gpt162m --steps 30
 """
 
@@ -100,7 +105,11 @@ def main():
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "trainer", "corpus", "corpus.txt"))
+    ap.add_argument("--dump-dir", default="", help="write checkpoints for lcttop watch here (scripts/lcttop_dump.py)")
+    ap.add_argument("--dump-every", type=int, default=20, help="with --dump-dir: every so many optimizer steps")
     a = ap.parse_args()
+    if a.dump_every < 1:
+        sys.exit("pytorch_reference: --dump-every must be at least 1")
 
     if not torch.cuda.is_available():
         sys.exit("pytorch_reference: no CUDA GPU")
@@ -120,6 +129,11 @@ def main():
     step_fn = model
     if a.compile:
         step_fn = torch.compile(model)
+    dumper = None
+    if a.dump_dir:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from lcttop_dump import Dumper
+        dumper = Dumper(a.dump_dir, model, opt, every=a.dump_every).attach()
 
     with open(a.corpus, "rb") as f:
         text = torch.tensor(list(f.read()), dtype=torch.long)
@@ -131,7 +145,7 @@ def main():
         y = torch.stack([text[p + 1:p + T + 1] for p in pos])
         return x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
 
-    times, losses = [], []
+    times, losses, dump_times, other_times = [], [], [], []
     for step in range(1, a.warmup + a.steps + 1):
         if step == a.warmup + 1:
             torch.cuda.synchronize()
@@ -151,16 +165,26 @@ def main():
         losses.append(loss.item())
         if step > a.warmup:
             times.append(ms)
+            (dump_times if dumper and step % a.dump_every == 0 else other_times).append(ms)
         if a.verbose:
             print(json.dumps({"step": step, "loss": losses[-1], "step_ms": ms}), flush=True)
 
-    print(json.dumps({
+    summary = {
         "pytorch": torch.__version__, "device": torch.cuda.get_device_name(), "model": a.model, "params": params,
         "batch": B, "seq_len": T, "compile": a.compile, "timed_steps": len(times),
-        "median_step_ms": statistics.median(times), "min_step_ms": min(times), "max_step_ms": max(times),
+        "median_step_ms": statistics.median(times), "mean_step_ms": statistics.mean(times),
+        "min_step_ms": min(times), "max_step_ms": max(times),
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(), "peak_reserved_bytes": torch.cuda.max_memory_reserved(),
         "first_loss": losses[0], "last_loss": losses[-1],
-    }), flush=True)
+    }
+    if dumper:
+        dumper.close()  # waits for the last file, outside the timed steps
+        summary.update({
+            "dump_every": a.dump_every, "dumps_written": dumper.written, "dumps_skipped": dumper.skipped,
+            "dump_errors": dumper.errors, "dump_step_mean_ms": statistics.mean(dump_times) if dump_times else None,
+            "other_step_mean_ms": statistics.mean(other_times) if other_times else None,
+        })
+    print(json.dumps(summary), flush=True)
 
 
 if __name__ == "__main__":

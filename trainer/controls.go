@@ -83,7 +83,7 @@ func (t *Trainer) waitTurn(ctx context.Context) (turn, error) {
 		case t.stopped:
 			t.ctl.Unlock()
 			return turnStep, nil
-		case len(t.pending) > 0 && t.paused:
+		case (len(t.pending) > 0 || len(t.tensorPending) > 0) && t.paused:
 			t.ctl.Unlock()
 			return turnCodec, nil
 		case !t.paused:
@@ -191,18 +191,27 @@ func (t *Trainer) ClassCodec(c TensorClass) ClassCodec {
 // applyPending re-encodes the classes whose setting changed; t.mu is held.
 func (t *Trainer) applyPending() error {
 	t.ctl.Lock()
-	changes := t.pending
-	t.pending = map[TensorClass]ClassCodec{}
+	changes, tensorChanges := t.pending, t.tensorPending
+	t.pending, t.tensorPending = map[TensorClass]ClassCodec{}, map[string]ClassCodec{}
 	t.ctl.Unlock()
-	if len(changes) == 0 {
+	if len(changes) == 0 && len(tensorChanges) == 0 {
 		return nil
 	}
 	st := t.lct.st
 	for c, cc := range changes {
 		st.classes[c] = cc
 	}
+	for name, cc := range tensorChanges {
+		if cc == (ClassCodec{}) {
+			delete(st.overrides, name)
+		} else {
+			st.overrides[name] = cc
+		}
+	}
 	for _, s := range t.lct.storedSlots() {
-		if _, ok := changes[s.class]; ok {
+		_, classChanged := changes[s.class]
+		_, tensorChanged := tensorChanges[s.name]
+		if classChanged || tensorChanged {
 			st.reencode(s)
 		}
 	}
@@ -218,46 +227,50 @@ func (t *Trainer) refreshTensors(s *Snapshot) {
 	s.MemLCT, s.PeakBytesLCT, s.PoolBytes = fresh.MemLCT, fresh.PeakBytesLCT, fresh.PoolBytes
 }
 
-// TensorDetail is one tensor's first block of values with the codebook and
-// layout the LCT run used for it, for the UI's teaching view.
+// TensorDetail is one block of a stored tensor with the codebook and layout
+// the codec used for it, for the UI's teaching view.
 type TensorDetail struct {
 	Name  string
 	Class TensorClass
-	// Values is the first block the codec encoded (at most Layout.BlockSize
-	// values), in the order it saw them: the tensor's values with each group
-	// of 256 scrambled (scramble.go), so value i went to stream i mod 256.
+	// Values is the block's values (at most Layout.BlockSize) in the order
+	// the codec saw them. The trainer's are each group of 256 scrambled
+	// (scramble.go), so value i went to stream i mod 256; a checkpoint
+	// file's are in file order.
 	Values   []uint16
 	Codebook codec.Codebook
 	Layout   codec.Layout
+	Block    int // this block's index, 0-based
+	Blocks   int // the tensor's block count
+	N        int // the tensor's element count
 }
 
-// Detail returns the first block of a parameter or optimizer state of the
-// LCT run as the codec encoded it, with its codebook and layout. It waits for the step in
-// progress, so call it off the UI's goroutine. Activations live only inside
-// a step and cannot be asked for.
-func (t *Trainer) Detail(name string) (TensorDetail, error) {
+// Detail returns block `block` of a parameter or optimizer state of the LCT
+// run as the codec encoded it, with its codebook and layout; the trainer
+// codes each chunk of a tensor as a tensor of one block, so block b is
+// chunk b. It waits for the step in progress, so call it off the UI's
+// goroutine. Activations live only inside a step and cannot be asked for.
+func (t *Trainer) Detail(name string, block int) (TensorDetail, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	idx := slices.IndexFunc(t.lct.storedSlots(), func(s *slot) bool { return s.name == name })
-	if idx < 0 {
-		if strings.HasPrefix(name, "act.") {
-			return TensorDetail{}, fmt.Errorf("tensor %s: activations are freed after each backward pass; pick a weight or an optimizer state", name)
-		}
-		return TensorDetail{}, fmt.Errorf("no tensor named %q", name)
+	s, err := t.storedSlot(name)
+	if err != nil {
+		return TensorDetail{}, err
 	}
-	s := t.lct.storedSlots()[idx]
+	if block < 0 || block >= s.chunkCount() {
+		return TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range 0..%d", name, block, s.chunkCount()-1)
+	}
 	st := t.lct.st
-	lo, hi := s.chunkRange(0)
-	d := TensorDetail{Name: s.name, Class: s.class, Values: make([]uint16, hi-lo)}
-	if err := st.decodeChunk(st.workers[0], s, 0, d.Values); err != nil {
+	lo, hi := s.chunkRange(block)
+	d := TensorDetail{Name: s.name, Class: s.class, Values: make([]uint16, hi-lo), Block: block, Blocks: s.chunkCount(), N: s.n}
+	if err := st.decodeChunk(st.workers[0], s, block, d.Values); err != nil {
 		return TensorDetail{}, err
 	}
 	scramble(d.Values) // back to the order the codec saw (see scramble.go)
-	if c := &s.chunks[0]; c.enc != nil {
+	if c := &s.chunks[block]; c.enc != nil {
 		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout
 	} else {
 		// Kept as it is: show what the codec would choose for it.
-		cc := st.classes[s.class]
+		cc := st.codecOf(s)
 		h := codec.SampleHistogram(d.Values)
 		d.Codebook = codec.FitCodebook(cc.Dist, &h)
 		d.Layout = codec.ChooseLayout(cc.Preset, &d.Codebook, &h)
@@ -266,4 +279,16 @@ func (t *Trainer) Detail(name string) (TensorDetail, error) {
 		d.Values = d.Values[:d.Layout.BlockSize]
 	}
 	return d, nil
+}
+
+// storedSlot finds a parameter or optimizer state of the LCT run; t.mu is held.
+func (t *Trainer) storedSlot(name string) (*slot, error) {
+	idx := slices.IndexFunc(t.lct.storedSlots(), func(s *slot) bool { return s.name == name })
+	if idx < 0 {
+		if strings.HasPrefix(name, "act.") {
+			return nil, fmt.Errorf("tensor %s: activations are freed after each backward pass; pick a weight or an optimizer state", name)
+		}
+		return nil, fmt.Errorf("no tensor named %q", name)
+	}
+	return t.lct.storedSlots()[idx], nil
 }

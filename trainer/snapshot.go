@@ -28,6 +28,11 @@ const (
 	ClassAdamM      TensorClass = "adam_m"     // AdamW first moment
 	ClassAdamV      TensorClass = "adam_v"     // AdamW second moment
 	ClassActivation TensorClass = "activation" // saved for backward
+
+	// Classes only checkpoint files have: the trainer keeps no gradients
+	// between steps and names nothing it cannot place.
+	ClassGradient TensorClass = "gradient"
+	ClassOther    TensorClass = "other"
 )
 
 // Memory is one run's live and peak bytes by category.
@@ -60,6 +65,12 @@ type TensorStats struct {
 	Histogram       [256]uint64 `json:"histogram"`
 	CodeLengths     [256]uint8  `json:"code_lengths"` // 0 = escaped
 	EscapeLength    uint8       `json:"escape_length"`
+
+	// Checkpoint files only: the stored dtype (only BF16 is coded, others
+	// are kept as they are), and whether the figures are still estimates
+	// from the sample because the exact pass has not reached the tensor.
+	DType     string `json:"dtype,omitempty"`
+	Estimated bool   `json:"estimated,omitempty"`
 }
 
 // Snapshot is everything the UI and the headless mode show after one step.
@@ -91,4 +102,8 @@ type Snapshot struct {
 	Tensors         []TensorStats `json:"tensors"`
 	Workers         int           `json:"workers"`         // goroutines each run computes with
 	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
+
+	// File is set when the snapshot describes checkpoint files rather than
+	// a training run (filestats.go).
+	File *FileStats `json:"file,omitempty"`
 }

@@ -88,10 +88,13 @@ type store struct {
 
 	errMu sync.Mutex
 	err   error
+
+	// overrides are per-tensor settings that take precedence over classes.
+	overrides map[string]ClassCodec
 }
 
 func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
-	st := &store{compress: compress, alloc: alloc, classes: classes}
+	st := &store{compress: compress, alloc: alloc, classes: classes, overrides: map[string]ClassCodec{}}
 	if !compress {
 		return st, nil
 	}
@@ -322,6 +325,14 @@ func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
 	st.freeBuf(CodecScratch, buf)
 }
 
+// codecOf is the setting slot s is encoded with: its override, else its class's.
+func (st *store) codecOf(s *slot) ClassCodec {
+	if cc, ok := st.overrides[s.name]; ok {
+		return cc
+	}
+	return st.classes[s.class]
+}
+
 // reencode encodes s again under its class's current setting.
 func (st *store) reencode(s *slot) {
 	if !st.compress || s.chunks == nil {
@@ -402,7 +413,7 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 // fit, choose the layout, encode (format.md §2–4).
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
 	scramble(src)
-	cc := st.classes[s.class]
+	cc := st.codecOf(s)
 	c := &s.chunks[i]
 	if c.enc == nil {
 		c.enc = new(codec.Tensor)

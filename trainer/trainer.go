@@ -43,6 +43,11 @@ type Trainer struct {
 	pending  map[TensorClass]ClassCodec // asked for, not applied yet
 	wake     chan struct{}
 	snaps    chan Snapshot
+
+	// Per-tensor overrides asked for, and the changes not applied yet (a
+	// zero ClassCodec: the override removed); guarded by ctl.
+	tensorDesired map[string]ClassCodec
+	tensorPending map[string]ClassCodec
 }
 
 // New checks cfg, loads the data, and sets up both runs from the seed (or
@@ -63,6 +68,7 @@ func New(cfg Config) (*Trainer, error) {
 	t := &Trainer{
 		cfg: rc, data: data, identical: true,
 		desired: maps.Clone(rc.Codec), pending: map[TensorClass]ClassCodec{},
+		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]ClassCodec{},
 		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
 	}
 	if rc.ValBatches > 0 {

@@ -65,7 +65,7 @@ type detailLoaded struct {
 
 func loadDetail(src Source, seq int, name string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := src.Detail(name)
+		d, err := src.Detail(name, 0)
 		if err != nil {
 			return detailLoaded{seq: seq, name: name, err: err}
 		}
@@ -74,9 +74,28 @@ func loadDetail(src Source, seq int, name string) tea.Cmd {
 	}
 }
 
-func exportSnapshot(dir string, s trainer.Snapshot) tea.Cmd {
+// exportSnapshot writes the snapshot's JSON and CSV and the codec plan
+// that lcttop pack --plan applies: each class's codec and each tensor's
+// override, as the source holds them now.
+func exportSnapshot(dir string, s trainer.Snapshot, src Source) tea.Cmd {
 	return func() tea.Msg {
+		plan := trainer.Plan{Classes: map[trainer.TensorClass]trainer.ClassCodec{}, Tensors: map[string]trainer.ClassCodec{}}
+		if src != nil {
+			for _, t := range s.Tensors {
+				if t.DType != "" && t.DType != "BF16" {
+					continue
+				}
+				plan.Classes[t.Class] = src.ClassCodec(t.Class)
+				if cc, ok := src.TensorCodec(t.Name); ok {
+					plan.Tensors[t.Name] = cc
+				}
+			}
+		}
 		j, c, err := export.Write(dir, &s)
-		return msgs.Exported{JSONPath: j, CSVPath: c, Err: err}
+		if err != nil {
+			return msgs.Exported{Err: err}
+		}
+		p, err := export.WritePlan(dir, &s, plan)
+		return msgs.Exported{JSONPath: j, CSVPath: c, PlanPath: p, Err: err}
 	}
 }

@@ -200,7 +200,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}},
 		"t": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantView(t, a, Teaching)
-			wantCall(t, src, "Detail wte")
+			wantCall(t, src, "Detail wte 0")
 			if !strings.Contains(a.View(), "stored: [") {
 				t.Errorf("teaching view not drawn:\n%s", a.View())
 			}
@@ -244,7 +244,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"r": {setup: teachAt(0), check: func(t *testing.T, b, a Model, src *fake.Source) {
 			n := 0
 			for _, c := range src.Calls() {
-				if c == "Detail wte" {
+				if c == "Detail wte 0" {
 					n++
 				}
 			}

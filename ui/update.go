@@ -64,7 +64,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		delete(m.errs, "export")
 		m.relayout()
-		m.status = "exported " + msg.JSONPath + " and " + msg.CSVPath
+		m.status = "exported " + msg.JSONPath + ", " + msg.CSVPath + " and the codec plan " + msg.PlanPath
 		return m, nil
 	case msgs.CodecSet:
 		if msg.Err != nil {
@@ -121,6 +121,10 @@ func (m Model) applySnapshot(s trainer.Snapshot) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
+// isFile reports whether the source is a checkpoint rather than a training
+// run, as its snapshots say.
+func (m Model) isFile() bool { return m.snap != nil && m.snap.File != nil }
+
 func peak(p int64, mem trainer.Memory) int64 {
 	if p > 0 {
 		return p
@@ -134,8 +138,11 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 	for c, cc := range m.pending {
 		seen, all := false, true
 		for _, t := range ts {
-			if t.Class != c {
-				continue
+			if t.Class != c || t.DType != "" && t.DType != "BF16" {
+				continue // not coded: a checkpoint's other dtypes
+			}
+			if _, own := m.src.TensorCodec(t.Name); own {
+				continue // follows its own codec, not the class's
 			}
 			seen = true
 			if t.Preset != cc.Preset.String() || t.Distribution != cc.Dist.String() {
@@ -221,9 +228,14 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.cycleCodec(true)
 	case key.Matches(msg, k.CyclePreset):
 		return m.cycleCodec(false)
-	case key.Matches(msg, k.Pause):
-		return m.togglePause()
-	case key.Matches(msg, k.Step):
+	case key.Matches(msg, k.Pause), key.Matches(msg, k.Step):
+		if m.isFile() {
+			m.status = "a checkpoint takes no steps: pause and step are for training"
+			return m, nil
+		}
+		if key.Matches(msg, k.Pause) {
+			return m.togglePause()
+		}
 		switch {
 		case m.src == nil:
 			m.errs["trainer"] = errNoTrainer
@@ -271,7 +283,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.status = "exporting…"
-		return m, exportSnapshot(m.opt.ExportDir, *m.snap)
+		return m, exportSnapshot(m.opt.ExportDir, *m.snap, m.src)
 	case m.view == Teaching:
 		return m.teachKey(msg)
 	}

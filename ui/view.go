@@ -83,6 +83,9 @@ func (m Model) panel(p Panel, w, h int) string {
 	case PanelCodec:
 		return codecpanel.View(m.st, m.snap, m.classInfo(), w, h)
 	default:
+		if m.isFile() {
+			return charts.StepsView(m.st, m.snap.File, m.Selected(), w, h)
+		}
 		return charts.View(m.st, m.history, m.Window(), m.opt.Refresh, w, h)
 	}
 }

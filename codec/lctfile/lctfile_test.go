@@ -334,3 +334,25 @@ func FuzzUnpack(f *testing.F) {
 		}
 	})
 }
+
+// PerTensor picks each tensor's codec; tensors it does not name take the
+// options' own, and the file still comes back byte for byte.
+func TestPackPerTensor(t *testing.T) {
+	in := mixedFile(t)
+	opt := Options{Preset: codec.Clean, Dist: codec.Gaussian, PerTensor: func(name string, _ map[string]string) (codec.Preset, codec.Distribution, bool) {
+		if name == "head.weight" {
+			return codec.High, codec.Laplace, true
+		}
+		return 0, 0, false
+	}}
+	a := roundTrip(t, "per-tensor", in, opt)
+	for _, s := range a.Segments {
+		if s.Encoding != EncodingLCT {
+			continue
+		}
+		want := map[string]string{"head.weight": "high/laplace", "layer.weight": "clean/gaussian"}[s.Name]
+		if got := s.Tensor.Layout.Preset.String() + "/" + s.Tensor.Codebook.Dist.String(); got != want {
+			t.Errorf("%s stored with %s, want %s", s.Name, got, want)
+		}
+	}
+}

@@ -18,6 +18,10 @@ type Options struct {
 	// it with the original values, so that a codec fault is caught while
 	// the original file is still at hand.
 	Verify bool
+	// PerTensor, when set, chooses a BF16 tensor's preset and distribution
+	// from its name and the file's metadata (a codec plan); Preset and Dist
+	// are the choice where it says ok is false.
+	PerTensor func(name string, metadata map[string]string) (p codec.Preset, d codec.Distribution, ok bool)
 }
 
 // Pack encodes a safetensors file into an .lct file.
@@ -81,7 +85,13 @@ func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
 	}
 	err := runJobs(bf16, size, workers, func(w, i int) error {
 		s := &a.Segments[i]
-		if err := encodeSegment(s, codecs[w], opt); err != nil {
+		o := opt
+		if opt.PerTensor != nil {
+			if p, d, ok := opt.PerTensor(s.Name, st.Metadata); ok {
+				o.Preset, o.Dist = p, d
+			}
+		}
+		if err := encodeSegment(s, codecs[w], o); err != nil {
 			return segmentErr(i, s, err)
 		}
 		return nil

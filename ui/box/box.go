@@ -104,3 +104,14 @@ func SplitWidth(total, sepWidth int, weights ...int) []int {
 	}
 	return out
 }
+
+// Bar draws a w-cell bar filled to frac (0..1) with full blocks, the rest
+// with light shade.
+func Bar(fill, empty lipgloss.Style, frac float64, w int) string {
+	w = max(w, 1)
+	n := min(max(int(frac*float64(w)+0.5), 0), w)
+	if frac < 1 && n == w {
+		n = w - 1 // not done is never drawn full
+	}
+	return fill.Render(strings.Repeat("█", n)) + empty.Render(strings.Repeat("░", w-n))
+}

@@ -46,3 +46,18 @@ func TestTitleWidth(t *testing.T) {
 		}
 	}
 }
+
+func TestBar(t *testing.T) {
+	plain := lipgloss.NewStyle()
+	for _, c := range []struct {
+		frac float64
+		w    int
+		want string
+	}{
+		{0, 4, "░░░░"}, {0.5, 4, "██░░"}, {1, 4, "████"}, {0.99, 4, "███░"}, {2, 3, "███"}, {-1, 2, "░░"},
+	} {
+		if got := Bar(plain, plain, c.frac, c.w); got != c.want {
+			t.Errorf("Bar(%v, %d) = %q, want %q", c.frac, c.w, got, c.want)
+		}
+	}
+}

@@ -14,13 +14,16 @@ import (
 )
 
 // Classes are the tensor classes in display order.
-var Classes = []trainer.TensorClass{trainer.ClassWeight, trainer.ClassMomentum, trainer.ClassAdamM, trainer.ClassAdamV, trainer.ClassActivation}
+var Classes = []trainer.TensorClass{trainer.ClassWeight, trainer.ClassGradient, trainer.ClassMomentum, trainer.ClassAdamM, trainer.ClassAdamV, trainer.ClassActivation, trainer.ClassOther}
 
 // Ratio is the whole model's compression ratio: 2N over stored bytes,
-// summed over every tensor.
+// summed over every BF16 tensor (a checkpoint's other dtypes are not coded).
 func Ratio(ts []trainer.TensorStats) float64 {
 	var raw, stored int64
 	for _, t := range ts {
+		if t.DType != "" && t.DType != "BF16" {
+			continue
+		}
 		raw += 2 * int64(t.Elements)
 		stored += int64(t.StoredBytes)
 	}
@@ -48,6 +51,10 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 		return box.Fit(strings.Join(lines, "\n"), w, h)
 	}
 	l, v := st.Label.Render, st.Value.Render
+	if s.File != nil {
+		lines = append(lines, fileLines(st, s, w)...)
+		return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+	}
 	lines = append(lines,
 		l("encode ")+v(fmt.Sprintf("%.2f GB/s", s.EncodeGBps))+l(" · decode ")+v(fmt.Sprintf("%.2f GB/s", s.DecodeGBps)),
 	)
@@ -79,12 +86,49 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 		fb = st.Warn.Render(fmt.Sprintf("%d (kept raw: pool full)", s.Fallbacks))
 	}
 	lines = append(lines, l("fallbacks this step ")+fb+l(" · ratio ")+st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))))
+	return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+}
+
+// classLines lists each class's codec and any change not yet shown.
+func classLines(st styles.Styles, classes []ClassInfo) []string {
+	var lines []string
 	for _, c := range classes {
-		line := l(fmt.Sprintf("  %-10s ", c.Class)) + v(c.Codec)
+		line := st.Label.Render(fmt.Sprintf("  %-10s ", c.Class)) + st.Value.Render(c.Codec)
 		if c.Pending != "" {
 			line += st.Status.Render(" → " + c.Pending)
 		}
 		lines = append(lines, line)
 	}
-	return box.Fit(strings.Join(lines, "\n"), w, h)
+	return lines
+}
+
+// fileLines stand for the training figures when the source is a
+// checkpoint: the exact pass's progress and the ratio so far.
+func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
+	l, v := st.Label.Render, st.Value.Render
+	p := s.File.Progress
+	barW := max(min(w-44, 20), 4)
+	state := "exact pass "
+	if p.Done() {
+		state = "exact      "
+	}
+	lines := []string{
+		l(state) + box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " " + v(format.Percent(p.Fraction())) +
+			l(fmt.Sprintf(" · %d/%d tensors · ", p.TensorsDone, p.Tensors)) + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes)),
+		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · whole file ") + v(fileRatio(s.File)),
+	}
+	if !p.Done() {
+		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
+	}
+	if s.File.Notice != "" {
+		lines = append(lines, st.Warn.Render(s.File.Notice))
+	}
+	return lines
+}
+
+func fileRatio(f *trainer.FileStats) string {
+	if f.LCTBytes <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.4f×", float64(f.FileBytes)/float64(f.LCTBytes))
 }

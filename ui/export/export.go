@@ -1,5 +1,7 @@
 // Package export writes the current snapshot to JSON (the whole snapshot,
-// the same encoding the headless mode prints) and CSV (one row per tensor).
+// the same encoding the headless mode prints) and CSV (one row per tensor),
+// and the codec plan (each class's and tensor's codec) that lcttop pack
+// --plan applies.
 // Each file is written to a temporary file in the target folder and renamed
 // into place, so a reader never sees a half-written export.
 package export
@@ -40,6 +42,22 @@ func Write(dir string, s *trainer.Snapshot) (jsonPath, csvPath string, err error
 		return "", "", err
 	}
 	return jsonPath, csvPath, nil
+}
+
+// PlanName is the path of snapshot s's codec plan in dir.
+func PlanName(dir string, s *trainer.Snapshot) string {
+	return filepath.Join(dir, fmt.Sprintf("lcttop-step%06d-plan.json", s.Step))
+}
+
+// WritePlan writes the codec plan (the codec of each class and each
+// tensor's override) beside snapshot s's export, for lcttop pack --plan.
+func WritePlan(dir string, s *trainer.Snapshot, p trainer.Plan) (string, error) {
+	b, err := p.Encode()
+	if err != nil {
+		return "", fmt.Errorf("export: encoding the plan: %w", err)
+	}
+	path := PlanName(dir, s)
+	return path, writeAtomic(path, b)
 }
 
 // JSON encodes the snapshot, indented, with a trailing newline.

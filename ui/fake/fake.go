@@ -27,7 +27,7 @@ var Start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // StepTime is the fixed time between two steps.
 const StepTime = 100 * time.Millisecond
 
-// Source implements ui.Source.
+// Source implements trainer.Session (ui.Source).
 type Source struct {
 	mu      sync.Mutex
 	tensors []Tensor
@@ -36,6 +36,8 @@ type Source struct {
 	step    int
 	ch      chan trainer.Snapshot
 	calls   []string
+	// overrides are per-tensor codecs set with SetTensorCodec.
+	overrides map[string]trainer.ClassCodec
 
 	// Diverge makes snapshots from this step on report the runs as not
 	// bit-identical (0: never).
@@ -51,6 +53,8 @@ func New(ts []Tensor) *Source {
 		codecs:  map[trainer.TensorClass]trainer.ClassCodec{},
 		encoded: map[string]*codec.Tensor{},
 		ch:      make(chan trainer.Snapshot, 1),
+
+		overrides: map[string]trainer.ClassCodec{},
 	}
 	for _, t := range ts {
 		s.codecs[t.Class] = trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
@@ -109,31 +113,95 @@ func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 	return s.codecs[c]
 }
 
-// Detail returns the first block of tensor name under its class's codec.
-func (s *Source) Detail(name string) (trainer.TensorDetail, error) {
-	s.record("Detail " + name)
+// SetTensorCodec records the call and, unless SetErr is set, uses cc for
+// tensor name from the next snapshot on (the zero ClassCodec removes it).
+func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
+	s.record(fmt.Sprintf("SetTensorCodec %s %s/%s", name, cc.Preset, cc.Dist))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.SetErr != nil {
+		return s.SetErr
+	}
+	if _, ok := s.tensor(name); !ok {
+		return fmt.Errorf("fake: no tensor named %q", name)
+	}
+	if cc == (trainer.ClassCodec{}) {
+		delete(s.overrides, name)
+	} else {
+		s.overrides[name] = cc
+	}
+	return nil
+}
+
+// TensorCodec returns tensor name's override.
+func (s *Source) TensorCodec(name string) (trainer.ClassCodec, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cc, ok := s.overrides[name]
+	return cc, ok
+}
+
+// Detail returns block `block` of tensor name under its codec.
+func (s *Source) Detail(name string, block int) (trainer.TensorDetail, error) {
+	s.record(fmt.Sprintf("Detail %s %d", name, block))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.DetailErr != nil {
 		return trainer.TensorDetail{}, s.DetailErr
 	}
-	for _, t := range s.tensors {
-		if t.Name != name {
-			continue
-		}
-		enc, err := s.encode(t)
-		if err != nil {
-			return trainer.TensorDetail{}, err
-		}
-		n := min(len(t.Values), enc.Layout.BlockSize)
-		return trainer.TensorDetail{Name: t.Name, Class: t.Class, Values: t.Values[:n], Codebook: enc.Codebook, Layout: enc.Layout}, nil
+	t, ok := s.tensor(name)
+	if !ok {
+		return trainer.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
 	}
-	return trainer.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
+	enc, err := s.encode(t)
+	if err != nil {
+		return trainer.TensorDetail{}, err
+	}
+	bs := enc.Layout.BlockSize
+	blocks := enc.Layout.Blocks(len(t.Values))
+	if block < 0 || block >= blocks {
+		return trainer.TensorDetail{}, fmt.Errorf("fake: %s: block %d out of range 0..%d", name, block, blocks-1)
+	}
+	vals := t.Values[block*bs : min((block+1)*bs, len(t.Values))]
+	return trainer.TensorDetail{
+		Name: t.Name, Class: t.Class, Values: vals, Codebook: enc.Codebook, Layout: enc.Layout,
+		Block: block, Blocks: blocks, N: len(t.Values),
+	}, nil
+}
+
+// Values returns a copy of tensor name's values.
+func (s *Source) Values(name string) ([]uint16, error) {
+	s.record("Values " + name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("fake: no tensor named %q", name)
+	}
+	return append([]uint16(nil), t.Values...), nil
+}
+
+// tensor finds a tensor by name; s.mu held.
+func (s *Source) tensor(name string) (Tensor, bool) {
+	for _, t := range s.tensors {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tensor{}, false
+}
+
+// codecOf is t's override, else its class's codec; s.mu held.
+func (s *Source) codecOf(t Tensor) trainer.ClassCodec {
+	if cc, ok := s.overrides[t.Name]; ok {
+		return cc
+	}
+	return s.codecs[t.Class]
 }
 
 // encode returns t encoded under its class's codec (cached); s.mu held.
 func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
-	cc := s.codecs[t.Class]
+	cc := s.codecOf(t)
 	k := fmt.Sprintf("%s|%s|%s", t.Name, cc.Preset, cc.Dist)
 	if e, ok := s.encoded[k]; ok {
 		return e, nil
@@ -201,7 +269,7 @@ func (s *Source) build(step int) (trainer.Snapshot, error) {
 			return snap, err
 		}
 		st := enc.Stats
-		cc := s.codecs[t.Class]
+		cc := s.codecOf(t)
 		snap.Tensors = append(snap.Tensors, trainer.TensorStats{
 			Name: t.Name, Class: t.Class, Elements: st.N, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
 			Ratio: st.Ratio, StoredBytes: st.StoredBytes, AllocatedBits: st.AllocatedBits, UsedBits: st.UsedBits,

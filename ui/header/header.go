@@ -68,6 +68,9 @@ func deviceName(d *msgs.Device, backend string) string {
 
 // View draws the header in w columns: always 2 lines.
 func View(st styles.Styles, d Data, w int) string {
+	if d.Snap != nil && d.Snap.File != nil {
+		return fileView(st, d, w)
+	}
 	l, v := st.Label.Render, st.Value.Render
 	backend, model, opt := "—", "—", "—"
 	step := "—"

@@ -74,7 +74,7 @@ func Default() KeyMap {
 		NextSpilled:  b("o", "next spilled value", "o"),
 		Reload:       b("r", "reload block from trainer", "r"),
 
-		Export: b("e", "export snapshot JSON+CSV", "e"),
+		Export: b("e", "export snapshot and plan", "e"),
 		Help:   b("?", "help", "?"),
 		Quit:   b("q", "quit", "q", "ctrl+c"),
 

@@ -27,6 +27,10 @@ func View(st styles.Styles, s *trainer.Snapshot, dev *msgs.Device, w, h int) str
 	if h <= 0 {
 		return ""
 	}
+	if s != nil && s.File != nil {
+		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File)...)
+		return box.Fit(strings.Join(append(lines, device(st, dev, w)...), "\n"), w, h)
+	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "Memory", "LCT vs shadow", w)}
 	if s == nil {
 		lines = append(lines, st.Dim.Render("  waiting for the first snapshot"))

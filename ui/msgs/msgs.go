@@ -49,10 +49,10 @@ type Error struct {
 	Err    error
 }
 
-// Exported reports an export of the current snapshot.
+// Exported reports an export of the current snapshot and its codec plan.
 type Exported struct {
-	JSONPath, CSVPath string
-	Err               error
+	JSONPath, CSVPath, PlanPath string
+	Err                         error
 }
 
 // CodecSet reports the result of a SetClassCodec call.

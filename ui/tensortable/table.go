@@ -152,7 +152,9 @@ func columns(w int) []column {
 			case t.Fallback:
 				return "raw!" // the overflow pool was full
 			case t.Raw:
-				return "as-is" // too small for LCT to gain
+				return "as-is" // too small for LCT to gain, or a checkpoint's dtype other than BF16
+			case t.Estimated:
+				return fmt.Sprintf("~%.3f×", t.Ratio) // from the sample, before the exact pass
 			}
 			return fmt.Sprintf("%.3f×", t.Ratio)
 		}},

@@ -1,0 +1,76 @@
+package filesource
+
+import (
+	"math"
+
+	"lcttop/codec"
+	"lcttop/trainer"
+)
+
+// pieceBlocks bounds a piece of the exact pass to about 2 MiB of BF16
+// values: a whole number of codec blocks, at least one.
+const pieceElems = 1 << 20
+
+// pieceLen is the elements of each piece of a tensor coded with layout l.
+func pieceLen(l codec.Layout) int {
+	return max(1, pieceElems/l.BlockSize) * l.BlockSize
+}
+
+// tally sums the encodings of a tensor's pieces. Blocks are coded each on
+// its own (streams, spill bitmap, overflow region), so a tensor coded piece
+// by piece with one codebook and layout holds the same bytes as coded whole,
+// less one header per piece after the first.
+type tally struct {
+	n, pieces                     int
+	storedNoHeader                int
+	codeBits                      uint64
+	escaped, spilled              int
+	spillingStreams, totalStreams int
+	hist                          codec.Histogram
+}
+
+// add counts one piece's encoding.
+func (a *tally) add(t *codec.Tensor, header int) {
+	s := &t.Stats
+	a.n += t.N
+	a.pieces++
+	a.storedNoHeader += t.StoredBytes() - header
+	// UsedBits is (code bits + 8·spilled)/N: the integer comes back exactly.
+	a.codeBits += uint64(math.Round(s.UsedBits*float64(t.N))) - 8*uint64(s.Spilled)
+	a.escaped += s.Escaped
+	a.spilled += s.Spilled
+	a.spillingStreams += s.SpillingStreams
+	a.totalStreams += s.TotalStreams
+	for e, c := range s.Histogram {
+		a.hist[e] += c
+	}
+}
+
+// stats are the whole tensor's figures, by the formulas of codec.Stats.
+func (a *tally) stats(t *tensor, ch choice, header int) trainer.TensorStats {
+	ts := baseStats(t, ch)
+	stored := a.storedNoHeader + header
+	n := float64(a.n)
+	ts.StoredBytes = stored
+	ts.Ratio = 2 * n / float64(stored)
+	ts.AllocatedBits = 8 * float64(stored-a.n) / n
+	ts.UsedBits = float64(a.codeBits+8*uint64(a.spilled)) / n
+	ts.Entropy = a.hist.Entropy()
+	ts.ExpectedBits = ch.cb.ExpectedBits(&a.hist)
+	ts.EscapeRate = float64(a.escaped) / n
+	ts.OverflowRate = float64(a.spilled) / n
+	if a.totalStreams > 0 {
+		ts.SpillStreamRate = float64(a.spillingStreams) / float64(a.totalStreams)
+	}
+	ts.Histogram = a.hist
+	if stored >= 2*a.n {
+		raw := rawStats(ts, t)
+		raw.Histogram, raw.Entropy = a.hist, ts.Entropy
+		return raw
+	}
+	return ts
+}
+
+// headerBytes is what a coded tensor stores besides its elements: the
+// header with its codebook.
+func headerBytes(l codec.Layout) int { return storedWithoutOverflow(0, l) }
