@@ -136,7 +136,7 @@ func (cfg Config) resolve() (resolved, error) {
 		if _, err := ParseClass(string(c)); err != nil {
 			return r, err
 		}
-		if err := checkClassCodec(cfg.Codec[c]); err != nil {
+		if err := CheckClassCodec(cfg.Codec[c]); err != nil {
 			return r, fmt.Errorf("class %s: %w", c, err)
 		}
 		codecs[c] = cfg.Codec[c]
@@ -145,7 +145,8 @@ func (cfg Config) resolve() (resolved, error) {
 	return r, nil
 }
 
-func checkClassCodec(cc ClassCodec) error {
+// CheckClassCodec reports a preset or distribution codec does not know.
+func CheckClassCodec(cc ClassCodec) error {
 	if !slices.Contains(codec.Presets, cc.Preset) {
 		return fmt.Errorf("preset %d out of range", cc.Preset)
 	}

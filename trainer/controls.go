@@ -171,7 +171,7 @@ func (t *Trainer) SetClassCodec(c TensorClass, cc ClassCodec) error {
 	if _, err := ParseClass(string(c)); err != nil {
 		return err
 	}
-	if err := checkClassCodec(cc); err != nil {
+	if err := CheckClassCodec(cc); err != nil {
 		return err
 	}
 	t.setControl(func() {

@@ -103,7 +103,28 @@ type Snapshot struct {
 	Workers         int           `json:"workers"`         // goroutines each run computes with
 	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
 
+	// Finished is set once the run has taken the steps it was asked for:
+	// codec changes still apply to its final state; no step follows.
+	Finished bool `json:"finished,omitempty"`
+
 	// File is set when the snapshot describes checkpoint files rather than
 	// a training run (filestats.go).
 	File *FileStats `json:"file,omitempty"`
+
+	// GPU is set by the CUDA backend: figures only its codec has.
+	GPU *GPUFigures `json:"gpu,omitempty"`
+}
+
+// GPUFigures are the CUDA backend's codec figures for a step. Its
+// EncodeGBps, DecodeGBps and CodecTime are those of the step numbered
+// CodecTimedStep: the codec's kernels' device time (they run beside the
+// model's, on a stream of their own), measured with events on one step in
+// several, since timing every operation costs.
+type GPUFigures struct {
+	CodecTimedStep int   `json:"codec_timed_step"`
+	EncodedAgain   int   `json:"encoded_again"`    // encodes made again this step: a spill past its room, a stale code
+	SpillBytes     int64 `json:"spill_bytes"`      // overflow the step's settled encodes used
+	SpillRoomBytes int64 `json:"spill_room_bytes"` // and the room they had
+	Decodes        int   `json:"decodes"`          // decode launches (single tensors and batches)
+	Settles        int   `json:"settles"`          // windows of encodes settled (host waits)
 }

@@ -16,7 +16,7 @@ func (t *Trainer) SetTensorCodec(name string, cc ClassCodec) error {
 	if err != nil {
 		return err
 	}
-	if err := checkClassCodec(cc); err != nil {
+	if err := CheckClassCodec(cc); err != nil {
 		return err
 	}
 	t.setControl(func() {

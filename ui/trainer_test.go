@@ -8,25 +8,82 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
+	"lcttop/gpu"
 	"lcttop/trainer"
+	"lcttop/trainer/cudabackend"
 )
 
 // The real trainer satisfies Source.
 var _ Source = (*trainer.Trainer)(nil)
 
-// TestRealTrainer drives the UI on the real trainer (tiny model, CPU):
-// snapshots arrive, pause holds the step, a distribution change reaches
-// the trainer and shows in the next snapshot, and the teaching view
-// analyses a real block with the encoder agreeing.
+// runner is a session the test runs in a goroutine of its own.
+type runner interface {
+	trainer.Session
+	Run(ctx context.Context) error
+}
+
+// TestRealTrainer drives the UI, through the same Session interface, on the
+// CPU trainer and on the CUDA backend (the GPU, or the CPU emulation of its
+// kernels where there is none), both training the tiny model: snapshots
+// arrive, pause holds the step, a distribution change reaches the training
+// and shows in the next snapshot with the runs still bit-identical, and the
+// teaching view analyses a real block with the encoder agreeing.
 func TestRealTrainer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the tiny model")
 	}
+	for _, backend := range []string{"cpu", "cuda"} {
+		t.Run(backend, func(t *testing.T) { testRealTrainer(t, openRunner(t, backend)) })
+	}
+}
+
+// openRunner sets the tiny model's training up on backend.
+func openRunner(t *testing.T, backend string) runner {
+	t.Helper()
 	cfg := trainer.DefaultConfig()
-	tr, err := trainer.New(cfg)
+	if backend == "cpu" {
+		tr, err := trainer.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	g, err := gpu.OpenDevice(0)
+	if err != nil {
+		g, err = gpu.OpenEmulated()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
+	m, err := trainer.LookupModel(cfg.Model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := trainer.NewOptimizerSettings(cfg.Optimizer, cfg.LR, cfg.Warmup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cudabackend.OpenCodec("gpu", g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := trainer.LoadData("", m.SeqLen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cudabackend.NewSession(g.Compute(), cudabackend.TrainOptions{
+		Config: cudabackend.Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: opt},
+		Seed:   cfg.Seed, Data: data, CheckEvery: 1,
+		LCT: &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func testRealTrainer(t *testing.T, tr runner) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tm := teatest.NewTestModel(t, New(tr, Options{Refresh: 20 * time.Millisecond}), teatest.WithInitialTermSize(160, 48))

@@ -78,7 +78,7 @@ momentum, adam_m, adam_v, activation.`,
 			if err := f.checkBackendFlags(cmd); err != nil {
 				return err
 			}
-			if f.backend == "cuda" {
+			if f.backend == "cuda" && f.headless {
 				return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.json)
 			}
 			if !f.headless {
@@ -134,15 +134,11 @@ var (
 	cpuOnly = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
 )
 
-// checkBackendFlags refuses a flag the chosen backend would ignore, and the
-// UI on the CUDA backend (it trains headless).
+// checkBackendFlags refuses a flag the chosen backend would ignore.
 func (f *trainFlags) checkBackendFlags(cmd *cobra.Command) error {
 	other, flags := "cuda", cudaOnly
 	if f.backend == "cuda" {
 		other, flags = "cpu", cpuOnly
-		if !f.headless {
-			return fmt.Errorf("--backend cuda trains headless: add --headless")
-		}
 	}
 	for _, name := range flags {
 		if cmd.Flags().Changed(name) {

@@ -157,29 +157,14 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		return sweepOnDevice(out, enc, dev, m, opt, budget, cfg, cf, lct, asJSON)
 	}
 
-	batch, seqLen := cfg.Batch, cfg.SeqLen
-	if batch == 0 {
-		batch = m.Batch
-	}
-	if seqLen == 0 {
-		seqLen = m.SeqLen
-	}
-	if seqLen < 1 || seqLen > m.Context {
-		return fmt.Errorf("sequence length %d: model %s takes 1..%d", seqLen, m.Name, m.Context)
-	}
-	data, err := trainer.LoadData(cfg.DataPath, seqLen)
+	opts, err := cudaTrainOptions(cfg, m, opt, budget, lct, cf.timingWarmup)
 	if err != nil {
 		return err
 	}
-	steps := cfg.Steps
-	if steps == 0 {
-		steps = math.MaxInt32 // until interrupted
+	if opts.Steps == 0 {
+		opts.Steps = math.MaxInt32 // until interrupted
 	}
-	opts := cudabackend.TrainOptions{
-		Config: cudabackend.Config{Model: m, Batch: batch, SeqLen: seqLen, Optimizer: opt, Budget: budget},
-		Steps:  steps, Seed: cfg.Seed, Data: data, ValEvery: cfg.ValEvery, ValBatches: cfg.ValBatches,
-		LCT: lct, CheckEvery: cfg.CheckEvery, WarmupTiming: cf.timingWarmup,
-	}
+	batch, seqLen := opts.Batch, opts.SeqLen
 	if !asJSON {
 		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s, LCT codec %s\n",
 			m.Name, m.ParamCount(), m.Layers, m.Dim, cfg.Optimizer, batch, seqLen, dev.Name(), codecName)
@@ -286,3 +271,50 @@ func sweepOnDevice(out io.Writer, enc *json.Encoder, dev cudabackend.Device, m t
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// cudaTrainOptions is cfg's training on the GPU: model m, batch and
+// sequence length (the model's where cfg leaves them 0), its data, the LCT
+// run lct (nil: the dense run alone).
+func cudaTrainOptions(cfg trainer.Config, m trainer.ModelConfig, opt trainer.OptimizerSettings, budget int64, lct *cudabackend.LCTOptions, warmup int) (cudabackend.TrainOptions, error) {
+	batch, seqLen := cfg.Batch, cfg.SeqLen
+	if batch == 0 {
+		batch = m.Batch
+	}
+	if seqLen == 0 {
+		seqLen = m.SeqLen
+	}
+	if seqLen < 1 || seqLen > m.Context {
+		return cudabackend.TrainOptions{}, fmt.Errorf("sequence length %d: model %s takes 1..%d", seqLen, m.Name, m.Context)
+	}
+	data, err := trainer.LoadData(cfg.DataPath, seqLen)
+	if err != nil {
+		return cudabackend.TrainOptions{}, err
+	}
+	return cudabackend.TrainOptions{
+		Config: cudabackend.Config{Model: m, Batch: batch, SeqLen: seqLen, Optimizer: opt, Budget: budget},
+		Steps:  cfg.Steps, Seed: cfg.Seed, Data: data, ValEvery: cfg.ValEvery, ValBatches: cfg.ValBatches,
+		LCT: lct, CheckEvery: cfg.CheckEvery, WarmupTiming: warmup,
+	}, nil
+}
+
+// newCUDASession sets cfg's training up on g as the UI's session: the LCT
+// run on the GPU codec (on g's side stream) beside its shadow.
+func newCUDASession(g *gpu.Device, cfg trainer.Config) (*cudabackend.Session, error) {
+	m, err := trainer.LookupModel(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := trainer.NewOptimizerSettings(cfg.Optimizer, cfg.LR, cfg.Warmup)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cudabackend.OpenCodec("gpu", g)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := cudaTrainOptions(cfg, m, opt, 0, &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return cudabackend.NewSession(g.Compute(), opts)
+}

@@ -22,6 +22,8 @@ func TestCUDAWithoutDriver(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		trainArgs("--backend", "cuda", "--steps", "1"),
+		{"train", "--backend", "cuda", "--steps", "1"}, // the UI: refused before it opens
+		{"--backend", "cuda"},
 		{"pack", "--backend", "cuda", "../../examples/char-gpt-weights.safetensors", dir + "/o.lct"},
 		{"bench"},
 	} {

@@ -98,7 +98,6 @@ func TestTrainBadInput(t *testing.T) {
 		{trainArgs("--sweep"), "lcttop: --sweep: only with --backend cuda"},
 		{trainArgs("--mem-budget", "8"), "lcttop: --mem-budget: only with --backend cuda"},
 		{trainArgs("--backend", "cuda", "--resume", missing), "lcttop: --resume: only with --backend cpu"},
-		{[]string{"train", "--backend", "cuda"}, "lcttop: --backend cuda trains headless: add --headless"},
 		{trainArgs("--preset", "extreme"), `lcttop: --preset "extreme": unknown value "extreme"`},
 		{trainArgs("--dist", "bias=laplace"), `lcttop: --dist "bias=laplace": unknown tensor class "bias"`},
 		{trainArgs("--steps", "-1"), "lcttop: steps -1: must not be negative"},

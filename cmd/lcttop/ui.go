@@ -13,12 +13,22 @@ import (
 	"lcttop/codec"
 	"lcttop/gpu"
 	"lcttop/trainer"
+	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
 	"lcttop/ui/msgs"
 )
 
-// The trainer is what the UI drives.
-var _ ui.Source = (*trainer.Trainer)(nil)
+// The trainers are what the UI drives.
+var (
+	_ ui.Source = (*trainer.Trainer)(nil)
+	_ ui.Source = (*cudabackend.Session)(nil)
+)
+
+// The models the UI trains by default: lively on each backend.
+const (
+	defaultCPUModel = "tiny"
+	defaultGPUModel = "medium"
+)
 
 // nvmlPoll is how often the UI reads the GPU's status.
 const nvmlPoll = time.Second
@@ -52,8 +62,8 @@ func init() {
 
 func (f *uiFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.backend, "backend", "cpu", "where training runs: cpu|cuda (cuda needs an NVIDIA GPU and driver)")
-	fs.StringVar(&f.model, "model", "tiny", "model to train: "+modelNames())
+	fs.StringVar(&f.backend, "backend", "", "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)")
+	fs.StringVar(&f.model, "model", "", "model to train: "+modelNames()+" (default: "+defaultCPUModel+" on the CPU, "+defaultGPUModel+" on the GPU)")
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
 	fs.StringVar(&f.preset, "preset", "", "capacity preset for every tensor class: "+names(codec.Presets)+" (default: the trainer's per-class choice)")
 	fs.StringVar(&f.dist, "dist", "", "codebook distribution for every tensor class: "+names(codec.Distributions)+" (default: the trainer's per-class choice)")
@@ -122,26 +132,74 @@ func (f *uiFlags) config(cmd *cobra.Command) (trainer.Config, error) {
 	return cfg, nil
 }
 
-// runUI builds the trainer, runs it in its own goroutine, polls NVML, and
-// runs the UI until q. Failures of the trainer or NVML are shown in the
-// UI; only a failing terminal ends the command with an error.
-func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
-	tr, startErr := trainer.New(cfg)
-	var src ui.Source
-	if startErr == nil {
-		src = tr
+// session is a training the UI drives and a goroutine runs.
+type session interface {
+	trainer.Session
+	Run(ctx context.Context) error
+}
+
+// openSession sets cfg's training up: on the GPU for backend cuda (an
+// error here, such as no GPU, ends the command before the UI opens), on
+// the GPU where one is usable for backend "" (else on the CPU), on the CPU
+// for cpu. What the CPU trainer rejects is returned as startErr, for the UI
+// to show. closeFn releases the GPU once the session has returned.
+func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err error) {
+	closeFn = func() {}
+	if cfg.Backend == "" || cfg.Backend == "cuda" {
+		model := cfg.Model
+		g, gerr := gpu.Open()
+		switch {
+		case gerr == nil:
+			cfg.Backend = "cuda"
+			if model == "" {
+				cfg.Model = defaultGPUModel
+			}
+			cs, err := newCUDASession(g, *cfg)
+			if err != nil {
+				g.Close()
+				return nil, closeFn, nil, err
+			}
+			return cs, func() { g.Close() }, nil, nil
+		case cfg.Backend == "cuda":
+			return nil, closeFn, nil, fmt.Errorf("--backend cuda: %w", gerr)
+		}
+		cfg.Backend = "cpu"
 	}
+	if cfg.Model == "" {
+		cfg.Model = defaultCPUModel
+	}
+	tr, err := trainer.New(*cfg)
+	if err != nil {
+		return nil, closeFn, err, nil
+	}
+	return tr, closeFn, nil, nil
+}
+
+// runUI builds the training, runs it in its own goroutine, polls NVML, and
+// runs the UI until q. Failures of the training or NVML are shown in the
+// UI; a GPU asked for and missing, or a failing terminal, ends the command
+// with an error.
+func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
+	src, closeSession, startErr, err := openSession(&cfg)
+	if err != nil {
+		return err
+	}
+	defer closeSession()
 	opt.StartErr = startErr
-	model := ui.New(src, opt)
+	var uiSrc ui.Source
+	if src != nil {
+		uiSrc = src
+	}
+	model := ui.New(uiSrc, opt)
 	prog := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup
-	if tr != nil && startErr == nil {
+	if src != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := tr.Run(ctx)
+			err := src.Run(ctx)
 			prog.Send(msgs.TrainerDone{Err: err})
 		}()
 	}
@@ -151,9 +209,9 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 		pollNVML(ctx, prog, cfg.Backend == "cuda")
 	}()
 
-	_, err := prog.Run()
-	if tr != nil && startErr == nil {
-		tr.Stop()
+	_, err = prog.Run()
+	if src != nil {
+		src.Stop()
 	}
 	cancel()
 	wg.Wait()

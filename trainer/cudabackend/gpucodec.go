@@ -478,6 +478,7 @@ type gpuTensor struct {
 func (g *gpuTensor) Settled() bool            { return g.settled }
 func (g *gpuTensor) Bytes() int64             { return int64(g.t.StoredBytes()) }
 func (g *gpuTensor) Codebook() codec.Codebook { return g.t.Codebook() }
+func (g *gpuTensor) Layout() codec.Layout     { return g.t.Layout() }
 
 func (g *gpuTensor) Stats() (codec.Stats, error) {
 	if !g.settled {

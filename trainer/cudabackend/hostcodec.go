@@ -29,9 +29,11 @@ type hostTensor struct {
 	n     int
 	stats codec.Stats
 	cb    codec.Codebook
+	l     codec.Layout
 }
 
 func (t *hostTensor) Settled() bool               { return true }
+func (t *hostTensor) Layout() codec.Layout        { return t.l }
 func (t *hostTensor) Bytes() int64                { return t.bytes }
 func (t *hostTensor) Stats() (codec.Stats, error) { return t.stats, nil }
 func (t *hostTensor) Codebook() codec.Codebook    { return t.cb }
@@ -54,7 +56,7 @@ func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src gpu.Ptr
 	if err != nil {
 		return nil, err
 	}
-	ht := &hostTensor{dev: mem.Dev(), bytes: int64(len(b)), n: n, stats: t.Stats, cb: t.Codebook}
+	ht := &hostTensor{dev: mem.Dev(), bytes: int64(len(b)), n: n, stats: t.Stats, cb: t.Codebook, l: t.Layout}
 	if ht.ptr, err = mem.Alloc(cat, ht.bytes); err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package cudabackend
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	"lcttop/codec"
@@ -138,6 +139,8 @@ type Compressed interface {
 	Stats() (codec.Stats, error)
 	// Codebook is the code it was encoded with.
 	Codebook() codec.Codebook
+	// Layout is its blocks' and streams' shape.
+	Layout() codec.Layout
 }
 
 // codecClock is the codec's share of a step.
@@ -174,8 +177,11 @@ type lctStore struct {
 	ops     *Ops
 	codec   Codec
 	classes map[trainer.TensorClass]trainer.ClassCodec
-	held    map[*slot]*lctHeld
-	clock   codecClock
+	// chosen is the codec choice of single tensors, by name, over their
+	// class's.
+	chosen map[string]trainer.ClassCodec
+	held   map[*slot]*lctHeld
+	clock  codecClock
 
 	open      *lctWindow // encodes since the last close
 	closed    *lctWindow // closed, not yet settled (nil: none)
@@ -249,7 +255,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 	if window <= 0 {
 		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
-	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: classes, held: map[*slot]*lctHeld{},
+	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: maps.Clone(classes), chosen: map[string]trainer.ClassCodec{}, held: map[*slot]*lctHeld{},
 		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, wide: wideWindows, rawLeft: map[*slot]int{}}, nil
 }
 
@@ -276,7 +282,7 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	if h != nil {
 		prev = h.enc
 	}
-	enc, err := st.codec.Encode(st.mem, s.name, s.cat, p, s.n, st.classes[s.class], prev)
+	enc, err := st.codec.Encode(st.mem, s.name, s.cat, p, s.n, st.codecOf(s), prev)
 	if err != nil {
 		st.mem.Free(p)
 		return fmt.Errorf("encoding %s: %w", s.name, err)
@@ -889,7 +895,7 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 		x.ExpectedBits = cb.ExpectedBits(&x.Histogram)
 		x.AllocatedBits, x.UsedBits = 8, 8
 	}
-	cc := st.classes[s.class]
+	cc := st.codecOf(s)
 	ts := trainer.TensorStats{
 		Name: s.name, Class: s.class, Elements: s.n, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
 		Ratio: x.Ratio, StoredBytes: x.StoredBytes, AllocatedBits: x.AllocatedBits, UsedBits: x.UsedBits,

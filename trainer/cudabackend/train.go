@@ -54,89 +54,139 @@ type Summary struct {
 // Train runs opts on dev, calling report after each step (a non-nil error
 // from report stops it).
 func Train(ctx context.Context, dev Device, opts TrainOptions, report func(StepReport) error) (Summary, error) {
-	var sum Summary
 	if opts.Steps < 1 {
-		return sum, fmt.Errorf("steps %d: must be at least 1", opts.Steps)
+		return Summary{}, fmt.Errorf("steps %d: must be at least 1", opts.Steps)
 	}
+	t, err := newTraining(dev, opts)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer t.b.Close()
+	for t.step < opts.Steps {
+		if err := ctx.Err(); err != nil {
+			return t.summary(), err
+		}
+		res, err := t.next()
+		if err != nil {
+			return t.summary(), err
+		}
+		if report != nil {
+			rep, err := t.report(res)
+			if err != nil {
+				return t.summary(), fmt.Errorf("step %d: %w", res.Step, err)
+			}
+			if err := report(rep); err != nil {
+				return t.summary(), err
+			}
+		}
+	}
+	return t.summary(), nil
+}
+
+// training is a training in progress: the backend, the next batches, and
+// what its steps have measured so far.
+type training struct {
+	opts           TrainOptions
+	b              *Backend
+	val            []*trainer.Batch
+	step           int
+	sum            Summary
+	valLoss        float32
+	timesS, timesL []time.Duration
+}
+
+// newTraining checks opts and sets up their runs on dev.
+func newTraining(dev Device, opts TrainOptions) (*training, error) {
 	text := opts.Data
 	if text == nil {
-		return sum, errors.New("no training data")
+		return nil, errors.New("no training data")
 	}
 	if need := opts.SeqLen + 1; len(text.Train) < need || len(text.Val) < need {
-		return sum, fmt.Errorf("training data %s: %d and %d bytes of training and validation text, sequences of %d need at least %d each", text.Name, len(text.Train), len(text.Val), opts.SeqLen, need)
+		return nil, fmt.Errorf("training data %s: %d and %d bytes of training and validation text, sequences of %d need at least %d each", text.Name, len(text.Train), len(text.Val), opts.SeqLen, need)
 	}
-	var val []*trainer.Batch
+	t := &training{opts: opts}
 	if opts.ValEvery > 0 {
 		if opts.ValBatches < 1 {
-			return sum, fmt.Errorf("validation every %d steps needs at least one validation batch", opts.ValEvery)
+			return nil, fmt.Errorf("validation every %d steps needs at least one validation batch", opts.ValEvery)
 		}
-		val = text.ValBatches(opts.ValBatches, opts.Batch, opts.SeqLen)
+		t.val = text.ValBatches(opts.ValBatches, opts.Batch, opts.SeqLen)
 	}
 	b, err := New(dev, opts.Config, trainer.InitialValues(opts.Model, opts.Seed), opts.LCT)
 	if err != nil {
-		return sum, err
+		return nil, err
 	}
-	defer b.Close()
-	sum.AllIdentical = true
-	var timesS, timesL []time.Duration
-	var valLoss float32
-	for step := 1; step <= opts.Steps; step++ {
-		if err := ctx.Err(); err != nil {
-			return sum, err
+	t.b = b
+	t.sum.AllIdentical = true
+	return t, nil
+}
+
+// next takes the next step of both runs, validates and compares their
+// weights when it is time.
+func (t *training) next() (StepResult, error) {
+	opts, b, sum := &t.opts, t.b, &t.sum
+	step := t.step + 1
+	res, err := b.Step(opts.Data.TrainBatch(opts.Seed, step, opts.Batch, opts.SeqLen), step)
+	if err != nil {
+		return res, fmt.Errorf("step %d: %w", step, err)
+	}
+	t.step = step
+	if opts.ValEvery > 0 && step%opts.ValEvery == 0 {
+		if t.valLoss, err = b.Validate(t.val); err != nil {
+			return res, fmt.Errorf("step %d: %w", step, err)
 		}
-		res, err := b.Step(text.TrainBatch(opts.Seed, step, opts.Batch, opts.SeqLen), step)
+		if sum.FirstValLoss == 0 {
+			sum.FirstValLoss = t.valLoss
+		}
+		sum.LastValLoss = t.valLoss
+	}
+	if step == 1 {
+		sum.FirstLoss = res.LossShadow
+	}
+	sum.Steps, sum.LastLoss = step, res.LossShadow
+	if !res.BitIdentical && sum.Mismatch == "" {
+		sum.Mismatch = fmt.Sprintf("step %d: loss %v (LCT) vs %v (shadow)", step, res.LossLCT, res.LossShadow)
+	}
+	if opts.CheckEvery > 0 && step%opts.CheckEvery == 0 {
+		diff, err := b.CheckWeights()
 		if err != nil {
-			return sum, fmt.Errorf("step %d: %w", step, err)
+			return res, fmt.Errorf("step %d: comparing weights: %w", step, err)
 		}
-		if opts.ValEvery > 0 && step%opts.ValEvery == 0 {
-			if valLoss, err = b.Validate(val); err != nil {
-				return sum, fmt.Errorf("step %d: %w", step, err)
-			}
-			if sum.FirstValLoss == 0 {
-				sum.FirstValLoss = valLoss
-			}
-			sum.LastValLoss = valLoss
+		if diff != "" && sum.Mismatch == "" {
+			sum.Mismatch = fmt.Sprintf("step %d: %s", step, diff)
 		}
-		if step == 1 {
-			sum.FirstLoss = res.LossShadow
-		}
-		sum.Steps, sum.LastLoss = step, res.LossShadow
-		if !res.BitIdentical && sum.Mismatch == "" {
-			sum.Mismatch = fmt.Sprintf("step %d: loss %v (LCT) vs %v (shadow)", step, res.LossLCT, res.LossShadow)
-		}
-		if opts.CheckEvery > 0 && step%opts.CheckEvery == 0 {
-			diff, err := b.CheckWeights()
-			if err != nil {
-				return sum, fmt.Errorf("step %d: comparing weights: %w", step, err)
-			}
-			if diff != "" && sum.Mismatch == "" {
-				sum.Mismatch = fmt.Sprintf("step %d: %s", step, diff)
-			}
-			sum.WeightsChecked = step
-		}
-		sum.AllIdentical = sum.Mismatch == ""
-		sum.PeakShadow, sum.PeakLCT = max(sum.PeakShadow, res.PeakShadow), max(sum.PeakLCT, res.PeakLCT)
-		if step > opts.WarmupTiming {
-			timesS = append(timesS, res.TimeShadow)
-			timesL = append(timesL, res.TimeLCT)
-		}
-		if report != nil {
-			rep := StepReport{StepResult: res, ValLoss: valLoss, Shadow: b.Shadow.Memory(), Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
-			rep.BitIdentical = sum.AllIdentical
-			if b.LCT != nil {
-				rep.LCT = b.LCT.Memory()
-			}
-			if rep.Snapshot, err = b.Snapshot(res, opts.Model.Name, optimizerName(opts.Optimizer), valLoss, sum.Mismatch); err != nil {
-				return sum, fmt.Errorf("step %d: %w", step, err)
-			}
-			rep.Snapshot.WeightsChecked = sum.WeightsChecked
-			if err := report(rep); err != nil {
-				return sum, err
-			}
-		}
+		sum.WeightsChecked = step
 	}
-	sum.MedianStepShadow, sum.MedianStepLCT = median(timesS), median(timesL)
-	return sum, nil
+	sum.AllIdentical = sum.Mismatch == ""
+	sum.PeakShadow, sum.PeakLCT = max(sum.PeakShadow, res.PeakShadow), max(sum.PeakLCT, res.PeakLCT)
+	if step > opts.WarmupTiming {
+		t.timesS = append(t.timesS, res.TimeShadow)
+		t.timesL = append(t.timesL, res.TimeLCT)
+	}
+	return res, nil
+}
+
+// report is the StepReport of res, the step just taken, its Snapshot with
+// the LCT run's tensor figures.
+func (t *training) report(res StepResult) (StepReport, error) {
+	b, sum := t.b, &t.sum
+	rep := StepReport{StepResult: res, ValLoss: t.valLoss, Shadow: b.Shadow.Memory(), Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep.BitIdentical = sum.AllIdentical
+	if b.LCT != nil {
+		rep.LCT = b.LCT.Memory()
+	}
+	var err error
+	if rep.Snapshot, err = b.Snapshot(res, t.opts.Model.Name, optimizerName(t.opts.Optimizer), t.valLoss, sum.Mismatch); err != nil {
+		return rep, err
+	}
+	rep.Snapshot.WeightsChecked = sum.WeightsChecked
+	return rep, nil
+}
+
+// summary is the training's figures so far.
+func (t *training) summary() Summary {
+	s := t.sum
+	s.MedianStepShadow, s.MedianStepLCT = median(t.timesS), median(t.timesL)
+	return s
 }
 
 // optimizerName is the name trainer.NewOptimizerSettings knows o by.
