@@ -73,6 +73,7 @@ device-to-device copy bandwidth measured in the same run.`,
 	f.StringVar(&opt.TensorDir, "tensors", os.Getenv("LCTTOP_TENSORS"), "folder of real .safetensors tensors to tile and measure (default $LCTTOP_TENSORS; empty: none)")
 	f.IntVar(&opt.RealSize, "real-size", opt.RealSize, "elements the real tensors are tiled to")
 	f.BoolVar(&opt.Profile, "profile", false, "run each operation once, untimed, for a profiler such as ncu")
+	cmd.AddCommand(newBenchStepCmd())
 	return cmd
 }
 

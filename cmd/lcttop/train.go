@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"lcttop/codec"
 	"lcttop/trainer"
@@ -46,9 +47,12 @@ type cudaFlags struct {
 	sweep, shadowOnly                bool
 	sweepMin, sweepMax, sweepQuantum int
 	timingWarmup                     int
-	lctCodec                         string // host|gpu|gpu-serial|copy|copy-serial; "" picks the GPU's where the build has its kernels
-	fusedUpdate, codecProfile        bool
-	settleWindowMiB                  int // 0: sized from the model
+	// The measurement modes of lcttop bench step: the LCT run's codec
+	// (gpu, gpu-serial, host, copy, copy-serial; "": gpu), its kernels
+	// timed, its window of encodes (0: sized from the model).
+	lctCodec        string
+	codecProfile    bool
+	settleWindowMiB int
 }
 
 func newTrainCmd() *cobra.Command {
@@ -93,8 +97,26 @@ momentum, adam_m, adam_v, activation.`,
 	fs := cmd.Flags()
 	fs.BoolVar(&f.headless, "headless", false, "train without the UI, a line per step on stdout")
 	fs.BoolVar(&f.json, "json", false, "with --headless: one JSON snapshot per line instead")
-	fs.StringVar(&f.model, "model", def.Model, "model: "+modelNames())
 	fs.StringVar(&f.backend, "backend", def.Backend, "cpu|cuda")
+	f.registerTraining(fs, def)
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
+	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
+	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
+	fs.Int64Var(&f.poolBudget, "pool-budget", 0, "LCT overflow pool in bytes (0: sized from the model)")
+	fs.Float64Var(&f.cuda.memBudgetGiB, "mem-budget", 0, "--backend cuda: device memory budget per run in GiB, as the allocator counts it (0: none)")
+	fs.BoolVar(&f.cuda.sweep, "sweep", false, "--backend cuda: find the longest sequence at batch 1 whose step fits --mem-budget")
+	fs.IntVar(&f.cuda.sweepMin, "sweep-min", 256, "--backend cuda: shortest sequence the sweep tries")
+	fs.IntVar(&f.cuda.sweepMax, "sweep-max", 16384, "--backend cuda: longest sequence the sweep tries")
+	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
+	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (its memory and time, nothing compared)")
+	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
+	return cmd
+}
+
+// registerTraining adds the flags of what is trained: model, data, codec
+// choice, optimizer, steps, checks.
+func (f *trainFlags) registerTraining(fs *pflag.FlagSet, def trainer.Config) {
+	fs.StringVar(&f.model, "model", def.Model, "model: "+modelNames())
 	fs.StringVar(&f.optimizer, "optimizer", def.Optimizer, "adamw|sgd")
 	fs.IntVar(&f.steps, "steps", def.Steps, "steps to train (0: until interrupted)")
 	fs.Uint64Var(&f.seed, "seed", def.Seed, "seed of the weights and the batches")
@@ -106,32 +128,15 @@ momentum, adam_m, adam_v, activation.`,
 	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: the optimizer's default)")
 	fs.IntVar(&f.warmup, "warmup", def.Warmup, "steps of learning-rate warmup")
 	fs.IntVar(&f.checkEvery, "check-every", def.CheckEvery, "compare all weights and states every N steps (0: never)")
-	fs.Int64Var(&f.poolBudget, "pool-budget", 0, "LCT overflow pool in bytes (0: sized from the model)")
 	fs.IntVar(&f.valEvery, "val-every", def.ValEvery, "validation loss every N steps (0: never)")
 	fs.IntVar(&f.valBatch, "val-batches", def.ValBatches, "batches in the validation set")
-	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
-	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
-	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
-	fs.Float64Var(&f.cuda.memBudgetGiB, "mem-budget", 0, "--backend cuda: device memory budget per run in GiB, as the allocator counts it (0: none)")
-	fs.BoolVar(&f.cuda.sweep, "sweep", false, "--backend cuda: find the longest sequence at batch 1 whose step fits --mem-budget")
-	fs.IntVar(&f.cuda.sweepMin, "sweep-min", 256, "--backend cuda: shortest sequence the sweep tries")
-	fs.IntVar(&f.cuda.sweepMax, "sweep-max", 16384, "--backend cuda: longest sequence the sweep tries")
-	fs.IntVar(&f.cuda.sweepQuantum, "sweep-quantum", 256, "--backend cuda: the sweep's lengths are multiples of this")
-	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "--backend cuda: train the uncompressed run alone (to measure it)")
-	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "--backend cuda: steps left out of the summary's median step time")
-	fs.StringVar(&f.cuda.lctCodec, "lct-codec", "", "--backend cuda: the LCT run's codec, host|gpu|gpu-serial|copy|copy-serial (default: gpu where this build has its kernels; gpu-serial runs its kernels between the trainer's instead of beside them; copy compresses nothing but copies, wherever the codec would code, the bytes it would move, beside the trainer's work as the gpu codec runs, copy-serial between it: the step time floor of an unfused codec)")
-	fs.BoolVar(&f.cuda.fusedUpdate, "fused-update", false, "--backend cuda: update weights and optimizer states with the fused kernels on compressed tensors")
-	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "--backend cuda: time the GPU codec's kernels with device events (lct_codec_device_ms in --json)")
-	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "--backend cuda: MiB of dense values per window of encodes; a window is settled when the next one fills, so up to two windows of sources are kept (0: an eighth of the parameters' bytes, within 128 KiB..32 MiB)")
 	fs.IntVar(&f.workers, "workers", 0, "goroutines to compute with (0: GOMAXPROCS); results do not depend on it")
-	return cmd
 }
 
 // cudaOnly and cpuOnly are the flags one backend takes and the other does not.
 var (
-	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup",
-		"lct-codec", "fused-update", "codec-profile", "settle-window"}
-	cpuOnly = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
+	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup"}
+	cpuOnly  = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
 )
 
 // checkBackendFlags refuses a flag the chosen backend would ignore.
@@ -230,7 +235,7 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON 
 				return err
 			}
 		} else {
-			fmt.Fprintln(out, stepLine(s))
+			fmt.Fprintln(out, stepLine(s, true))
 		}
 	}
 	if err := tr.FinalCheckpoint(); err != nil {
@@ -243,9 +248,12 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON 
 }
 
 // stepLine is the readable summary of one step.
-func stepLine(s trainer.Snapshot) string {
+func stepLine(s trainer.Snapshot, compared bool) string {
 	verdict := "identical"
-	if !s.BitIdentical {
+	switch {
+	case !compared:
+		verdict = "not compared"
+	case !s.BitIdentical:
 		verdict = "DIFFERENT"
 	}
 	val := ""

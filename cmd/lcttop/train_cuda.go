@@ -33,6 +33,10 @@ func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlag
 // this process), which the ledgers in the Snapshot cannot see.
 type deviceLine struct {
 	trainer.Snapshot
+	// BitIdentical stands for the Snapshot's: only a run whose LCT run
+	// codes its tensors is compared with the shadow (not the dense run
+	// alone, nor the copy floor), and only then is it given.
+	BitIdentical      *bool   `json:"bit_identical,omitempty"`
 	PoolHeldBytes     int64   `json:"pool_held_bytes"`
 	PoolHeldPeakBytes int64   `json:"pool_held_peak_bytes"`
 	PoolAllocs        int     `json:"pool_allocs"` // device allocations the pool made this step (cache misses)
@@ -53,7 +57,7 @@ type deviceLine struct {
 	// and what their spills used, by category.
 	LCTOverflow map[string]cudabackend.OverflowUse `json:"lct_overflow,omitempty"`
 	// FloorCopies and FloorCopyBytes are the copy floor's copies this
-	// step and the bytes they read and wrote (--lct-codec copy).
+	// step and the bytes they read and wrote (bench step --codec copy).
 	FloorCopies    int   `json:"floor_copies,omitempty"`
 	FloorCopyBytes int64 `json:"floor_copy_bytes,omitempty"`
 }
@@ -105,14 +109,14 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		if cf.lctCodec == "copy" {
 			s, err := cudabackend.OpenCopyStream(g)
 			if err != nil {
-				return fmt.Errorf("--lct-codec copy: %w", err)
+				return fmt.Errorf("--codec copy: %w", err)
 			}
 			lct.CopyBeside = s
 		}
 	default:
 		c, err := cudabackend.OpenCodec(cf.lctCodec, g)
 		if err != nil {
-			return fmt.Errorf("--lct-codec: %w", err)
+			return fmt.Errorf("--codec: %w", err)
 		}
 		codecName = "gpu"
 		if _, ok := c.(*cudabackend.HostCodec); ok {
@@ -127,13 +131,6 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			}
 			g.SetProfile(true)
 		}
-		if cf.fusedUpdate {
-			g, ok := c.(interface{ SetFused(bool) })
-			if !ok {
-				return fmt.Errorf("--fused-update: the %s codec has no fused update", codecName)
-			}
-			g.SetFused(true)
-		}
 		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
 		switch {
 		case cf.settleWindowMiB < 0:
@@ -142,6 +139,8 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			lct.Window = int64(cf.settleWindowMiB) << 20
 		}
 	}
+	// The runs are compared where the LCT run codes its tensors.
+	compared := lct != nil && !lct.CopyFloor
 	nv, nvErr := gpu.OpenNVML()
 	if nvErr == nil {
 		defer nv.Close()
@@ -175,7 +174,11 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	sum, err := cudabackend.Train(ctx, dev, opts, func(r cudabackend.StepReport) error {
 		s := status()
 		if asJSON {
-			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
+			var identical *bool
+			if compared {
+				identical = &r.Snapshot.BitIdentical
+			}
+			return enc.Encode(deviceLine{Snapshot: r.Snapshot, BitIdentical: identical, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
@@ -183,7 +186,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		}
 		line := shadowLine(r)
 		if lct != nil {
-			line = stepLine(r.Snapshot)
+			line = stepLine(r.Snapshot, compared)
 		}
 		_, err := fmt.Fprintf(out, "%s  pool %s  nvml process %s\n", line, mib(r.PoolHeld), mib(int64(s.ProcessMem)))
 		return err
@@ -196,9 +199,12 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		"steps": sum.Steps, "first_loss": sum.FirstLoss, "last_loss": sum.LastLoss,
 		"first_val_loss": sum.FirstValLoss, "last_val_loss": sum.LastValLoss,
 		"median_step_ms_shadow": ms(sum.MedianStepShadow), "median_step_ms_lct": ms(sum.MedianStepLCT),
-		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT, "all_bit_identical": sum.AllIdentical,
-		"mismatch": sum.Mismatch, "weights_checked": sum.WeightsChecked, "lct": lct != nil, "lct_codec": codecName,
+		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT,
+		"lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
+	}
+	if compared {
+		summary["all_bit_identical"], summary["mismatch"], summary["weights_checked"] = sum.AllIdentical, sum.Mismatch, sum.WeightsChecked
 	}
 	if asJSON {
 		err = enc.Encode(summary)
@@ -208,21 +214,21 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if err != nil {
 		return err
 	}
-	if lct != nil && !sum.AllIdentical {
+	if compared && !sum.AllIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
 	}
 	return nil
 }
 
-// copyFloorFlags refuses, for --lct-codec copy and copy-serial, the flags that tune a codec
+// copyFloorFlags refuses, for --codec copy and copy-serial, the flags that tune a codec
 // it does not have.
 func copyFloorFlags(cf cudaFlags) error {
 	for _, f := range []struct {
 		set  bool
 		name string
-	}{{cf.codecProfile, "--codec-profile"}, {cf.fusedUpdate, "--fused-update"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.sweep, "--sweep"}} {
+	}{{cf.codecProfile, "--codec-profile"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.sweep, "--sweep"}} {
 		if f.set {
-			return fmt.Errorf("%s: --lct-codec %s keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name, cf.lctCodec)
+			return fmt.Errorf("%s: --codec %s keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name, cf.lctCodec)
 		}
 	}
 	return nil

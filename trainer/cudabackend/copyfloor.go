@@ -27,7 +27,7 @@ type CopyStream interface {
 // bytes as a codec must read and write there: the BF16 values and their
 // compressed form at FloorRatio. Its step is what an LCT run whose coders
 // cost no more than moving their bytes, outside the trainer's kernels,
-// could reach (lcttop train --lct-codec copy).
+// could reach (lcttop bench step --codec copy).
 //
 // With a CopyStream the copies run beside the trainer's work, ordered as
 // the GPU codec's: an encode after the work that produced its values, a

@@ -55,6 +55,10 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 		lines = append(lines, fileLines(st, s, w)...)
 		return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
 	}
+	if s.GPU != nil {
+		lines = append(lines, gpuLines(st, s)...)
+		return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+	}
 	lines = append(lines,
 		l("encode ")+v(fmt.Sprintf("%.2f GB/s", s.EncodeGBps))+l(" · decode ")+v(fmt.Sprintf("%.2f GB/s", s.DecodeGBps)),
 	)
@@ -87,6 +91,43 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 	}
 	lines = append(lines, l("fallbacks this step ")+fb+l(" · ratio ")+st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))))
 	return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+}
+
+// gpuLines stand for the pool and throughput lines on the CUDA backend,
+// whose codec runs on a stream beside the model's: its kernels' speed and
+// device time (timed on one step in several), the step against the
+// shadow's, and what its encodes spilled and made again.
+func gpuLines(st styles.Styles, s *trainer.Snapshot) []string {
+	l, v := st.Label.Render, st.Value.Render
+	g := s.GPU
+	timed := st.Dim.Render("  (codec kernels not timed yet)")
+	if g.CodecTimedStep > 0 {
+		timed = l("encode ") + v(fmt.Sprintf("%.0f GB/s", s.EncodeGBps)) + l(" · decode ") + v(fmt.Sprintf("%.0f GB/s", s.DecodeGBps)) +
+			st.Dim.Render(fmt.Sprintf(" (step %d)", g.CodecTimedStep))
+	}
+	kernels := "—"
+	if g.CodecTimedStep > 0 && s.StepTimeLCT > 0 {
+		kernels = format.Duration(s.CodecTime) + " (" + format.Percent(float64(s.CodecTime)/float64(s.StepTimeLCT)) + " of the step, beside it)"
+	}
+	slow := "—"
+	if s.StepTimeShadow > 0 {
+		slow = fmt.Sprintf("%+.1f%%", 100*(float64(s.StepTimeLCT)/float64(s.StepTimeShadow)-1))
+	}
+	spill := 0.0
+	if g.SpillRoomBytes > 0 {
+		spill = float64(g.SpillBytes) / float64(g.SpillRoomBytes)
+	}
+	again := v(fmt.Sprintf("%d", g.EncodedAgain))
+	if g.EncodedAgain > 0 {
+		again = st.Warn.Render(fmt.Sprintf("%d", g.EncodedAgain))
+	}
+	return []string{
+		timed,
+		l("codec kernels ") + v(kernels),
+		l("step LCT ") + v(format.Duration(s.StepTimeLCT)) + l(" · shadow ") + v(format.Duration(s.StepTimeShadow)) + l(" · ") + v(slow),
+		l("spill ") + v(format.Bytes(g.SpillBytes)) + l(" of ") + v(format.Bytes(g.SpillRoomBytes)) + l(" room (") + v(format.Percent(spill)) +
+			l(") · re-encodes ") + again + l(" · ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))),
+	}
 }
 
 // classLines lists each class's codec and any change not yet shown.

@@ -7,6 +7,8 @@ import (
 
 	"lcttop/trainer"
 	"lcttop/ui/styles"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 func TestRatioCountsEveryByte(t *testing.T) {
@@ -27,5 +29,22 @@ func TestViewShowsCostsAndPending(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("lacks %q:\n%s", want, v)
 		}
+	}
+}
+
+// On the CUDA backend the panel shows the codec's kernels as timed on a
+// sampled step, the step against the shadow's, and spills and re-encodes,
+// not the CPU's pool.
+func TestGPUFigures(t *testing.T) {
+	s := &trainer.Snapshot{Backend: "cuda", StepTimeLCT: 50e6, StepTimeShadow: 40e6, CodecTime: 10e6, EncodeGBps: 1234, DecodeGBps: 987,
+		GPU: &trainer.GPUFigures{CodecTimedStep: 17, EncodedAgain: 3, SpillBytes: 1 << 20, SpillRoomBytes: 4 << 20}}
+	out := ansi.Strip(View(styles.New(nil), s, nil, 100, 12))
+	for _, want := range []string{"encode 1234 GB/s", "decode 987 GB/s", "(step 17)", "20.0% of the step", "+25.0%", "re-encodes 3", "25.0%"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("panel lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "overflow pool") || strings.Contains(out, "fallbacks") {
+		t.Errorf("panel shows the CPU pool on the GPU:\n%s", out)
 	}
 }
