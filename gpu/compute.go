@@ -144,6 +144,11 @@ func (c *Compute) Gemm(g Gemm) error {
 	return nil
 }
 
+// Prepare loads now what the view loads at its first use (the GPT kernels'
+// module, cuBLAS), so that a measurement of the device's memory can start
+// from it.
+func (c *Compute) Prepare() error { return c.call(c.d.drv.prepareCompute) }
+
 // Sync waits for all the device's queued work, on every stream, and reports
 // what failed in it.
 func (c *Compute) Sync() error { return c.call(c.d.drv.synchronizeAll) }

@@ -214,6 +214,15 @@ func (d *Device) free(b Buffer) error {
 	return d.drv.free(Ptr(b.ptr))
 }
 
+// InUse is the device memory d holds now for its own work (status words,
+// batch tables, scratch): what a caller accounting a run's memory charges
+// to the run that uses d's codec.
+func (d *Device) InUse() int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.total
+}
+
 // Memory reports the device memory allocated through d.
 func (d *Device) Memory() MemoryReport {
 	d.mu.Lock()

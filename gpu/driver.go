@@ -101,6 +101,7 @@ type driver interface {
 	// staged; dtohCompute waits for the work before it; synchronizeAll for
 	// the work of every stream.
 	makeCurrent() error
+	prepareCompute() error
 	launchCompute(name string, grid, block int, args []uint64, sizes []uint8) error
 	gemm(g Gemm) error
 	htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error

@@ -344,6 +344,17 @@ func (d *cudaDriver) gptFunction(name string) (cuda.Function, error) {
 	return f, nil
 }
 
+// prepareCompute loads what the compute stream loads at its first use.
+func (d *cudaDriver) prepareCompute() error {
+	if _, err := d.gptFunction(kernels.GPTKernels[0]); err != nil {
+		return err
+	}
+	if d.blas == nil && d.blasErr == nil {
+		d.blas, d.blasErr = cublas.New()
+	}
+	return d.blasErr
+}
+
 func (d *cudaDriver) launchCompute(name string, grid, block int, args []uint64, _ []uint8) error {
 	f, err := d.gptFunction(name)
 	if err != nil {
@@ -353,11 +364,8 @@ func (d *cudaDriver) launchCompute(name string, grid, block int, args []uint64, 
 }
 
 func (d *cudaDriver) gemm(g Gemm) error {
-	if d.blas == nil && d.blasErr == nil {
-		d.blas, d.blasErr = cublas.New()
-	}
-	if d.blasErr != nil {
-		return d.blasErr
+	if err := d.prepareCompute(); err != nil {
+		return err
 	}
 	op := func(t bool) cublas.Op {
 		if t {

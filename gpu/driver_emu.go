@@ -48,6 +48,8 @@ func (p Ptr) host() unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&p
 
 func (e *emuDriver) enter() error       { return nil }
 func (e *emuDriver) makeCurrent() error { return nil }
+
+func (e *emuDriver) prepareCompute() error { return nil }
 func (e *emuDriver) exit()              {}
 
 func (e *emuDriver) info() deviceInfo {

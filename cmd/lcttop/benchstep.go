@@ -11,7 +11,7 @@ import (
 // newBenchStepCmd is `lcttop bench step`: the CUDA training step measured
 // under the codec variants that are measurements, not ways to train.
 func newBenchStepCmd() *cobra.Command {
-	f := &trainFlags{backend: "cuda", headless: true}
+	f := &trainFlags{backend: "cuda", headless: true, cuda: cudaFlags{nvmlPeak: true}}
 	def := trainer.DefaultConfig()
 	var variant string
 	cmd := &cobra.Command{
@@ -29,7 +29,11 @@ lcttop train --headless --backend cuda does, with the LCT run's codec one of:
                time floor of a codec that codes in passes of its own)
   copy-serial  those copies on the trainer's stream
 
---codec-profile times every codec operation with device events, by kind.`,
+--codec-profile times every codec operation with device events, by kind.
+--alone trains the LCT run without its shadow (--shadow-only of lcttop train
+is the dense run alone), so that its memory is seen by itself: the summary
+gives NVML's count of the process's device memory before the runs and at
+its most (read every 2 ms) beside the ledger's peak.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch variant {
@@ -56,5 +60,7 @@ lcttop train --headless --backend cuda does, with the LCT run's codec one of:
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "time the GPU codec's kernels with device events (lct_codec_device_ms and lct_codec_ops in --json)")
 	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "MiB of dense values per window of encodes (0: an eighth of the parameters' bytes, within 128 KiB..32 MiB)")
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "steps left out of the summary's median step time")
+	fs.BoolVar(&f.cuda.alone, "alone", false, "train the LCT run without its shadow (nothing compared)")
+	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "train the dense run alone")
 	return cmd
 }

@@ -53,6 +53,9 @@ type cudaFlags struct {
 	lctCodec        string
 	codecProfile    bool
 	settleWindowMiB int
+	// alone trains the LCT run without its shadow; nvmlPeak follows the
+	// process's device memory as NVML reports it (lcttop bench step).
+	alone, nvmlPeak bool
 }
 
 func newTrainCmd() *cobra.Command {
@@ -264,7 +267,10 @@ func stepLine(s trainer.Snapshot, compared bool) string {
 	if s.StepTimeLCT > 0 {
 		share = 100 * s.CodecTime.Seconds() / s.StepTimeLCT.Seconds()
 	}
-	saving := 100 * (1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow))
+	saving := 0.0
+	if s.PeakBytesShadow > 0 {
+		saving = 100 * (1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow))
+	}
 	fb := ""
 	if s.Fallbacks > 0 {
 		fb = fmt.Sprintf("  fallbacks %d", s.Fallbacks)

@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"lcttop/gpu"
@@ -131,7 +133,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			}
 			g.SetProfile(true)
 		}
-		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c}
+		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c, Alone: cf.alone}
 		switch {
 		case cf.settleWindowMiB < 0:
 			return fmt.Errorf("--settle-window %d: want a positive number of MiB (0: sized from the model)", cf.settleWindowMiB)
@@ -140,7 +142,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		}
 	}
 	// The runs are compared where the LCT run codes its tensors.
-	compared := lct != nil && !lct.CopyFloor
+	compared := lct != nil && !lct.CopyFloor && !lct.Alone
 	nv, nvErr := gpu.OpenNVML()
 	if nvErr == nil {
 		defer nv.Close()
@@ -170,8 +172,17 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	var peak *nvmlPeak
+	if cf.nvmlPeak && nv != nil {
+		if err := g.Compute().Prepare(); err != nil {
+			return err
+		}
+		peak = watchNVML(nv)
+	}
+	var poolPeak int64
 	start := time.Now()
 	sum, err := cudabackend.Train(ctx, dev, opts, func(r cudabackend.StepReport) error {
+		poolPeak = max(poolPeak, r.PoolHeldPeak)
 		s := status()
 		if asJSON {
 			var identical *bool
@@ -202,6 +213,10 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		"peak_bytes_shadow": sum.PeakShadow, "peak_bytes_lct": sum.PeakLCT,
 		"lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
+	}
+	if peak != nil {
+		empty, most := peak.stop()
+		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"], summary["pool_held_peak_bytes"] = empty, most, poolPeak
 	}
 	if compared {
 		summary["all_bit_identical"], summary["mismatch"], summary["weights_checked"] = sum.AllIdentical, sum.Mismatch, sum.WeightsChecked
@@ -323,4 +338,46 @@ func newCUDASession(g *gpu.Device, cfg trainer.Config) (*cudabackend.Session, er
 		return nil, err
 	}
 	return cudabackend.NewSession(g.Compute(), opts)
+}
+
+// nvmlPeak follows this process's device memory as NVML reports it: what it
+// held before the runs (the context, the kernels' modules, cuBLAS) and the
+// most it held since, read every nvmlPeakPoll.
+type nvmlPeak struct {
+	empty uint64
+	most  atomic.Uint64
+	done  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// nvmlPeakPoll is short beside a step, so that the pool's blocks, held
+// within a step and trimmed at its end, are seen at their most.
+const nvmlPeakPoll = 2 * time.Millisecond
+
+func watchNVML(nv *gpu.NVML) *nvmlPeak {
+	p := &nvmlPeak{empty: nv.Status().ProcessMem, done: make(chan struct{})}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(nvmlPeakPoll)
+		defer tick.Stop()
+		for {
+			if m := nv.Status().ProcessMem; m > p.most.Load() {
+				p.most.Store(m)
+			}
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the watch and returns the bytes held before and at the most.
+func (p *nvmlPeak) stop() (empty, most uint64) {
+	close(p.done)
+	p.wg.Wait()
+	return p.empty, p.most.Load()
 }

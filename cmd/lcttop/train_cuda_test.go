@@ -129,3 +129,17 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 		}
 	}
 }
+
+// bench step --alone trains the LCT run without its shadow: its losses are
+// reported, its tensors coded, and nothing is said of identity.
+func TestTrainCUDAEmuAlone(t *testing.T) {
+	steps, sum, lines := emuTrainJSON(t, cudaFlags{alone: true, nvmlPeak: true})
+	for i, s := range steps {
+		if _, said := s["bit_identical"]; said || !(s["loss_lct"].(float64) > 0) || s["peak_bytes_shadow"] != float64(0) || len(s["tensors"].([]any)) == 0 {
+			t.Fatalf("line %d: %s", i+1, lines[i])
+		}
+	}
+	if _, said := sum["all_bit_identical"]; said || !(sum["peak_bytes_lct"].(float64) > 0) || !(sum["last_loss"].(float64) > 0) {
+		t.Fatalf("summary line %s", lines[2])
+	}
+}

@@ -21,6 +21,9 @@ type LCTOptions struct {
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
 	Classes map[trainer.TensorClass]trainer.ClassCodec
+	// Alone trains the LCT run without the shadow beside it, to measure
+	// its memory by itself: nothing is compared.
+	Alone bool
 	// CopyFloor, instead of compressing, keeps the run dense and copies
 	// the bytes a codec must move wherever it would code (copyFloorStore):
 	// the step time floor of an unfused codec. Codec is then unused.
@@ -32,7 +35,8 @@ type LCTOptions struct {
 
 // Backend trains on one GPU: the dense shadow run and, when asked for, the
 // LCT run, in lockstep on the same batches, both drawing device memory from
-// one pool while each keeps its own ledger.
+// one pool while each keeps its own ledger. With LCTOptions.Alone there is
+// no shadow run (Shadow is nil).
 type Backend struct {
 	dev    Device
 	pool   *Pool
@@ -45,9 +49,11 @@ type Backend struct {
 func New(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Backend, error) {
 	b := &Backend{dev: dev, pool: NewPool(dev)}
 	var err error
-	if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
-		b.Close()
-		return nil, err
+	if lct == nil || !lct.Alone {
+		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
+			b.Close()
+			return nil, err
+		}
 	}
 	if lct != nil {
 		if b.LCT, err = newLoadedRun(b.pool, "lct", cfg, vals, lct); err != nil {
@@ -149,11 +155,13 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 	res := StepResult{Step: step, BitIdentical: true}
 	allocs := b.pool.Allocs()
 	var err error
-	res.LossShadow, res.TimeShadow, err = b.Shadow.TrainStep(batch.Tokens, batch.Targets, step)
-	if err != nil {
-		return res, err
+	if b.Shadow != nil {
+		res.LossShadow, res.TimeShadow, err = b.Shadow.TrainStep(batch.Tokens, batch.Targets, step)
+		if err != nil {
+			return res, err
+		}
+		res.PeakShadow = b.Shadow.Memory().PeakTotal
 	}
-	res.PeakShadow = b.Shadow.Memory().PeakTotal
 	if b.LCT != nil {
 		switch st := b.LCT.st.(type) {
 		case *lctStore:
@@ -167,7 +175,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 		if err != nil {
 			return res, err
 		}
-		res.BitIdentical = math.Float32bits(res.LossLCT) == math.Float32bits(res.LossShadow)
+		res.BitIdentical = b.Shadow == nil || math.Float32bits(res.LossLCT) == math.Float32bits(res.LossShadow)
 		res.PeakLCT = b.LCT.Memory().PeakTotal
 	}
 	if err := b.pool.TrimUnused(); err != nil {
@@ -203,7 +211,7 @@ func (b *Backend) stepLCT(ls *lctStore, res *StepResult, batch *trainer.Batch, s
 // decoded, with the shadow's, and returns the first difference ("" when
 // identical, or when there is no LCT run).
 func (b *Backend) CheckWeights() (string, error) {
-	if b.LCT == nil {
+	if b.LCT == nil || b.Shadow == nil {
 		return "", nil
 	}
 	for _, name := range b.Shadow.Names() {
@@ -272,8 +280,11 @@ func (b *Backend) Snapshot(res StepResult, model, optimizer string, valLoss floa
 		LossShadow: res.LossShadow, LossLCT: res.LossLCT, ValLoss: valLoss,
 		BitIdentical: b.LCT != nil && mismatch == "", Mismatch: mismatch,
 		StepTimeShadow: res.TimeShadow, StepTimeLCT: res.TimeLCT, CodecTime: res.CodecTime,
-		MemShadow: b.Shadow.Memory(), PeakBytesShadow: res.PeakShadow,
-		Tensors: tensors,
+		PeakBytesShadow: res.PeakShadow,
+		Tensors:         tensors,
+	}
+	if b.Shadow != nil {
+		s.MemShadow = b.Shadow.Memory()
 	}
 	if b.LCT != nil {
 		s.MemLCT, s.PeakBytesLCT = b.LCT.Memory(), res.PeakLCT

@@ -64,6 +64,25 @@ type GPUCodec struct {
 	// decoded holds, per view a decode wrote, the side stream's point
 	// after it, until Ready orders the trainer's use after it.
 	decoded map[gpu.Ptr]uint64
+	// mem is the run the codec codes for, and charged what its device
+	// holds for its own work (status words, batch tables, scratch) as
+	// charged to that run's ledger.
+	mem     *Mem
+	charged int64
+}
+
+// chargeDevice brings the run's ledger up to date with what the device
+// holds for the codec's own work, as codec scratch.
+func (c *GPUCodec) chargeDevice() error {
+	if c.mem == nil {
+		return nil
+	}
+	now := c.dev.InUse()
+	if err := c.mem.Charge(trainer.CodecScratch, now-c.charged); err != nil {
+		return err
+	}
+	c.charged = now
+	return nil
 }
 
 // queuedEncode is an encode set up by Encode and not yet launched.
@@ -80,6 +99,7 @@ func (c *GPUCodec) flush() error {
 	if len(c.queue) == 0 {
 		return nil
 	}
+	defer c.chargeDevice() // the batch's tables may have grown; a failure shows at the next charge
 	ts := make([]*gpu.Tensor, len(c.queue))
 	srcs := make([]gpu.Buffer, len(c.queue))
 	offs := make([]int, len(c.queue))
@@ -562,6 +582,12 @@ func dense(p gpu.Ptr, n int) gpu.Buffer { return gpu.External(p, 2*n) }
 
 // Encode implements Codec.
 func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+	if c.mem != mem { // a new run (the sweep's next trial)
+		c.mem, c.charged = mem, 0
+	}
+	if err := c.chargeDevice(); err != nil {
+		return nil, err
+	}
 	k, err := c.key(key, src, n, cc)
 	if err != nil {
 		return nil, err
@@ -900,6 +926,7 @@ func (c *GPUCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
 	if len(dsts) != len(ts) {
 		return fmt.Errorf("gpu codec: decode batch of %d tensors into %d buffers", len(ts), len(dsts))
 	}
+	defer c.chargeDevice() // as in flush
 	gts := make([]*gpu.Tensor, len(ts))
 	bufs := make([]gpu.Buffer, len(ts))
 	gs := make([]*gpuTensor, len(ts))

@@ -271,7 +271,9 @@ func (m *Mem) AllocSide(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 }
 
 func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (gpu.Ptr, error) {
-	bytes = alignUp(bytes)
+	// The ledger counts what the block takes on the device: its pool size
+	// class, not the bytes asked for.
+	bytes = sizeClass(alignUp(bytes))
 	if err := m.ledger.Alloc(c, bytes); err != nil {
 		return 0, err
 	}
@@ -303,6 +305,25 @@ func (m *Mem) Free(ptr gpu.Ptr) {
 		delete(m.sideUse, ptr)
 	}
 	m.pool.put(ptr, a.bytes, side)
+}
+
+// Charge counts delta bytes more (or fewer, when negative) in category c
+// of the run's ledger: memory the run uses that it did not allocate itself
+// (its codec device's own buffers).
+func (m *Mem) Charge(c trainer.Category, delta int64) error {
+	switch {
+	case delta > 0:
+		if err := m.ledger.Alloc(c, delta); err != nil {
+			return err
+		}
+	case delta < 0:
+		m.ledger.Free(c, -delta)
+	}
+	m.live += delta
+	if m.watch.on {
+		m.watch.high = max(m.watch.high, m.live-m.watch.ahead)
+	}
+	return nil
 }
 
 // Relabel moves an allocation to another category (the logits buffer

@@ -27,8 +27,8 @@ func TestPoolReusesAndTrims(t *testing.T) {
 	if b != a {
 		t.Errorf("a request of nearly the same size got a new block")
 	}
-	if got := mem.Ledger().Memory().Live[trainer.Weights]; got != (5<<20+3000+255)/256*256 {
-		t.Errorf("ledger counts %d bytes, want the request rounded to 256", got)
+	if got, held := mem.Ledger().Memory().Live[trainer.Weights], sizeClass(5<<20+3000); got != held || held != 5<<20+64<<10 {
+		t.Errorf("ledger counts %d bytes, want the block's size class %d", got, held)
 	}
 	mem.Free(b)
 	held, _ := pool.Held()
@@ -117,5 +117,17 @@ func TestPoolOrdersSideStreamBlocks(t *testing.T) {
 		t.Fatalf("a block freed under a tag: waits %v, want point 11", f.held)
 	} else {
 		mem.Free(b)
+	}
+}
+
+// A block's size class is its own class, so that the ledger, which counts
+// an allocation at its class, and the pool, which files the block back by
+// the bytes counted, agree.
+func TestSizeClassIsIdempotent(t *testing.T) {
+	for b := int64(1); b < 3<<20; b += 1 + b/512 {
+		c := sizeClass(alignUp(b))
+		if c < b || sizeClass(c) != c {
+			t.Fatalf("size class of %d is %d, whose own class is %d", b, c, sizeClass(c))
+		}
 	}
 }

@@ -63,8 +63,8 @@ type profiler interface {
 
 // NewSession sets up opts' runs on dev. opts.Steps of 0 trains until Stop.
 func NewSession(dev Device, opts TrainOptions) (*Session, error) {
-	if opts.LCT == nil || opts.LCT.CopyFloor {
-		return nil, fmt.Errorf("a session needs an LCT run with a codec")
+	if opts.LCT == nil || opts.LCT.CopyFloor || opts.LCT.Alone {
+		return nil, fmt.Errorf("a session needs an LCT run with a codec beside its shadow")
 	}
 	if opts.Steps < 0 {
 		return nil, fmt.Errorf("steps %d: must not be negative", opts.Steps)

@@ -139,10 +139,14 @@ func (t *training) next() (StepResult, error) {
 		}
 		sum.LastValLoss = t.valLoss
 	}
-	if step == 1 {
-		sum.FirstLoss = res.LossShadow
+	loss := res.LossShadow
+	if b.Shadow == nil {
+		loss = res.LossLCT
 	}
-	sum.Steps, sum.LastLoss = step, res.LossShadow
+	if step == 1 {
+		sum.FirstLoss = loss
+	}
+	sum.Steps, sum.LastLoss = step, loss
 	if !res.BitIdentical && sum.Mismatch == "" {
 		sum.Mismatch = fmt.Sprintf("step %d: loss %v (LCT) vs %v (shadow)", step, res.LossLCT, res.LossShadow)
 	}
@@ -169,7 +173,10 @@ func (t *training) next() (StepResult, error) {
 // the LCT run's tensor figures.
 func (t *training) report(res StepResult) (StepReport, error) {
 	b, sum := t.b, &t.sum
-	rep := StepReport{StepResult: res, ValLoss: t.valLoss, Shadow: b.Shadow.Memory(), Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep := StepReport{StepResult: res, ValLoss: t.valLoss, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	if b.Shadow != nil {
+		rep.Shadow = b.Shadow.Memory()
+	}
 	rep.BitIdentical = sum.AllIdentical
 	if b.LCT != nil {
 		rep.LCT = b.LCT.Memory()
@@ -198,14 +205,19 @@ func optimizerName(o Optimizer) string {
 }
 
 // Validate is the mean loss of the shadow run over batches (the runs are
-// bit-identical when the LCT run exists: the step results say so).
+// bit-identical when the LCT run exists: the step results say so), or of
+// the LCT run alone.
 func (b *Backend) Validate(batches []*trainer.Batch) (float32, error) {
 	if len(batches) == 0 {
 		return 0, errors.New("validation: no batches")
 	}
+	r := b.Shadow
+	if r == nil {
+		r = b.LCT
+	}
 	var s float64
 	for _, vb := range batches {
-		l, err := b.Shadow.Evaluate(vb.Tokens, vb.Targets)
+		l, err := r.Evaluate(vb.Tokens, vb.Targets)
 		if err != nil {
 			return 0, fmt.Errorf("validation: %w", err)
 		}
