@@ -50,7 +50,7 @@ func (e *emuDriver) enter() error       { return nil }
 func (e *emuDriver) makeCurrent() error { return nil }
 
 func (e *emuDriver) prepareCompute() error { return nil }
-func (e *emuDriver) exit()              {}
+func (e *emuDriver) exit()                 {}
 
 func (e *emuDriver) info() deviceInfo {
 	return deviceInfo{Name: "CPU emulation of the kernels", SMs: 2, MaxSmemPerBlock: 227 << 10, Emulated: true}
