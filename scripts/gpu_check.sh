@@ -12,7 +12,7 @@ OUT=${OUT:-$root/devrun/out}
 mkdir -p "$OUT"
 [ -d bin ] || tar xzf devrun/bin.tgz
 export LCTTOP_TENSORS=${LCTTOP_TENSORS:-$root/devrun/tensors}
-STAGES=${STAGES:-tests pack train bench}
+STAGES=${STAGES:-tests pack train memory bench}
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=()
 step() { # step NAME LOG COMMAND...: run, log, remember a failure
@@ -30,6 +30,7 @@ if want tests; then
 	step "kernels tests" "$OUT/kernels-test.log" bash -c "cd kernels && '$root/bin/kernels.test' -test.v -test.timeout 5m"
 	step "gpu tests" "$OUT/gpu-test.log" bash -c "cd gpu && '$root/bin/gpu.test' -test.v -test.timeout 10m"
 	step "cudabackend tests" "$OUT/cudabackend-test.log" bash -c "cd trainer/cudabackend && '$root/bin/cudabackend.test' -test.v -test.timeout 10m"
+	step "ui tests (GPU)" "$OUT/ui-test.log" bash -c "cd ui && '$root/bin/ui.test' -test.v -test.run 'TestRealTrainer' -test.timeout 5m"
 	step "cli tests (GPU)" "$OUT/cli-test.log" bash -c "cd cmd/lcttop && LCTTOP_BIN='$root/bin/lcttop' '$root/bin/cli.test' -test.v -test.run 'CUDA|GPU' -test.timeout 10m"
 fi
 if want pack; then
@@ -49,6 +50,11 @@ if want train; then
 	step "train gpt162m 200" "$OUT/train.jsonl" "$root/bin/lcttop" train --headless --backend cuda --model gpt162m --steps 200 \
 		--check-every 50 --val-every 50 --val-batches 4 --timing-warmup 3 --json
 fi
+if want memory; then
+	# the ledger's peak beside NVML's, each run alone (bench step --alone and --shadow-only)
+	step "memory: dense alone" "$OUT/mem-dense.jsonl" "$root/bin/lcttop" bench step --shadow-only --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
+	step "memory: LCT alone" "$OUT/mem-lct.jsonl" "$root/bin/lcttop" bench step --alone --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
+fi
 if want bench; then
 	step "bench" "$OUT/bench.log" bash -c "'$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '$LCTTOP_TENSORS' --real-size 67108864 >'$OUT/bench.txt'"
 fi
@@ -59,6 +65,7 @@ grep -hE "^(--- (FAIL|SKIP)|FAIL|ok |panic)" "$OUT"/*-test.log 2>/dev/null | sor
 for f in "$OUT"/*-test.log; do [ -f "$f" ] && echo "$(basename "$f"): $(grep -c '^--- PASS' "$f") PASS, $(grep -c '^--- SKIP' "$f") SKIP, $(grep -c '^--- FAIL' "$f") FAIL"; done
 grep -hE "DIFFER|same bytes" "$OUT/pack.log" 2>/dev/null | sort | uniq -c | head
 tail -1 "$OUT/train.jsonl" 2>/dev/null | cut -c1-1500
+for f in "$OUT"/mem-*.jsonl; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"; done
 cat "$OUT/bench.txt" 2>/dev/null | head -60
 cat "$OUT/steps.txt"
 if [ ${#failed[@]} -gt 0 ]; then
