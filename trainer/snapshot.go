@@ -69,6 +69,7 @@ type Snapshot struct {
 	Backend         string        `json:"backend"`
 	Model           string        `json:"model"`
 	Optimizer       string        `json:"optimizer"`
+	Data            string        `json:"data,omitempty"` // the training text: a file, or "built-in corpus"
 	LossLCT         float32       `json:"loss_lct"`
 	LossShadow      float32       `json:"loss_shadow"`
 	ValLoss         float32       `json:"val_loss,omitempty"` // latest validation loss, 0 until measured
@@ -91,4 +92,7 @@ type Snapshot struct {
 	Tensors         []TensorStats `json:"tensors"`
 	Workers         int           `json:"workers"`         // goroutines each run computes with
 	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
+	// Finished says the run has taken all its steps; its final state still
+	// answers codec changes (Config.HoldAtEnd).
+	Finished bool `json:"finished,omitempty"`
 }

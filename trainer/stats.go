@@ -7,7 +7,7 @@ import "lcttop/codec"
 // per exponent, and nothing escaped or spilled; the histogram is always the
 // values'. The code lengths shown are the first chunk's.
 func (st *store) tensorStats(s *slot) TensorStats {
-	cc := st.classes[s.class]
+	cc := st.codecOf(s)
 	ts := TensorStats{
 		Name: s.name, Class: s.class, Elements: s.n,
 		Preset: cc.Preset.String(), Distribution: cc.Dist.String(),

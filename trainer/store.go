@@ -82,6 +82,7 @@ type store struct {
 	compress bool
 	alloc    Allocator
 	classes  map[TensorClass]ClassCodec
+	tensors  map[string]ClassCodec // per-tensor overrides of classes
 	pool     *overflowPool
 	workers  []*codecWorker
 	clock    codecClock
@@ -91,7 +92,7 @@ type store struct {
 }
 
 func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
-	st := &store{compress: compress, alloc: alloc, classes: classes}
+	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]ClassCodec{}}
 	if !compress {
 		return st, nil
 	}
@@ -101,6 +102,15 @@ func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec
 	}
 	st.growWorkers()
 	return st, st.takeErr()
+}
+
+// codecOf is the setting slot s is encoded with: its own override, else
+// its class's.
+func (st *store) codecOf(s *slot) ClassCodec {
+	if cc, ok := st.tensors[s.name]; ok {
+		return cc
+	}
+	return st.classes[s.class]
 }
 
 // codecWorkerScratch bounds what one codecWorker's Encoder and Decoder
@@ -402,7 +412,7 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 // fit, choose the layout, encode (format.md §2–4).
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
 	scramble(src)
-	cc := st.classes[s.class]
+	cc := st.codecOf(s)
 	c := &s.chunks[i]
 	if c.enc == nil {
 		c.enc = new(codec.Tensor)

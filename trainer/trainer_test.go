@@ -253,7 +253,7 @@ func TestSnapshotContents(t *testing.T) {
 func TestDetail(t *testing.T) {
 	tr := newTrainer(t, quickConfig("adamw"))
 	steps(t, tr, 2)
-	d, err := tr.Detail("blk0.qkv.w.v")
+	d, err := tr.Detail("blk0.qkv.w.v", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,10 +267,10 @@ func TestDetail(t *testing.T) {
 	if err := enc.Encode(&ct, d.Values, d.Codebook, d.Layout); err != nil {
 		t.Fatalf("the detail's codebook and layout do not encode its values: %v", err)
 	}
-	if _, err := tr.Detail("act.blk0.fc"); err == nil || !strings.Contains(err.Error(), "activations") {
+	if _, err := tr.Detail("act.blk0.fc", 0); err == nil || !strings.Contains(err.Error(), "activations") {
 		t.Fatalf("activation detail: %v", err)
 	}
-	if _, err := tr.Detail("nope"); err == nil {
+	if _, err := tr.Detail("nope", 0); err == nil {
 		t.Fatal("unknown tensor accepted")
 	}
 }

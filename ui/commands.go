@@ -65,7 +65,7 @@ type detailLoaded struct {
 
 func loadDetail(src Source, seq int, name string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := src.Detail(name)
+		d, err := src.Detail(name, 0)
 		if err != nil {
 			return detailLoaded{seq: seq, name: name, err: err}
 		}

@@ -88,7 +88,7 @@ func TestEveryPanelRenders(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{
 		"lcttop", "step 5", "cpu/tiny/adamw", "✓ BIT-IDENTICAL", // header
-		"─ Tensors 6", "used/alloc", "h0.attn.qkv.w.v", // table
+		"─ Tensors 8", "used/alloc", "h0.attn.qkv.w.v", // table
 		"─ Exponents · wte", "len ", "entropy", // histogram
 		"─ Memory", "optimizer_state", "saved", // memory
 		"─ Codec", "encode 1.25 GB/s", "overflow pool", "fallbacks", // codec
@@ -107,7 +107,7 @@ func TestEveryPanelRenders(t *testing.T) {
 		}
 	}
 	for view, wants := range map[View][]string{
-		Resources: {"─ Memory", "─ Codec", "weight     clean/gaussian"},
+		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},
 		History:   {"─ History", "window 1m"},
 		Teaching:  {"─ Teaching", "1 bits", "2 split", "3 code", "4 place", "5 stream", "6 block"},
 	} {
@@ -131,7 +131,7 @@ type keyCase struct {
 
 func TestKeysDoWhatHelpSays(t *testing.T) {
 	cases := map[string]keyCase{
-		"down": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "h0.attn.qkv.w") }},
+		"down": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte.m") }},
 		"up": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) },
 			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
 		"pgdown": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
@@ -152,10 +152,10 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"g": {setup: func(m Model) Model { return update(t, m, keyMsg("end")) },
 			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
 		"d": {check: func(t *testing.T, b, a Model, src *fake.Source) {
-			wantCall(t, src, "SetClassCodec weight clean/laplace")
+			wantCall(t, src, "SetClassCodec weight auto/gaussian")
 		}},
 		"p": {check: func(t *testing.T, b, a Model, src *fake.Source) {
-			wantCall(t, src, "SetClassCodec weight medium/gaussian")
+			wantCall(t, src, "SetClassCodec weight clean/empirical")
 		}},
 		"space": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "Pause")
@@ -186,11 +186,11 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				a = update(t, a, keyMsg(string(r)))
 			}
 			a = update(t, a, keyMsg("enter"))
-			if a.table.Len() != 2 || !strings.Contains(a.View(), "Tensors 2 of 6") {
+			if a.table.Len() != 3 || !strings.Contains(a.View(), "Tensors 3 of 8") {
 				t.Errorf("filter adam shows %d rows", a.table.Len())
 			}
 			a = update(t, a, keyMsg("esc"))
-			if a.table.Len() != 6 {
+			if a.table.Len() != 8 {
 				t.Error("esc did not clear the filter")
 			}
 		}},
@@ -200,7 +200,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}},
 		"t": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantView(t, a, Teaching)
-			wantCall(t, src, "Detail wte")
+			wantCall(t, src, "Detail wte 0")
 			if !strings.Contains(a.View(), "stored: [") {
 				t.Errorf("teaching view not drawn:\n%s", a.View())
 			}
@@ -232,7 +232,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			}
 		}},
 		"o": {setup: func(m Model) Model {
-			for i := 0; i < 4; i++ { // h0.attn.qkv.w.v spills under CLEAN
+			for i := 0; i < 4; i++ { // h0.attn.qkv.w.v spills
 				m = update(t, m, keyMsg("down"))
 			}
 			return teachAt(0)(m)
@@ -244,7 +244,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"r": {setup: teachAt(0), check: func(t *testing.T, b, a Model, src *fake.Source) {
 			n := 0
 			for _, c := range src.Calls() {
-				if c == "Detail wte" {
+				if c == "Detail wte 0" {
 					n++
 				}
 			}
@@ -384,24 +384,27 @@ func itoa(i int) string { return fmt.Sprint(i) }
 
 func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m, src := newTestModel(t, 160, 48, 3)
-	before := tensorRow(t, m, "wte")
-	if before.Distribution != "gaussian" {
-		t.Fatalf("starts on %s", before.Distribution)
+	if r := tensorRow(t, m, "wte"); r.Preset != "auto" || r.Distribution != "empirical" {
+		t.Fatalf("starts on %s/%s", r.Preset, r.Distribution)
 	}
+	m = press(t, m, "p")
+	wantCall(t, src, "SetClassCodec weight clean/empirical")
+	m = feed(t, m, src)
+	before := tensorRow(t, m, "wte")
 	m = press(t, m, "d")
-	wantCall(t, src, "SetClassCodec weight clean/laplace")
-	if !strings.Contains(m.View(), "clean/gaussian → clean/laplace") {
+	wantCall(t, src, "SetClassCodec weight clean/gaussian")
+	if !strings.Contains(m.View(), "clean/empirical → clean/gaussian") {
 		t.Error("the pending change is not shown")
 	}
 	m = feed(t, m, src)
 	after := tensorRow(t, m, "wte")
-	// CLEAN's streams have a fixed capacity, so a better-fitting codebook
+	// CLEAN's streams have a fixed capacity, so a worse-fitting codebook
 	// shows in the bits used and the escapes, not in the ratio.
-	if after.Distribution != "laplace" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate {
-		t.Fatalf("figures did not move: used %v → %v, escapes %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate)
+	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || after.Ratio != before.Ratio {
+		t.Fatalf("figures: used %v → %v, escapes %v → %v, ratio %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.Ratio, after.Ratio)
 	}
 	v := m.View()
-	if !strings.Contains(v, "clean/laplace · log scale") || strings.Contains(v, "→ clean/laplace") || !strings.Contains(v, "weight now clean/laplace") {
+	if !strings.Contains(v, "clean/gaussian · log scale") || strings.Contains(v, "→ clean/gaussian") || !strings.Contains(v, "weight now clean/gaussian") {
 		t.Errorf("view after the change:\n%s", v)
 	}
 	if !strings.Contains(v, fmt.Sprintf("used %.3f", after.UsedBits)) || strings.Contains(v, fmt.Sprintf("used %.3f", before.UsedBits)) {
@@ -411,20 +414,23 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m = press(t, m, "p")
 	m = press(t, m, "p")
 	m = press(t, m, "p") // clean → medium → high → auto
-	wantCall(t, src, "SetClassCodec weight auto/laplace")
+	wantCall(t, src, "SetClassCodec weight auto/gaussian")
 	m = feed(t, m, src)
 	auto := tensorRow(t, m, "wte")
 	if auto.Preset != "auto" || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
 		t.Errorf("auto: ratio %v (was %v) not shown", auto.Ratio, after.Ratio)
 	}
 	// Every class member moved, other classes did not.
-	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "gaussian" {
+	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != "gaussian" {
+		t.Errorf("another weight stayed on %s", r.Distribution)
+	}
+	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "empirical" {
 		t.Errorf("adam_m changed too: %s", r.Distribution)
 	}
 	// Pressing d twice before a snapshot cycles on from the pending choice.
 	m = press(t, m, "d")
 	m = press(t, m, "d")
-	wantCall(t, src, "SetClassCodec weight auto/empirical")
+	wantCall(t, src, "SetClassCodec weight auto/powerlaw")
 }
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
@@ -496,7 +502,7 @@ func TestErrorsRender(t *testing.T) {
 		m, src := newTestModel(t, 160, 48, 2)
 		src.SetErr = errors.New("pool budget too small for high")
 		m = press(t, m, "p")
-		if v := m.View(); !strings.Contains(v, "✗ codec: weight → medium/gaussian: pool budget too small") || strings.Contains(v, "(next snapshot)") {
+		if v := m.View(); !strings.Contains(v, "✗ codec: weight → clean/empirical: pool budget too small") || strings.Contains(v, "(next snapshot)") {
 			t.Errorf("view:\n%s", v)
 		}
 	})
@@ -552,7 +558,7 @@ func TestStepsPerSecondFromSnapshotTimes(t *testing.T) {
 func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
 	m, _ := newTestModel(t, 160, 48, 3)
 	m = press(t, m, "jjs") // two downs and a sort, read in one go
-	if m.Selected() != "h0.ln1.g" || m.table.Sort != 1 {
+	if m.Selected() != "h0.attn.qkv.w" || m.table.Sort != 1 {
 		t.Errorf("selected %s, sort %v", m.Selected(), m.table.Sort)
 	}
 	// In the filter they are text.

@@ -1,0 +1,42 @@
+package trainer
+
+import "lcttop/codec"
+
+// Session is what the UI drives: a training run (CPU or CUDA), a checkpoint file, or a run folder.
+type Session interface {
+	Snapshots() <-chan Snapshot // coalescing: holds the newest snapshot only
+	Pause()
+	Resume()
+	StepOnce()
+	Stop()
+	SetClassCodec(c TensorClass, cc ClassCodec) error
+	ClassCodec(c TensorClass) ClassCodec
+	// SetTensorCodec overrides one tensor's codec choice (applied at the next step boundary, or at
+	// once while paused or finished); the zero ClassCodec removes the override.
+	SetTensorCodec(name string, cc ClassCodec) error
+	// TensorCodec is a tensor's override; ok is false where it has none.
+	TensorCodec(name string) (cc ClassCodec, ok bool)
+	// Detail returns block `block` (0-based) of a stored tensor as the codec encoded it.
+	Detail(name string, block int) (TensorDetail, error)
+	// Values returns a stored tensor's current values, whole, in tensor order.
+	Values(name string) ([]uint16, error)
+}
+
+// The CPU trainer is a Session.
+var _ Session = (*Trainer)(nil)
+
+// TensorDetail is one block of a stored tensor with the codebook and layout
+// the LCT run used for it, for the UI's teaching view.
+type TensorDetail struct {
+	Name  string
+	Class TensorClass
+	// Block is this block's index and Blocks the tensor's block count; N is
+	// the tensor's element count.
+	Block, Blocks, N int
+	// Values is the block as the codec saw it (at most Layout.BlockSize
+	// values): in the CPU trainer the tensor's values with each group of 256
+	// scrambled (scramble.go), so value i went to stream i mod 256.
+	Values   []uint16
+	Codebook codec.Codebook
+	Layout   codec.Layout
+}
