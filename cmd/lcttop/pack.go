@@ -17,11 +17,16 @@ func newPackCmd() *cobra.Command {
 		Short: "Compress a safetensors file's BF16 tensors into an .lct file",
 		Long: `pack stores every BF16 tensor of a safetensors file as an LCT tensor (other dtypes,
 and tensors too small to gain, as they are), with a CRC-32C of each tensor's original
-bytes. The output is written to a temporary file and renamed into place.`,
+bytes. The output is written to a temporary file and renamed into place;
+it may not be the input. --preset and --dist default to the trainer's own
+choice, auto/empirical.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			preset, dist, err := cf.parse()
 			if err != nil {
+				return err
+			}
+			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
 			}
 			backend, release, err := bf.open()

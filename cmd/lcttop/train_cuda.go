@@ -21,20 +21,21 @@ import (
 
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
-func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
 	dev, err := device.Open()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
 	defer dev.Close()
-	return trainOnDevice(ctx, out, dev, cfg, cf, asJSON)
+	return trainOnDevice(ctx, out, dev, cfg, cf, mode)
 }
 
-// deviceLine is a step's JSON line: the trainer's Snapshot and what the
-// device itself says about memory (the pool's holding and NVML's count of
-// this process), which the ledgers in the Snapshot cannot see.
+// deviceLine is a step's JSON line: the headless line of the trainer's
+// Snapshot (jsonStep: slim, or with every tensor) and what the device
+// itself says about memory (the pool's holding and NVML's count of this
+// process), which the ledgers in the Snapshot cannot see.
 type deviceLine struct {
-	trainer.Snapshot
+	jsonStep
 	PoolHeldBytes     int64   `json:"pool_held_bytes"`
 	PoolHeldPeakBytes int64   `json:"pool_held_peak_bytes"`
 	PoolAllocs        int     `json:"pool_allocs"` // device allocations the pool made this step (cache misses)
@@ -61,7 +62,8 @@ type deviceLine struct {
 }
 
 // trainOnDevice is runCUDA on an open device.
-func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
+	asJSON := mode != jsonOff
 	m, err := trainer.LookupModel(cfg.Model)
 	if err != nil {
 		return err
@@ -179,7 +181,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, dev device.Device, cfg tr
 	sum, err := cudabackend.Train(ctx, dev, opts, func(r cudabackend.StepReport) error {
 		s := status()
 		if asJSON {
-			return enc.Encode(deviceLine{Snapshot: r.Snapshot, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
+			return enc.Encode(deviceLine{jsonStep: newJSONStep(r.Snapshot, mode), PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
@@ -273,5 +275,3 @@ func sweepOnDevice(out io.Writer, enc *json.Encoder, dev device.Device, m traine
 	_, err = fmt.Fprintf(out, "longest sequence at batch 1 within %.2f GiB: %d (lct %v)\n", cf.memBudgetGiB, longest, lct != nil)
 	return err
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

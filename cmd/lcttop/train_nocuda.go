@@ -12,6 +12,6 @@ import (
 )
 
 // runCUDA fails in a build without the cuda tag, saying how to rebuild.
-func runCUDA(context.Context, io.Writer, trainer.Config, cudaFlags, bool) error {
+func runCUDA(context.Context, io.Writer, trainer.Config, cudaFlags, jsonMode) error {
 	return fmt.Errorf("--backend cuda: %w", device.ErrNoCUDA)
 }
