@@ -274,7 +274,94 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				t.Error("? did not close help")
 			}
 		}},
-		"q": {check: func(t *testing.T, b, a Model, src *fake.Source) { wantCall(t, src, "Stop") }},
+		"q": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "Stop")
+			if !a.stopping || !strings.Contains(a.View(), "[stopping…]") || !strings.Contains(a.View(), "stopping… the step in progress ends first") {
+				t.Errorf("q does not say it is stopping:\n%s", a.View())
+			}
+			// The source closes its snapshots once its step ends: then the UI quits.
+			_, cmd := updateCmd(t, a, msgs.SnapshotsClosed{})
+			if cmd == nil {
+				t.Fatal("no command once the source closed")
+			}
+			if _, ok := cmd().(tea.QuitMsg); !ok {
+				t.Fatal("the UI does not quit once the source closed")
+			}
+		}},
+		"D": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) }, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetTensorCodec wte.m auto/gaussian")
+			if c := src.ClassCodec(trainer.ClassAdamM); c.Dist.String() != "empirical" {
+				t.Errorf("D changed the class: %v", c)
+			}
+			a = feed(t, a, src)
+			if r := tensorRow(t, a, "wte.m"); r.Distribution != "gaussian" || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != "empirical" {
+				t.Errorf("wte.m on %s, its class-mate on %s", r.Distribution, tensorRow(t, a, "h0.attn.qkv.w.m").Distribution)
+			}
+			if !strings.Contains(a.View(), "wte.m now auto/gaussian (this tensor alone)") {
+				t.Errorf("not reported:\n%s", a.View())
+			}
+			// Round the cycle: back on the class's setting the override goes.
+			for range 3 {
+				a = press(t, a, "D")
+			}
+			wantCall(t, src, "SetTensorCodec wte.m clean/gaussian") // the zero ClassCodec: no override
+			if _, ok := src.TensorCodec("wte.m"); ok {
+				t.Error("the override stayed")
+			}
+		}},
+		"P": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetTensorCodec wte clean/empirical")
+			a = feed(t, a, src)
+			if r := tensorRow(t, a, "wte"); r.Preset != "clean" || tensorRow(t, a, "h0.mlp.fc.w").Preset != "auto" {
+				t.Errorf("wte on %s", r.Preset)
+			}
+		}},
+		"c": {setup: func(m Model) Model {
+			for range 4 { // h0.attn.qkv.w.v, an adam_v
+				m = update(t, m, keyMsg("down"))
+			}
+			return m
+		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantView(t, a, Compare)
+			wantCall(t, src, "Values h0.attn.qkv.w.v")
+			if a.grid == nil || !strings.Contains(a.View(), "★ best ratio") {
+				t.Fatalf("no grid:\n%s", a.View())
+			}
+		}},
+		">": {setup: teachOn("h0.mlp.fc.w", 5), check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "Detail h0.mlp.fc.w 1")
+			if a.analysis == nil || a.analysis.Detail.Block != 1 || !strings.Contains(a.View(), "block 1 of 3") {
+				t.Fatalf("not on block 1:\n%s", a.View())
+			}
+			a = press(t, a, ">")
+			a = press(t, a, ">") // past the last: says so, stays
+			if a.analysis.Detail.Block != 2 || !strings.Contains(a.View(), "has 3 blocks: this is block 2") {
+				t.Errorf("after the last block:\n%s", a.View())
+			}
+		}},
+		"<": {setup: func(m Model) Model {
+			m = teachOn("h0.mlp.fc.w", 5)(m)
+			return press(t, m, ">")
+		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			if a.analysis == nil || a.analysis.Detail.Block != 0 || !strings.Contains(a.View(), "block 0 of 3") {
+				t.Fatalf("not back on block 0:\n%s", a.View())
+			}
+		}},
+		"a": {setup: teachAt(5), check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			// press ran the first tick (2 s later): one value on.
+			if !a.autoAdvance || !strings.Contains(a.View(), "auto-advance") || a.teachIndex != 6 {
+				t.Fatalf("auto-advance on %v, value %d, want 6", a.autoAdvance, a.teachIndex)
+			}
+			a = update(t, a, autoTick{seq: a.autoSeq})
+			if a.teachIndex != 7 {
+				t.Errorf("a tick moved to value %d, want 7", a.teachIndex)
+			}
+			a = press(t, a, "a")
+			a = update(t, a, autoTick{seq: a.autoSeq})
+			if a.teachIndex != 7 {
+				t.Errorf("a tick after a stopped it moved to %d", a.teachIndex)
+			}
+		}},
 	}
 	// Every key the help lists has a case here.
 	km := New(nil, Options{}).keys
@@ -297,14 +384,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				m = c.setup(m)
 			}
 			m2, cmd := updateCmd(t, m, keyMsg(k))
-			if k == "q" {
-				if cmd == nil {
-					t.Fatal("q returned no command")
-				}
-				if _, ok := cmd().(tea.QuitMsg); !ok {
-					t.Fatal("q does not quit")
-				}
-			} else {
+			if k != "q" {
 				m2 = runCmd(t, m2, cmd)
 			}
 			c.check(t, m, m2, src)
@@ -357,6 +437,17 @@ func teachAt(i int) func(Model) Model {
 		m = runCmdT(m, m.maybeLoadDetail(false))
 		m.teachIndex = i
 		return m
+	}
+}
+
+// teachOn selects tensor name and opens the teaching view on value i.
+func teachOn(name string, i int) func(Model) Model {
+	return func(m Model) Model {
+		for m.Selected() != name {
+			nm, _ := m.Update(keyMsg("down"))
+			m = nm.(Model)
+		}
+		return teachAt(i)(m)
 	}
 }
 
