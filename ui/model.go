@@ -123,6 +123,7 @@ type Model struct {
 	// Teaching view.
 	teachName   string // tensor whose block is loaded (or loading)
 	teachBlock  int    // the block shown (or asked for)
+	teachBlocks int    // the tensor's block count (0 until a block is loaded)
 	teachSeq    int
 	analysis    *teach.Analysis
 	teachErr    error

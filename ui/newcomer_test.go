@@ -146,3 +146,17 @@ func TestMouse(t *testing.T) {
 		t.Error("the compare view did not load the selected tensor")
 	}
 }
+
+// Block keys pressed while a block loads add up: two > from block 0 land
+// on block 2 (the trainer answers Detail only between steps).
+func TestBlockKeysWhileLoading(t *testing.T) {
+	m, src := newTestModel(t, 80, 24, 2)
+	m = teachOn("h0.mlp.fc.w", 0)(m)
+	m, _ = updateCmd(t, m, keyMsg(">")) // block 1 asked for, not loaded
+	m, cmd := updateCmd(t, m, keyMsg(">"))
+	m = runCmd(t, m, cmd)
+	wantCall(t, src, "Detail h0.mlp.fc.w 2")
+	if m.analysis == nil || m.analysis.Detail.Block != 2 || !strings.Contains(m.View(), "block 2 of 3") {
+		t.Fatalf("not on block 2:\n%s", m.View())
+	}
+}

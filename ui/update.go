@@ -96,6 +96,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.analysis, m.teachErr = msg.analysis, msg.err
 		if a := m.analysis; a != nil {
+			m.teachBlocks = max(a.Detail.Blocks, 1)
 			if m.teachIndex < 0 {
 				m.teachIndex = firstNonZero(a.Detail.Values)
 			}
@@ -508,7 +509,7 @@ func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
 	}
 	if m.teachName != t.Name {
 		m.teachIndex = -1 // the first non-zero value, once loaded
-		m.teachBlock = 0
+		m.teachBlock, m.teachBlocks = 0, 0
 	}
 	m.teachName = t.Name
 	m.teachSeq++
@@ -542,6 +543,23 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if key.Matches(msg, k.Reload) {
 		return m, m.maybeLoadDetail(true)
 	}
+	if key.Matches(msg, k.PrevBlock) || key.Matches(msg, k.NextBlock) {
+		// From the block asked for, so presses while one loads add up.
+		if m.teachBlocks == 0 {
+			return m, nil // the tensor's block count is not known yet
+		}
+		b := m.teachBlock + 1
+		if key.Matches(msg, k.PrevBlock) {
+			b = m.teachBlock - 1
+		}
+		if b < 0 || b >= m.teachBlocks {
+			m.status = fmt.Sprintf("%s has %d block%s: this is block %d", m.teachName, m.teachBlocks, plural(m.teachBlocks), m.teachBlock)
+			return m, nil
+		}
+		m.teachBlock = b
+		m.teachIndex = -1
+		return m, m.maybeLoadDetail(true)
+	}
 	a := m.analysis
 	if a == nil {
 		return m, nil
@@ -571,19 +589,6 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		} else {
 			m.status = "no spilled value in this block: every stream fits"
 		}
-	case key.Matches(msg, k.PrevBlock), key.Matches(msg, k.NextBlock):
-		blocks := max(a.Detail.Blocks, 1)
-		b := a.Detail.Block + 1
-		if key.Matches(msg, k.PrevBlock) {
-			b = a.Detail.Block - 1
-		}
-		if b < 0 || b >= blocks {
-			m.status = fmt.Sprintf("%s has %d block%s: this is block %d", a.Detail.Name, blocks, plural(blocks), a.Detail.Block)
-			return m, nil
-		}
-		m.teachBlock = b
-		m.teachIndex = -1
-		return m, m.maybeLoadDetail(true)
 	case key.Matches(msg, k.AutoAdvance):
 		m.autoAdvance = !m.autoAdvance
 		m.autoSeq++

@@ -100,7 +100,7 @@ func View(st styles.Styles, s State, w, h int) string {
 		return box.Fit(lines[0]+"\n"+st.Dim.Render("  encoding the selected tensor under 16 codecs…"), w, h)
 	}
 	l, v := st.Label.Render, st.Value.Render
-	lines = append(lines, l(fmt.Sprintf("%s values of step %d, each encoded whole by the codec, as pack stores a tensor", format.Count(g.N), g.Step)))
+	lines = append(lines, l(fmt.Sprintf("%s values of step %d, each encoded whole, as pack stores a tensor", format.Count(g.N), g.Step)))
 	var grid []string
 	if w >= matrixWidth {
 		grid = matrix(st, g, s.Current)
