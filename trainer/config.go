@@ -36,6 +36,10 @@ type Config struct {
 	ValEvery   int // measure the validation loss every so many steps (0: never)
 	ValBatches int // batches in the validation set
 
+	// HoldAtEnd keeps Run going after Steps: it emits a snapshot marked
+	// Finished and re-encodes the final state on codec changes until Stop.
+	HoldAtEnd bool
+
 	CheckpointPath  string // where checkpoints go (.lct)
 	CheckpointEvery int    // write one every so many steps (0: only when asked)
 	ResumePath      string // start from this checkpoint

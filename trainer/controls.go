@@ -3,19 +3,17 @@ package trainer
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-
-	"lcttop/codec"
 )
 
 // Run trains until cfg.Steps steps are done (0: until stopped), Stop is
 // called or ctx ends, emitting a Snapshot after each step. While paused it
 // waits, takes single steps on StepOnce, and applies codec changes at once
-// (emitting a snapshot that shows them). When it ends without an error it
-// writes the final checkpoint (FinalCheckpoint). It closes Snapshots when it
-// returns; the error is the one that stopped training (nil when it
-// finished or was stopped).
+// (emitting a snapshot that shows them). When its steps are done it writes
+// the final checkpoint (FinalCheckpoint) and returns, or, with
+// cfg.HoldAtEnd, emits a snapshot marked Finished and keeps the final state
+// open to codec changes (re-encoding it as while paused) until Stop or ctx
+// ends. It closes Snapshots when it returns; the error is the one that
+// stopped training (nil when it finished or was stopped).
 func (t *Trainer) Run(ctx context.Context) error {
 	defer close(t.snaps)
 	for {
@@ -41,7 +39,11 @@ func (t *Trainer) Run(ctx context.Context) error {
 			continue
 		}
 		if t.cfg.Steps > 0 && t.currentStep() >= t.cfg.Steps {
-			return t.FinalCheckpoint()
+			if err := t.FinalCheckpoint(); err != nil || !t.cfg.HoldAtEnd {
+				return err
+			}
+			t.finish()
+			continue
 		}
 		snap, err := t.Step(ctx)
 		if ctx.Err() != nil {
@@ -54,6 +56,19 @@ func (t *Trainer) Run(ctx context.Context) error {
 	}
 }
 
+// finish marks the run as done: later snapshots say Finished, and waitTurn
+// only answers codec changes and Stop.
+func (t *Trainer) finish() {
+	t.ctl.Lock()
+	t.done = true
+	t.ctl.Unlock()
+	t.mu.Lock()
+	t.last.Finished = true
+	snap := t.last
+	t.mu.Unlock()
+	t.emit(snap)
+}
+
 // FinalCheckpoint writes the checkpoint of the current step to
 // CheckpointPath, unless none is configured, no step was taken, or
 // CheckpointEvery already wrote this step's.
@@ -61,10 +76,14 @@ func (t *Trainer) FinalCheckpoint() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	every := t.cfg.CheckpointEvery
-	if t.cfg.CheckpointPath == "" || t.step == 0 || every > 0 && t.step%every == 0 {
+	if t.cfg.CheckpointPath == "" || t.step == 0 || every > 0 && t.step%every == 0 || t.step == t.finalSaved {
 		return nil
 	}
-	return t.saveCheckpoint(t.cfg.CheckpointPath)
+	if err := t.saveCheckpoint(t.cfg.CheckpointPath); err != nil {
+		return err
+	}
+	t.finalSaved = t.step
+	return nil
 }
 
 type turn int
@@ -74,8 +93,8 @@ const (
 	turnCodec
 )
 
-// waitTurn blocks while paused with nothing to do; it reports whether the
-// next thing is a step or applying codec changes.
+// waitTurn blocks while paused (or done) with nothing to do; it reports
+// whether the next thing is a step or applying codec changes.
 func (t *Trainer) waitTurn(ctx context.Context) (turn, error) {
 	for {
 		t.ctl.Lock()
@@ -83,9 +102,10 @@ func (t *Trainer) waitTurn(ctx context.Context) (turn, error) {
 		case t.stopped:
 			t.ctl.Unlock()
 			return turnStep, nil
-		case (len(t.pending) > 0 || len(t.tensorPending) > 0) && t.paused:
+		case (len(t.pending) > 0 || len(t.tensorPending) > 0) && (t.paused || t.done):
 			t.ctl.Unlock()
 			return turnCodec, nil
+		case t.done:
 		case !t.paused:
 			t.ctl.Unlock()
 			return turnStep, nil
@@ -163,10 +183,11 @@ func (t *Trainer) setControl(f func()) {
 }
 
 // SetClassCodec changes the preset and distribution of a tensor class in
-// the LCT run. The tensors of that class are re-encoded before the next
-// step (at once while paused) and the next snapshot shows the new figures;
-// activations take the setting as they are next saved. The values, and so
-// the training, do not change: the codec is lossless.
+// the LCT run. The tensors of that class (but those with a tensor override)
+// are re-encoded before the next step (at once while paused or finished)
+// and the next snapshot shows the new figures; activations take the setting
+// as they are next saved. The values, and so the training, do not change:
+// the codec is lossless.
 func (t *Trainer) SetClassCodec(c TensorClass, cc ClassCodec) error {
 	if _, err := ParseClass(string(c)); err != nil {
 		return err
@@ -188,30 +209,61 @@ func (t *Trainer) ClassCodec(c TensorClass) ClassCodec {
 	return t.desired[c]
 }
 
-// applyPending re-encodes the classes whose setting changed; t.mu is held.
+// SetTensorCodec gives one tensor of the LCT run its own preset and
+// distribution, over its class's; the zero ClassCodec removes the override
+// (so CLEAN/gaussian cannot be set on a tensor alone). It is applied as
+// SetClassCodec's changes are.
+func (t *Trainer) SetTensorCodec(name string, cc ClassCodec) error {
+	if !t.names[name] {
+		return fmt.Errorf("no tensor named %q", name)
+	}
+	if err := CheckClassCodec(cc); err != nil {
+		return err
+	}
+	t.setControl(func() {
+		if cc == (ClassCodec{}) {
+			delete(t.tensorDesired, name)
+		} else {
+			t.tensorDesired[name] = cc
+		}
+		t.tensorPending[name] = cc
+	})
+	return nil
+}
+
+// TensorCodec returns tensor name's override (the latest asked for); ok is
+// false when it follows its class.
+func (t *Trainer) TensorCodec(name string) (ClassCodec, bool) {
+	t.ctl.Lock()
+	defer t.ctl.Unlock()
+	cc, ok := t.tensorDesired[name]
+	return cc, ok
+}
+
+// applyPending re-encodes the tensors whose setting changed; t.mu is held.
 func (t *Trainer) applyPending() error {
 	t.ctl.Lock()
-	changes, tensorChanges := t.pending, t.tensorPending
+	classes, tensors := t.pending, t.tensorPending
 	t.pending, t.tensorPending = map[TensorClass]ClassCodec{}, map[string]ClassCodec{}
 	t.ctl.Unlock()
-	if len(changes) == 0 && len(tensorChanges) == 0 {
+	if len(classes) == 0 && len(tensors) == 0 {
 		return nil
 	}
 	st := t.lct.st
-	for c, cc := range changes {
+	for c, cc := range classes {
 		st.classes[c] = cc
 	}
-	for name, cc := range tensorChanges {
+	for name, cc := range tensors {
 		if cc == (ClassCodec{}) {
-			delete(st.overrides, name)
+			delete(st.tensors, name)
 		} else {
-			st.overrides[name] = cc
+			st.tensors[name] = cc
 		}
 	}
 	for _, s := range t.lct.storedSlots() {
-		_, classChanged := changes[s.class]
-		_, tensorChanged := tensorChanges[s.name]
-		if classChanged || tensorChanged {
+		_, byClass := classes[s.class]
+		_, byName := tensors[s.name]
+		if byClass || byName {
 			st.reencode(s)
 		}
 	}
@@ -225,70 +277,4 @@ func (t *Trainer) refreshTensors(s *Snapshot) {
 	s.Time = fresh.Time
 	s.Tensors, s.Fallbacks = fresh.Tensors, fresh.Fallbacks
 	s.MemLCT, s.PeakBytesLCT, s.PoolBytes = fresh.MemLCT, fresh.PeakBytesLCT, fresh.PoolBytes
-}
-
-// TensorDetail is one block of a stored tensor with the codebook and layout
-// the codec used for it, for the UI's teaching view.
-type TensorDetail struct {
-	Name  string
-	Class TensorClass
-	// Values is the block's values (at most Layout.BlockSize) in the order
-	// the codec saw them. The trainer's are each group of 256 scrambled
-	// (scramble.go), so value i went to stream i mod 256; a checkpoint
-	// file's are in file order.
-	Values   []uint16
-	Codebook codec.Codebook
-	Layout   codec.Layout
-	Block    int // this block's index, 0-based
-	Blocks   int // the tensor's block count
-	N        int // the tensor's element count
-}
-
-// Detail returns block `block` of a parameter or optimizer state of the LCT
-// run as the codec encoded it, with its codebook and layout; the trainer
-// codes each chunk of a tensor as a tensor of one block, so block b is
-// chunk b. It waits for the step in progress, so call it off the UI's
-// goroutine. Activations live only inside a step and cannot be asked for.
-func (t *Trainer) Detail(name string, block int) (TensorDetail, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, err := t.storedSlot(name)
-	if err != nil {
-		return TensorDetail{}, err
-	}
-	if block < 0 || block >= s.chunkCount() {
-		return TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range 0..%d", name, block, s.chunkCount()-1)
-	}
-	st := t.lct.st
-	lo, hi := s.chunkRange(block)
-	d := TensorDetail{Name: s.name, Class: s.class, Values: make([]uint16, hi-lo), Block: block, Blocks: s.chunkCount(), N: s.n}
-	if err := st.decodeChunk(st.workers[0], s, block, d.Values); err != nil {
-		return TensorDetail{}, err
-	}
-	scramble(d.Values) // back to the order the codec saw (see scramble.go)
-	if c := &s.chunks[block]; c.enc != nil {
-		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout
-	} else {
-		// Kept as it is: show what the codec would choose for it.
-		cc := st.codecOf(s)
-		h := codec.SampleHistogram(d.Values)
-		d.Codebook = codec.FitCodebook(cc.Dist, &h)
-		d.Layout = codec.ChooseLayout(cc.Preset, &d.Codebook, &h)
-	}
-	if len(d.Values) > d.Layout.BlockSize {
-		d.Values = d.Values[:d.Layout.BlockSize]
-	}
-	return d, nil
-}
-
-// storedSlot finds a parameter or optimizer state of the LCT run; t.mu is held.
-func (t *Trainer) storedSlot(name string) (*slot, error) {
-	idx := slices.IndexFunc(t.lct.storedSlots(), func(s *slot) bool { return s.name == name })
-	if idx < 0 {
-		if strings.HasPrefix(name, "act.") {
-			return nil, fmt.Errorf("tensor %s: activations are freed after each backward pass; pick a weight or an optimizer state", name)
-		}
-		return nil, fmt.Errorf("no tensor named %q", name)
-	}
-	return t.lct.storedSlots()[idx], nil
 }

@@ -1,5 +1,7 @@
 package trainer
 
+import "lcttop/codec"
+
 // Session is what the UI drives: a training run (CPU or CUDA), a checkpoint file, or a run folder.
 type Session interface {
 	Snapshots() <-chan Snapshot // coalescing: holds the newest snapshot only
@@ -18,4 +20,23 @@ type Session interface {
 	Detail(name string, block int) (TensorDetail, error)
 	// Values returns a stored tensor's current values, whole, in tensor order.
 	Values(name string) ([]uint16, error)
+}
+
+// The CPU trainer is a Session.
+var _ Session = (*Trainer)(nil)
+
+// TensorDetail is one block of a stored tensor with the codebook and layout
+// the LCT run used for it, for the UI's teaching view.
+type TensorDetail struct {
+	Name  string
+	Class TensorClass
+	// Block is this block's index and Blocks the tensor's block count; N is
+	// the tensor's element count.
+	Block, Blocks, N int
+	// Values is the block as the codec saw it (at most Layout.BlockSize
+	// values): in the CPU trainer the tensor's values with each group of 256
+	// scrambled (scramble.go), so value i went to stream i mod 256.
+	Values   []uint16
+	Codebook codec.Codebook
+	Layout   codec.Layout
 }

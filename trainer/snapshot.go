@@ -80,6 +80,7 @@ type Snapshot struct {
 	Backend         string        `json:"backend"`
 	Model           string        `json:"model"`
 	Optimizer       string        `json:"optimizer"`
+	Data            string        `json:"data,omitempty"` // the training text: a file, or "built-in corpus"
 	LossLCT         float32       `json:"loss_lct"`
 	LossShadow      float32       `json:"loss_shadow"`
 	ValLoss         float32       `json:"val_loss,omitempty"` // latest validation loss, 0 until measured
@@ -103,8 +104,8 @@ type Snapshot struct {
 	Workers         int           `json:"workers"`         // goroutines each run computes with
 	Err             string        `json:"error,omitempty"` // set when the trainer stopped on an error
 
-	// Finished is set once the run has taken the steps it was asked for:
-	// codec changes still apply to its final state; no step follows.
+	// Finished says the run has taken all its steps; its final state still
+	// answers codec changes (Config.HoldAtEnd).
 	Finished bool `json:"finished,omitempty"`
 
 	// File is set when the snapshot describes checkpoint files rather than

@@ -82,19 +82,17 @@ type store struct {
 	compress bool
 	alloc    Allocator
 	classes  map[TensorClass]ClassCodec
+	tensors  map[string]ClassCodec // per-tensor overrides of classes
 	pool     *overflowPool
 	workers  []*codecWorker
 	clock    codecClock
 
 	errMu sync.Mutex
 	err   error
-
-	// overrides are per-tensor settings that take precedence over classes.
-	overrides map[string]ClassCodec
 }
 
 func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
-	st := &store{compress: compress, alloc: alloc, classes: classes, overrides: map[string]ClassCodec{}}
+	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]ClassCodec{}}
 	if !compress {
 		return st, nil
 	}
@@ -104,6 +102,15 @@ func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec
 	}
 	st.growWorkers()
 	return st, st.takeErr()
+}
+
+// codecOf is the setting slot s is encoded with: its own override, else
+// its class's.
+func (st *store) codecOf(s *slot) ClassCodec {
+	if cc, ok := st.tensors[s.name]; ok {
+		return cc
+	}
+	return st.classes[s.class]
 }
 
 // codecWorkerScratch bounds what one codecWorker's Encoder and Decoder
@@ -323,14 +330,6 @@ func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
 		fn(lo, buf[:hi-lo])
 	}
 	st.freeBuf(CodecScratch, buf)
-}
-
-// codecOf is the setting slot s is encoded with: its override, else its class's.
-func (st *store) codecOf(s *slot) ClassCodec {
-	if cc, ok := st.overrides[s.name]; ok {
-		return cc
-	}
-	return st.classes[s.class]
 }
 
 // reencode encodes s again under its class's current setting.

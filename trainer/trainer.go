@@ -34,20 +34,21 @@ type Trainer struct {
 	weightsChecked int
 	valLoss        float32
 	last           Snapshot
+	finalSaved     int // step of the last checkpoint FinalCheckpoint wrote
 
 	ctl      sync.Mutex
 	paused   bool
 	stepOnce int
 	stopped  bool
+	done     bool                       // HoldAtEnd: the steps are done, Run waits for Stop
 	desired  map[TensorClass]ClassCodec // what the controls asked for
 	pending  map[TensorClass]ClassCodec // asked for, not applied yet
-	wake     chan struct{}
-	snaps    chan Snapshot
-
-	// Per-tensor overrides asked for, and the changes not applied yet (a
-	// zero ClassCodec: the override removed); guarded by ctl.
-	tensorDesired map[string]ClassCodec
-	tensorPending map[string]ClassCodec
+	// Per-tensor overrides: asked for, and not applied yet (the zero
+	// ClassCodec removes one).
+	tensorDesired, tensorPending map[string]ClassCodec
+	names                        map[string]bool // every tensor the LCT run stores
+	wake                         chan struct{}
+	snaps                        chan Snapshot
 }
 
 // New checks cfg, loads the data, and sets up both runs from the seed (or
@@ -68,7 +69,7 @@ func New(cfg Config) (*Trainer, error) {
 	t := &Trainer{
 		cfg: rc, data: data, identical: true,
 		desired: maps.Clone(rc.Codec), pending: map[TensorClass]ClassCodec{},
-		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]ClassCodec{},
+		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]ClassCodec{}, names: map[string]bool{},
 		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
 	}
 	if rc.ValBatches > 0 {
@@ -80,6 +81,9 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	if t.lct, err = newRun("lct", true, rc.model, rc.Batch, rc.SeqLen, opt, classes, rc.poolBudget()); err != nil {
 		return nil, err
+	}
+	for _, s := range append(t.lct.storedSlots(), t.lct.activationSlots()...) {
+		t.names[s.name] = true
 	}
 	vals := InitialValues(rc.model, rc.Seed)
 	if rc.ResumePath != "" {
@@ -233,7 +237,7 @@ func (t *Trainer) validate() (float32, error) {
 func (t *Trainer) snapshot(lossL, lossS float32, timeL, timeS time.Duration, clock codecClock) Snapshot {
 	memL, memS := t.lct.ledger.Memory(), t.shadow.ledger.Memory()
 	s := Snapshot{
-		Step: t.step, Time: time.Now(), Backend: t.cfg.Backend, Model: t.cfg.Model, Optimizer: t.cfg.Optimizer,
+		Step: t.step, Time: time.Now(), Backend: t.cfg.Backend, Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Data: t.data.Name,
 		LossLCT: lossL, LossShadow: lossS, ValLoss: t.valLoss,
 		BitIdentical: t.identical, Mismatch: t.mismatch, WeightsChecked: t.weightsChecked,
 		StepTimeLCT: timeL, StepTimeShadow: timeS, CodecTime: clock.encode + clock.decode,

@@ -267,17 +267,11 @@ func TestDetail(t *testing.T) {
 	if err := enc.Encode(&ct, d.Values, d.Codebook, d.Layout); err != nil {
 		t.Fatalf("the detail's codebook and layout do not encode its values: %v", err)
 	}
-	if d.Block != 0 || d.N != tr.shadow.byName["blk0.qkv.w"].w.n || d.Blocks != (d.N+chunkElems-1)/chunkElems {
-		t.Fatalf("detail: block %d of %d, N %d", d.Block, d.Blocks, d.N)
-	}
 	if _, err := tr.Detail("act.blk0.fc", 0); err == nil || !strings.Contains(err.Error(), "activations") {
 		t.Fatalf("activation detail: %v", err)
 	}
 	if _, err := tr.Detail("nope", 0); err == nil {
 		t.Fatal("unknown tensor accepted")
-	}
-	if _, err := tr.Detail("blk0.qkv.w.v", d.Blocks); err == nil || !strings.Contains(err.Error(), "out of range") {
-		t.Fatalf("block past the end: %v", err)
 	}
 }
 

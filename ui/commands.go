@@ -6,6 +6,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"lcttop/trainer"
+	"lcttop/ui/charts"
+	"lcttop/ui/compare"
 	"lcttop/ui/export"
 	"lcttop/ui/msgs"
 	"lcttop/ui/teach"
@@ -40,18 +42,34 @@ func waitSnapshot(ch <-chan trainer.Snapshot, delay time.Duration) tea.Cmd {
 // setClassCodec asks the source to change a class's codec, off the event
 // loop; of several requests for one class, the newest wins.
 func setClassCodec(src Source, seq *codecSeq, c trainer.TensorClass, cc trainer.ClassCodec) tea.Cmd {
+	return seq.latestOnly("class "+string(c), func() tea.Msg {
+		return msgs.CodecSet{Class: c, Codec: cc, Err: src.SetClassCodec(c, cc)}
+	})
+}
+
+// setTensorCodec asks the source to change one tensor's codec (the zero
+// ClassCodec: back to its class's), off the event loop; the newest wins.
+func setTensorCodec(src Source, seq *codecSeq, name string, c trainer.TensorClass, cc trainer.ClassCodec) tea.Cmd {
+	return seq.latestOnly("tensor "+name, func() tea.Msg {
+		return msgs.CodecSet{Tensor: name, Class: c, Codec: cc, Err: src.SetTensorCodec(name, cc)}
+	})
+}
+
+// latestOnly numbers a request for key and runs call unless a newer
+// request for key was made meanwhile.
+func (seq *codecSeq) latestOnly(key string, call func() tea.Msg) tea.Cmd {
 	seq.mu.Lock()
 	seq.n++
 	n := seq.n
-	seq.latest[c] = n
+	seq.latest[key] = n
 	seq.mu.Unlock()
 	return func() tea.Msg {
 		seq.mu.Lock()
 		defer seq.mu.Unlock()
-		if seq.latest[c] != n {
-			return nil // a newer request for this class follows
+		if seq.latest[key] != n {
+			return nil // a newer request follows
 		}
-		return msgs.CodecSet{Class: c, Codec: cc, Err: src.SetClassCodec(c, cc)}
+		return call()
 	}
 }
 
@@ -63,9 +81,9 @@ type detailLoaded struct {
 	err      error
 }
 
-func loadDetail(src Source, seq int, name string) tea.Cmd {
+func loadDetail(src Source, seq int, name string, block int) tea.Cmd {
 	return func() tea.Msg {
-		d, err := src.Detail(name, 0)
+		d, err := src.Detail(name, block)
 		if err != nil {
 			return detailLoaded{seq: seq, name: name, err: err}
 		}
@@ -74,10 +92,37 @@ func loadDetail(src Source, seq int, name string) tea.Cmd {
 	}
 }
 
-// exportSnapshot writes the snapshot's JSON and CSV and the codec plan
-// that lcttop pack --plan applies: each class's codec and each tensor's
-// override, as the source holds them now.
-func exportSnapshot(dir string, s trainer.Snapshot, src Source) tea.Cmd {
+// gridLoaded carries the compare view's grid.
+type gridLoaded struct {
+	seq  int
+	grid *compare.Grid
+	err  error
+}
+
+// loadGrid takes a tensor's values from the source and encodes them under
+// every codec, off the event loop.
+func loadGrid(src Source, seq int, name string, step int) tea.Cmd {
+	return func() tea.Msg {
+		vals, err := src.Values(name)
+		if err != nil {
+			return gridLoaded{seq: seq, err: err}
+		}
+		g, err := compare.Compute(name, step, vals)
+		return gridLoaded{seq: seq, grid: g, err: err}
+	}
+}
+
+// autoTick is the teaching view's auto-advance beat.
+type autoTick struct{ seq int }
+
+func autoAdvanceAfter(seq int) tea.Cmd {
+	return tea.Tick(autoAdvanceEvery, func(time.Time) tea.Msg { return autoTick{seq: seq} })
+}
+
+// exportSnapshot writes the snapshot's JSON and CSV, the history's CSV, and
+// the codec plan that lcttop pack --plan applies: each class's codec and
+// each tensor's override, as the source holds them now.
+func exportSnapshot(dir string, s trainer.Snapshot, h []charts.Sample, src Source) tea.Cmd {
 	return func() tea.Msg {
 		plan := trainer.Plan{Classes: map[trainer.TensorClass]trainer.ClassCodec{}, Tensors: map[string]trainer.ClassCodec{}}
 		if src != nil {
@@ -91,11 +136,11 @@ func exportSnapshot(dir string, s trainer.Snapshot, src Source) tea.Cmd {
 				}
 			}
 		}
-		j, c, err := export.Write(dir, &s)
+		paths, err := export.Write(dir, &s, h)
 		if err != nil {
 			return msgs.Exported{Err: err}
 		}
 		p, err := export.WritePlan(dir, &s, plan)
-		return msgs.Exported{JSONPath: j, CSVPath: c, PlanPath: p, Err: err}
+		return msgs.Exported{Paths: append(paths, p), Err: err}
 	}
 }

@@ -20,5 +20,5 @@ func ExampleNew() {
 	m, _ = m.Update(msgs.Snapshot{Snapshot: src.Emit()})
 	first := strings.Split(m.View(), "\n")[0]
 	fmt.Println(strings.Join(strings.Fields(first), " "))
-	// Output: lcttop [running] step 1 · — steps/s · cpu/tiny/adamw · CPU ✓ BIT-IDENTICAL
+	// Output: lcttop [running] step 1 · — steps/s · cpu/tiny/adamw · CPU · data built-in corpus ✓ BIT-IDENTICAL
 }

@@ -75,14 +75,14 @@ func TestExportWritesPlan(t *testing.T) {
 	}
 	nm, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e")})
 	ex, ok := cmd().(msgs.Exported)
-	if !ok || ex.Err != nil || ex.PlanPath == "" {
+	if !ok || ex.Err != nil || len(ex.Paths) == 0 || !strings.HasSuffix(ex.Paths[len(ex.Paths)-1], "-plan.json") {
 		t.Fatalf("export: %+v", ex)
 	}
 	nm, _ = nm.Update(ex)
 	if !strings.Contains(nm.(Model).View(), "exported") {
 		t.Error("status does not say what was exported")
 	}
-	b, err := os.ReadFile(ex.PlanPath)
+	b, err := os.ReadFile(ex.Paths[len(ex.Paths)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestExportWritesPlan(t *testing.T) {
 	if got := p.Tensors["wte"].String(); got != "high/laplace" {
 		t.Errorf("plan: wte %s", got)
 	}
-	if got := p.Classes[trainer.ClassAdamV].String(); got != "clean/gaussian" {
+	if got := p.Classes[trainer.ClassAdamV].String(); got != "auto/empirical" {
 		t.Errorf("plan: adam_v %s", got)
 	}
 }

@@ -1,6 +1,10 @@
 package ui
 
-import "lcttop/ui/box"
+import (
+	"slices"
+
+	"lcttop/ui/box"
+)
 
 // rect is a panel's place in the body, in lines and columns.
 type rect struct {
@@ -14,8 +18,12 @@ type row struct {
 	panels []rect
 }
 
-// Wide layouts put panels side by side from this width on.
-const wideWidth = 120
+// Wide layouts put panels side by side from this width on; from fullWidth
+// on the overview's bottom row holds memory, codec and history.
+const (
+	wideWidth = 120
+	fullWidth = 160
+)
 
 // Desired heights of panels when stacked in a narrow terminal.
 const (
@@ -63,8 +71,18 @@ func (m *Model) overviewLayout() []row {
 			topH = max(topH, 10)
 		}
 		if len(top) > 0 {
-			weights := map[Panel]int{PanelTable: 11, PanelHistogram: 9}
-			rows = append(rows, sideBySide(top, weights, w, topH))
+			r := sideBySide(top, map[Panel]int{PanelTable: 11, PanelHistogram: 9}, w, topH)
+			// The table keeps the 80 columns it has at 80×24 (names long
+			// enough to tell w, m and v apart), the histogram the rest.
+			if len(r.panels) == 2 && r.panels[0].w < 80 && w-81 >= 30 {
+				r.panels[0].w, r.panels[1].w = 80, w-81
+			}
+			rows = append(rows, r)
+		}
+		if w < fullWidth {
+			// Three panels would cut the memory and codec figures: the
+			// history is a tab away.
+			bottom = slices.DeleteFunc(bottom, func(p Panel) bool { return p == PanelCharts && len(bottom) == 3 })
 		}
 		if len(bottom) > 0 {
 			weights := map[Panel]int{PanelMemory: 5, PanelCodec: 4, PanelCharts: 5}

@@ -17,6 +17,7 @@ import (
 
 	"lcttop/trainer"
 	"lcttop/ui/charts"
+	"lcttop/ui/compare"
 	"lcttop/ui/header"
 	"lcttop/ui/keys"
 	"lcttop/ui/msgs"
@@ -33,13 +34,25 @@ const (
 	Overview  View = iota // tensors, histogram, memory, codec, history as space allows
 	Resources             // memory and codec at full size
 	History               // the history charts at full size
+	Compare               // the selected tensor under every codec
 	Teaching              // one value through the codec
 	numViews
 )
 
-var viewNames = [...]string{"overview", "memory & codec", "history", "teaching"}
+var viewNames = [...]string{"overview", "memory & codec", "history", "compare", "teaching"}
 
 func (v View) String() string { return viewNames[v] }
+
+// shortViewNames fit the status line of a narrow terminal beside a notice.
+var shortViewNames = [...]string{"overview", "memory", "history", "compare", "teach"}
+
+// label is v's name on the status line: short below 100 columns.
+func (v View) label(width int) string {
+	if width < 100 {
+		return shortViewNames[v]
+	}
+	return viewNames[v]
+}
 
 // Panel is a hideable panel.
 type Panel int
@@ -102,23 +115,39 @@ type Model struct {
 	errs   map[string]error // newest error per source
 	status string           // one-line notice (export done, codec requested)
 
-	pending map[trainer.TensorClass]trainer.ClassCodec // requested, not yet seen
-	setSeq  *codecSeq
+	pending       map[trainer.TensorClass]trainer.ClassCodec // requested, not yet seen
+	pendingTensor map[string]trainer.ClassCodec              // the same for one tensor (zero: back to its class)
+	setSeq        *codecSeq
+	stopping      bool // q was pressed: the source is ending its step
 
 	// Teaching view.
-	teachName  string // tensor whose block is loaded (or loading)
-	teachSeq   int
-	analysis   *teach.Analysis
-	teachErr   error
-	teachIndex int
+	teachName   string // tensor whose block is loaded (or loading)
+	teachBlock  int    // the block shown (or asked for)
+	teachBlocks int    // the tensor's block count (0 until a block is loaded)
+	teachSeq    int
+	analysis    *teach.Analysis
+	teachErr    error
+	teachIndex  int
+	autoAdvance bool // a value every autoAdvanceEvery
+	autoSeq     int
+
+	// Compare view.
+	cmpName string // tensor whose grid is computed (or computing)
+	cmpSeq  int
+	grid    *compare.Grid
+	cmpErr  error
 }
 
-// codecSeq orders SetClassCodec calls: each request carries a number, and
-// an older request that reaches the source after a newer one for the same
-// class is dropped, so the last key press wins.
+// autoAdvanceEvery is the teaching view's pace in auto-advance mode.
+const autoAdvanceEvery = 2 * time.Second
+
+// codecSeq orders SetClassCodec and SetTensorCodec calls: each request
+// carries a number, and an older request that reaches the source after a
+// newer one for the same class (or tensor) is dropped, so the last key
+// press wins.
 type codecSeq struct {
 	mu     sync.Mutex // held while calling the source
-	latest map[trainer.TensorClass]int
+	latest map[string]int
 	n      int
 }
 
@@ -134,18 +163,19 @@ func New(src Source, opt Options) Model {
 	fi.Placeholder = "name or class words"
 	fi.CharLimit = 64
 	m := Model{
-		src:     src,
-		opt:     opt,
-		st:      st,
-		keys:    keys.Default(),
-		width:   80,
-		height:  24,
-		history: &charts.History{},
-		window:  1,
-		filter:  fi,
-		errs:    map[string]error{},
-		pending: map[trainer.TensorClass]trainer.ClassCodec{},
-		setSeq:  &codecSeq{latest: map[trainer.TensorClass]int{}},
+		src:           src,
+		opt:           opt,
+		st:            st,
+		keys:          keys.Default(),
+		width:         80,
+		height:        24,
+		history:       &charts.History{},
+		window:        1,
+		filter:        fi,
+		errs:          map[string]error{},
+		pending:       map[trainer.TensorClass]trainer.ClassCodec{},
+		pendingTensor: map[string]trainer.ClassCodec{},
+		setSeq:        &codecSeq{latest: map[string]int{}},
 	}
 	if opt.StartErr != nil {
 		m.errs["trainer"] = opt.StartErr

@@ -2,11 +2,11 @@ package ui
 
 import "lcttop/trainer"
 
-// Source is what the UI drives: a training run, a checkpoint file or a run
-// folder. The real *trainer.Trainer and the checkpoint sessions satisfy it;
-// tests use ui/fake.
+// Source is what the UI drives: a training run (the CPU trainer, the CUDA
+// trainer), or later a file; tests use ui/fake.
 //
 // Pause, Resume, StepOnce and Stop are called from the UI's event loop and
-// must return promptly. SetClassCodec and Detail may take a while (a class
-// is re-encoded, a block copied out); the UI calls them off its loop.
+// must return promptly. SetClassCodec, SetTensorCodec, Detail and Values
+// may take a while (tensors are re-encoded, a block copied out); the UI
+// calls them off its loop.
 type Source = trainer.Session

@@ -88,7 +88,7 @@ func TestEveryPanelRenders(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{
 		"lcttop", "step 5", "cpu/tiny/adamw", "✓ BIT-IDENTICAL", // header
-		"─ Tensors 6", "used/alloc", "h0.attn.qkv.w.v", // table
+		"─ Tensors 8", "used/alloc", "h0.attn.qkv.w.v", // table
 		"─ Exponents · wte", "len ", "entropy", // histogram
 		"─ Memory", "optimizer_state", "saved", // memory
 		"─ Codec", "encode 1.25 GB/s", "overflow pool", "fallbacks", // codec
@@ -107,7 +107,7 @@ func TestEveryPanelRenders(t *testing.T) {
 		}
 	}
 	for view, wants := range map[View][]string{
-		Resources: {"─ Memory", "─ Codec", "weight     clean/gaussian"},
+		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},
 		History:   {"─ History", "window 1m"},
 		Teaching:  {"─ Teaching", "1 bits", "2 split", "3 code", "4 place", "5 stream", "6 block"},
 	} {
@@ -131,7 +131,7 @@ type keyCase struct {
 
 func TestKeysDoWhatHelpSays(t *testing.T) {
 	cases := map[string]keyCase{
-		"down": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "h0.attn.qkv.w") }},
+		"down": {check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte.m") }},
 		"up": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) },
 			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
 		"pgdown": {check: func(t *testing.T, b, a Model, _ *fake.Source) {
@@ -152,10 +152,10 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"g": {setup: func(m Model) Model { return update(t, m, keyMsg("end")) },
 			check: func(t *testing.T, b, a Model, _ *fake.Source) { wantSel(t, a, "wte") }},
 		"d": {check: func(t *testing.T, b, a Model, src *fake.Source) {
-			wantCall(t, src, "SetClassCodec weight clean/laplace")
+			wantCall(t, src, "SetClassCodec weight auto/gaussian")
 		}},
 		"p": {check: func(t *testing.T, b, a Model, src *fake.Source) {
-			wantCall(t, src, "SetClassCodec weight medium/gaussian")
+			wantCall(t, src, "SetClassCodec weight clean/empirical")
 		}},
 		"space": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "Pause")
@@ -186,11 +186,11 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				a = update(t, a, keyMsg(string(r)))
 			}
 			a = update(t, a, keyMsg("enter"))
-			if a.table.Len() != 2 || !strings.Contains(a.View(), "Tensors 2 of 6") {
+			if a.table.Len() != 3 || !strings.Contains(a.View(), "Tensors 3 of 8") {
 				t.Errorf("filter adam shows %d rows", a.table.Len())
 			}
 			a = update(t, a, keyMsg("esc"))
-			if a.table.Len() != 6 {
+			if a.table.Len() != 8 {
 				t.Error("esc did not clear the filter")
 			}
 		}},
@@ -232,7 +232,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			}
 		}},
 		"o": {setup: func(m Model) Model {
-			for i := 0; i < 4; i++ { // h0.attn.qkv.w.v spills under CLEAN
+			for i := 0; i < 4; i++ { // h0.attn.qkv.w.v spills
 				m = update(t, m, keyMsg("down"))
 			}
 			return teachAt(0)(m)
@@ -274,7 +274,94 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				t.Error("? did not close help")
 			}
 		}},
-		"q": {check: func(t *testing.T, b, a Model, src *fake.Source) { wantCall(t, src, "Stop") }},
+		"q": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "Stop")
+			if !a.stopping || !strings.Contains(a.View(), "[stopping…]") || !strings.Contains(a.View(), "stopping… the step in progress ends first") {
+				t.Errorf("q does not say it is stopping:\n%s", a.View())
+			}
+			// The source closes its snapshots once its step ends: then the UI quits.
+			_, cmd := updateCmd(t, a, msgs.SnapshotsClosed{})
+			if cmd == nil {
+				t.Fatal("no command once the source closed")
+			}
+			if _, ok := cmd().(tea.QuitMsg); !ok {
+				t.Fatal("the UI does not quit once the source closed")
+			}
+		}},
+		"D": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) }, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetTensorCodec wte.m auto/gaussian")
+			if c := src.ClassCodec(trainer.ClassAdamM); c.Dist.String() != "empirical" {
+				t.Errorf("D changed the class: %v", c)
+			}
+			a = feed(t, a, src)
+			if r := tensorRow(t, a, "wte.m"); r.Distribution != "gaussian" || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != "empirical" {
+				t.Errorf("wte.m on %s, its class-mate on %s", r.Distribution, tensorRow(t, a, "h0.attn.qkv.w.m").Distribution)
+			}
+			if !strings.Contains(a.View(), "wte.m now auto/gaussian (this tensor alone)") {
+				t.Errorf("not reported:\n%s", a.View())
+			}
+			// Round the cycle: back on the class's setting the override goes.
+			for range 3 {
+				a = press(t, a, "D")
+			}
+			wantCall(t, src, "SetTensorCodec wte.m clean/gaussian") // the zero ClassCodec: no override
+			if _, ok := src.TensorCodec("wte.m"); ok {
+				t.Error("the override stayed")
+			}
+		}},
+		"P": {check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "SetTensorCodec wte clean/empirical")
+			a = feed(t, a, src)
+			if r := tensorRow(t, a, "wte"); r.Preset != "clean" || tensorRow(t, a, "h0.mlp.fc.w").Preset != "auto" {
+				t.Errorf("wte on %s", r.Preset)
+			}
+		}},
+		"c": {setup: func(m Model) Model {
+			for range 4 { // h0.attn.qkv.w.v, an adam_v
+				m = update(t, m, keyMsg("down"))
+			}
+			return m
+		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantView(t, a, Compare)
+			wantCall(t, src, "Values h0.attn.qkv.w.v")
+			if a.grid == nil || !strings.Contains(a.View(), "★ best ratio") {
+				t.Fatalf("no grid:\n%s", a.View())
+			}
+		}},
+		">": {setup: teachOn("h0.mlp.fc.w", 5), check: func(t *testing.T, b, a Model, src *fake.Source) {
+			wantCall(t, src, "Detail h0.mlp.fc.w 1")
+			if a.analysis == nil || a.analysis.Detail.Block != 1 || !strings.Contains(a.View(), "block 1 of 3") {
+				t.Fatalf("not on block 1:\n%s", a.View())
+			}
+			a = press(t, a, ">")
+			a = press(t, a, ">") // past the last: says so, stays
+			if a.analysis.Detail.Block != 2 || !strings.Contains(a.View(), "has 3 blocks: this is block 2") {
+				t.Errorf("after the last block:\n%s", a.View())
+			}
+		}},
+		"<": {setup: func(m Model) Model {
+			m = teachOn("h0.mlp.fc.w", 5)(m)
+			return press(t, m, ">")
+		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
+			if a.analysis == nil || a.analysis.Detail.Block != 0 || !strings.Contains(a.View(), "block 0 of 3") {
+				t.Fatalf("not back on block 0:\n%s", a.View())
+			}
+		}},
+		"a": {setup: teachAt(5), check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			// press ran the first tick (2 s later): one value on.
+			if !a.autoAdvance || !strings.Contains(a.View(), "auto-advance") || a.teachIndex != 6 {
+				t.Fatalf("auto-advance on %v, value %d, want 6", a.autoAdvance, a.teachIndex)
+			}
+			a = update(t, a, autoTick{seq: a.autoSeq})
+			if a.teachIndex != 7 {
+				t.Errorf("a tick moved to value %d, want 7", a.teachIndex)
+			}
+			a = press(t, a, "a")
+			a = update(t, a, autoTick{seq: a.autoSeq})
+			if a.teachIndex != 7 {
+				t.Errorf("a tick after a stopped it moved to %d", a.teachIndex)
+			}
+		}},
 	}
 	// Every key the help lists has a case here.
 	km := New(nil, Options{}).keys
@@ -297,14 +384,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				m = c.setup(m)
 			}
 			m2, cmd := updateCmd(t, m, keyMsg(k))
-			if k == "q" {
-				if cmd == nil {
-					t.Fatal("q returned no command")
-				}
-				if _, ok := cmd().(tea.QuitMsg); !ok {
-					t.Fatal("q does not quit")
-				}
-			} else {
+			if k != "q" {
 				m2 = runCmd(t, m2, cmd)
 			}
 			c.check(t, m, m2, src)
@@ -360,6 +440,17 @@ func teachAt(i int) func(Model) Model {
 	}
 }
 
+// teachOn selects tensor name and opens the teaching view on value i.
+func teachOn(name string, i int) func(Model) Model {
+	return func(m Model) Model {
+		for m.Selected() != name {
+			nm, _ := m.Update(keyMsg("down"))
+			m = nm.(Model)
+		}
+		return teachAt(i)(m)
+	}
+}
+
 // runCmdT is runCmd for setups, which have no *testing.T of their own.
 func runCmdT(m Model, cmd tea.Cmd) Model {
 	if cmd == nil {
@@ -384,24 +475,27 @@ func itoa(i int) string { return fmt.Sprint(i) }
 
 func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m, src := newTestModel(t, 160, 48, 3)
-	before := tensorRow(t, m, "wte")
-	if before.Distribution != "gaussian" {
-		t.Fatalf("starts on %s", before.Distribution)
+	if r := tensorRow(t, m, "wte"); r.Preset != "auto" || r.Distribution != "empirical" {
+		t.Fatalf("starts on %s/%s", r.Preset, r.Distribution)
 	}
+	m = press(t, m, "p")
+	wantCall(t, src, "SetClassCodec weight clean/empirical")
+	m = feed(t, m, src)
+	before := tensorRow(t, m, "wte")
 	m = press(t, m, "d")
-	wantCall(t, src, "SetClassCodec weight clean/laplace")
-	if !strings.Contains(m.View(), "clean/gaussian → clean/laplace") {
+	wantCall(t, src, "SetClassCodec weight clean/gaussian")
+	if !strings.Contains(m.View(), "clean/empirical → clean/gaussian") {
 		t.Error("the pending change is not shown")
 	}
 	m = feed(t, m, src)
 	after := tensorRow(t, m, "wte")
-	// CLEAN's streams have a fixed capacity, so a better-fitting codebook
+	// CLEAN's streams have a fixed capacity, so a worse-fitting codebook
 	// shows in the bits used and the escapes, not in the ratio.
-	if after.Distribution != "laplace" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate {
-		t.Fatalf("figures did not move: used %v → %v, escapes %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate)
+	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || after.Ratio != before.Ratio {
+		t.Fatalf("figures: used %v → %v, escapes %v → %v, ratio %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.Ratio, after.Ratio)
 	}
 	v := m.View()
-	if !strings.Contains(v, "clean/laplace · log scale") || strings.Contains(v, "→ clean/laplace") || !strings.Contains(v, "weight now clean/laplace") {
+	if !strings.Contains(v, "clean/gaussian · log scale") || strings.Contains(v, "→ clean/gaussian") || !strings.Contains(v, "weight now clean/gaussian") {
 		t.Errorf("view after the change:\n%s", v)
 	}
 	if !strings.Contains(v, fmt.Sprintf("used %.3f", after.UsedBits)) || strings.Contains(v, fmt.Sprintf("used %.3f", before.UsedBits)) {
@@ -411,20 +505,23 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m = press(t, m, "p")
 	m = press(t, m, "p")
 	m = press(t, m, "p") // clean → medium → high → auto
-	wantCall(t, src, "SetClassCodec weight auto/laplace")
+	wantCall(t, src, "SetClassCodec weight auto/gaussian")
 	m = feed(t, m, src)
 	auto := tensorRow(t, m, "wte")
 	if auto.Preset != "auto" || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
 		t.Errorf("auto: ratio %v (was %v) not shown", auto.Ratio, after.Ratio)
 	}
 	// Every class member moved, other classes did not.
-	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "gaussian" {
+	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != "gaussian" {
+		t.Errorf("another weight stayed on %s", r.Distribution)
+	}
+	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "empirical" {
 		t.Errorf("adam_m changed too: %s", r.Distribution)
 	}
 	// Pressing d twice before a snapshot cycles on from the pending choice.
 	m = press(t, m, "d")
 	m = press(t, m, "d")
-	wantCall(t, src, "SetClassCodec weight auto/empirical")
+	wantCall(t, src, "SetClassCodec weight auto/powerlaw")
 }
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
@@ -442,7 +539,7 @@ func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
 
 func TestErrorsRender(t *testing.T) {
 	t.Run("trainer could not start", func(t *testing.T) {
-		m := New(nil, Options{StartErr: errors.New("backend cuda: built without CUDA: rebuild with -tags cuda")})
+		m := New(nil, Options{StartErr: errors.New("--backend cuda: no NVIDIA driver: libcuda.so.1 not found")})
 		m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 		v := m.View()
 		checkRect(t, "start error", v, 80, 24)
@@ -496,7 +593,7 @@ func TestErrorsRender(t *testing.T) {
 		m, src := newTestModel(t, 160, 48, 2)
 		src.SetErr = errors.New("pool budget too small for high")
 		m = press(t, m, "p")
-		if v := m.View(); !strings.Contains(v, "✗ codec: weight → medium/gaussian: pool budget too small") || strings.Contains(v, "(next snapshot)") {
+		if v := m.View(); !strings.Contains(v, "✗ codec: weight → clean/empirical: pool budget too small") || strings.Contains(v, "(next snapshot)") {
 			t.Errorf("view:\n%s", v)
 		}
 	})
@@ -552,7 +649,7 @@ func TestStepsPerSecondFromSnapshotTimes(t *testing.T) {
 func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
 	m, _ := newTestModel(t, 160, 48, 3)
 	m = press(t, m, "jjs") // two downs and a sort, read in one go
-	if m.Selected() != "h0.ln1.g" || m.table.Sort != 1 {
+	if m.Selected() != "h0.attn.qkv.w" || m.table.Sort != 1 {
 		t.Errorf("selected %s, sort %v", m.Selected(), m.table.Sort)
 	}
 	// In the filter they are text.

@@ -3,6 +3,7 @@ package ui
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -31,11 +32,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m.applySnapshot(msg.Snapshot)
 	case msgs.SnapshotsClosed:
 		m.closed = true
-		if m.state == header.Running || m.state == header.Waiting {
+		if m.stopping {
+			return m, tea.Quit
+		}
+		if m.state == header.Running || m.state == header.Waiting || m.state == header.Paused {
 			m.state = header.Finished
 		}
 		return m, nil
 	case msgs.TrainerDone:
+		if m.stopping {
+			return m, tea.Quit
+		}
 		if msg.Err != nil {
 			m.state = header.Failed
 			m.errs["trainer"] = msg.Err
@@ -44,6 +51,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.relayout()
 		return m, nil
+	case tea.MouseMsg:
+		return m.mouse(msg)
 	case msgs.DeviceStatus:
 		d := msg.Device
 		m.device = &d
@@ -64,12 +73,18 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		delete(m.errs, "export")
 		m.relayout()
-		m.status = "exported " + msg.JSONPath + ", " + msg.CSVPath + " and the codec plan " + msg.PlanPath
+		m.status = "exported " + strings.Join(msg.Paths, ", ")
 		return m, nil
 	case msgs.CodecSet:
 		if msg.Err != nil {
-			delete(m.pending, msg.Class)
-			m.errs["codec"] = fmt.Errorf("%s → %s/%s: %w", msg.Class, msg.Codec.Preset, msg.Codec.Dist, msg.Err)
+			what := string(msg.Class)
+			if msg.Tensor != "" {
+				delete(m.pendingTensor, msg.Tensor)
+				what = msg.Tensor
+			} else {
+				delete(m.pending, msg.Class)
+			}
+			m.errs["codec"] = fmt.Errorf("%s → %s/%s: %w", what, msg.Codec.Preset, msg.Codec.Dist, msg.Err)
 		} else {
 			delete(m.errs, "codec")
 		}
@@ -81,12 +96,27 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.analysis, m.teachErr = msg.analysis, msg.err
 		if a := m.analysis; a != nil {
+			m.teachBlocks = max(a.Detail.Blocks, 1)
 			if m.teachIndex < 0 {
 				m.teachIndex = firstNonZero(a.Detail.Values)
 			}
 			m.teachIndex = min(m.teachIndex, a.N-1)
 		}
 		return m, nil
+	case gridLoaded:
+		if msg.seq != m.cmpSeq {
+			return m, nil
+		}
+		m.grid, m.cmpErr = msg.grid, msg.err
+		return m, nil
+	case autoTick:
+		if msg.seq != m.autoSeq || !m.autoAdvance {
+			return m, nil
+		}
+		if a := m.analysis; a != nil && m.view == Teaching {
+			m.teachIndex = (m.teachIndex + 1) % a.N
+		}
+		return m, autoAdvanceAfter(m.autoSeq)
 	}
 	if m.filtering {
 		var cmd tea.Cmd
@@ -100,6 +130,9 @@ func (m Model) applySnapshot(s trainer.Snapshot) (tea.Model, tea.Cmd) {
 	m.snap = &s
 	if m.state == header.Waiting {
 		m.state = header.Running
+	}
+	if s.Finished && m.state != header.Failed && m.state != header.Stopping {
+		m.state = header.Finished
 	}
 	if s.Err != "" {
 		m.state = header.Failed
@@ -133,8 +166,27 @@ func peak(p int64, mem trainer.Memory) int64 {
 }
 
 // clearSeenPending drops requested codecs that every tensor of their class
-// now reports.
+// (or the tensor asked for) now reports.
 func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
+	for name, cc := range m.pendingTensor {
+		for _, t := range ts {
+			if t.Name != name {
+				continue
+			}
+			want, alone := cc, true
+			if cc == (trainer.ClassCodec{}) {
+				want, alone = m.classCodec(t.Class), false
+			}
+			if t.Preset == want.Preset.String() && t.Distribution == want.Dist.String() {
+				delete(m.pendingTensor, name)
+				if alone {
+					m.status = fmt.Sprintf("%s now %s/%s (this tensor alone)", name, want.Preset, want.Dist)
+				} else {
+					m.status = fmt.Sprintf("%s now %s/%s (its class's again)", name, want.Preset, want.Dist)
+				}
+			}
+		}
+	}
 	for c, cc := range m.pending {
 		seen, all := false, true
 		for _, t := range ts {
@@ -151,6 +203,10 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 		}
 		if seen && all {
 			delete(m.pending, c)
+			if m.state == header.Finished {
+				m.status = fmt.Sprintf("%s now %s/%s: the run's final state re-encoded", c, cc.Preset, cc.Dist)
+				continue
+			}
 			m.status = fmt.Sprintf("%s now %s/%s", c, cc.Preset, cc.Dist)
 		}
 	}
@@ -184,9 +240,9 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			var cmd tea.Cmd
 			m.filter, cmd = m.filter.Update(msg)
 			m.table.SetFilter(m.filter.Value())
-			return m, cmd
+			return m, tea.Batch(cmd, m.followSelection())
 		}
-		return m, nil
+		return m, m.followSelection()
 	}
 	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
 		m.showHelp = false
@@ -195,50 +251,62 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if msg.Type == tea.KeyEsc && m.table.Filter != "" {
 		m.filter.SetValue("")
 		m.table.SetFilter("")
-		return m, nil
+		return m, m.followSelection()
 	}
 	m.status = ""
 	switch {
 	case key.Matches(msg, k.Quit):
-		if m.src != nil {
-			m.src.Stop()
+		if m.src == nil || m.closed || m.stopping {
+			return m, tea.Quit // nothing to wait for, or asked twice
 		}
-		return m, tea.Quit
+		// The source ends its step in progress and closes its snapshots;
+		// the UI quits then, saying so meanwhile.
+		m.src.Stop()
+		m.stopping, m.state = true, header.Stopping
+		m.status = "stopping… the step in progress ends first (q again quits at once)"
+		return m, nil
 	case key.Matches(msg, k.Help):
 		m.showHelp = true
 	case key.Matches(msg, k.Up):
 		m.table.Move(-1)
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.Down):
 		m.table.Move(1)
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.PageUp):
 		m.table.Page(-1)
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.PageDown):
 		m.table.Page(1)
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.Top):
 		m.table.Top()
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.Bottom):
 		m.table.Bottom()
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.CycleDist):
 		return m.cycleCodec(true)
 	case key.Matches(msg, k.CyclePreset):
 		return m.cycleCodec(false)
-	case key.Matches(msg, k.Pause), key.Matches(msg, k.Step):
-		if m.isFile() {
-			m.status = "a checkpoint takes no steps: pause and step are for training"
-			return m, nil
-		}
-		if key.Matches(msg, k.Pause) {
-			return m.togglePause()
-		}
+	case key.Matches(msg, k.CycleTensorDist):
+		return m.cycleTensorCodec(true)
+	case key.Matches(msg, k.CycleTensorPreset):
+		return m.cycleTensorCodec(false)
+	case key.Matches(msg, k.Compare):
+		m.view = Compare
+		return m, m.followSelection()
+	case (key.Matches(msg, k.Pause) || key.Matches(msg, k.Step)) && m.isFile():
+		m.status = "a checkpoint takes no steps: pause and step are for training"
+		return m, nil
+	case key.Matches(msg, k.Pause):
+		return m.togglePause()
+	case key.Matches(msg, k.Step):
 		switch {
 		case m.src == nil:
 			m.errs["trainer"] = errNoTrainer
+		case m.state == header.Finished:
+			m.status = m.overNotice()
 		case m.state != header.Paused:
 			m.status = "n steps once while paused: press space to pause first"
 		default:
@@ -256,13 +324,13 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, m.filter.Focus()
 	case key.Matches(msg, k.NextView):
 		m.view = (m.view + 1) % numViews
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.PrevView):
 		m.view = (m.view + numViews - 1) % numViews
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.Teach):
 		m.view = Teaching
-		return m, m.maybeLoadDetail(false)
+		return m, m.followSelection()
 	case key.Matches(msg, k.ToggleTable):
 		m.toggle(PanelTable)
 	case key.Matches(msg, k.ToggleHistogram):
@@ -283,11 +351,28 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.status = "exporting…"
-		return m, exportSnapshot(m.opt.ExportDir, *m.snap, m.src)
+		return m, exportSnapshot(m.opt.ExportDir, *m.snap, m.history.All(), m.src)
 	case m.view == Teaching:
 		return m.teachKey(msg)
+	case m.view == Compare && key.Matches(msg, k.Reload):
+		return m, m.maybeLoadGrid(true)
 	}
 	return m, nil
+}
+
+// overNotice answers a key that would train when the run is over.
+func (m Model) overNotice() string {
+	step := 0
+	if m.snap != nil {
+		step = m.snap.Step
+	}
+	return fmt.Sprintf("the run is over (step %d): d/p still re-encode its final state, q quits", step)
+}
+
+// followSelection loads what the current view shows of the selected
+// tensor: the teaching view's block, the compare view's grid.
+func (m *Model) followSelection() tea.Cmd {
+	return tea.Batch(m.maybeLoadDetail(false), m.maybeLoadGrid(false))
 }
 
 func (m *Model) toggle(p Panel) {
@@ -312,6 +397,8 @@ func (m Model) togglePause() (tea.Model, tea.Cmd) {
 		m.src.Pause()
 		m.state = header.Paused
 		m.status = "paused: n steps once, space resumes"
+	case m.state == header.Finished:
+		m.status = m.overNotice()
 	default:
 		m.status = "training has " + m.state.String()
 	}
@@ -332,19 +419,74 @@ func (m Model) cycleCodec(dist bool) (tea.Model, tea.Cmd) {
 		m.status = "select a tensor first"
 		return m, nil
 	}
-	cur, isPending := m.pending[t.Class]
-	if !isPending {
-		cur = m.src.ClassCodec(t.Class)
-	}
-	next := cur
-	if dist {
-		next.Dist = codec.Distributions[(indexOf(codec.Distributions, cur.Dist)+1)%len(codec.Distributions)]
-	} else {
-		next.Preset = codec.Presets[(indexOf(codec.Presets, cur.Preset)+1)%len(codec.Presets)]
-	}
+	cur := m.classCodec(t.Class)
+	next := cycled(cur, dist)
 	m.pending[t.Class] = next
 	m.status = fmt.Sprintf("%s: %s/%s → %s/%s, re-encoding; the next snapshot shows it", t.Class, cur.Preset, cur.Dist, next.Preset, next.Dist)
 	return m, setClassCodec(m.src, m.setSeq, t.Class, next)
+}
+
+// classCodec is class c's codec, a request still pending included.
+func (m Model) classCodec(c trainer.TensorClass) trainer.ClassCodec {
+	if cc, ok := m.pending[c]; ok {
+		return cc
+	}
+	if m.src == nil {
+		return trainer.ClassCodec{}
+	}
+	return m.src.ClassCodec(c)
+}
+
+// cycled is cc with its next distribution (dist) or preset.
+func cycled(cc trainer.ClassCodec, dist bool) trainer.ClassCodec {
+	if dist {
+		cc.Dist = codec.Distributions[(indexOf(codec.Distributions, cc.Dist)+1)%len(codec.Distributions)]
+	} else {
+		cc.Preset = codec.Presets[(indexOf(codec.Presets, cc.Preset)+1)%len(codec.Presets)]
+	}
+	return cc
+}
+
+// cycleTensorCodec moves the selected tensor alone to its next
+// distribution or preset. Coming round to its class's setting removes the
+// override. The zero ClassCodec (CLEAN/gaussian) is how the Session removes
+// an override, so a tensor alone cannot be set to it: the cycle steps over
+// it unless the class is on it.
+func (m Model) cycleTensorCodec(dist bool) (tea.Model, tea.Cmd) {
+	t, ok := m.table.Selected()
+	switch {
+	case m.src == nil:
+		m.errs["trainer"] = errNoTrainer
+		m.relayout()
+		return m, nil
+	case !ok:
+		m.status = "select a tensor first"
+		return m, nil
+	}
+	class := m.classCodec(t.Class)
+	cur, isPending := m.pendingTensor[t.Name]
+	switch {
+	case isPending && cur == (trainer.ClassCodec{}):
+		cur = class
+	case !isPending:
+		if o, ok := m.src.TensorCodec(t.Name); ok {
+			cur = o
+		} else {
+			cur = class
+		}
+	}
+	next := cycled(cur, dist)
+	if next == (trainer.ClassCodec{}) && class != next {
+		next = cycled(next, dist)
+	}
+	req := next
+	how := "this tensor alone"
+	if next == class {
+		req, how = trainer.ClassCodec{}, "its class's setting again"
+	}
+	m.pendingTensor[t.Name] = req
+	m.status = fmt.Sprintf("%s: %s/%s → %s/%s (%s), re-encoding; the next snapshot shows it", t.Name, cur.Preset, cur.Dist, next.Preset, next.Dist, how)
+	return m, setTensorCodec(m.src, m.setSeq, t.Name, t.Class, req)
 }
 
 func indexOf[T comparable](xs []T, x T) int {
@@ -358,13 +500,14 @@ func indexOf[T comparable](xs []T, x T) int {
 
 // maybeLoadDetail asks for the selected tensor's block when the teaching
 // view shows a tensor other than the one loaded, its codec changed, or
-// force is set (r).
+// force is set (r, a new block). A tensor kept as-is is explained without
+// a block.
 func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
 	if m.view != Teaching || m.src == nil {
 		return nil
 	}
 	t, ok := m.table.Selected()
-	if !ok {
+	if !ok || t.Raw {
 		return nil
 	}
 	stale := m.teachName != t.Name || force
@@ -376,16 +519,55 @@ func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
 	}
 	if m.teachName != t.Name {
 		m.teachIndex = -1 // the first non-zero value, once loaded
+		m.teachBlock, m.teachBlocks = 0, 0
 	}
 	m.teachName = t.Name
 	m.teachSeq++
 	m.analysis, m.teachErr = nil, nil
-	return loadDetail(m.src, m.teachSeq, t.Name)
+	return loadDetail(m.src, m.teachSeq, t.Name, m.teachBlock)
+}
+
+// maybeLoadGrid computes the compare grid when the compare view shows a
+// tensor other than the one computed, or force is set (r). The grid stays
+// on the values it was computed from until asked again.
+func (m *Model) maybeLoadGrid(force bool) tea.Cmd {
+	if m.view != Compare || m.src == nil {
+		return nil
+	}
+	t, ok := m.table.Selected()
+	if !ok || (m.cmpName == t.Name && !force) {
+		return nil
+	}
+	m.cmpName = t.Name
+	m.cmpSeq++
+	m.grid, m.cmpErr = nil, nil
+	step := 0
+	if m.snap != nil {
+		step = m.snap.Step
+	}
+	return loadGrid(m.src, m.cmpSeq, t.Name, step)
 }
 
 func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	if key.Matches(msg, k.Reload) {
+		return m, m.maybeLoadDetail(true)
+	}
+	if key.Matches(msg, k.PrevBlock) || key.Matches(msg, k.NextBlock) {
+		// From the block asked for, so presses while one loads add up.
+		if m.teachBlocks == 0 {
+			return m, nil // the tensor's block count is not known yet
+		}
+		b := m.teachBlock + 1
+		if key.Matches(msg, k.PrevBlock) {
+			b = m.teachBlock - 1
+		}
+		if b < 0 || b >= m.teachBlocks {
+			m.status = fmt.Sprintf("%s has %d block%s: this is block %d", m.teachName, m.teachBlocks, plural(m.teachBlocks), m.teachBlock)
+			return m, nil
+		}
+		m.teachBlock = b
+		m.teachIndex = -1
 		return m, m.maybeLoadDetail(true)
 	}
 	a := m.analysis
@@ -417,8 +599,24 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		} else {
 			m.status = "no spilled value in this block: every stream fits"
 		}
+	case key.Matches(msg, k.AutoAdvance):
+		m.autoAdvance = !m.autoAdvance
+		m.autoSeq++
+		if !m.autoAdvance {
+			m.status = "auto-advance off"
+			return m, nil
+		}
+		m.status = fmt.Sprintf("auto-advance: a value every %v (a stops)", autoAdvanceEvery)
+		return m, autoAdvanceAfter(m.autoSeq)
 	}
 	return m, nil
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // firstNonZero is where the teaching view starts: zeros are the dullest

@@ -11,6 +11,7 @@ import (
 	"lcttop/ui/box"
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
+	"lcttop/ui/compare"
 	"lcttop/ui/header"
 	"lcttop/ui/helpview"
 	"lcttop/ui/histogram"
@@ -37,11 +38,28 @@ func (m Model) View() string {
 		body = m.resourcesView()
 	case m.view == History:
 		body = m.panel(PanelCharts, bw, bh)
+	case m.view == Compare:
+		body = m.compareView(bw, bh)
 	default:
-		body = teach.View(m.st, m.analysis, m.teachIndex, m.teachError(), bw, bh)
+		if t, ok := m.table.Selected(); ok && t.Raw {
+			body = teach.AsIsView(m.st, t, bw, bh)
+		} else {
+			body = teach.View(m.st, m.analysis, m.teachIndex, m.teachError(), bw, bh)
+		}
 	}
 	parts = append(parts, box.Fit(body, bw, bh), m.statusLine(), m.footer())
 	return strings.Join(parts, "\n")
+}
+
+func (m Model) compareView(w, h int) string {
+	if m.src == nil {
+		return compare.View(m.st, compare.State{Err: errNoTrainer}, w, h)
+	}
+	t, ok := m.table.Selected()
+	if !ok {
+		return compare.View(m.st, compare.State{Err: fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)}, w, h)
+	}
+	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.Preset + "/" + t.Distribution, Err: m.cmpErr}, w, h)
 }
 
 func (m Model) teachError() error {
@@ -180,9 +198,9 @@ func (m Model) statusLine() string {
 	views := make([]string, numViews)
 	for v := View(0); v < numViews; v++ {
 		if v == m.view {
-			views[v] = m.st.Key.Render("[" + v.String() + "]")
+			views[v] = m.st.Key.Render("[" + v.label(w) + "]")
 		} else {
-			views[v] = m.st.Dim.Render(v.String())
+			views[v] = m.st.Dim.Render(v.label(w))
 		}
 	}
 	tabs := strings.Join(views, m.st.Dim.Render(" · "))
@@ -199,6 +217,9 @@ func (m Model) statusLine() string {
 	if msg == "" && m.state == header.Paused {
 		msg = "paused: n steps once, space resumes"
 	}
+	if msg == "" && m.state == header.Finished && m.snap != nil && m.snap.Finished {
+		msg = m.overNotice()
+	}
 	line := tabs
 	if msg != "" {
 		line += "  " + m.st.Status.Render(msg)
@@ -210,5 +231,13 @@ func (m Model) footer() string {
 	h := help.New()
 	h.Styles = m.st.Help
 	h.Width = m.width
-	return box.Line(h.ShortHelpView(m.keys.ShortHelp()), m.width)
+	keys := m.keys.ShortHelp()
+	switch {
+	case m.showHelp:
+	case m.view == Teaching:
+		keys = m.keys.TeachingHelp()
+	case m.view == Compare:
+		keys = m.keys.CompareHelp()
+	}
+	return box.Line(h.ShortHelpView(keys), m.width)
 }

@@ -50,11 +50,11 @@ its most (read every 2 ms) beside the ledger's peak.`,
 				return fmt.Errorf("--workers %d: must not be negative", f.workers)
 			}
 			trainer.SetWorkers(f.workers)
-			return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.json)
+			return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.jsonMode())
 		},
 	}
 	fs := cmd.Flags()
-	f.registerTraining(fs, def)
+	f.registerTraining(cmd, def)
 	fs.BoolVar(&f.json, "json", false, "one JSON line per step, and the summary, instead of text")
 	fs.StringVar(&variant, "codec", "gpu", "the LCT run's codec: gpu|gpu-serial|host|copy|copy-serial")
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "time the GPU codec's kernels with device events (lct_codec_device_ms and lct_codec_ops in --json)")

@@ -45,9 +45,12 @@ type result struct {
 	code           int
 }
 
+// lcttopCmd is the built binary with args, not started.
+func lcttopCmd(args ...string) *exec.Cmd { return exec.Command(binaryPath, args...) }
+
 func lcttop(t *testing.T, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(binaryPath, args...)
+	cmd := lcttopCmd(args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

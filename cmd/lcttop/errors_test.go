@@ -42,9 +42,9 @@ func TestBadInput(t *testing.T) {
 		{"not safetensors", []string{"pack", p("text.safetensors"), p("o.lct")}, "lcttop: " + p("text.safetensors") + ": ", "not a safetensors file"},
 		{"truncated safetensors", []string{"pack", p("short.safetensors"), p("o.lct")}, "lcttop: " + p("short.safetensors") + ": ", "truncated"},
 		{"unwritable output", []string{"pack", good, p("no/such/dir/o.lct")}, "lcttop: " + p("no/such/dir/o.lct") + ": ", "cannot write: no such file or directory"},
-		{"unknown preset", []string{"pack", "--preset", "extreme", good, p("o.lct")}, "lcttop: --preset: ", `unknown preset "extreme"`},
-		{"unknown dist", []string{"pack", "--dist", "cauchy", good, p("o.lct")}, "lcttop: --dist: ", `unknown distribution "cauchy"`},
-		{"unknown backend", []string{"unpack", "--backend", "tpu", p("good.lct"), p("o.safetensors")}, "lcttop: --backend: ", `unknown backend "tpu"`},
+		{"unknown preset", []string{"pack", "--preset", "extreme", good, p("o.lct")}, `lcttop: --preset "extreme": `, `unknown value "extreme" (choose clean|medium|high|auto)`},
+		{"unknown dist", []string{"pack", "--dist", "cauchy", good, p("o.lct")}, `lcttop: --dist "cauchy": `, `unknown value "cauchy" (choose gaussian|laplace|powerlaw|empirical)`},
+		{"unknown backend", []string{"unpack", "--backend", "tpu", p("good.lct"), p("o.safetensors")}, `lcttop: --backend "tpu": `, `unknown value "tpu" (choose cpu|cuda)`},
 		{"missing archive", []string{"unpack", p("none.lct"), p("o.safetensors")}, "lcttop: " + p("none.lct") + ": ", "no such file or directory"},
 		{"not an archive", []string{"unpack", good, p("o.safetensors")}, "lcttop: " + good + ": ", "not an .lct file"},
 		{"truncated archive", []string{"unpack", p("truncated.lct"), p("o.safetensors")}, "lcttop: " + p("truncated.lct") + ": ", "truncated"},
@@ -56,9 +56,13 @@ func TestBadInput(t *testing.T) {
 		{"inspect corrupt archive", []string{"inspect", p("badcrc.lct")}, "lcttop: " + p("badcrc.lct") + ": w: ", "checksum mismatch"},
 		{"inspect truncated archive", []string{"inspect", "--json", p("truncated.lct")}, "lcttop: " + p("truncated.lct") + ": ", "truncated"},
 		{"inspect missing", []string{"inspect", p("none.lct")}, "lcttop: " + p("none.lct") + ": ", "no such file or directory"},
-		{"inspect unknown preset", []string{"inspect", "--preset", "x", good}, "lcttop: --preset: ", "unknown preset"},
+		{"inspect unknown preset", []string{"inspect", "--preset", "x", good}, `lcttop: --preset "x": `, "unknown value"},
+		{"pack class pairs", []string{"pack", "--dist", "adam_v=laplace", good, p("o.lct")}, `lcttop: --dist "adam_v=laplace": `, "a file takes one name for every tensor"},
+		{"pack over its input", []string{"pack", good, good}, "lcttop: " + good + ": ", "the output is the input"},
+		{"unpack over its input", []string{"unpack", p("good.lct"), p("good.lct")}, "lcttop: " + p("good.lct") + ": ", "the output is the input"},
+		{"inspect grid, bad preset", []string{"inspect", "--dist", "all", "--preset", "x", good}, `lcttop: --preset "x": `, "unknown value"},
 		{"inspect archive with --preset", []string{"inspect", "--preset", "high", p("good.lct")}, "lcttop: " + p("good.lct") + ": ", "apply to .safetensors input"},
-		{"missing argument", []string{"pack", good}, "lcttop: ", "accepts 2 arg(s), received 1"},
+		{"missing argument", []string{"pack", good}, "lcttop: ", "accepts 2 arg(s), received 1 (usage: lcttop pack "},
 	}
 	for _, c := range cases {
 		r := lcttop(t, c.args...)

@@ -37,7 +37,7 @@ func headlessFile(cmd *cobra.Command, s *filesource.Session, start time.Time, as
 		}
 		if p.Done() {
 			fmt.Fprintf(w, "exact figures after %s\n", seconds(time.Since(start)))
-			return summary(w, snap, asJSON)
+			return fileSummary(w, snap, asJSON)
 		}
 	}
 	return fmt.Errorf("the session ended before its exact figures")
@@ -79,7 +79,7 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 			}
 		}
 		if once && scanned == nil && exactAt == shown && shown >= 0 {
-			return summary(w, s.Current(), asJSON)
+			return fileSummary(w, s.Current(), asJSON)
 		}
 		if once && scanned == nil && shown < 0 {
 			if cur := s.Current(); cur.File.Files == 0 {
@@ -89,8 +89,8 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 	}
 }
 
-// summary prints the checkpoint by class and dtype, and its history.
-func summary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
+// fileSummary prints the checkpoint by class and dtype, and its history.
+func fileSummary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(snap)
 		if err != nil {

@@ -15,16 +15,22 @@ import (
 func init() { rootCmd.AddCommand(newInspectCmd()) }
 
 func newInspectCmd() *cobra.Command {
-	var cf codecFlags
+	cf := codecFlags{withAll: true}
 	var bf backendFlag
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "inspect [--json] [--preset P] [--dist D] FILE",
+		Use:   "inspect [--json] [--preset P|all] [--dist D|all] FILE",
 		Short: "Show per-tensor compression figures of a .safetensors or .lct file",
 		Long: `inspect prints, per tensor, the elements, ratio, exponent entropy, bits per exponent
 allocated and used, escape and overflow rates, then a total. A .safetensors file is
 encoded in memory with --preset and --dist; an .lct file is reported as stored (its
-tensors are decoded and every checksum verified).`,
+tensors are decoded and every checksum verified). The default, auto/empirical, is
+the trainer's own choice.
+
+--dist all and --preset all print the compare grid instead: the file's BF16
+tensors packed under every distribution × preset (a flag given one value keeps
+it), each with its ratio, bits per exponent, escape and spill rates, the best
+marked. An .lct file is first restored to the file it holds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
@@ -37,6 +43,9 @@ tensors are decoded and every checksum verified).`,
 				return err
 			}
 			defer release()
+			if cf.compares() {
+				return inspectGrid(cmd, path, in, &cf, backend, asJSON)
+			}
 			var r report
 			if bytes.HasPrefix(in, []byte(lctfile.Magic)) {
 				if cmd.Flags().Changed("preset") || cmd.Flags().Changed("dist") {
@@ -107,7 +116,38 @@ func inspectLCT(path string, in []byte, backend lctfile.Backend) (report, error)
 	return buildReport(path, "lct", st, a), nil
 }
 
-func writeJSON(w io.Writer, r report) error {
+// inspectGrid prints the compare grid of a file (an .lct file restored
+// first).
+func inspectGrid(cmd *cobra.Command, path string, in []byte, cf *codecFlags, backend lctfile.Backend, asJSON bool) error {
+	presets, dists, err := cf.axes(cmd)
+	if err != nil {
+		return err
+	}
+	if bytes.HasPrefix(in, []byte(lctfile.Magic)) {
+		a, err := lctfile.ReadArchive(in)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if in, err = a.Restore(backend); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	st, err := safetensors.Parse(in)
+	if err != nil {
+		return fmt.Errorf("%s: neither an .lct file nor safetensors: %w", path, err)
+	}
+	g, err := buildGrid(path, st, presets, dists, backend)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(cmd.OutOrStdout(), g)
+	}
+	writeGrid(cmd.OutOrStdout(), g)
+	return nil
+}
+
+func writeJSON(w io.Writer, r any) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

@@ -152,3 +152,51 @@ func TestInspectBundledExample(t *testing.T) {
 		t.Errorf("example: %d LCT, %d raw tensors, ratio %v", r.Total.LCTTensors, r.Total.RawTensors, r.Total.Ratio)
 	}
 }
+
+// The compare grid of inspect: every cell's figures are the ones inspect
+// prints for that preset and distribution alone, the best cell has the
+// highest ratio, the default (auto/empirical) is in the grid, and the same
+// grid comes from the file packed as .lct. A flag given one value keeps it.
+func TestInspectGrid(t *testing.T) {
+	example := filepath.Join("..", "..", "examples", "char-gpt-weights.safetensors")
+	grid := func(args ...string) gridReport {
+		t.Helper()
+		var g gridReport
+		out := mustRun(t, append([]string{"inspect", "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &g); err != nil {
+			t.Fatalf("inspect %v: %v\n%s", args, err, out)
+		}
+		return g
+	}
+	g := grid("--dist", "all", example)
+	if len(g.Cells) != 16 {
+		t.Fatalf("%d cells, want 4 distributions × 4 presets", len(g.Cells))
+	}
+	best := 0.0
+	for _, c := range g.Cells {
+		r := inspectJSON(t, "--preset", c.Preset, "--dist", c.Distribution, example)
+		tot := r.Total
+		if c.Ratio != tot.BF16Ratio || c.UsedBits != tot.UsedBits || c.EscapeRate != tot.EscapeRate || c.OverflowRate != tot.OverflowRate || c.StoredBytes != tot.BF16StoredBytes {
+			t.Errorf("%s/%s: grid %+v, inspect %+v", c.Preset, c.Distribution, c, tot)
+		}
+		best = math.Max(best, c.Ratio)
+	}
+	if g.Best.Ratio != best || !g.Best.Best {
+		t.Errorf("best %+v, highest ratio %v", g.Best, best)
+	}
+	if def := inspectJSON(t, example); def.Preset != "auto" || def.Distribution != "empirical" {
+		t.Errorf("inspect's default is %s/%s, the trainer's auto/empirical", def.Preset, def.Distribution)
+	}
+	lct := filepath.Join(t.TempDir(), "w.lct")
+	mustRun(t, "pack", example, lct)
+	if again := grid("--preset", "all", lct); !reflect.DeepEqual(again.Cells, g.Cells) {
+		t.Errorf("the .lct file's grid differs from its safetensors file's")
+	}
+	if row := grid("--dist", "all", "--preset", "high", example); len(row.Cells) != 4 || row.Cells[0].Preset != "high" {
+		t.Errorf("--dist all --preset high: %+v", row.Cells)
+	}
+	text := mustRun(t, "inspect", "--dist", "all", example)
+	if !strings.Contains(text, "gaussian") || !strings.Contains(text, "×*") || !strings.Contains(text, "best: --preset ") {
+		t.Errorf("grid text:\n%s", text)
+	}
+}

@@ -19,6 +19,7 @@ var rootCmd = &cobra.Command{
 }
 
 func main() {
+	prepareUsage(rootCmd)
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lcttop:", err)
 		os.Exit(1)

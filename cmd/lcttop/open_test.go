@@ -166,7 +166,11 @@ func TestPlanFromUIAppliedByPack(t *testing.T) {
 			if ex.Err != nil {
 				t.Fatal(ex.Err)
 			}
-			plan = ex.PlanPath
+			for _, p := range ex.Paths {
+				if strings.HasSuffix(p, "-plan.json") {
+					plan = p
+				}
+			}
 		}
 	}
 	if plan == "" {

@@ -22,7 +22,9 @@ func newPackCmd() *cobra.Command {
 		Short: "Compress a safetensors file's BF16 tensors into an .lct file",
 		Long: `pack stores every BF16 tensor of a safetensors file as an LCT tensor (other dtypes,
 and tensors too small to gain, as they are), with a CRC-32C of each tensor's original
-bytes. The output is written to a temporary file and renamed into place.
+bytes. The output is written to a temporary file and renamed into place;
+it may not be the input. --preset and --dist default to the trainer's own
+choice, auto/empirical.
 
 --plan applies a codec plan, the file the e key of lcttop open writes: each
 tensor it names takes its codec, each class it names (from the tensor's name,
@@ -31,6 +33,9 @@ as lcttop open classifies it) the class's; the rest take --preset and --dist.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			preset, dist, err := cf.parse()
 			if err != nil {
+				return err
+			}
+			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
 			}
 			perTensor, err := readPlan(planPath)

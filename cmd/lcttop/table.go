@@ -64,14 +64,14 @@ func writeTable(w io.Writer, r report) {
 	line(total)
 	fmt.Fprintf(w, "\nBF16 tensors: %d bytes -> %d bytes, ratio %.4f (entropy bound 16/(8+%.3f) = %.4f)\n",
 		tot.BF16OriginalBytes, tot.BF16StoredBytes, tot.BF16Ratio, tot.Entropy, tot.EntropyBound)
-	fmt.Fprintf(w, "file: %d bytes -> %d bytes as .lct, ratio %.4f (%d tensors: %d as LCT, %d raw; %d container bytes)\n",
+	fmt.Fprintf(w, "file: %d bytes -> %d bytes as .lct, ratio %.4f (%d tensors: %d as LCT, %d as-is; %d container bytes)\n",
 		tot.OriginalBytes, tot.StoredBytes, tot.Ratio, tot.Tensors, tot.LCTTensors, tot.RawTensors, tot.ContainerBytes)
 }
 
-// rawMark flags tensors kept as they are.
+// rawMark flags tensors stored as plain BF16 ("as-is", as the UI says).
 func rawMark(t tensorReport) string {
 	if t.Encoding == "raw" {
-		return " raw"
+		return " as-is"
 	}
 	return ""
 }

@@ -7,12 +7,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"lcttop/codec"
 	"lcttop/trainer"
 )
 
@@ -25,6 +22,7 @@ func init() { rootCmd.AddCommand(newTrainCmd()) }
 // trainFlags are lcttop train's flags.
 type trainFlags struct {
 	headless, json     bool
+	tensors            bool
 	model, backend     string
 	optimizer, data    string
 	preset, dist       string
@@ -71,12 +69,23 @@ weights too) and both runs' memory is reported.
 
 --preset and --dist take one name for every tensor class, class=name pairs,
 or both: "auto", "adam_v=clean", "auto,adam_v=clean". Classes: weight,
-momentum, adam_m, adam_v, activation.`,
+momentum, adam_m, adam_v, activation. The default, auto/empirical, is the
+choice that stores this trainer's tensors in the fewest bytes.
+
+With --headless a line per step, then a summary line; with --json a JSON
+object per step (totals and per-class figures; --tensors adds every
+tensor's figures and histogram), then the summary object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := f.config()
 			if err != nil {
 				return err
+			}
+			if f.tensors && !f.json {
+				return fmt.Errorf("--tensors: only with --json")
+			}
+			if f.json && !f.headless {
+				return fmt.Errorf("--json: only with --headless (in the UI, the e key exports a snapshot)")
 			}
 			if f.workers < 0 {
 				return fmt.Errorf("--workers %d: must not be negative", f.workers)
@@ -86,7 +95,7 @@ momentum, adam_m, adam_v, activation.`,
 				return err
 			}
 			if f.backend == "cuda" && f.headless {
-				return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.json)
+				return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.jsonMode())
 			}
 			if !f.headless {
 				if trainUI == nil {
@@ -94,14 +103,15 @@ momentum, adam_m, adam_v, activation.`,
 				}
 				return trainUI(cmd, cfg)
 			}
-			return runHeadless(cmd.Context(), cmd.OutOrStdout(), cfg, f.json)
+			return runHeadless(cmd.Context(), cmd.OutOrStdout(), cfg, f.jsonMode())
 		},
 	}
 	fs := cmd.Flags()
 	fs.BoolVar(&f.headless, "headless", false, "train without the UI, a line per step on stdout")
-	fs.BoolVar(&f.json, "json", false, "with --headless: one JSON snapshot per line instead")
-	fs.StringVar(&f.backend, "backend", def.Backend, "cpu|cuda")
-	f.registerTraining(fs, def)
+	fs.BoolVar(&f.json, "json", false, "with --headless: a JSON object per step (totals and per-class figures) instead of text")
+	fs.BoolVar(&f.tensors, "tensors", false, "with --json: every tensor's figures and exponent histogram too")
+	fs.StringVar(&f.backend, "backend", def.Backend, "where training runs: cpu|cuda (cuda needs an NVIDIA GPU and driver)")
+	f.registerTraining(cmd, def)
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
 	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
@@ -118,14 +128,14 @@ momentum, adam_m, adam_v, activation.`,
 
 // registerTraining adds the flags of what is trained: model, data, codec
 // choice, optimizer, steps, checks.
-func (f *trainFlags) registerTraining(fs *pflag.FlagSet, def trainer.Config) {
+func (f *trainFlags) registerTraining(cmd *cobra.Command, def trainer.Config) {
+	fs := cmd.Flags()
 	fs.StringVar(&f.model, "model", def.Model, "model: "+modelNames())
 	fs.StringVar(&f.optimizer, "optimizer", def.Optimizer, "adamw|sgd")
 	fs.IntVar(&f.steps, "steps", def.Steps, "steps to train (0: until interrupted)")
 	fs.Uint64Var(&f.seed, "seed", def.Seed, "seed of the weights and the batches")
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
-	fs.StringVar(&f.preset, "preset", "", "LCT capacity preset, for all classes or class=preset: "+names(codec.Presets)+" (default: auto for every class)")
-	fs.StringVar(&f.dist, "dist", "", "LCT codebook distribution, for all classes or class=dist: "+names(codec.Distributions)+" (default: empirical)")
+	registerTrainingCodec(cmd, &f.preset, &f.dist)
 	fs.IntVar(&f.batch, "batch", 0, "sequences per step (0: the model's default)")
 	fs.IntVar(&f.seqLen, "seq-len", 0, "tokens per sequence (0: the model's default)")
 	fs.Float64Var(&f.lr, "lr", 0, "learning rate (0: the optimizer's default)")
@@ -156,6 +166,16 @@ func (f *trainFlags) checkBackendFlags(cmd *cobra.Command) error {
 	return nil
 }
 
+func (f *trainFlags) jsonMode() jsonMode {
+	switch {
+	case f.tensors:
+		return jsonTensors
+	case f.json:
+		return jsonSlim
+	}
+	return jsonOff
+}
+
 func (f *trainFlags) config() (trainer.Config, error) {
 	cfg := trainer.DefaultConfig()
 	cfg.Model, cfg.Backend, cfg.Optimizer = f.model, f.backend, f.optimizer
@@ -164,77 +184,42 @@ func (f *trainFlags) config() (trainer.Config, error) {
 	cfg.CheckEvery, cfg.PoolBudget = f.checkEvery, f.poolBudget
 	cfg.ValEvery, cfg.ValBatches = f.valEvery, f.valBatch
 	cfg.CheckpointPath, cfg.CheckpointEvery, cfg.ResumePath = f.checkpoint, f.checkpointEvery, f.resume
-	err := perClass("--preset", f.preset, codec.ParsePreset, codec.Presets, func(c trainer.TensorClass, p codec.Preset) {
-		cc := cfg.Codec[c]
-		cc.Preset = p
-		cfg.Codec[c] = cc
-	})
-	if err != nil {
+	if err := checkBackend(f.backend); err != nil {
 		return cfg, err
 	}
-	err = perClass("--dist", f.dist, codec.ParseDistribution, codec.Distributions, func(c trainer.TensorClass, d codec.Distribution) {
-		cc := cfg.Codec[c]
-		cc.Dist = d
-		cfg.Codec[c] = cc
-	})
-	return cfg, err
-}
-
-// perClass reads "name", "class=name" or a comma-separated mix of both
-// (a bare name sets every class, pairs then override) and calls set.
-func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error), all []T, set func(trainer.TensorClass, T)) error {
-	if value == "" {
-		return nil
-	}
-	for _, item := range strings.Split(value, ",") {
-		classes := trainer.TensorClasses
-		name := item
-		if c, v, ok := strings.Cut(item, "="); ok {
-			class, err := trainer.ParseClass(c)
-			if err != nil {
-				return fmt.Errorf("%s %q: %v", flag, value, err)
-			}
-			classes, name = []trainer.TensorClass{class}, v
-		}
-		x, err := parse(name)
-		if err != nil {
-			return fmt.Errorf("%s %q: unknown value %q (choose %s)", flag, value, name, names(all))
-		}
-		for _, c := range classes {
-			set(c, x)
-		}
-	}
-	return nil
+	return cfg, applyTrainingCodec(&cfg, f.preset, f.dist)
 }
 
 // runHeadless trains step by step, printing every step, until the steps are
-// done or the process is interrupted; it fails if the runs ever differ.
-func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON bool) error {
+// done or the process is interrupted, then a summary; it fails if the runs
+// ever differ.
+func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, mode jsonMode) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	tr, err := trainer.New(cfg)
 	if err != nil {
 		return err
 	}
-	if !asJSON {
-		c := tr.Config()
-		m := tr.Model()
+	c := tr.Config()
+	m := tr.Model()
+	if mode == jsonOff {
 		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, %s, %d workers\n",
 			m.Name, m.ParamCount(), m.Layers, m.Dim, c.Optimizer, c.Batch, c.SeqLen, c.Backend, trainer.Workers())
 	}
 	enc := json.NewEncoder(out)
-	var last trainer.Snapshot
-	for cfg.Steps == 0 || last.Step < cfg.Steps {
+	var sum summary
+	for cfg.Steps == 0 || sum.last.Step < cfg.Steps {
 		s, err := tr.Step(ctx)
 		if ctx.Err() != nil {
-			break // interrupted: the last step printed is the last one done
+			sum.Interrupted = true
+			break // the last step printed is the last one done
 		}
 		if err != nil {
 			return err
 		}
-		last = s
-		if asJSON {
-			if err := enc.Encode(s); err != nil {
+		sum.add(s)
+		if mode != jsonOff {
+			if err := enc.Encode(newJSONStep(s, mode)); err != nil {
 				return err
 			}
 		} else {
@@ -244,8 +229,16 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, asJSON 
 	if err := tr.FinalCheckpoint(); err != nil {
 		return err
 	}
-	if last.Step > 0 && !last.BitIdentical {
-		return fmt.Errorf("the LCT and shadow runs differ: %s", last.Mismatch)
+	sum.finish()
+	if mode != jsonOff {
+		if err := enc.Encode(sum); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(out, sum.line())
+	}
+	if sum.last.Step > 0 && !sum.last.BitIdentical {
+		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.last.Mismatch)
 	}
 	return nil
 }

@@ -21,20 +21,21 @@ import (
 
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
-func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
 	g, err := gpu.Open()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
 	defer g.Close()
-	return trainOnDevice(ctx, out, g, cfg, cf, asJSON)
+	return trainOnDevice(ctx, out, g, cfg, cf, mode)
 }
 
-// deviceLine is a step's JSON line: the trainer's Snapshot and what the
-// device itself says about memory (the pool's holding and NVML's count of
-// this process), which the ledgers in the Snapshot cannot see.
+// deviceLine is a step's JSON line: the headless line of the trainer's
+// Snapshot (jsonStep: slim, or with every tensor) and what the device
+// itself says about memory (the pool's holding and NVML's count of this
+// process), which the ledgers in the Snapshot cannot see.
 type deviceLine struct {
-	trainer.Snapshot
+	jsonStep
 	// BitIdentical stands for the Snapshot's: only a run whose LCT run
 	// codes its tensors is compared with the shadow (not the dense run
 	// alone, nor the copy floor), and only then is it given.
@@ -67,7 +68,8 @@ type deviceLine struct {
 // trainOnDevice is runCUDA on an open device (a GPU or the emulation).
 // LCTTOP_PROFILE_OPS=N times every operation of the model's step and prints
 // the mean per step after the first N (cudabackend.Profiled) to stderr.
-func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg trainer.Config, cf cudaFlags, asJSON bool) error {
+func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
+	asJSON := mode != jsonOff
 	var dev cudabackend.Device = g.Compute()
 	if v := os.Getenv(cudabackend.ProfileEnv); v != "" && v != "0" {
 		skip, err := strconv.Atoi(v)
@@ -189,7 +191,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			if compared {
 				identical = &r.Snapshot.BitIdentical
 			}
-			return enc.Encode(deviceLine{Snapshot: r.Snapshot, BitIdentical: identical, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
+			return enc.Encode(deviceLine{jsonStep: newJSONStep(r.Snapshot, mode), BitIdentical: identical, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
@@ -290,8 +292,6 @@ func sweepOnDevice(out io.Writer, enc *json.Encoder, dev cudabackend.Device, m t
 	_, err = fmt.Fprintf(out, "longest sequence at batch 1 within %.2f GiB: %d (lct %v)\n", cf.memBudgetGiB, longest, lct != nil)
 	return err
 }
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // cudaTrainOptions is cfg's training on the GPU: model m, batch and
 // sequence length (the model's where cfg leaves them 0), its data, the LCT

@@ -24,7 +24,11 @@ func emuTrain(t *testing.T, cf cudaFlags, asJSON bool) string {
 	cfg.Backend, cfg.Optimizer, cfg.Steps, cfg.Batch, cfg.SeqLen = "cuda", "sgd", 2, 1, 8
 	cfg.ValEvery, cfg.CheckEvery = 0, 2
 	var out bytes.Buffer
-	if err := trainOnDevice(context.Background(), &out, dev, cfg, cf, asJSON); err != nil {
+	mode := jsonOff
+	if asJSON {
+		mode = jsonSlim
+	}
+	if err := trainOnDevice(context.Background(), &out, dev, cfg, cf, mode); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	return out.String()
@@ -52,13 +56,13 @@ func TestTrainCUDAEmuJSON(t *testing.T) {
 	steps, sum, lines := emuTrainJSON(t, cudaFlags{})
 	for i, s := range steps {
 		line := lines[i]
-		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "tensors", "mem_lct", "pool_held_bytes", "nvml_process_bytes"} {
+		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "classes", "ratio", "mem_lct", "pool_held_bytes", "nvml_process_bytes"} {
 			if _, ok := s[k]; !ok {
 				t.Fatalf("line %d lacks %q: %s", i+1, k, line)
 			}
 		}
 		if s["step"] != float64(i+1) || s["bit_identical"] != true || s["backend"] != "cuda" || s["optimizer"] != "sgd" ||
-			s["loss_lct"] != s["loss_shadow"] || !(s["loss_shadow"].(float64) > 0) || len(s["tensors"].([]any)) == 0 {
+			s["loss_lct"] != s["loss_shadow"] || !(s["loss_shadow"].(float64) > 0) || len(s["classes"].([]any)) == 0 || s["tensors"] != nil {
 			t.Fatalf("line %d: %s", i+1, line)
 		}
 	}
@@ -120,7 +124,7 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 		{cudaFlags{lctCodec: "copy-serial", sweep: true, memBudgetGiB: 1}, "--sweep"},
 	} {
 		var out bytes.Buffer
-		err := trainOnDevice(context.Background(), &out, dev, cfg, c.cf, true)
+		err := trainOnDevice(context.Background(), &out, dev, cfg, c.cf, jsonSlim)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one naming %s", c.cf, err, c.want)
 		}

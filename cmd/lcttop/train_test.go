@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"lcttop/trainer"
 )
 
 // quick makes training runs short enough for tests.
@@ -15,15 +17,18 @@ func trainArgs(extra ...string) []string { return append(append([]string(nil), q
 func TestTrainHeadlessJSON(t *testing.T) {
 	out := mustRun(t, trainArgs("--steps", "2", "--json", "--optimizer", "sgd", "--preset", "auto,adam_v=clean", "--dist", "weight=laplace")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want one JSON object per step:\n%s", len(lines), out)
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want one JSON object per step and the summary:\n%s", len(lines), out)
 	}
-	for i, line := range lines {
+	if len(out) > 2*8<<10 {
+		t.Errorf("%d bytes for two slim lines and a summary", len(out))
+	}
+	for i, line := range lines[:2] {
 		var s map[string]any
 		if err := json.Unmarshal([]byte(line), &s); err != nil {
 			t.Fatalf("line %d is not JSON: %v", i+1, err)
 		}
-		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "tensors", "mem_lct", "codec_time_ns"} {
+		for _, k := range []string{"step", "loss_lct", "loss_shadow", "bit_identical", "peak_bytes_lct", "peak_bytes_shadow", "classes", "ratio", "mem_lct", "codec_time_ns"} {
 			if _, ok := s[k]; !ok {
 				t.Fatalf("line %d lacks %q", i+1, k)
 			}
@@ -31,11 +36,31 @@ func TestTrainHeadlessJSON(t *testing.T) {
 		if s["step"].(float64) != float64(i+1) || s["bit_identical"] != true || s["optimizer"] != "sgd" {
 			t.Fatalf("line %d: step %v identical %v optimizer %v", i+1, s["step"], s["bit_identical"], s["optimizer"])
 		}
-		for _, ts := range s["tensors"].([]any) {
-			m := ts.(map[string]any)
-			if m["name"] == "blk0.fc.w" && m["distribution"] != "laplace" {
-				t.Fatalf("--dist weight=laplace not applied: %v", m["distribution"])
+		if _, ok := s["tensors"]; ok {
+			t.Fatalf("line %d holds every tensor without --tensors", i+1)
+		}
+		for _, c := range s["classes"].([]any) {
+			m := c.(map[string]any)
+			if want := map[any]string{"weight": "auto/laplace", "momentum": "auto/empirical"}[m["class"]]; want != "" && m["codec"] != want {
+				t.Fatalf("class %v on %v, want %s", m["class"], m["codec"], want)
 			}
+		}
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(lines[2]), &sum); err != nil || sum["summary"] != true || sum["steps"] != float64(2) || sum["all_bit_identical"] != true {
+		t.Fatalf("summary line %s (%v)", lines[2], err)
+	}
+	// --tensors: every tensor, with the per-class setting applied.
+	full := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "1", "--json", "--tensors", "--dist", "weight=laplace")...)), "\n")
+	var s struct {
+		Tensors []trainer.TensorStats `json:"tensors"`
+	}
+	if err := json.Unmarshal([]byte(full[0]), &s); err != nil || len(s.Tensors) == 0 {
+		t.Fatalf("--tensors line: %v, %d tensors", err, len(s.Tensors))
+	}
+	for _, ts := range s.Tensors {
+		if ts.Class == trainer.ClassWeight && ts.Distribution != "laplace" {
+			t.Fatalf("%s on %s", ts.Name, ts.Distribution)
 		}
 	}
 }
@@ -43,10 +68,13 @@ func TestTrainHeadlessJSON(t *testing.T) {
 func TestTrainHeadlessLines(t *testing.T) {
 	out := mustRun(t, trainArgs("--steps", "2")...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "model tiny") {
-		t.Fatalf("want a header and a line per step:\n%s", out)
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "model tiny") {
+		t.Fatalf("want a header, a line per step and a summary:\n%s", out)
 	}
-	for i, l := range lines[1:] {
+	if s := lines[3]; !strings.HasPrefix(s, "summary: 2 steps, loss ") || !strings.Contains(s, "bit-identical throughout") || !strings.Contains(s, "ratio ") {
+		t.Fatalf("summary line %q", s)
+	}
+	for i, l := range lines[1:3] {
 		if !strings.HasPrefix(l, "step") || !strings.Contains(l, "identical") || !strings.Contains(l, "less)") {
 			t.Fatalf("step line %d: %q", i+1, l)
 		}
@@ -58,9 +86,10 @@ func TestTrainCheckpointResume(t *testing.T) {
 	whole := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "4", "--json")...)), "\n")
 	mustRun(t, trainArgs("--steps", "2", "--checkpoint", ckpt)...)
 	resumed := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "4", "--json", "--resume", ckpt)...)), "\n")
-	if len(resumed) != 2 {
-		t.Fatalf("resumed run printed %d steps, want steps 3 and 4", len(resumed))
+	if len(resumed) != 3 {
+		t.Fatalf("resumed run printed %d lines, want steps 3 and 4 and the summary", len(resumed))
 	}
+	resumed = resumed[:2]
 	loss := func(line string) (float64, float64) {
 		var s struct {
 			Step float64 `json:"step"`

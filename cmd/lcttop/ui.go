@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sync"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/spf13/cobra"
 
-	"lcttop/codec"
 	"lcttop/gpu"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
 	"lcttop/ui/msgs"
+	"lcttop/ui/styles"
 )
 
 // The trainers are what the UI drives.
@@ -41,22 +43,33 @@ type uiFlags struct {
 	seed                      uint64
 	steps                     int
 	refresh                   time.Duration
-	exportDir                 string
+	exportDir, theme          string
 }
 
 func init() {
 	f := &uiFlags{}
 	f.register(rootCmd)
 	rootCmd.RunE = func(cmd *cobra.Command, args []string) error {
-		cfg, err := f.config(cmd)
+		cfg, err := f.config()
 		if err != nil {
 			return err
 		}
-		return runUI(cmd, cfg, ui.Options{Refresh: f.refresh, ExportDir: f.exportDir})
+		st, err := f.styles()
+		if err != nil {
+			return err
+		}
+		return runUI(cmd, cfg, ui.Options{Refresh: f.refresh, ExportDir: f.exportDir, Styles: &st})
 	}
 	// lcttop train without --headless opens the same UI on its configuration.
 	trainUI = func(cmd *cobra.Command, cfg trainer.Config) error {
-		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: "."})
+		if err := checkStatic(cfg); err != nil {
+			return err
+		}
+		st, err := themeStyles("")
+		if err != nil {
+			return err
+		}
+		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: ".", Styles: &st})
 	}
 }
 
@@ -65,13 +78,13 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fs.StringVar(&f.backend, "backend", "", "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)")
 	fs.StringVar(&f.model, "model", "", "model to train: "+modelNames()+" (default: "+defaultCPUModel+" on the CPU, "+defaultGPUModel+" on the GPU)")
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
-	fs.StringVar(&f.preset, "preset", "", "capacity preset for every tensor class: "+names(codec.Presets)+" (default: the trainer's per-class choice)")
-	fs.StringVar(&f.dist, "dist", "", "codebook distribution for every tensor class: "+names(codec.Distributions)+" (default: the trainer's per-class choice)")
+	registerTrainingCodec(cmd, &f.preset, &f.dist)
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for weights and batches")
 	fs.IntVar(&f.steps, "steps", 0, "steps to train (0: until q)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
 	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
+	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
 }
 
 func modelNames() string {
@@ -93,43 +106,96 @@ func joinBar(xs []string) string {
 	return s
 }
 
-// config turns the flags into a trainer configuration. Unknown presets
-// and distributions are command-line mistakes, reported before the UI
-// starts; everything the trainer itself rejects is shown in the UI.
-func (f *uiFlags) config(cmd *cobra.Command) (trainer.Config, error) {
+// config turns the flags into a trainer configuration, checking before
+// the full screen opens everything that can be checked without training.
+func (f *uiFlags) config() (trainer.Config, error) {
 	cfg := trainer.DefaultConfig()
 	cfg.Backend, cfg.Model, cfg.Optimizer = f.backend, f.model, f.optimizer
 	cfg.Seed, cfg.DataPath, cfg.Steps = f.seed, f.data, f.steps
-	var (
-		p   codec.Preset
-		d   codec.Distribution
-		err error
-	)
-	setP, setD := cmd.Flags().Changed("preset"), cmd.Flags().Changed("dist")
-	if setP {
-		if p, err = codec.ParsePreset(f.preset); err != nil {
-			return cfg, fmt.Errorf("--preset: unknown preset %q (choose %s)", f.preset, names(codec.Presets))
-		}
-	}
-	if setD {
-		if d, err = codec.ParseDistribution(f.dist); err != nil {
-			return cfg, fmt.Errorf("--dist: unknown distribution %q (choose %s)", f.dist, names(codec.Distributions))
-		}
-	}
-	for _, c := range trainer.TensorClasses {
-		cc := cfg.Codec[c]
-		if setP {
-			cc.Preset = p
-		}
-		if setD {
-			cc.Dist = d
-		}
-		cfg.Codec[c] = cc
+	if err := applyTrainingCodec(&cfg, f.preset, f.dist); err != nil {
+		return cfg, err
 	}
 	if f.refresh < 0 {
-		return cfg, errors.New("--refresh: must not be negative")
+		return cfg, fmt.Errorf("--refresh %v: must not be negative", f.refresh)
 	}
-	return cfg, nil
+	if err := checkExportDir(f.exportDir); err != nil {
+		return cfg, err
+	}
+	return cfg, checkStatic(cfg)
+}
+
+// styles is the palette --theme (or $LCTTOP_THEME) asks for.
+func (f *uiFlags) styles() (styles.Styles, error) { return themeStyles(f.theme) }
+
+// themeStyles builds the palette of theme ("" reads $LCTTOP_THEME, then
+// auto).
+func themeStyles(theme string) (styles.Styles, error) {
+	from := "--theme"
+	if theme == "" {
+		theme, from = os.Getenv(themeEnv), "$"+themeEnv
+	}
+	t, err := styles.ParseTheme(theme)
+	if err != nil {
+		return styles.Styles{}, fmt.Errorf("%s %q: %w", from, theme, err)
+	}
+	return styles.ForTheme(t, nil), nil
+}
+
+// themeEnv names the environment variable that picks the theme.
+const themeEnv = "LCTTOP_THEME"
+
+// checkStatic refuses, with one line, a configuration whose flags are wrong
+// on their face: an unknown backend, model or optimizer, negative steps, or
+// training data that cannot be used.
+func checkStatic(cfg trainer.Config) error {
+	if cfg.Backend != "" { // "": the GPU where one is usable
+		if err := checkBackend(cfg.Backend); err != nil {
+			return err
+		}
+	}
+	model := cfg.Model
+	if model == "" { // the backend's default, known valid
+		model = defaultCPUModel
+	}
+	m, err := trainer.LookupModel(model)
+	if err != nil {
+		return fmt.Errorf("--model: %w", err)
+	}
+	if _, err := trainer.NewOptimizerSettings(cfg.Optimizer, cfg.LR, cfg.Warmup); err != nil {
+		return fmt.Errorf("--optimizer: %w", err)
+	}
+	if cfg.Steps < 0 {
+		return fmt.Errorf("--steps %d: must not be negative (0 trains until q)", cfg.Steps)
+	}
+	seqLen := cfg.SeqLen
+	if seqLen == 0 {
+		seqLen = m.SeqLen
+	}
+	if _, err := trainer.LoadData(cfg.DataPath, seqLen); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	return nil
+}
+
+// checkExportDir refuses an export folder that is not there.
+func checkExportDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--export-dir %s: %w", dir, pathReason(err))
+	case !fi.IsDir():
+		return fmt.Errorf("--export-dir %s: not a folder", dir)
+	}
+	return nil
+}
+
+// pathReason drops the operation and path that *fs.PathError repeats.
+func pathReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // session is a training the UI drives and a goroutine runs.
@@ -168,6 +234,7 @@ func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err 
 	if cfg.Model == "" {
 		cfg.Model = defaultCPUModel
 	}
+	cfg.HoldAtEnd = true // after --steps, d and p still re-encode the final state
 	tr, err := trainer.New(*cfg)
 	if err != nil {
 		return nil, closeFn, err, nil
@@ -191,7 +258,7 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 		uiSrc = src
 	}
 	model := ui.New(uiSrc, opt)
-	prog := tea.NewProgram(model, tea.WithAltScreen(), tea.WithContext(cmd.Context()))
+	prog := tea.NewProgram(model, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithContext(cmd.Context()))
 
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +21,7 @@ func parseUIFlags(t *testing.T, args ...string) (trainer.Config, error) {
 	if err := cmd.ParseFlags(args); err != nil {
 		t.Fatal(err)
 	}
-	return f.config(cmd)
+	return f.config()
 }
 
 func TestUIFlagsDefaultToTheTrainers(t *testing.T) {
@@ -38,11 +41,12 @@ func TestUIFlagsDefaultToTheTrainers(t *testing.T) {
 }
 
 func TestUIFlagsSetEveryClass(t *testing.T) {
-	cfg, err := parseUIFlags(t, "--model", "small", "--optimizer", "sgd", "--dist", "laplace", "--seed", "7", "--steps", "50", "--data", "corpus.txt")
+	data := writeFile(t, filepath.Join(t.TempDir(), "corpus.txt"), bytes.Repeat([]byte("a small corpus of text. "), 2000))
+	cfg, err := parseUIFlags(t, "--model", "small", "--optimizer", "sgd", "--dist", "laplace", "--seed", "7", "--steps", "50", "--data", data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Model != "small" || cfg.Optimizer != "sgd" || cfg.Seed != 7 || cfg.Steps != 50 || cfg.DataPath != "corpus.txt" {
+	if cfg.Model != "small" || cfg.Optimizer != "sgd" || cfg.Seed != 7 || cfg.Steps != 50 || cfg.DataPath != data {
 		t.Errorf("config %+v", cfg)
 	}
 	def := trainer.DefaultConfig()
@@ -60,6 +64,15 @@ func TestUIFlagsSetEveryClass(t *testing.T) {
 			t.Errorf("class %s: %v", c, cfg.Codec[c])
 		}
 	}
+	// The training grammar: a name, then class=name pairs.
+	cfg, err = parseUIFlags(t, "--preset", "medium,adam_v=clean", "--dist", "adam_m=laplace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Codec[trainer.ClassAdamV].Preset != codec.Clean || cfg.Codec[trainer.ClassWeight].Preset != codec.Medium ||
+		cfg.Codec[trainer.ClassAdamM].Dist != codec.Laplace || cfg.Codec[trainer.ClassWeight].Dist != def.Codec[trainer.ClassWeight].Dist {
+		t.Errorf("per-class flags: %v", cfg.Codec)
+	}
 }
 
 func TestUIFlagsRejectUnknownNames(t *testing.T) {
@@ -71,7 +84,53 @@ func TestUIFlagsRejectUnknownNames(t *testing.T) {
 	}
 	// Through the built binary: a one-line error, exit 1, no UI.
 	r := lcttop(t, "--preset", "bogus")
-	if r.code != 1 || !strings.Contains(r.stderr, `--preset: unknown preset "bogus" (choose clean|medium|high|auto)`) {
+	if r.code != 1 || r.stderr != "lcttop: --preset \"bogus\": unknown value \"bogus\" (choose clean|medium|high|auto)\n" {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestStaticArgumentErrors: every mistake the flags show on their face
+// ends the command with one line on stderr and exit 1, before the full
+// screen opens (nothing is written to stdout, where the UI would draw).
+func TestStaticArgumentErrors(t *testing.T) {
+	dir := t.TempDir()
+	empty := writeFile(t, filepath.Join(dir, "empty.txt"), nil)
+	binary := writeFile(t, filepath.Join(dir, "weights.bin"), []byte{0x7f, 'E', 'L', 'F', 0, 1, 2, 3})
+	notDir := writeFile(t, filepath.Join(dir, "file"), []byte("x"))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "huge"}, `--model: unknown model "huge" (choose tiny|small|medium|gpt162m)`},
+		{[]string{"--optimizer", "adam"}, `--optimizer: unknown optimizer "adam" (choose adamw|sgd)`},
+		{[]string{"--backend", "tpu"}, `--backend "tpu": unknown value "tpu" (choose cpu|cuda)`},
+		{[]string{"--steps", "-5"}, `--steps -5: must not be negative`},
+		{[]string{"--data", filepath.Join(dir, "missing.txt")}, "missing.txt: cannot read: no such file or directory"},
+		{[]string{"--data", empty}, "empty.txt: file is empty"},
+		{[]string{"--data", binary}, "weights.bin: binary file, not text"},
+		{[]string{"--data", dir}, "cannot read: is a directory"},
+		{[]string{"--dist", "weight=cauchy"}, `--dist "weight=cauchy": unknown value "cauchy"`},
+		{[]string{"--preset", "bias=high"}, `unknown tensor class "bias"`},
+		{[]string{"--theme", "sepia"}, `--theme "sepia": unknown theme (choose light|dark|auto)`},
+		{[]string{"--export-dir", filepath.Join(dir, "nope")}, "--export-dir " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{[]string{"--export-dir", notDir}, "not a folder"},
+		{[]string{"--refresh", "-1s"}, "--refresh -1s: must not be negative"},
+		{[]string{"--bogus"}, "unknown flag: --bogus (usage: lcttop [flags]; see lcttop --help)"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"pack", "a.safetensors"}, "accepts 2 arg(s), received 1 (usage: lcttop pack"},
+		{[]string{"train", "--json"}, "--json: only with --headless"},
+		{[]string{"train", "--headless", "--tensors"}, "--tensors: only with --json"},
+	} {
+		r := lcttop(t, c.args...)
+		if r.code != 1 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want one line with %q", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+	// The theme comes from the environment too.
+	cmd := lcttopCmd("--steps", "1")
+	cmd.Env = append(os.Environ(), "LCTTOP_THEME=beige")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `$LCTTOP_THEME "beige": unknown theme`) {
+		t.Errorf("LCTTOP_THEME=beige: %v, %q", err, out)
 	}
 }

@@ -17,6 +17,9 @@ func newUnpackCmd() *cobra.Command {
 safetensors file (through a temporary file renamed into place).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := distinctFiles(args[0], args[1]); err != nil {
+				return err
+			}
 			backend, release, err := bf.open()
 			if err != nil {
 				return err

@@ -129,7 +129,7 @@ func View(st styles.Styles, h *History, window, refresh time.Duration, w, ht int
 	samples := h.Since(window)
 	const gw = 9
 	cols := max(w-gw, 4)
-	each := (ht - 1) / 3
+	each := (ht - 2) / 3 // title and time axis, then three charts
 	if each < 2 {
 		each = 2
 	}
@@ -176,5 +176,28 @@ func View(st styles.Styles, h *History, window, refresh time.Duration, w, ht int
 		lines = append(lines, st.Label.Render(fmt.Sprintf("%-*s", gw, c.name))+c.legend)
 		lines = append(lines, Plot(st, c.series, "●", st.SeriesBoth, rows, cols, gw, c.label)...)
 	}
+	lines = append(lines, st.Dim.Render(TimeAxis(window, cols, gw)))
 	return box.Fit(strings.Join(lines, "\n"), w, ht)
+}
+
+// TimeAxis labels the charts' columns with how long ago they are: the
+// window's start on the left, "now" on the right, quarters between where
+// they fit.
+func TimeAxis(window time.Duration, cols, gw int) string {
+	row := []rune(fmt.Sprintf("%-*s", gw, "time") + strings.Repeat(" ", cols))
+	put := func(col int, s string) {
+		at := min(max(gw+col-len(s)/2, gw), len(row)-len(s))
+		for i := at - 1; i <= at+len(s) && i < len(row); i++ {
+			if i >= gw && row[i] != ' ' {
+				return // would touch a label already placed
+			}
+		}
+		copy(row[at:], []rune(s))
+	}
+	put(cols-1, "now")
+	put(0, "-"+format.Window(window))
+	for k := 1; k < 4; k++ {
+		put(k*(cols-1)/4, "-"+format.Window(window*time.Duration(4-k)/4))
+	}
+	return strings.TrimRight(string(row), " ")
 }

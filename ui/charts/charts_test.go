@@ -88,3 +88,14 @@ func TestViewFits(t *testing.T) {
 		}
 	}
 }
+
+// The charts' time axis: the window's start on the left, now on the right.
+func TestTimeAxis(t *testing.T) {
+	got := TimeAxis(time.Minute, 60, 9)
+	if !strings.HasPrefix(got, "time     -1m") || !strings.HasSuffix(got, "now") || !strings.Contains(got, "-30s") {
+		t.Errorf("axis %q", got)
+	}
+	if n := len([]rune(got)); n > 69 {
+		t.Errorf("axis %d wide, want at most 69", n)
+	}
+}

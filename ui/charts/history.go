@@ -95,3 +95,6 @@ func (h *History) StepsPerSecond(d time.Duration) float64 {
 	}
 	return float64(last.Step-first.Step) / dt
 }
+
+// All returns every sample held, oldest first (a copy).
+func (h *History) All() []Sample { return append([]Sample(nil), h.samples...) }

@@ -77,17 +77,22 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 	if s.PoolBudget > 0 {
 		used = float64(s.PoolBytes) / float64(s.PoolBudget)
 	}
-	barW := max(min(w-40, 16), 4)
-	fill := min(int(used*float64(barW)+0.5), barW)
+	// The figures always fit; the bar takes what room is left (none below 3).
+	figures := format.Bytes(s.PoolBytes) + " / " + format.Bytes(s.PoolBudget) + " (" + format.Percent(used) + ")"
+	barW := min(w-len("overflow pool ")-len([]rune(figures))-1, 16)
 	poolStyle := st.Bar
 	if used > 0.9 {
 		poolStyle = st.Warn
 	}
-	lines = append(lines, l("overflow pool ")+poolStyle.Render(strings.Repeat("█", fill))+st.Dim.Render(strings.Repeat("░", barW-fill))+
-		" "+v(format.Bytes(s.PoolBytes)+" / "+format.Bytes(s.PoolBudget))+l(" (")+v(format.Percent(used))+l(")"))
+	bar := ""
+	if barW >= 3 {
+		fill := min(int(used*float64(barW)+0.5), barW)
+		bar = poolStyle.Render(strings.Repeat("█", fill)) + st.Dim.Render(strings.Repeat("░", barW-fill)) + " "
+	}
+	lines = append(lines, l("overflow pool ")+bar+v(figures))
 	fb := v(fmt.Sprintf("%d", s.Fallbacks))
 	if s.Fallbacks > 0 {
-		fb = st.Warn.Render(fmt.Sprintf("%d (kept raw: pool full)", s.Fallbacks))
+		fb = st.Warn.Render(fmt.Sprintf("%d (kept as-is: pool full)", s.Fallbacks))
 	}
 	lines = append(lines, l("fallbacks this step ")+fb+l(" · ratio ")+st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))))
 	return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)

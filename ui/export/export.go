@@ -1,9 +1,9 @@
-// Package export writes the current snapshot to JSON (the whole snapshot,
-// the same encoding the headless mode prints) and CSV (one row per tensor),
-// and the codec plan (each class's and tensor's codec) that lcttop pack
-// --plan applies.
-// Each file is written to a temporary file in the target folder and renamed
-// into place, so a reader never sees a half-written export.
+// Package export writes the current snapshot to JSON (the whole snapshot
+// on one line, every tensor included) and CSV (one row per tensor), and the
+// history the UI holds to CSV (one row per sample), and the codec plan
+// (each class's and tensor's codec) that lcttop pack --plan applies. Each file is written to
+// a temporary file in the target folder, given the usual permissions (0644)
+// and renamed into place, so a reader never sees a half-written export.
 package export
 
 import (
@@ -14,34 +14,44 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"lcttop/trainer"
+	"lcttop/ui/charts"
 )
 
-// Names returns the JSON and CSV paths for snapshot s in dir.
-func Names(dir string, s *trainer.Snapshot) (jsonPath, csvPath string) {
+// Names returns the snapshot's JSON and CSV paths and the history's CSV
+// path for snapshot s in dir.
+func Names(dir string, s *trainer.Snapshot) (jsonPath, csvPath, historyPath string) {
 	base := filepath.Join(dir, fmt.Sprintf("lcttop-step%06d", s.Step))
-	return base + ".json", base + ".csv"
+	return base + ".json", base + ".csv", base + "-history.csv"
 }
 
-// Write exports s into dir and returns the two paths.
-func Write(dir string, s *trainer.Snapshot) (jsonPath, csvPath string, err error) {
-	jsonPath, csvPath = Names(dir, s)
+// Write exports s and the history h into dir and returns the paths written.
+func Write(dir string, s *trainer.Snapshot, h []charts.Sample) ([]string, error) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("export: the folder %s does not exist (--export-dir)", dir)
+	}
+	jsonPath, csvPath, historyPath := Names(dir, s)
 	j, err := JSON(s)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	c, err := CSV(s)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	if err := writeAtomic(jsonPath, j); err != nil {
-		return "", "", err
+	hc, err := HistoryCSV(h)
+	if err != nil {
+		return nil, err
 	}
-	if err := writeAtomic(csvPath, c); err != nil {
-		return "", "", err
+	paths := []string{jsonPath, csvPath, historyPath}
+	for i, data := range [][]byte{j, c, hc} {
+		if err := writeAtomic(paths[i], data); err != nil {
+			return nil, err
+		}
 	}
-	return jsonPath, csvPath, nil
+	return paths, nil
 }
 
 // PlanName is the path of snapshot s's codec plan in dir.
@@ -60,9 +70,9 @@ func WritePlan(dir string, s *trainer.Snapshot, p trainer.Plan) (string, error) 
 	return path, writeAtomic(path, b)
 }
 
-// JSON encodes the snapshot, indented, with a trailing newline.
+// JSON encodes the snapshot on one line, as headless JSON lines are.
 func JSON(s *trainer.Snapshot) ([]byte, error) {
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("export: encoding snapshot of step %d: %w", s.Step, err)
 	}
@@ -101,6 +111,25 @@ func CSV(s *trainer.Snapshot) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// HistoryHeader is the history CSV's first row.
+var HistoryHeader = []string{"time", "step", "loss_lct", "loss_shadow", "peak_bytes_lct", "peak_bytes_shadow", "ratio"}
+
+// HistoryCSV writes one row per history sample, oldest first.
+func HistoryCSV(h []charts.Sample) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	rows := [][]string{HistoryHeader}
+	for _, s := range h {
+		rows = append(rows, []string{s.Time.UTC().Format(time.RFC3339Nano), strconv.Itoa(s.Step), f(s.LossLCT), f(s.LossShadow),
+			f(s.MemLCT), f(s.MemShadow), f(s.Ratio)})
+	}
+	if err := w.WriteAll(rows); err != nil {
+		return nil, fmt.Errorf("export: history csv: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
 // writeAtomic writes data to a temporary file beside path, syncs it, and
 // renames it over path.
 func writeAtomic(path string, data []byte) error {
@@ -116,6 +145,9 @@ func writeAtomic(path string, data []byte) error {
 		return fmt.Errorf("export: writing %s: %w", path, err)
 	}
 	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600
 		return fail(err)
 	}
 	if err := tmp.Sync(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"lcttop/trainer"
+	"lcttop/ui/charts"
 )
 
 func sample() *trainer.Snapshot {
@@ -26,16 +27,31 @@ func sample() *trainer.Snapshot {
 func TestWriteRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	s := sample()
-	jp, cp, err := Write(dir, s)
+	h := []charts.Sample{
+		{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Step: 41, LossLCT: 3.5, LossShadow: 3.5, MemLCT: 1e6, MemShadow: 2e6, Ratio: 1.47},
+		{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Step: 42, LossLCT: 3.25, LossShadow: 3.25, MemLCT: 1e6, MemShadow: 2e6, Ratio: 1.48},
+	}
+	paths, err := Write(dir, s, h)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(jp) != "lcttop-step000042.json" || filepath.Base(cp) != "lcttop-step000042.csv" {
-		t.Fatalf("names %s %s", jp, cp)
+	var names []string
+	for _, p := range paths {
+		names = append(names, filepath.Base(p))
+		// The usual permissions, as pack gives its output (not CreateTemp's 0600).
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v, %v; want -rw-r--r--", p, fi.Mode(), err)
+		}
 	}
-	jb, err := os.ReadFile(jp)
+	if !reflect.DeepEqual(names, []string{"lcttop-step000042.json", "lcttop-step000042.csv", "lcttop-step000042-history.csv"}) {
+		t.Fatalf("names %v", names)
+	}
+	jb, err := os.ReadFile(paths[0])
 	if err != nil {
 		t.Fatal(err)
+	}
+	if strings.Count(string(jb), "\n") != 1 || !strings.HasSuffix(string(jb), "}\n") {
+		t.Errorf("JSON is not one compact line: %q", jb)
 	}
 	var back trainer.Snapshot
 	if err := json.Unmarshal(jb, &back); err != nil {
@@ -44,7 +60,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	if !reflect.DeepEqual(&back, s) {
 		t.Errorf("JSON round trip differs:\n%+v\n%+v", back, *s)
 	}
-	cb, err := os.ReadFile(cp)
+	cb, err := os.ReadFile(paths[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,16 +74,28 @@ func TestWriteRoundTrips(t *testing.T) {
 	if rows[2][1] != "h.0.attn, with comma" || rows[2][15] != "true" || rows[1][6] != "1.43" || rows[1][0] != "42" {
 		t.Errorf("csv content %v", rows)
 	}
+	hb, err := os.ReadFile(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	hrows, err := csv.NewReader(strings.NewReader(string(hb))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hrows) != 3 || !reflect.DeepEqual(hrows[0], HistoryHeader) || hrows[1][0] != "2026-01-02T03:04:05Z" || hrows[2][1] != "42" || hrows[2][6] != "1.48" {
+		t.Errorf("history csv %v", hrows)
+	}
 	// No temporary files left behind.
 	ents, _ := os.ReadDir(dir)
-	if len(ents) != 2 {
-		t.Errorf("dir holds %d entries, want 2", len(ents))
+	if len(ents) != 3 {
+		t.Errorf("dir holds %d entries, want 3", len(ents))
 	}
 }
 
 func TestWriteReportsMissingDir(t *testing.T) {
-	_, _, err := Write(filepath.Join(t.TempDir(), "nope"), sample())
-	if err == nil || !strings.Contains(err.Error(), "export") {
-		t.Fatalf("err = %v, want an export error", err)
+	missing := filepath.Join(t.TempDir(), "nope")
+	_, err := Write(missing, sample(), nil)
+	if err == nil || err.Error() != "export: the folder "+missing+" does not exist (--export-dir)" {
+		t.Fatalf("err = %v, want one naming the folder", err)
 	}
 }

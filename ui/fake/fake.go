@@ -27,37 +27,44 @@ var Start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // StepTime is the fixed time between two steps.
 const StepTime = 100 * time.Millisecond
 
-// Source implements trainer.Session (ui.Source).
+// Source implements trainer.Session (the UI's Source).
 type Source struct {
-	mu      sync.Mutex
-	tensors []Tensor
-	codecs  map[trainer.TensorClass]trainer.ClassCodec
-	encoded map[string]*codec.Tensor // by tensor name and codec
-	step    int
-	ch      chan trainer.Snapshot
-	calls   []string
-	// overrides are per-tensor codecs set with SetTensorCodec.
+	mu        sync.Mutex
+	tensors   []Tensor
+	codecs    map[trainer.TensorClass]trainer.ClassCodec
 	overrides map[string]trainer.ClassCodec
+	encoded   map[string]*codec.Tensor // by tensor name and codec
+	step      int
+	ch        chan trainer.Snapshot
+	closeOnce sync.Once
+	calls     []string
 
 	// Diverge makes snapshots from this step on report the runs as not
 	// bit-identical (0: never).
 	Diverge int
-	// SetErr and DetailErr, when set, are returned by SetClassCodec and Detail.
-	SetErr, DetailErr error
+	// FinishAt makes the snapshot of this step, and every later one (which
+	// stays at this step), report the run as finished (0: never).
+	FinishAt int
+	// KeepOpenOnStop leaves the snapshot channel open when Stop is called,
+	// as a source whose step in progress has not ended yet.
+	KeepOpenOnStop bool
+	// SetErr, DetailErr and ValuesErr, when set, are returned by
+	// SetClassCodec and SetTensorCodec, Detail, and Values.
+	SetErr, DetailErr, ValuesErr error
 }
 
-// New returns a source training ts, every class starting on CLEAN/gaussian.
+// New returns a source training ts, every class starting on the trainer's
+// default, AUTO/empirical.
 func New(ts []Tensor) *Source {
 	s := &Source{
-		tensors: ts,
-		codecs:  map[trainer.TensorClass]trainer.ClassCodec{},
-		encoded: map[string]*codec.Tensor{},
-		ch:      make(chan trainer.Snapshot, 1),
-
+		tensors:   ts,
+		codecs:    map[trainer.TensorClass]trainer.ClassCodec{},
 		overrides: map[string]trainer.ClassCodec{},
+		encoded:   map[string]*codec.Tensor{},
+		ch:        make(chan trainer.Snapshot, 1),
 	}
 	for _, t := range ts {
-		s.codecs[t.Class] = trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+		s.codecs[t.Class] = trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	}
 	return s
 }
@@ -90,8 +97,14 @@ func (s *Source) StepOnce() {
 	s.Emit()
 }
 
-// Stop records the call.
-func (s *Source) Stop() { s.record("Stop") }
+// Stop records the call and closes the snapshot channel, as a trainer
+// does once its step in progress ends (unless KeepOpenOnStop).
+func (s *Source) Stop() {
+	s.record("Stop")
+	if !s.KeepOpenOnStop {
+		s.Close()
+	}
+}
 
 // SetClassCodec records the call and, unless SetErr is set, uses cc for
 // class c from the next snapshot on.
@@ -113,8 +126,9 @@ func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 	return s.codecs[c]
 }
 
-// SetTensorCodec records the call and, unless SetErr is set, uses cc for
-// tensor name from the next snapshot on (the zero ClassCodec removes it).
+// SetTensorCodec records the call and, unless SetErr is set, gives tensor
+// name its own codec from the next snapshot on (the zero ClassCodec
+// removes it).
 func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	s.record(fmt.Sprintf("SetTensorCodec %s %s/%s", name, cc.Preset, cc.Dist))
 	s.mu.Lock()
@@ -122,7 +136,7 @@ func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	if s.SetErr != nil {
 		return s.SetErr
 	}
-	if _, ok := s.tensor(name); !ok {
+	if _, ok := s.find(name); !ok {
 		return fmt.Errorf("fake: no tensor named %q", name)
 	}
 	if cc == (trainer.ClassCodec{}) {
@@ -141,6 +155,24 @@ func (s *Source) TensorCodec(name string) (trainer.ClassCodec, bool) {
 	return cc, ok
 }
 
+// find returns the tensor called name; s.mu held.
+func (s *Source) find(name string) (Tensor, bool) {
+	for _, t := range s.tensors {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tensor{}, false
+}
+
+// codecOf is t's codec: its override, else its class's; s.mu held.
+func (s *Source) codecOf(t Tensor) trainer.ClassCodec {
+	if cc, ok := s.overrides[t.Name]; ok {
+		return cc
+	}
+	return s.codecs[t.Class]
+}
+
 // Detail returns block `block` of tensor name under its codec.
 func (s *Source) Detail(name string, block int) (trainer.TensorDetail, error) {
 	s.record(fmt.Sprintf("Detail %s %d", name, block))
@@ -149,7 +181,7 @@ func (s *Source) Detail(name string, block int) (trainer.TensorDetail, error) {
 	if s.DetailErr != nil {
 		return trainer.TensorDetail{}, s.DetailErr
 	}
-	t, ok := s.tensor(name)
+	t, ok := s.find(name)
 	if !ok {
 		return trainer.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
 	}
@@ -160,12 +192,12 @@ func (s *Source) Detail(name string, block int) (trainer.TensorDetail, error) {
 	bs := enc.Layout.BlockSize
 	blocks := enc.Layout.Blocks(len(t.Values))
 	if block < 0 || block >= blocks {
-		return trainer.TensorDetail{}, fmt.Errorf("fake: %s: block %d out of range 0..%d", name, block, blocks-1)
+		return trainer.TensorDetail{}, fmt.Errorf("fake: tensor %s: block %d out of range (it has %d)", name, block, blocks)
 	}
 	vals := t.Values[block*bs : min((block+1)*bs, len(t.Values))]
 	return trainer.TensorDetail{
-		Name: t.Name, Class: t.Class, Values: vals, Codebook: enc.Codebook, Layout: enc.Layout,
-		Block: block, Blocks: blocks, N: len(t.Values),
+		Name: t.Name, Class: t.Class, Block: block, Blocks: blocks, N: len(t.Values),
+		Values: vals, Codebook: enc.Codebook, Layout: enc.Layout,
 	}, nil
 }
 
@@ -174,32 +206,17 @@ func (s *Source) Values(name string) ([]uint16, error) {
 	s.record("Values " + name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.tensor(name)
+	if s.ValuesErr != nil {
+		return nil, s.ValuesErr
+	}
+	t, ok := s.find(name)
 	if !ok {
 		return nil, fmt.Errorf("fake: no tensor named %q", name)
 	}
 	return append([]uint16(nil), t.Values...), nil
 }
 
-// tensor finds a tensor by name; s.mu held.
-func (s *Source) tensor(name string) (Tensor, bool) {
-	for _, t := range s.tensors {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return Tensor{}, false
-}
-
-// codecOf is t's override, else its class's codec; s.mu held.
-func (s *Source) codecOf(t Tensor) trainer.ClassCodec {
-	if cc, ok := s.overrides[t.Name]; ok {
-		return cc
-	}
-	return s.codecs[t.Class]
-}
-
-// encode returns t encoded under its class's codec (cached); s.mu held.
+// encode returns t encoded under its codec (cached); s.mu held.
 func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
 	cc := s.codecOf(t)
 	k := fmt.Sprintf("%s|%s|%s", t.Name, cc.Preset, cc.Dist)
@@ -218,7 +235,9 @@ func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
 // reader has not taken yet (the coalescing a trainer does).
 func (s *Source) Emit() trainer.Snapshot {
 	s.mu.Lock()
-	s.step++
+	if s.FinishAt == 0 || s.step < s.FinishAt {
+		s.step++
+	}
 	snap, err := s.build(s.step)
 	s.mu.Unlock()
 	if err != nil {
@@ -237,15 +256,16 @@ func (s *Source) Emit() trainer.Snapshot {
 	}
 }
 
-// Close closes the snapshot channel.
-func (s *Source) Close() { close(s.ch) }
+// Close closes the snapshot channel (once, however often it is called).
+func (s *Source) Close() { s.closeOnce.Do(func() { close(s.ch) }) }
 
 // build makes the snapshot of step; s.mu held. Every figure is a function
 // of the step and the tensors' encodings.
 func (s *Source) build(step int) (trainer.Snapshot, error) {
 	snap := trainer.Snapshot{
 		Step: step, Time: Start.Add(time.Duration(step) * StepTime),
-		Backend: "cpu", Model: "tiny", Optimizer: "adamw",
+		Backend: "cpu", Model: "tiny", Optimizer: "adamw", Data: "built-in corpus",
+		Finished:    s.FinishAt > 0 && step >= s.FinishAt,
 		StepTimeLCT: 3400 * time.Microsecond, StepTimeShadow: 2900 * time.Microsecond, CodecTime: 450 * time.Microsecond,
 		EncodeGBps: 1.25, DecodeGBps: 2.5, PoolBudget: 256 << 10,
 		BitIdentical:   s.Diverge == 0 || step < s.Diverge,
@@ -270,17 +290,26 @@ func (s *Source) build(step int) (trainer.Snapshot, error) {
 		}
 		st := enc.Stats
 		cc := s.codecOf(t)
-		snap.Tensors = append(snap.Tensors, trainer.TensorStats{
+		ts := trainer.TensorStats{
 			Name: t.Name, Class: t.Class, Elements: st.N, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
 			Ratio: st.Ratio, StoredBytes: st.StoredBytes, AllocatedBits: st.AllocatedBits, UsedBits: st.UsedBits,
 			Entropy: st.Entropy, ExpectedBits: st.ExpectedBits, EscapeRate: st.EscapeRate, OverflowRate: st.OverflowRate,
 			SpillStreamRate: st.SpillStreamRate, Histogram: st.Histogram, CodeLengths: enc.Codebook.Lengths,
 			EscapeLength: enc.Codebook.EscLen,
-		})
+		}
+		if st.StoredBytes >= 2*st.N {
+			// Kept as plain BF16, as the trainer keeps a tensor LCT would not shrink.
+			ts.Raw, ts.Ratio, ts.StoredBytes = true, 1, 2*st.N
+			ts.UsedBits, ts.AllocatedBits, ts.ExpectedBits = 8, 8, 8
+			ts.EscapeRate, ts.OverflowRate, ts.SpillStreamRate = 0, 0, 0
+		}
+		snap.Tensors = append(snap.Tensors, ts)
 		c := catOf[t.Class]
-		lct.Live[c] += int64(st.StoredBytes)
+		lct.Live[c] += int64(ts.StoredBytes)
 		shadow.Live[c] += 2 * int64(st.N)
-		snap.PoolBytes += int64(len(enc.Overflow))
+		if !ts.Raw {
+			snap.PoolBytes += int64(len(enc.Overflow))
+		}
 	}
 	// Gradients are kept dense in both runs; the codec needs scratch.
 	var weights int64
@@ -313,9 +342,10 @@ func BF16(f float32) uint16 {
 	return uint16(b >> 16)
 }
 
-// Tensors returns a fixed, varied set: weights, Adam moments, a LayerNorm
-// gain and a ReLU activation, drawn from a seeded generator so every run
-// gets the same values.
+// Tensors returns a fixed, varied set: weights (one of three blocks),
+// Adam moments (one mostly exact zeros, as the rows of unseen tokens are),
+// a LayerNorm gain LCT would not shrink, and a ReLU activation, drawn from
+// a seeded generator so every run gets the same values.
 func Tensors() []Tensor {
 	r := rand.New(rand.NewPCG(1, 2))
 	gen := func(n int, f func() float64) []uint16 {
@@ -325,15 +355,25 @@ func Tensors() []Tensor {
 		}
 		return v
 	}
+	rowsSeen := func(i int) bool { return i/128%10 < 3 } // 3 rows in 10 have moments
+	k := 0
 	return []Tensor{
 		{Name: "wte", Class: trainer.ClassWeight, Values: gen(65536, func() float64 { return 0.02 * r.NormFloat64() })},
+		{Name: "wte.m", Class: trainer.ClassAdamM, Values: gen(65536, func() float64 {
+			k++
+			if !rowsSeen(k - 1) {
+				return 0
+			}
+			return 1e-4 * r.NormFloat64()
+		})},
 		{Name: "h0.attn.qkv.w", Class: trainer.ClassWeight, Values: gen(49152, func() float64 { return 0.03 * r.NormFloat64() })},
-		{Name: "h0.ln1.g", Class: trainer.ClassWeight, Values: gen(256, func() float64 { return 1 + 0.01*r.NormFloat64() })},
 		{Name: "h0.attn.qkv.w.m", Class: trainer.ClassAdamM, Values: gen(49152, func() float64 { return 1e-4 * r.NormFloat64() * r.ExpFloat64() })},
 		{Name: "h0.attn.qkv.w.v", Class: trainer.ClassAdamV, Values: gen(49152, func() float64 {
 			g := 1e-3 * r.NormFloat64() * math.Exp(2*r.NormFloat64())
 			return g * g
 		})},
+		{Name: "h0.ln1.g", Class: trainer.ClassWeight, Values: gen(256, func() float64 { return 1 + 0.01*r.NormFloat64() })},
+		{Name: "h0.mlp.fc.w", Class: trainer.ClassWeight, Values: gen(3*65536, func() float64 { return 0.02 * r.NormFloat64() })},
 		{Name: "h0.mlp.act", Class: trainer.ClassActivation, Values: gen(65536, func() float64 { return math.Max(0, r.NormFloat64()) })},
 	}
 }

@@ -25,9 +25,10 @@ const (
 	Paused                // paused by the user
 	Finished              // the trainer returned without error
 	Failed                // the trainer stopped on an error
+	Stopping              // q was pressed: the step in progress is ending
 )
 
-var stateNames = [...]string{"starting", "running", "paused", "finished", "failed"}
+var stateNames = [...]string{"starting", "running", "paused", "finished", "failed", "stopping…"}
 
 func (s State) String() string { return stateNames[s] }
 
@@ -88,7 +89,7 @@ func View(st styles.Styles, d Data, w int) string {
 	}
 	stateStyle := st.Good
 	switch d.State {
-	case Paused, Waiting:
+	case Paused, Waiting, Stopping:
 		stateStyle = st.BadgeWait
 	case Failed:
 		stateStyle = st.Bad
@@ -103,6 +104,13 @@ func View(st styles.Styles, d Data, w int) string {
 		l("step ") + v(step) + l(" · ") + v(rate) + l(" steps/s · ") +
 		v(backend) + l("/") + v(model) + l("/") + v(opt) + l(" · ") + v(dev)
 	badge := Badge(st, d.Snap, d.State)
+	if s := d.Snap; s != nil && s.Data != "" {
+		// The data set's name where it fits whole.
+		withData := left + l(" · data ") + v(s.Data)
+		if ansi.StringWidth(withData)+1+ansi.StringWidth(badge) <= w {
+			left = withData
+		}
+	}
 	line1 := joinRight(left, badge, w)
 
 	var line2 string

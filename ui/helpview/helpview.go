@@ -13,13 +13,18 @@ import (
 	"lcttop/ui/styles"
 )
 
-// Legend explains the glyphs the panels use.
+// Legend explains the table's columns and the glyphs the panels use.
 var Legend = []string{
 	"✓ BIT-IDENTICAL: the LCT run's losses (and weights when compared) equal the shadow run's bit for bit",
-	"▶ selected tensor · raw! kept uncompressed this step (overflow pool full) · as-is: too small to gain",
-	"histogram: log-scale bars; len row = code length per exponent, ░ = escaped (ESC + 8-bit literal)",
+	"ratio: 2 bytes a value / bytes stored, everything counted · used/alloc: bits per exponent written (codes",
+	"  + 8 per spilled exponent) / allocated (streams, overflow, headers) · esc: exponents escaped (ESC code",
+	"  + the 8-bit exponent) · ovf: exponents spilled to the overflow area · H bits: the exponents' entropy",
+	"as-is: stored as plain BF16, 16 bits a value, because LCT would not make it smaller · as-is!: this step",
+	"  only, because the overflow pool was full · ▶ the selected tensor",
+	"histogram: log-scale bars; ━ the codebook's 2^-len; len row = code length, ░ = escaped",
+	"compare: ★ the best ratio, [ ] the tensor's codec now · d/p set a class, D/P the selected tensor alone",
 	"charts: • LCT ○ shadow ● both; the window ([ ]) is apart from how often samples are taken",
-	"teaching: ▲ this value's stream · ! a stream that spills to the overflow area",
+	"teaching: ▲ this value's stream · ! a stream that spills to the overflow area · ESC | literal: an escape",
 }
 
 // View draws the help in w columns and h lines. The key groups are laid

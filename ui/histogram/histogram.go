@@ -20,12 +20,20 @@ var eighths = []rune(" ▁▂▃▄▅▆▇█")
 const gutter = 5 // left label column
 
 // span returns the range of exponents worth drawing: every exponent that
-// occurs or has a code.
+// occurs. It does not depend on the codebook, so the axis stays put while
+// the distributions are cycled; with no values it is the coded exponents.
 func span(t trainer.TensorStats) (lo, hi int, ok bool) {
 	lo, hi = 256, -1
 	for e := 0; e < 256; e++ {
-		if t.Histogram[e] > 0 || t.CodeLengths[e] > 0 {
+		if t.Histogram[e] > 0 {
 			lo, hi = min(lo, e), max(hi, e)
+		}
+	}
+	if hi < 0 {
+		for e := 0; e < 256; e++ {
+			if t.CodeLengths[e] > 0 {
+				lo, hi = min(lo, e), max(hi, e)
+			}
 		}
 	}
 	return lo, hi, hi >= 0
@@ -35,8 +43,9 @@ func span(t trainer.TensorStats) (lo, hi int, ok bool) {
 type bin struct {
 	first, last int
 	count       uint64
-	codeLen     uint8 // shortest code in the run; 0 when all are escaped
-	escaped     bool  // every exponent of the run is escaped
+	codeLen     uint8   // shortest code in the run; 0 when all are escaped
+	escaped     bool    // every exponent of the run is escaped
+	implied     float64 // the codebook's probability of the run: Σ 2^-cost
 }
 
 func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
@@ -47,6 +56,11 @@ func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
 		b := bin{first: e, last: min(e+k-1, hi), escaped: true}
 		for x := b.first; x <= b.last; x++ {
 			b.count += t.Histogram[x]
+			cost := int(t.CodeLengths[x])
+			if cost == 0 {
+				cost = int(t.EscapeLength) + 8 // ESC, then the exponent as it is
+			}
+			b.implied += math.Ldexp(1, -cost)
 			if l := t.CodeLengths[x]; l > 0 {
 				b.escaped = false
 				if b.codeLen == 0 || l < b.codeLen {
@@ -68,7 +82,14 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 		return box.Fit(box.Title(st.PanelTitle, st.Separator, "Exponents", "", w)+"\n"+st.Dim.Render("  no tensor selected"), w, h)
 	}
 	var lines []string
-	lines = append(lines, box.Title(st.PanelTitle, st.Separator, "Exponents · "+t.Name, t.Preset+"/"+t.Distribution+" · log scale", w))
+	right := t.Preset + "/" + t.Distribution + " · log scale · ━ codebook 2^-len"
+	switch {
+	case w < 56:
+		right = t.Preset + "/" + t.Distribution
+	case w < 70:
+		right = t.Preset + "/" + t.Distribution + " · log · ━ 2^-len"
+	}
+	lines = append(lines, box.Title(st.PanelTitle, st.Separator, "Exponents · "+t.Name, right, w))
 	lo, hi, any := span(t)
 	if !any {
 		lines = append(lines, st.Dim.Render("  empty histogram"))
@@ -102,12 +123,26 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 		total += c
 	}
 	// Log scale: the escaped tails hold few values, and a linear scale would
-	// hide exactly the exponents the escape code exists for.
+	// hide exactly the exponents the escape code exists for. The codebook's
+	// implied counts (total · 2^-cost) share the scale, so where the code
+	// fits the histogram the marks sit on the bars' tops.
+	top := float64(peak)
+	for _, b := range bs {
+		top = math.Max(top, b.implied*float64(total))
+	}
+	scale := func(count float64) float64 {
+		if count <= 0 || top <= 0 {
+			return 0
+		}
+		return max(math.Log1p(count)/math.Log1p(top)*float64(barRows*8), 1)
+	}
 	heights := make([]float64, len(bs))
+	marks := make([]int, len(bs)) // the row of the codebook's mark, -1 for none
 	for i, b := range bs {
-		if b.count > 0 {
-			heights[i] = math.Log1p(float64(b.count)) / math.Log1p(float64(peak)) * float64(barRows*8)
-			heights[i] = max(heights[i], 1)
+		heights[i] = scale(float64(b.count))
+		marks[i] = -1
+		if h := scale(b.implied * float64(total)); h >= 1 {
+			marks[i] = int(math.Ceil(h/8)) - 1
 		}
 	}
 	for r := barRows - 1; r >= 0; r-- {
@@ -127,9 +162,12 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 				g = eighths[int(math.Ceil(fill))]
 			}
 			s := cell(string(g), " ")
-			if b.escaped {
+			switch {
+			case marks[i] == r:
+				s = st.Fit.Render(cell("━", " "))
+			case b.escaped:
 				s = st.BarEscaped.Render(s)
-			} else {
+			default:
 				s = st.Bar.Render(s)
 			}
 			row.WriteString(s)
@@ -152,6 +190,19 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	lines = append(lines, st.Dim.Render(axis(bs, k, cw)))
 	lines = append(lines, stats...)
 	return box.Fit(strings.Join(lines, "\n"), w, h)
+}
+
+// ZeroShare is the share of a tensor's values whose exponent is 0: exact
+// zeros and subnormals, which in training tensors are zeros.
+func ZeroShare(t trainer.TensorStats) float64 {
+	var total uint64
+	for _, c := range t.Histogram {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(t.Histogram[0]) / float64(total)
 }
 
 // axis labels exponents under the bars: the first, 127 (values in [1,2))
@@ -209,9 +260,25 @@ func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
 		b = l(fmt.Sprintf("%d coded · ", coded)) + st.BarEscaped.Render("░") + l(" esc ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" b: ") +
 			v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
 	}
+	out := []string{a, b}
 	if w < 60 {
-		a = l("H ") + v(fmt.Sprintf("%.2f", t.Entropy)) + l(" used ") + v(fmt.Sprintf("%.2f", t.UsedBits)) + l(" alloc ") + v(fmt.Sprintf("%.2f", t.AllocatedBits))
-		b = l("esc ") + v(format.Percent(t.EscapeRate)) + l(" ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
+		// Every figure still, on more lines.
+		out = []string{
+			l("entropy ") + v(fmt.Sprintf("%.3f", t.Entropy)) + l(" · expected ") + v(fmt.Sprintf("%.3f", t.ExpectedBits)),
+			l("used ") + v(fmt.Sprintf("%.3f", t.UsedBits)) + l(" · allocated ") + v(fmt.Sprintf("%.3f", t.AllocatedBits)) + l(" bits/exp"),
+			l(fmt.Sprintf("%d coded · ", coded)) + st.BarEscaped.Render("░") + l(" esc ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" b: ") + v(format.Percent(t.EscapeRate)),
+			l("ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio)),
+		}
 	}
-	return []string{a, b}
+	if t.Raw {
+		out[len(out)-1] = l("stored ") + st.Warn.Render("as-is") + l(": plain BF16, 16 bits a value; the lengths are what the codec would use")
+	}
+	if z := ZeroShare(t); z >= 0.1 {
+		what := "of the values have exponent 0 (zeros or subnormals)"
+		if z >= 0.5 {
+			what += ": mostly zeros"
+		}
+		out = append(out, st.Warn.Render(format.Percent(z)+" "+what))
+	}
+	return out
 }

@@ -9,7 +9,9 @@ import "github.com/charmbracelet/bubbles/key"
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
 
-	CycleDist, CyclePreset key.Binding
+	CycleDist, CyclePreset             key.Binding
+	CycleTensorDist, CycleTensorPreset key.Binding // the selected tensor alone
+	Compare                            key.Binding
 
 	Pause, Step key.Binding
 
@@ -23,6 +25,7 @@ type KeyMap struct {
 
 	// Teaching view only.
 	PrevValue, NextValue, PrevPosition, NextPosition, NextEscaped, NextSpilled, Reload key.Binding
+	PrevBlock, NextBlock, AutoAdvance                                                  key.Binding
 
 	Export, Help, Quit key.Binding
 
@@ -43,8 +46,11 @@ func Default() KeyMap {
 		Top:      b("home/g", "first tensor", "home", "g"),
 		Bottom:   b("end/G", "last tensor", "end", "G"),
 
-		CycleDist:   b("d", "cycle distribution of its class", "d"),
-		CyclePreset: b("p", "cycle preset of its class", "p"),
+		CycleDist:         b("d", "cycle distribution of its class", "d"),
+		CyclePreset:       b("p", "cycle preset of its class", "p"),
+		CycleTensorDist:   b("D", "cycle distribution of this tensor alone", "D"),
+		CycleTensorPreset: b("P", "cycle preset of this tensor alone", "P"),
+		Compare:           b("c", "compare grid: every codec on this tensor", "c"),
 
 		Pause: b("space", "pause / resume", " ", "space"),
 		Step:  b("n", "one step (while paused)", "n"),
@@ -72,7 +78,10 @@ func Default() KeyMap {
 		NextPosition: b(".", "same stream, next position", "."),
 		NextEscaped:  b("x", "next escaped value", "x"),
 		NextSpilled:  b("o", "next spilled value", "o"),
-		Reload:       b("r", "reload block from trainer", "r"),
+		Reload:       b("r", "reload (teaching, compare)", "r"),
+		PrevBlock:    b("<", "previous block (teaching)", "<"),
+		NextBlock:    b(">", "next block (teaching)", ">"),
+		AutoAdvance:  b("a", "auto-advance a value every 2s (teaching)", "a"),
 
 		Export: b("e", "export snapshot and plan", "e"),
 		Help:   b("?", "help", "?"),
@@ -83,13 +92,33 @@ func Default() KeyMap {
 	}
 }
 
-// ShortHelp is the one-line help in the footer, with terse descriptions.
+// ShortHelp is the one-line help in the footer, with terse descriptions:
+// help and quit first, so a narrow terminal cuts the others.
 func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{
-		short(k.Up, "↑↓", "select"), short(k.CycleDist, "d", "distribution"), short(k.CyclePreset, "p", "preset"),
-		short(k.Pause, "space", "pause"), short(k.Step, "n", "step"), short(k.Sort, "s", "sort"),
-		short(k.Filter, "/", "filter"), short(k.NextView, "tab", "view"), short(k.Export, "e", "export"),
 		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+		short(k.Up, "↑↓", "select"), short(k.CycleDist, "d/D", "distribution"), short(k.CyclePreset, "p/P", "preset"),
+		short(k.Compare, "c", "compare"), short(k.Pause, "space", "pause"), short(k.Step, "n", "step"),
+		short(k.Sort, "s", "sort"), short(k.Filter, "/", "filter"), short(k.NextView, "tab", "view"), short(k.Export, "e", "export"),
+	}
+}
+
+// TeachingHelp is the footer of the teaching view: its own keys.
+func (k KeyMap) TeachingHelp() []key.Binding {
+	return []key.Binding{
+		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+		short(k.NextValue, "←→", "value"), short(k.NextPosition, ", .", "stream"), short(k.NextBlock, "< >", "block"),
+		short(k.NextEscaped, "x", "escaped"), short(k.NextSpilled, "o", "spilled"), short(k.AutoAdvance, "a", "auto"),
+		short(k.Up, "↑↓", "tensor"), short(k.Reload, "r", "reload"), short(k.NextView, "tab", "view"),
+	}
+}
+
+// CompareHelp is the footer of the compare view.
+func (k KeyMap) CompareHelp() []key.Binding {
+	return []key.Binding{
+		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+		short(k.Up, "↑↓", "tensor"), short(k.CycleTensorDist, "D/P", "this tensor's codec"),
+		short(k.Reload, "r", "recompute"), short(k.NextView, "tab", "view"),
 	}
 }
 
@@ -103,8 +132,8 @@ func short(b key.Binding, keyText, desc string) key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Sort, k.Reverse, k.Filter},
-		{k.CycleDist, k.CyclePreset, k.Pause, k.Step, k.Export, k.WindowShorter, k.WindowLonger, k.Help, k.Quit},
-		{k.NextView, k.PrevView, k.Teach, k.ToggleTable, k.ToggleHistogram, k.ToggleMemory, k.ToggleCodec, k.ToggleCharts},
-		{k.PrevValue, k.NextValue, k.PrevPosition, k.NextPosition, k.NextEscaped, k.NextSpilled, k.Reload},
+		{k.CycleDist, k.CyclePreset, k.CycleTensorDist, k.CycleTensorPreset, k.Pause, k.Step, k.Export, k.WindowShorter, k.WindowLonger, k.Help, k.Quit},
+		{k.NextView, k.PrevView, k.Teach, k.Compare, k.ToggleTable, k.ToggleHistogram, k.ToggleMemory, k.ToggleCodec, k.ToggleCharts},
+		{k.PrevValue, k.NextValue, k.PrevPosition, k.NextPosition, k.PrevBlock, k.NextBlock, k.NextEscaped, k.NextSpilled, k.AutoAdvance, k.Reload},
 	}
 }

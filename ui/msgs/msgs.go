@@ -49,15 +49,17 @@ type Error struct {
 	Err    error
 }
 
-// Exported reports an export of the current snapshot and its codec plan.
+// Exported reports an export of the current snapshot: the files written.
 type Exported struct {
-	JSONPath, CSVPath, PlanPath string
-	Err                         error
+	Paths []string
+	Err   error
 }
 
-// CodecSet reports the result of a SetClassCodec call.
+// CodecSet reports the result of a SetClassCodec call, or with Tensor set
+// of a SetTensorCodec call (Class is then the tensor's class).
 type CodecSet struct {
-	Class trainer.TensorClass
-	Codec trainer.ClassCodec
-	Err   error
+	Tensor string
+	Class  trainer.TensorClass
+	Codec  trainer.ClassCodec
+	Err    error
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"lcttop/codec"
+	"lcttop/trainer"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -26,16 +27,16 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	if h <= 0 {
 		return ""
 	}
-	hints := "←→ value  , . stream  x escaped  o spilled  r reload"
-	if w < 100 {
-		hints = "←→ , . x o r"
+	hints := "←→ value  , . stream  < > block  x escaped  o spilled  a auto  r reload"
+	if w < 110 {
+		hints = "←→ , . < > x o a r"
 	}
 	title := box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", hints, w)
 	switch {
 	case loadErr != nil:
 		return box.Fit(title+"\n"+st.Error.Render("  "+loadErr.Error()), w, h)
 	case a == nil:
-		return box.Fit(title+"\n"+st.Dim.Render("  loading the selected tensor's first block…"), w, h)
+		return box.Fit(title+"\n"+st.Dim.Render("  loading the selected tensor's block…"), w, h)
 	}
 	i = min(max(i, 0), a.N-1)
 	v := a.Value(i)
@@ -48,8 +49,9 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	if cb.Dist != codec.Empirical {
 		shift = fmt.Sprintf(" shift %+d", cb.Shift)
 	}
+	blocks := max(d.Blocks, 1)
 	lines = append(lines, val(d.Name)+l(" ("+string(d.Class)+") · value ")+hi(fmt.Sprint(i))+
-		l(fmt.Sprintf(" of %d in block 0 · ", a.N))+val(cb.Dist.String()+shift)+
+		l(fmt.Sprintf(" of %d in block ", a.N))+hi(fmt.Sprint(d.Block))+l(fmt.Sprintf(" of %d · ", blocks))+val(cb.Dist.String()+shift)+
 		l(" · ")+val(fmt.Sprintf("%s, %d B/stream", d.Layout.Preset, a.StreamBytes)))
 
 	// 1. the 16 bits.
@@ -75,11 +77,11 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	// 3. the code.
 	if v.Escaped {
 		lines = append(lines, st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d has no code: escaped", v.Exp))+
-			l(" → ESC ")+hi(bits(uint32(a.Esc), v.CodeLen))+l(" + literal ")+hi(fmt.Sprintf("%08b", v.Exp))+
-			l(" = ")+val(fmt.Sprintf("%d bits", v.Len)))
+			l(" → ESC | literal = ")+hi(bits(uint32(a.Esc), v.CodeLen))+l(" | ")+hi(fmt.Sprintf("%08b", v.Exp))+
+			l(" = ")+val(bitCount(v.Len))+l(fmt.Sprintf(" (%d for ESC, 8 for the exponent as it is)", v.CodeLen)))
 	} else {
 		lines = append(lines, st.Key.Render("3 code   ")+l(fmt.Sprintf("e=%d → ", v.Exp))+hi(bits(v.Code, v.Len))+
-			l(" = ")+val(fmt.Sprintf("%d bits", v.Len))+l(" instead of 8 (block entropy ")+
+			l(" = ")+val(bitCount(v.Len))+l(" instead of 8 (block entropy ")+
 			val(fmt.Sprintf("%.2f", entropy(a)))+l(" bits)"))
 	}
 
@@ -121,7 +123,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	rows = min(rows, max(rest, 1))
 	if spare := rest - rows; spare < len(book) {
 		book = book[:max(spare, 0)]
-		if len(book) < 2 { // a heading without codes says nothing
+		if len(book) < 3 { // a heading without codes says nothing
 			book = nil
 			rows = min(max(rest, 1), 12)
 		}
@@ -129,9 +131,12 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	cols := min(max(w-9, 16), codec.Streams)
 	group := (codec.Streams + cols - 1) / cols
 	cols = (codec.Streams + group - 1) / group
+	floor := fillFloor(a, group)
+	// Rows only where the fills differ: a 10% band per two rows at most.
+	rows = min(rows, max(3, int(math.Ceil((1-floor)*20))))
 	lines = append(lines, st.Key.Render("6 block  ")+l(fmt.Sprintf("stream fill vs %d-bit capacity (column = %d stream%s, fullest)",
 		a.CapacityBits(), group, plural(group))))
-	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, w)...)
+	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, floor, w)...)
 	lines = append(lines, summary...)
 	if len(book) > 0 {
 		lines = append(lines, book...)
@@ -164,7 +169,8 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
 			coded++
 		}
 	}
-	out := []string{st.Key.Render("7 codebook ") + st.Label.Render(fmt.Sprintf("%d exponents coded, the other %d escaped; canonical codes, shortest first:", coded, 256-coded))}
+	out := []string{st.Key.Render("7 codebook ") + st.Label.Render(fmt.Sprintf("%d exponents coded, the other %d escaped; canonical codes, shortest first:", coded, 256-coded)),
+		strings.Repeat(" ", 9) + st.Dim.Render(shiftNote(cb))}
 	line, width := strings.Repeat(" ", 9), 9
 	for _, e := range es {
 		txt := st.Dim.Render(e.text)
@@ -179,6 +185,47 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
 		width += len(e.text) + 2
 	}
 	return append(out, line)
+}
+
+// shiftNote says in one line where the codebook's lengths come from.
+func shiftNote(cb codec.Codebook) string {
+	if cb.Dist == codec.Empirical {
+		return "empirical: the lengths are fitted to this block's own sample of exponents (no shift)"
+	}
+	dir, n := "up", int(cb.Shift)
+	if n < 0 {
+		dir, n = "down", -n
+	}
+	if n == 0 {
+		return fmt.Sprintf("shift 0: the %s table, made for values near 1 (exponent 127), fits this block as it is", cb.Dist)
+	}
+	return fmt.Sprintf("shift %+d: the %s table, made for values near 1 (exponent 127), moved %s %d binade%s to sit on this block's exponents",
+		cb.Shift, cb.Dist, dir, n, plural(n))
+}
+
+// bitCount is "1 bit", "n bits".
+func bitCount(n int) string {
+	if n == 1 {
+		return "1 bit"
+	}
+	return fmt.Sprintf("%d bits", n)
+}
+
+// AsIsView explains a tensor stored as plain BF16 instead of walking a
+// value through coding: there is none.
+func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
+	l, v := st.Label.Render, st.Value.Render
+	lines := []string{
+		box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", "", w),
+		v(t.Name) + l(" ("+string(t.Class)+") · ") + v(fmt.Sprintf("%d values", t.Elements)) + l(" · stored ") + st.Warn.Render("as-is"),
+		"",
+		l("This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is"),
+		l("no code, stream or overflow to follow. LCT would not make it smaller: a coded block carries its"),
+		l("codebook, 256 stream lengths and an overflow area, which a tensor this small cannot pay back."),
+		"",
+		l("Select a larger tensor (↑↓) to follow one of its values through the codec."),
+	}
+	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
 
 func plural(n int) string {
@@ -252,7 +299,7 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 		o := a.Value(i)
 		code := bits(o.Code, o.Len)
 		if o.Escaped {
-			code = bits(uint32(a.Esc), o.CodeLen) + "+" + fmt.Sprintf("%08b", o.Exp)
+			code = bits(uint32(a.Esc), o.CodeLen) + "|" + fmt.Sprintf("%08b", o.Exp)
 		}
 		if o.Spilled {
 			code = "spill"
@@ -277,8 +324,25 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 	return prefix + strings.Join(parts, st.Dim.Render(" · "))
 }
 
-// fillChart draws the streams' fill as bars, a marker row under them.
-func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows, width int) []string {
+// fillFloor is where the fill chart's axis starts: the emptiest column's
+// fill rounded down to 10%, so the rows are spent where fills differ.
+func fillFloor(a *Analysis, group int) float64 {
+	least := 1.0
+	for c := 0; c*group < codec.Streams; c++ {
+		f := 0.0
+		for j := c * group; j < min((c+1)*group, codec.Streams); j++ {
+			if a.Count[j] > 0 {
+				f = math.Max(f, float64(a.FillBits[j])/float64(a.CapacityBits()))
+			}
+		}
+		least = math.Min(least, f)
+	}
+	return math.Min(math.Floor(least*10)/10, 0.9)
+}
+
+// fillChart draws the streams' fill from floor to 100% as bars, a marker
+// row under them.
+func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows int, floor float64, width int) []string {
 	capBits := float64(a.CapacityBits())
 	fill := make([]float64, cols)
 	spill := make([]bool, cols)
@@ -297,11 +361,11 @@ func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows, width i
 		case rows - 1:
 			lab = "100%"
 		case 0:
-			lab = "0%"
+			lab = fmt.Sprintf("%.0f%%", 100*floor)
 		}
 		b.WriteString(st.Dim.Render(fmt.Sprintf("%8s ", lab)))
 		for c := 0; c < cols; c++ {
-			f := fill[c]*float64(rows*8) - float64(r*8)
+			f := (fill[c]-floor)/(1-floor)*float64(rows*8) - float64(r*8)
 			g := ' '
 			switch {
 			case f >= 8:

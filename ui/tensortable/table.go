@@ -150,9 +150,9 @@ func columns(w int) []column {
 		column{head: "ratio", sort: ByRatio, width: 7, right: true, cell: func(t trainer.TensorStats) string {
 			switch {
 			case t.Fallback:
-				return "raw!" // the overflow pool was full
+				return "as-is!" // this step only: the overflow pool was full
 			case t.Raw:
-				return "as-is" // too small for LCT to gain, or a checkpoint's dtype other than BF16
+				return "as-is" // by design: LCT would not make it smaller, or a checkpoint's dtype other than BF16
 			case t.Estimated:
 				return fmt.Sprintf("~%.3f×", t.Ratio) // from the sample, before the exact pass
 			}
@@ -265,4 +265,18 @@ func heading(name string, c Column, m *Model) string {
 		return name + "↑"
 	}
 	return name
+}
+
+// Click selects the i-th data row on screen (0: the first under the
+// heading); it reports whether a row is there.
+func (m *Model) Click(i int) bool {
+	off := min(m.offset, max(len(m.view)-max(m.height, 1), 0))
+	if m.cursor < off {
+		off = m.cursor
+	}
+	if i < 0 || off+i >= len(m.view) || i >= max(m.height, 1) {
+		return false
+	}
+	m.moveTo(off + i)
+	return true
 }

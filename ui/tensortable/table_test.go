@@ -124,7 +124,7 @@ func TestFallbackShown(t *testing.T) {
 	var m Model
 	m.SetHeight(10)
 	m.SetRows(rows())
-	if v := m.View(styles.New(nil), 80, 8); !strings.Contains(v, "raw!") {
+	if v := m.View(styles.New(nil), 80, 8); !strings.Contains(v, "as-is!") {
 		t.Errorf("fallback tensor not marked:\n%s", v)
 	}
 }

@@ -1,0 +1,84 @@
+package compare
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/ui/fake"
+	"lcttop/ui/styles"
+)
+
+// TestCellsAreTheCodecs: every cell holds exactly the figures codec.Encode
+// reports for the same values under its preset and distribution, the best
+// cell has the highest ratio, and exact zeros are counted.
+func TestCellsAreTheCodecs(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	vals := make([]uint16, 70000)
+	for i := range vals {
+		switch { // three in four exactly zero, some of them negative zeros
+		case i%4 == 0:
+			vals[i] = fake.BF16(float32(1e-3 * r.NormFloat64()))
+		case i%8 == 1:
+			vals[i] = 0x8000
+		}
+	}
+	g, err := Compute("x", 7, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Cells) != len(codec.Presets)*len(codec.Distributions) || g.N != len(vals) || g.Step != 7 {
+		t.Fatalf("%d cells, N %d, step %d", len(g.Cells), g.N, g.Step)
+	}
+	zeros := 0
+	for _, v := range vals {
+		if v&0x7FFF == 0 {
+			zeros++
+		}
+	}
+	if g.Zeros != zeros {
+		t.Errorf("zeros %d, want %d", g.Zeros, zeros)
+	}
+	i, bestRatio, bests := 0, 0.0, 0
+	for _, d := range codec.Distributions {
+		for _, p := range codec.Presets {
+			c := g.Cells[i]
+			i++
+			want, err := codec.Encode(vals, codec.Options{Preset: p, Dist: d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Preset != p || c.Dist != d || c.Stats.Ratio != want.Stats.Ratio || c.Stats.UsedBits != want.Stats.UsedBits ||
+				c.Stats.EscapeRate != want.Stats.EscapeRate || c.Stats.OverflowRate != want.Stats.OverflowRate || c.Stats.StoredBytes != want.StoredBytes() {
+				t.Errorf("%s/%s: cell %+v, codec %+v", p, d, c.Stats, want.Stats)
+			}
+			bestRatio = max(bestRatio, c.Stats.Ratio)
+			if c.Best {
+				bests++
+			}
+		}
+	}
+	if b := g.BestCell(); bests != 1 || b.Stats.Ratio != bestRatio {
+		t.Errorf("%d best cells, best ratio %v, highest %v", bests, b.Stats.Ratio, bestRatio)
+	}
+	// Drawn at both widths: every ratio shown, the zeros said.
+	st := styles.New(nil)
+	for _, w := range []int{80, 160} {
+		v := View(st, State{Grid: g, Name: "x", Current: "auto/empirical"}, w, 30)
+		for _, c := range g.Cells {
+			if !strings.Contains(v, strings.TrimSpace(fmtRatio(c.Stats.Ratio))) {
+				t.Errorf("%d wide: ratio %v of %s/%s not shown", w, c.Stats.Ratio, c.Preset, c.Dist)
+			}
+		}
+		if !strings.Contains(v, "mostly zeros") || !strings.Contains(v, "[") {
+			t.Errorf("%d wide:\n%s", w, v)
+		}
+	}
+	if _, err := Compute("empty", 1, nil); err == nil {
+		t.Error("no values accepted")
+	}
+}
+
+func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }

@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"lcttop/ui/fake"
+	"lcttop/ui/header"
+)
+
+// At 80 and 100 columns the key line still shows ? help and q quit, in
+// every view.
+func TestFooterKeepsHelpAndQuit(t *testing.T) {
+	for _, w := range []int{80, 100} {
+		m, _ := newTestModel(t, w, 24, 2)
+		for v := View(0); v < numViews; v++ {
+			lines := strings.Split(m.View(), "\n")
+			if foot := lines[len(lines)-1]; !strings.Contains(foot, "? help") || !strings.Contains(foot, "q quit") {
+				t.Errorf("%d wide, %s: footer %q", w, m.view, foot)
+			}
+			m = press(t, m, "tab")
+		}
+	}
+}
+
+// After its last step the run says it is over: space and n say so, d and p
+// still re-encode the final state, and the next snapshot shows it.
+func TestFinishedRun(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	src.FinishAt = 3
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 160, Height: 48})
+	for range 3 {
+		m = feed(t, m, src)
+	}
+	if m.state != header.Finished || !strings.Contains(m.View(), "[finished]") || !strings.Contains(m.View(), "the run is over (step 3)") {
+		t.Fatalf("not shown finished:\n%s", m.View())
+	}
+	for _, k := range []string{"space", "n"} {
+		m = press(t, m, k)
+		if !strings.Contains(m.View(), "the run is over (step 3): d/p still re-encode its final state") {
+			t.Errorf("%s after the run:\n%s", k, m.View())
+		}
+	}
+	for _, c := range src.Calls() {
+		if c == "Pause" || c == "StepOnce" {
+			t.Errorf("%s called on a finished run", c)
+		}
+	}
+	m = press(t, m, "d")
+	wantCall(t, src, "SetClassCodec weight auto/gaussian")
+	m = feed(t, m, src)
+	if m.Snapshot().Step != 3 || tensorRow(t, m, "wte").Distribution != "gaussian" || !strings.Contains(m.View(), "weight now auto/gaussian: the run's final state re-encoded") {
+		t.Errorf("after d:\n%s", m.View())
+	}
+}
+
+// Quitting while the source ends its step says "stopping…" at once; a
+// second q quits without waiting.
+func TestStoppingShowsAtOnce(t *testing.T) {
+	m, src := newTestModel(t, 80, 24, 2)
+	src.KeepOpenOnStop = true
+	m, cmd := updateCmd(t, m, keyMsg("q"))
+	if cmd != nil || !strings.Contains(m.View(), "[stopping…]") {
+		t.Fatalf("q: cmd %v, view:\n%s", cmd, m.View())
+	}
+	_, cmd = updateCmd(t, m, keyMsg("q"))
+	if cmd == nil {
+		t.Fatal("a second q does not quit")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("a second q does not quit")
+	}
+	// Without a source there is nothing to wait for.
+	_, cmd = updateCmd(t, New(nil, Options{}), keyMsg("q"))
+	if cmd == nil {
+		t.Fatal("q without a source does not quit")
+	}
+}
+
+// The teaching and compare views follow the selection, the filter included.
+func TestViewsFollowTheSelection(t *testing.T) {
+	m, src := newTestModel(t, 160, 48, 2)
+	m = press(t, m, "t")
+	wantCall(t, src, "Detail wte 0")
+	m = press(t, m, "/")
+	for _, r := range "fc" {
+		m = press(t, m, string(r))
+	}
+	m = press(t, m, "enter")
+	wantCall(t, src, "Detail h0.mlp.fc.w 0")
+	if !strings.Contains(m.View(), "h0.mlp.fc.w (weight) · value") {
+		t.Errorf("teaching view on:\n%s", m.View())
+	}
+	m = press(t, m, "c")
+	wantCall(t, src, "Values h0.mlp.fc.w")
+	m = press(t, m, "esc") // the selection stays: the grid is not computed again
+	if n := strings.Count(strings.Join(src.Calls(), "\n"), "Values "); n != 1 {
+		t.Errorf("%d Values calls, want 1", n)
+	}
+	// A tensor kept as-is is explained, not walked.
+	m = press(t, m, "t")
+	m = press(t, m, "home")
+	for range 5 {
+		m = press(t, m, "down")
+	}
+	if m.Selected() != "h0.ln1.g" {
+		t.Fatalf("selected %s", m.Selected())
+	}
+	if v := m.View(); !strings.Contains(v, "stored as-is") || !strings.Contains(v, "kept as plain BF16") || strings.Contains(v, "2 split") {
+		t.Errorf("as-is tensor:\n%s", v)
+	}
+	for _, c := range src.Calls() {
+		if c == "Detail h0.ln1.g 0" {
+			t.Error("a block of an as-is tensor was asked for")
+		}
+	}
+}
+
+// The mouse: the wheel moves the selection, a click selects a row, a
+// click on a view's name shows it.
+func TestMouse(t *testing.T) {
+	m, _ := newTestModel(t, 160, 48, 2)
+	press := func(x, y int, b tea.MouseButton) {
+		nm, cmd := m.Update(tea.MouseMsg{X: x, Y: y, Button: b, Action: tea.MouseActionPress})
+		m = runCmd(t, nm.(Model), cmd)
+	}
+	press(10, 10, tea.MouseButtonWheelDown)
+	if m.Selected() != "wte.m" {
+		t.Errorf("wheel down selected %s", m.Selected())
+	}
+	// Rows start under the header (2 lines), the table's title and heading.
+	press(10, 2+2+4, tea.MouseButtonLeft)
+	if m.Selected() != "h0.attn.qkv.w.v" {
+		t.Errorf("a click on the fifth row selected %s", m.Selected())
+	}
+	status := strings.Split(m.View(), "\n")[46]
+	x := strings.Index(status, "compare")
+	press(len([]rune(status[:x]))+1, 46, tea.MouseButtonLeft)
+	if m.view != Compare {
+		t.Errorf("a click on %q showed %s", "compare", m.view)
+	}
+	if m.grid == nil || m.grid.Name != "h0.attn.qkv.w.v" {
+		t.Error("the compare view did not load the selected tensor")
+	}
+}
+
+// Block keys pressed while a block loads add up: two > from block 0 land
+// on block 2 (the trainer answers Detail only between steps).
+func TestBlockKeysWhileLoading(t *testing.T) {
+	m, src := newTestModel(t, 80, 24, 2)
+	m = teachOn("h0.mlp.fc.w", 0)(m)
+	m, _ = updateCmd(t, m, keyMsg(">")) // block 1 asked for, not loaded
+	m, cmd := updateCmd(t, m, keyMsg(">"))
+	m = runCmd(t, m, cmd)
+	wantCall(t, src, "Detail h0.mlp.fc.w 2")
+	if m.analysis == nil || m.analysis.Detail.Block != 2 || !strings.Contains(m.View(), "block 2 of 3") {
+		t.Fatalf("not on block 2:\n%s", m.View())
+	}
+}
