@@ -543,7 +543,7 @@ func TestErrorsRender(t *testing.T) {
 		m = update(t, m, tea.WindowSizeMsg{Width: 80, Height: 24})
 		v := m.View()
 		checkRect(t, "start error", v, 80, 24)
-		if !strings.Contains(v, "✗ trainer: backend cuda: built without CUDA") || !strings.Contains(v, "[failed]") {
+		if !strings.Contains(v, "✗ trainer: --backend cuda: no NVIDIA driver") || !strings.Contains(v, "[failed]") {
 			t.Errorf("view:\n%s", v)
 		}
 		for _, k := range []string{"space", "n", "d", "t", "e"} { // nothing crashes without a trainer

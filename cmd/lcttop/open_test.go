@@ -257,7 +257,7 @@ func TestOpenAndWatchErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"open", filepath.Join(dir, "missing.safetensors")}, "missing.safetensors: cannot read: no such file or directory"},
-		{[]string{"open", "--preset", "fast", file}, `--preset: unknown preset "fast"`},
+		{[]string{"open", "--preset", "fast", file}, `--preset "fast": unknown value "fast"`},
 		{[]string{"watch", file}, "not a folder"},
 		{[]string{"watch", "--once", dir}, "--once: only with --headless"},
 		{[]string{"watch", "--headless", "--once", t.TempDir()}, "no complete checkpoint"},

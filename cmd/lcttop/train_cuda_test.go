@@ -139,7 +139,7 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 func TestTrainCUDAEmuAlone(t *testing.T) {
 	steps, sum, lines := emuTrainJSON(t, cudaFlags{alone: true, nvmlPeak: true})
 	for i, s := range steps {
-		if _, said := s["bit_identical"]; said || !(s["loss_lct"].(float64) > 0) || s["peak_bytes_shadow"] != float64(0) || len(s["tensors"].([]any)) == 0 {
+		if _, said := s["bit_identical"]; said || !(s["loss_lct"].(float64) > 0) || s["peak_bytes_shadow"] != float64(0) || len(s["classes"].([]any)) == 0 {
 			t.Fatalf("line %d: %s", i+1, lines[i])
 		}
 	}
