@@ -218,7 +218,7 @@ func (t *Tensor) checkStructure() error {
 	if err := t.Layout.validate(); err != nil {
 		return err
 	}
-	if err := t.Codebook.validate(); err != nil {
+	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return err
 	}
 	nb := t.Layout.Blocks(t.N)

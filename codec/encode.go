@@ -11,9 +11,14 @@ func Encode(src []uint16, opt Options) (*Tensor, error) {
 	if !opt.Dist.valid() {
 		return nil, fmt.Errorf("codec: encode: distribution %d out of range 0..3", uint8(opt.Dist))
 	}
+	version := opt.version()
+	if version == 0 {
+		return nil, fmt.Errorf("codec: encode: format version %d, want %d or %d", opt.Version, FormatVersion1, FormatVersion2)
+	}
 	h := SampleHistogram(src)
-	cb := FitCodebook(opt.Dist, &h)
+	cb := FitCodebookVersion(opt.Dist, &h, version)
 	layout := ChooseLayout(opt.Preset, &cb, &h)
+	layout.Version1 = version == FormatVersion1
 	t := new(Tensor)
 	var e Encoder
 	if err := e.Encode(t, src, cb, layout); err != nil {
@@ -59,7 +64,7 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 	if len(src) > MaxElements {
 		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
 	}
-	if err := cb.validate(); err != nil {
+	if err := cb.validate(layout.FormatVersion()); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
 	if err := layout.validate(); err != nil {

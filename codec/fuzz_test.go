@@ -32,9 +32,12 @@ func FuzzRoundTrip(f *testing.F) {
 		h := SampleHistogram(src)
 		out := make([]uint16, len(src))
 		for _, dist := range Distributions {
-			cb := FitCodebook(dist, &h)
-			for _, p := range Presets {
-				for _, v1 := range []bool{false, true} {
+			for _, v1 := range []bool{false, true} {
+				cb := FitCodebook(dist, &h)
+				if v1 {
+					cb = FitCodebookVersion(dist, &h, FormatVersion1)
+				}
+				for _, p := range Presets {
 					l := ChooseLayout(p, &cb, &h)
 					l.Version1 = v1
 					if err := e.Encode(&enc, src, cb, l); err != nil {
@@ -66,10 +69,8 @@ func FuzzParseTensor(f *testing.F) {
 			}
 			b, _ := enc.MarshalBinary()
 			f.Add(b)
-			var v1 Tensor
-			l := enc.Layout
-			l.Version1 = true
-			if err := (&Encoder{}).Encode(&v1, src, enc.Codebook, l); err != nil {
+			v1, err := Encode(src, Options{Preset: p, Dist: Distribution(p), Version: FormatVersion1})
+			if err != nil {
 				f.Fatal(err)
 			}
 			b, _ = v1.MarshalBinary()

@@ -103,25 +103,27 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 		fail("stats from decoding differ from the encoder's:\n%+v\n%+v", parsed.Stats, enc.Stats)
 	}
 	checkStatsInvariants(t, name, src, enc)
-	checkVersion1(t, name, src, enc)
+	checkVersion1(t, name, src, opt)
 	return enc
 }
 
-// checkVersion1 encodes src again with v2's codebook and layout but format
-// version 1's stream mapping, which old files hold: the bytes equal the
-// reference, decode back, and serialise under version byte 1.
-func checkVersion1(t *testing.T, name string, src []uint16, v2 *Tensor) {
+// checkVersion1 encodes src as format version 1 did (its codebook fit and
+// stream mapping), as old files hold it: the bytes equal the reference,
+// decode back, and serialise under version byte 1.
+func checkVersion1(t *testing.T, name string, src []uint16, opt Options) {
 	t.Helper()
-	l := v2.Layout
-	l.Version1 = true
-	var enc Tensor
-	if err := (&Encoder{}).Encode(&enc, src, v2.Codebook, l); err != nil {
+	opt.Version = FormatVersion1
+	enc, err := Encode(src, opt)
+	if err != nil {
 		t.Fatalf("%s version 1: encode: %v", name, err)
 	}
-	if err := sameTensor(&enc, referenceEncode(src, v2.Codebook, l)); err != nil {
+	if !enc.Layout.Version1 {
+		t.Fatalf("%s version 1: layout %+v", name, enc.Layout)
+	}
+	if err := sameTensor(enc, referenceEncode(src, enc.Codebook, enc.Layout)); err != nil {
 		t.Fatalf("%s version 1: fast encoder differs from the reference: %v", name, err)
 	}
-	got, err := DecodeAlloc(&enc)
+	got, err := DecodeAlloc(enc)
 	if err != nil {
 		t.Fatalf("%s version 1: decode: %v", name, err)
 	}
@@ -139,7 +141,7 @@ func checkVersion1(t *testing.T, name string, src []uint16, v2 *Tensor) {
 	if err != nil {
 		t.Fatalf("%s version 1: parse: %v", name, err)
 	}
-	if err := sameTensor(&enc, parsed); err != nil {
+	if err := sameTensor(enc, parsed); err != nil {
 		t.Fatalf("%s version 1: parsed tensor differs: %v", name, err)
 	}
 	if err := parsed.ComputeStats(); err != nil {

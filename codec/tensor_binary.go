@@ -91,7 +91,7 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	if err := t.Layout.validate(); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
-	if err := t.Codebook.validate(); err != nil {
+	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	nb := t.Layout.Blocks(t.N)

@@ -157,10 +157,8 @@ func asVersion1(tb testing.TB, lct []byte) []byte {
 			continue
 		}
 		vals := safetensors.BF16Values(out[8+len(a.Header)+int(s.Offset):][:s.OriginalLen])
-		l := s.Tensor.Layout
-		l.Version1 = true
-		var t codec.Tensor
-		if err := (&codec.Encoder{}).Encode(&t, vals, s.Tensor.Codebook, l); err != nil {
+		t, err := codec.Encode(vals, codec.Options{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist, Version: codec.FormatVersion1})
+		if err != nil {
 			tb.Fatal(err)
 		}
 		if s.Payload, err = t.MarshalBinary(); err != nil {
