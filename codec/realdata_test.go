@@ -2,6 +2,7 @@ package codec
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lcttop/internal/testtensors"
@@ -66,5 +67,36 @@ func TestZeroHeavyRealTensors(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("no real tensor of 65,536 values or more has a quarter zeros")
+	}
+}
+
+// TestCleanOnWeights: CLEAN packs every weight tensor of 65,536 values or
+// more (the weights file's, and the SGD checkpoint's "weight." ones) within
+// 0.5% of its 16/(8 + 3.125) = 1.4382 bound, with every distribution.
+func TestCleanOnWeights(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real tensors: skipped in -short mode")
+	}
+	checked := 0
+	for _, path := range testtensors.Files(t) {
+		weights := strings.Contains(filepath.Base(path), "weight")
+		for _, nt := range testtensors.LoadBF16(t, path) {
+			if len(nt.Values) < 65536 || !weights && !strings.HasPrefix(nt.Name, "weight.") {
+				continue
+			}
+			for _, d := range Distributions {
+				enc, err := Encode(nt.Values, Options{Preset: Clean, Dist: d})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checked++
+				if enc.Stats.Ratio < 0.995*cleanBound {
+					t.Errorf("%s %v: CLEAN ratio %.4f, %.2f%% of the %.4f bound", nt.Name, d, enc.Stats.Ratio, 100*enc.Stats.Ratio/cleanBound, cleanBound)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no weight tensor of 65,536 values or more")
 	}
 }
