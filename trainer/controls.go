@@ -224,8 +224,8 @@ type TensorDetail struct {
 	Name  string
 	Class TensorClass
 	// Values is the first block the codec encoded (at most Layout.BlockSize
-	// values), in the order it saw them: the tensor's values with each group
-	// of 256 scrambled (scramble.go), so value i went to stream i mod 256.
+	// values), in tensor order: value i went to stream Layout.Stream(i) at
+	// position i/256 (format.md §3).
 	Values   []uint16
 	Codebook codec.Codebook
 	Layout   codec.Layout
@@ -252,7 +252,6 @@ func (t *Trainer) Detail(name string) (TensorDetail, error) {
 	if err := st.decodeChunk(st.workers[0], s, 0, d.Values); err != nil {
 		return TensorDetail{}, err
 	}
-	scramble(d.Values) // back to the order the codec saw (see scramble.go)
 	if c := &s.chunks[0]; c.enc != nil {
 		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout
 	} else {
