@@ -87,6 +87,51 @@ func TestReport(t *testing.T) {
 	}
 	t.Log("\n(d) parametric families more than 3% below empirical (same preset and version)\n" + d.String())
 	t.Log("\n(e) AUTO/empirical, version 2, with a capacity per block (simulated)\n" + perBlockCapacity(t, files))
+	t.Log("\n(f) each file's BF16 tensors end to end, tiled to 64 Mi values (lcttop bench --real-size 64Mi)\n" + tiledSets(t))
+}
+
+// tiledSets encodes each file's BF16 tensors, concatenated in file order and
+// tiled to 64 Mi values as lcttop bench does on the GPU (the same bytes),
+// with AUTO/empirical in format versions 1 and 2, and with a capacity per
+// block simulated as in perBlockCapacity.
+func tiledSets(t *testing.T) string {
+	const n = 64 << 20
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-28s %18s %18s %24s\n", "file", "v1 ratio (spill)", "v2 ratio (spill)", "v2, C per block (spill)")
+	for _, path := range testtensors.Files(t) {
+		var vals []uint16
+		for _, nt := range testtensors.LoadBF16(t, path) {
+			vals = append(vals, nt.Values...)
+		}
+		tiled := make([]uint16, n)
+		for i := 0; i < n; i += len(vals) {
+			copy(tiled[i:], vals)
+		}
+		fmt.Fprintf(&b, "%-28s", filepath.Base(path))
+		for _, v := range versions {
+			enc, err := Encode(tiled, Options{Preset: Auto, Dist: Empirical, Version: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, " %9.4f (%5.2f%%)", enc.Stats.Ratio, 100*enc.Stats.OverflowRate)
+		}
+		h := SampleHistogram(tiled)
+		cb := FitCodebook(Empirical, &h)
+		stored, spilled := headerBytes, 0
+		var e Encoder
+		var enc Tensor
+		for lo := 0; lo < n; lo += 65536 {
+			block := tiled[lo:min(lo+65536, n)]
+			bh := SampleHistogram(block)
+			if err := e.Encode(&enc, block, cb, ChooseLayout(Auto, &cb, &bh)); err != nil {
+				t.Fatal(err)
+			}
+			stored += enc.StoredBytes() - headerBytes + 2
+			spilled += enc.Stats.Spilled
+		}
+		fmt.Fprintf(&b, " %15.4f (%5.2f%%)\n", float64(2*n)/float64(stored), 100*float64(spilled)/float64(n))
+	}
+	return b.String()
 }
 
 // perBlockCapacity measures what AUTO would gain by choosing C per block
