@@ -65,7 +65,7 @@ func benchWorkers() []int {
 // layout, encode into a reused Tensor. Bytes are the BF16 input.
 func BenchmarkEncode(b *testing.B) {
 	for _, in := range benchTensors(b) {
-		for _, opt := range []Options{{Clean, Empirical}, {Auto, Empirical}, {Clean, Gaussian}} {
+		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}} {
 			for _, w := range benchWorkers() {
 				b.Run(fmt.Sprintf("%s/%v-%v/workers=%d", in.name, opt.Preset, opt.Dist, w), func(b *testing.B) {
 					e := Encoder{Workers: w}
@@ -88,7 +88,7 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkDecode measures decoding into a reused slice. Bytes are the BF16 output.
 func BenchmarkDecode(b *testing.B) {
 	for _, in := range benchTensors(b) {
-		for _, opt := range []Options{{Clean, Empirical}, {Auto, Empirical}, {Clean, Gaussian}} {
+		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}} {
 			enc, err := Encode(in.src, opt)
 			if err != nil {
 				b.Fatal(err)

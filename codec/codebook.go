@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Codebook is a canonical prefix code over the 256 exponents and ESC (format.md §2).
 type Codebook struct {
@@ -10,11 +13,20 @@ type Codebook struct {
 	Dist    Distribution
 }
 
-// FitCodebook builds the codebook of distribution d for a sample histogram:
-// a parametric family's fixed table moved by the cheapest shift, or the
-// optimal construction over the histogram itself for Empirical (and for any
-// value outside Distributions, which Encode rejects before getting here).
+// FitCodebook builds the codebook of distribution d for a sample histogram,
+// as format version 2 defines it: for a parametric family, the zero level
+// and shift of least sampled cost (exponent 0's code from the level, the
+// family's table moved by the shift fitted to the non-zero exponents); for
+// Empirical (and for any value outside Distributions, which Encode rejects
+// before getting here) the optimal construction over the histogram itself.
 func FitCodebook(d Distribution, sample *Histogram) Codebook {
+	return FitCodebookVersion(d, sample, FormatVersion)
+}
+
+// FitCodebookVersion is FitCodebook for format version 1 or 2. Version 1
+// fitted a parametric family to every exponent, 0 included, with no code
+// of its own for exponent 0; empirical codebooks are the same in both.
+func FitCodebookVersion(d Distribution, sample *Histogram, version int) Codebook {
 	cb := Codebook{Dist: d}
 	if d == Empirical || !d.valid() {
 		cb.Dist = Empirical
@@ -27,29 +39,59 @@ func FitCodebook(d Distribution, sample *Histogram) Codebook {
 		cb.EscLen = esc
 		return cb
 	}
-	t := family(d)
-	s := t.bestShift(sample)
-	cb.Shift = int16(s)
+	if version == FormatVersion1 {
+		t := family(d, 0)
+		s, _ := t.bestShift(sample, 0)
+		cb.Shift = int16(s)
+		cb.EscLen = t.escLen
+		for e := range cb.Lengths {
+			cb.Lengths[e] = t.shiftedLength(e, s)
+		}
+		return cb
+	}
+	bestLevel, bestShift, bestCost := 0, 0, uint64(math.MaxUint64)
+	for level := range zeroLevels {
+		t := family(d, level)
+		s, cost := t.bestShift(sample, 1)
+		zeroCost := uint64(t.escLen) + literalBits
+		if t.zeroLen != 0 {
+			zeroCost = uint64(t.zeroLen)
+		}
+		if cost += sample[0] * zeroCost; cost < bestCost {
+			bestLevel, bestShift, bestCost = level, s, cost
+		}
+	}
+	t := family(d, bestLevel)
+	cb.Shift = int16(bestShift)
 	cb.EscLen = t.escLen
-	for e := range cb.Lengths {
-		cb.Lengths[e] = t.shiftedLength(e, s)
+	cb.Lengths[0] = t.zeroLen
+	for e := 1; e < len(cb.Lengths); e++ {
+		cb.Lengths[e] = t.shiftedLength(e, bestShift)
 	}
 	return cb
 }
 
-// Validate checks that the codebook is one format.md allows: lengths in range,
-// ESC coded, at most 255 coded exponents, Kraft's inequality; for a parametric
-// family that the lengths are its table under the stated shift; for empirical
-// a zero shift and a complete code (or, with nothing coded, escLen 1).
+// Validate checks that the codebook is one format version 2 allows: lengths
+// in range, ESC coded, at most 255 coded exponents, Kraft's inequality; for a
+// parametric family that the lengths are its table under the stated shift
+// (exponent 0's length naming the zero level); for empirical a zero shift
+// and a complete code (or, with nothing coded, escLen 1).
 func (cb *Codebook) Validate() error {
-	if err := cb.validate(); err != nil {
+	return cb.ValidateVersion(FormatVersion)
+}
+
+// ValidateVersion is Validate for format version 1 or 2; they differ only in
+// a parametric family's exponent 0 (version 1: the family's table gives it).
+func (cb *Codebook) ValidateVersion(version int) error {
+	if err := cb.validate(version); err != nil {
 		return fmt.Errorf("codec: %w", err)
 	}
 	return nil
 }
 
-// validate is Validate without the package prefix, for wrapping by callers that add their own.
-func (cb *Codebook) validate() error {
+// validate is ValidateVersion without the package prefix, for wrapping by
+// callers that add their own.
+func (cb *Codebook) validate(version int) error {
 	if !cb.Dist.valid() {
 		return fmt.Errorf("codebook: distribution %d out of range 0..3", uint8(cb.Dist))
 	}
@@ -90,12 +132,16 @@ func (cb *Codebook) validate() error {
 		}
 		return nil
 	}
-	t := family(cb.Dist)
+	t, from := family(cb.Dist, 0), 0
+	if version != FormatVersion1 {
+		// Exponent 0's length is the zero level, whose table gives the rest.
+		t, from = family(cb.Dist, int(cb.Lengths[0])), 1
+	}
 	if cb.EscLen != t.escLen {
 		return fmt.Errorf("codebook: %s escLen %d, the family table has %d", cb.Dist, cb.EscLen, t.escLen)
 	}
-	for e, l := range cb.Lengths {
-		if want := t.shiftedLength(e, int(cb.Shift)); l != want {
+	for e := from; e < len(cb.Lengths); e++ {
+		if l, want := cb.Lengths[e], t.shiftedLength(e, int(cb.Shift)); l != want {
 			return fmt.Errorf("codebook: %s length of exponent %d is %d, the table under shift %d gives %d",
 				cb.Dist, e, l, cb.Shift, want)
 		}

@@ -3,8 +3,9 @@
 //
 // A BF16 value splits into an exponent byte, entropy-coded with a canonical
 // prefix code of at most 8 bits plus an escape, and a sign-fraction byte stored
-// as it is. Exponents are spread round-robin over 256 fixed-capacity streams per
-// block; what does not fit spills to a per-tensor overflow area.
+// as it is. Exponents are dealt over 256 fixed-capacity streams per block in a
+// skewed round robin (format version 2; version 1's plain round robin is still
+// read); what does not fit spills to a per-tensor overflow area.
 package codec
 
 const (

@@ -117,14 +117,14 @@ func (d *Decoder) runBlock(worker, b int) {
 		data += bits.OnesCount8(x)
 	}
 	for j := range Streams {
-		count := uint32(streamCount(nbLen, j))
+		count := uint32(t.Layout.StreamCount(nbLen, j))
 		s.coded[j] = count
-		if j < nbLen && t.spills(b, j) {
+		if count > 0 && t.spills(b, j) {
 			spill := uint32(t.Overflow[marker])
 			marker++
 			s.coded[j] = count - spill
 			for p := count - spill; p < count; p++ {
-				i := int(p)*Streams + j
+				i := t.Layout.Element(j, int(p))
 				dst[i] = Join(sf[i], t.Overflow[data])
 				data++
 			}
@@ -135,13 +135,19 @@ func (d *Decoder) runBlock(worker, b int) {
 	clear(s.next[:])
 	table := &d.table
 	escShift := 56 - d.escLen
+	// Version 2 turns the stream of row p's element j by p (format.md §3).
+	skew := uint8(1)
+	if t.Layout.Version1 {
+		skew = 0
+	}
 
 	for base := 0; base < nbLen; base += Streams {
 		p := uint32(base / Streams)
+		turn := uint8(p) * skew
 		row := dst[base:min(base+Streams, nbLen)]
 		sfr := sf[base : base+len(row)]
 		for j := range row {
-			k := uint8(j)
+			k := uint8(j) + turn
 			if p >= s.coded[k] {
 				continue
 			}
@@ -169,7 +175,7 @@ func (d *Decoder) runBlock(worker, b int) {
 			en := table[a>>56]
 			l := en >> 8 & 31
 			if l == 0 {
-				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d position %d: invalid code (prefix %08b)", b, j, p, a>>56)
+				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d position %d: invalid code (prefix %08b)", b, k, p, a>>56)
 				return
 			}
 			x := byte(en)
@@ -182,7 +188,7 @@ func (d *Decoder) runBlock(worker, b int) {
 	}
 	// Consumption only grows, so one check per stream at the end catches
 	// any code that ran past the stream's capacity.
-	for j := range min(nbLen, Streams) {
+	for j := range Streams {
 		if used := s.next[j]*8 - s.nbits[j]; used > capBits {
 			d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, more than the stream's %d",
 				b, j, s.coded[j], used, capBits)
@@ -212,7 +218,7 @@ func (t *Tensor) checkStructure() error {
 	if err := t.Layout.validate(); err != nil {
 		return err
 	}
-	if err := t.Codebook.validate(); err != nil {
+	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return err
 	}
 	nb := t.Layout.Blocks(t.N)
@@ -249,7 +255,8 @@ func (t *Tensor) checkStructure() error {
 			if !t.spills(b, j) {
 				continue
 			}
-			if j >= nbLen {
+			count := t.Layout.StreamCount(nbLen, j)
+			if count == 0 {
 				return fmt.Errorf("block %d stream %d: spill bit set for a stream with no elements", b, j)
 			}
 			if pos >= end {
@@ -257,7 +264,7 @@ func (t *Tensor) checkStructure() error {
 			}
 			m := int(t.Overflow[pos])
 			pos++
-			if count := streamCount(nbLen, j); m == 0 || m > count {
+			if m == 0 || m > count {
 				return fmt.Errorf("block %d stream %d: spill marker %d out of range 1..%d", b, j, m, count)
 			}
 			want += 1 + m

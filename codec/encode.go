@@ -11,9 +11,14 @@ func Encode(src []uint16, opt Options) (*Tensor, error) {
 	if !opt.Dist.valid() {
 		return nil, fmt.Errorf("codec: encode: distribution %d out of range 0..3", uint8(opt.Dist))
 	}
+	version := opt.version()
+	if version == 0 {
+		return nil, fmt.Errorf("codec: encode: format version %d, want %d or %d", opt.Version, FormatVersion1, FormatVersion2)
+	}
 	h := SampleHistogram(src)
-	cb := FitCodebook(opt.Dist, &h)
+	cb := FitCodebookVersion(opt.Dist, &h, version)
 	layout := ChooseLayout(opt.Preset, &cb, &h)
+	layout.Version1 = version == FormatVersion1
 	t := new(Tensor)
 	var e Encoder
 	if err := e.Encode(t, src, cb, layout); err != nil {
@@ -59,7 +64,7 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 	if len(src) > MaxElements {
 		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
 	}
-	if err := cb.validate(); err != nil {
+	if err := cb.validate(layout.FormatVersion()); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
 	if err := layout.validate(); err != nil {
@@ -135,9 +140,15 @@ func (e *Encoder) runBlock(worker, b int) {
 	table := &e.table
 	hist := &s.hist
 	var bits uint64
+	// Version 2 turns the stream of row p's element j by p (format.md §3).
+	skew := uint8(1)
+	if t.Layout.Version1 {
+		skew = 0
+	}
 
 	for base := 0; base < nbLen; base += Streams {
 		p := uint16(base / Streams)
+		turn := uint8(p) * skew
 		row := src[base:min(base+Streams, nbLen)]
 		sfr := sf[base : base+len(row)]
 		for j, v := range row {
@@ -146,7 +157,7 @@ func (e *Encoder) runBlock(worker, b int) {
 			hist[x]++
 			c := table[x]
 			l := c & 31
-			k := uint8(j)
+			k := uint8(j) + turn
 			u := s.used[k] + l
 			if u > capBits {
 				if s.used[k] <= capBits { // first code that does not fit: the stream spills from here
@@ -173,11 +184,11 @@ func (e *Encoder) runBlock(worker, b int) {
 			s.acc[k], s.pend[k], s.used[k] = a, pn, u
 		}
 	}
-	for j := range min(nbLen, Streams) {
+	for j := range Streams {
 		if coded[j] != noSpill {
 			continue
 		}
-		coded[j] = uint16(streamCount(nbLen, j))
+		coded[j] = uint16(t.Layout.StreamCount(nbLen, j))
 		bits += uint64(s.used[j])
 		flushPending(area, j, s.acc[j], s.used[j], s.pend[j])
 	}
@@ -208,8 +219,8 @@ func (e *Encoder) writeOverflow(t *Tensor, src []uint16, st *Stats) {
 		t.Offsets[b] = uint32(total)
 		nbLen := t.Layout.blockLen(t.N, b)
 		coded := e.coded[b*Streams : (b+1)*Streams]
-		for j := range min(nbLen, Streams) {
-			if spill := streamCount(nbLen, j) - int(coded[j]); spill > 0 {
+		for j := range Streams {
+			if spill := t.Layout.StreamCount(nbLen, j) - int(coded[j]); spill > 0 {
 				t.Bitmaps[b*bitmapBytes+j/8] |= 1 << (j % 8)
 				total += 1 + spill
 				st.SpillingStreams++
@@ -224,20 +235,20 @@ func (e *Encoder) writeOverflow(t *Tensor, src []uint16, st *Stats) {
 		coded := e.coded[b*Streams : (b+1)*Streams]
 		marker := int(t.Offsets[b])
 		data := marker
-		for j := range min(nbLen, Streams) {
+		for j := range Streams {
 			if t.spills(b, j) {
 				data++
 			}
 		}
-		for j := range min(nbLen, Streams) {
-			count := streamCount(nbLen, j)
+		for j := range Streams {
+			count := t.Layout.StreamCount(nbLen, j)
 			if int(coded[j]) == count {
 				continue
 			}
 			t.Overflow[marker] = byte(count - int(coded[j]))
 			marker++
 			for p := int(coded[j]); p < count; p++ {
-				t.Overflow[data] = byte(src[start+p*Streams+j] >> 7)
+				t.Overflow[data] = byte(src[start+t.Layout.Element(j, p)] >> 7)
 				data++
 			}
 		}

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"fmt"
 	"math"
 	"sync"
 )
@@ -17,15 +18,23 @@ const (
 	maxShift = 255
 )
 
-// familyTable is a family's fixed table: lengths by binade (0 = escaped) and ESC's length.
+// familyTable is a family's fixed table: lengths by binade (0 = escaped),
+// ESC's length and, from format version 2 on, exponent 0's length.
 type familyTable struct {
 	lengths [familyBinades]uint8
 	escLen  uint8
+	zeroLen uint8
 }
 
+// zeroLevels counts a family's tables in format version 2: level 0 leaves
+// exponent 0 escaped; level l = 1..8 gives it a code of l bits.
+const zeroLevels = MaxCodeLen + 1
+
 var (
-	familyOnce   sync.Once
-	familyTables [Empirical]familyTable
+	familyOnce sync.Once
+	// familyTables[d][l] is family d's table at zero level l. Level 0 is the
+	// family alone, which version 1 applies to every exponent, 0 included.
+	familyTables [Empirical][zeroLevels]familyTable
 )
 
 // familyMass is P(r) of format.md §2, evaluated exactly as written there.
@@ -45,23 +54,38 @@ func familyMass(d Distribution, r int) float64 {
 	panic("codec: familyMass of non-parametric distribution") // unreachable: callers pass Gaussian..PowerLaw
 }
 
-// family returns the fixed table of a parametric distribution, built once.
-func family(d Distribution) *familyTable {
+// family returns the fixed table of a parametric distribution at zero level
+// level, building every table once. Level l > 0 is the optimal construction
+// over the family's masses scaled by 1 − 2^−l plus a zero symbol of weight
+// 2^−l, which gets exactly l bits (checked here: the weights are constants).
+func family(d Distribution, level int) *familyTable {
 	familyOnce.Do(func() {
 		for _, fd := range []Distribution{Gaussian, Laplace, PowerLaw} {
-			w := make([]float64, familyBinades)
-			for i := range w {
-				w[i] = familyMass(fd, familyMinBinade+i)
+			for l := range zeroLevels {
+				q := math.Ldexp(1, -l)
+				if l == 0 {
+					q = 0
+				}
+				w := make([]float64, familyBinades+1) // the binades, then the zero symbol
+				for i := range familyBinades {
+					w[i] = float64(familyMass(fd, familyMinBinade+i) * float64(1-q))
+				}
+				w[familyBinades] = q
+				lens, esc, err := OptimalLengths(w, MaxCodeLen)
+				if err != nil {
+					panic("codec: family table " + fd.String() + ": " + err.Error())
+				}
+				if int(lens[familyBinades]) != l {
+					panic(fmt.Sprintf("codec: family table %v at zero level %d gives exponent 0 %d bits", fd, l, lens[familyBinades]))
+				}
+				t := &familyTables[fd][l]
+				copy(t.lengths[:], lens)
+				t.escLen = esc
+				t.zeroLen = lens[familyBinades]
 			}
-			lens, esc, err := OptimalLengths(w, MaxCodeLen)
-			if err != nil {
-				panic("codec: family table " + fd.String() + ": " + err.Error()) // the weights are constants
-			}
-			copy(familyTables[fd].lengths[:], lens)
-			familyTables[fd].escLen = esc
 		}
 	})
-	return &familyTables[d]
+	return &familyTables[d][level]
 }
 
 // shiftedLength is a family table's length for exponent e under shift s (0 = escaped).
@@ -73,23 +97,41 @@ func (t *familyTable) shiftedLength(e, s int) uint8 {
 	return t.lengths[i]
 }
 
-// bestShift is the shift in −255..255 minimising the sampled cost, ties to the smaller shift.
-func (t *familyTable) bestShift(h *Histogram) int {
+// bestShift is the shift in −255..255 minimising the sampled cost of the
+// exponents from `from` up (1 in version 2, where exponent 0 has its own
+// code; 0 in version 1), ties to the smaller shift; it returns the cost too.
+func (t *familyTable) bestShift(h *Histogram, from int) (shift int, cost uint64) {
 	type bin struct {
 		e     int
 		count uint64
 	}
 	var bins [256]bin
 	nb := 0
-	for e, c := range h {
-		if c != 0 {
+	var total uint64
+	for e := from; e < len(h); e++ {
+		if c := h[e]; c != 0 {
 			bins[nb] = bin{e, c}
 			nb++
+			total += c
 		}
 	}
 	esc := uint64(t.escLen) + literalBits
-	best, bestCost := -maxShift, uint64(math.MaxUint64)
-	for s := -maxShift; s <= maxShift; s++ {
+	// A shift whose coded binades miss every sampled exponent costs
+	// total·esc, the most any shift costs: only the others need a look.
+	first, last := familyBinades, -1
+	for i, l := range t.lengths {
+		if l != 0 {
+			first, last = min(first, i), i
+		}
+	}
+	best, bestCost := -maxShift, total*esc
+	if nb == 0 || last < 0 {
+		return best, bestCost
+	}
+	// Binade i sits at exponent i + familyMinBinade + 127 + s.
+	lo := max(bins[0].e-last-familyMinBinade-unitExponent, -maxShift)
+	hi := min(bins[nb-1].e-first-familyMinBinade-unitExponent, maxShift)
+	for s := lo; s <= hi; s++ {
 		var cost uint64
 		for _, b := range bins[:nb] {
 			if l := t.shiftedLength(b.e, s); l != 0 {
@@ -102,5 +144,5 @@ func (t *familyTable) bestShift(h *Histogram) int {
 			best, bestCost = s, cost
 		}
 	}
-	return best
+	return best, bestCost
 }

@@ -9,7 +9,8 @@ import (
 )
 
 // FuzzRoundTrip: any values (two bytes each, little-endian) encode under
-// every preset and distribution to the reference bytes and decode back.
+// every preset, distribution and format version to the reference bytes and
+// decode back.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x80, 0x3F})
@@ -31,20 +32,26 @@ func FuzzRoundTrip(f *testing.F) {
 		h := SampleHistogram(src)
 		out := make([]uint16, len(src))
 		for _, dist := range Distributions {
-			cb := FitCodebook(dist, &h)
-			for _, p := range Presets {
-				l := ChooseLayout(p, &cb, &h)
-				if err := e.Encode(&enc, src, cb, l); err != nil {
-					t.Fatalf("%v/%v: %v", p, dist, err)
+			for _, v1 := range []bool{false, true} {
+				cb := FitCodebook(dist, &h)
+				if v1 {
+					cb = FitCodebookVersion(dist, &h, FormatVersion1)
 				}
-				if err := sameTensor(&enc, referenceEncode(src, cb, l)); err != nil {
-					t.Fatalf("%v/%v: %v", p, dist, err)
-				}
-				if err := d.Decode(&enc, out); err != nil {
-					t.Fatalf("%v/%v: %v", p, dist, err)
-				}
-				if i := testbf16.FirstDiff(out, src); i >= 0 {
-					t.Fatalf("%v/%v: value %d is %#04x, want %#04x", p, dist, i, out[i], src[i])
+				for _, p := range Presets {
+					l := ChooseLayout(p, &cb, &h)
+					l.Version1 = v1
+					if err := e.Encode(&enc, src, cb, l); err != nil {
+						t.Fatalf("%v/%v v%d: %v", p, dist, l.FormatVersion(), err)
+					}
+					if err := sameTensor(&enc, referenceEncode(src, cb, l)); err != nil {
+						t.Fatalf("%v/%v v%d: %v", p, dist, l.FormatVersion(), err)
+					}
+					if err := d.Decode(&enc, out); err != nil {
+						t.Fatalf("%v/%v v%d: %v", p, dist, l.FormatVersion(), err)
+					}
+					if i := testbf16.FirstDiff(out, src); i >= 0 {
+						t.Fatalf("%v/%v v%d: value %d is %#04x, want %#04x", p, dist, l.FormatVersion(), i, out[i], src[i])
+					}
 				}
 			}
 		}
@@ -61,6 +68,12 @@ func FuzzParseTensor(f *testing.F) {
 				f.Fatal(err)
 			}
 			b, _ := enc.MarshalBinary()
+			f.Add(b)
+			v1, err := Encode(src, Options{Preset: p, Dist: Distribution(p), Version: FormatVersion1})
+			if err != nil {
+				f.Fatal(err)
+			}
+			b, _ = v1.MarshalBinary()
 			f.Add(b)
 		}
 	}

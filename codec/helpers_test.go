@@ -103,7 +103,53 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 		fail("stats from decoding differ from the encoder's:\n%+v\n%+v", parsed.Stats, enc.Stats)
 	}
 	checkStatsInvariants(t, name, src, enc)
+	checkVersion1(t, name, src, opt)
 	return enc
+}
+
+// checkVersion1 encodes src as format version 1 did (its codebook fit and
+// stream mapping), as old files hold it: the bytes equal the reference,
+// decode back, and serialise under version byte 1.
+func checkVersion1(t *testing.T, name string, src []uint16, opt Options) {
+	t.Helper()
+	opt.Version = FormatVersion1
+	enc, err := Encode(src, opt)
+	if err != nil {
+		t.Fatalf("%s version 1: encode: %v", name, err)
+	}
+	if !enc.Layout.Version1 {
+		t.Fatalf("%s version 1: layout %+v", name, enc.Layout)
+	}
+	if err := sameTensor(enc, referenceEncode(src, enc.Codebook, enc.Layout)); err != nil {
+		t.Fatalf("%s version 1: fast encoder differs from the reference: %v", name, err)
+	}
+	got, err := DecodeAlloc(enc)
+	if err != nil {
+		t.Fatalf("%s version 1: decode: %v", name, err)
+	}
+	if i := testbf16.FirstDiff(got, src); i >= 0 {
+		t.Fatalf("%s version 1: decoded value %d is %#04x, want %#04x", name, i, got[i], src[i])
+	}
+	bin, err := enc.MarshalBinary()
+	if err != nil {
+		t.Fatalf("%s version 1: marshal: %v", name, err)
+	}
+	if bin[4] != FormatVersion1 {
+		t.Fatalf("%s version 1: version byte %d", name, bin[4])
+	}
+	parsed, err := ParseTensor(bin)
+	if err != nil {
+		t.Fatalf("%s version 1: parse: %v", name, err)
+	}
+	if err := sameTensor(enc, parsed); err != nil {
+		t.Fatalf("%s version 1: parsed tensor differs: %v", name, err)
+	}
+	if err := parsed.ComputeStats(); err != nil {
+		t.Fatalf("%s version 1: compute stats: %v", name, err)
+	}
+	if parsed.Stats != enc.Stats {
+		t.Fatalf("%s version 1: stats from decoding differ from the encoder's", name)
+	}
 }
 
 // checkStatsInvariants checks the encoder's counters against direct counts.

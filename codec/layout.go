@@ -6,11 +6,34 @@ import (
 	"math/bits"
 )
 
-// Layout fixes how a tensor is cut into blocks and how many bytes each stream holds (format.md §3).
+// Layout fixes how a tensor is cut into blocks, how a block's elements are
+// dealt to its streams and how many bytes each stream holds (format.md §3).
 type Layout struct {
 	Preset      Preset
 	BlockSize   int // B, exponents per block: a multiple of 256, at most 65,536
 	StreamBytes int // C, bytes per stream of a full block
+	// Version1 deals element i of a block to stream i mod 256, as format
+	// version 1 did (every file written before version 2). The zero value is
+	// the current version 2: position p of stream j holds element
+	// p·256 + (j − p) mod 256, so a column of a matrix whose rows are a
+	// multiple of 256 wide is spread over every stream instead of filling one.
+	Version1 bool
+}
+
+// Format versions (format.md §3, §5). Encoders write FormatVersion; decoders
+// read both.
+const (
+	FormatVersion1 = 1
+	FormatVersion2 = 2
+	FormatVersion  = FormatVersion2
+)
+
+// FormatVersion is the format version the layout's stream mapping belongs to.
+func (l Layout) FormatVersion() int {
+	if l.Version1 {
+		return FormatVersion1
+	}
+	return FormatVersion2
 }
 
 // The fixed presets' parameters (format.md §4).
@@ -149,10 +172,37 @@ func (l Layout) StreamAreaBytes(n int) int {
 	return Streams * ((nb-1)*l.StreamBytes + l.BlockStreamBytes(n, nb-1))
 }
 
-// streamCount is count_j of a block of nb elements: ⌈(nb − j)/256⌉, 0 when j ≥ nb.
-func streamCount(nb, j int) int {
-	if j >= nb {
-		return 0
+// Element is the block-relative index of the element at position p of
+// stream j: p·256 + j in version 1, p·256 + (j − p) mod 256 in version 2.
+func (l Layout) Element(j, p int) int {
+	if l.Version1 {
+		return p*Streams + j
 	}
-	return (nb - j + Streams - 1) / Streams
+	return p*Streams + (j-p)&(Streams-1)
+}
+
+// Stream is the stream that block-relative element i goes to (at position i/256).
+func (l Layout) Stream(i int) int {
+	if l.Version1 {
+		return i & (Streams - 1)
+	}
+	return (i + i/Streams) & (Streams - 1)
+}
+
+// StreamCount is count_j, the number of elements stream j of a block of nb
+// elements holds: the block's full rows of 256, plus one where the partial
+// last row has an element for stream j. They sit at positions 0..count_j−1.
+func (l Layout) StreamCount(nb, j int) int {
+	full, rest := nb/Streams, nb%Streams
+	if rest == 0 {
+		return full
+	}
+	c := j // the partial row's element that goes to stream j
+	if !l.Version1 {
+		c = (j - full) & (Streams - 1)
+	}
+	if c < rest {
+		return full + 1
+	}
+	return full
 }

@@ -147,3 +147,62 @@ func TestAutoLayout(t *testing.T) {
 		t.Fatalf("empty sample: C = %d, want 2", l.StreamBytes)
 	}
 }
+
+// TestStreamMapping checks Element, Stream and StreamCount against each
+// other for both versions and every block length up to three rows and a
+// full block: each element has exactly one (stream, position), positions of
+// a stream are 0..count−1, and in version 2 a full block gives every stream
+// each column of a 256-wide matrix equally often.
+func TestStreamMapping(t *testing.T) {
+	lengths := []int{65536, 65535, 65536 - 255}
+	for nb := 1; nb <= 3*Streams+1; nb++ {
+		lengths = append(lengths, nb)
+	}
+	for _, v1 := range []bool{true, false} {
+		l := Layout{Version1: v1}
+		for _, nb := range lengths {
+			seen := make([]bool, nb)
+			total := 0
+			for j := range Streams {
+				count := l.StreamCount(nb, j)
+				total += count
+				for p := range count {
+					i := l.Element(j, p)
+					if i < 0 || i >= nb || seen[i] {
+						t.Fatalf("v%d nb=%d: stream %d position %d maps to element %d (out of range or seen)", l.FormatVersion(), nb, j, p, i)
+					}
+					seen[i] = true
+					if l.Stream(i) != j || i/Streams != p {
+						t.Fatalf("v%d nb=%d: element %d: Stream %d, want stream %d at position %d", l.FormatVersion(), nb, i, l.Stream(i), j, p)
+					}
+				}
+			}
+			if total != nb {
+				t.Fatalf("v%d nb=%d: streams hold %d elements", l.FormatVersion(), nb, total)
+			}
+		}
+	}
+	// Version 2: in a full block, stream j holds column (j − p) mod 256 at
+	// position p, so each of the 256 columns exactly once per 256 positions.
+	l := Layout{}
+	for j := range Streams {
+		var cols [Streams]int
+		for p := range 65536 / Streams {
+			cols[l.Element(j, p)%Streams]++
+		}
+		for c, n := range cols {
+			if n != 1 {
+				t.Fatalf("v2 stream %d holds column %d %d times, want once", j, c, n)
+			}
+		}
+	}
+	if got := (Layout{Version1: true}).Element(5, 3); got != 3*256+5 {
+		t.Fatalf("v1 Element(5, 3) = %d, want %d", got, 3*256+5)
+	}
+	if got := (Layout{}).Element(5, 3); got != 3*256+2 {
+		t.Fatalf("v2 Element(5, 3) = %d, want %d", got, 3*256+2)
+	}
+	if got := (Layout{}).Element(1, 3); got != 3*256+254 {
+		t.Fatalf("v2 Element(1, 3) = %d, want %d", got, 3*256+254)
+	}
+}

@@ -99,21 +99,29 @@ type ReportFile struct {
 // cleanBound is CLEAN's stream allocation bound 16/(8 + 3.125).
 var cleanBound = 16 / (8 + float64(8*presetLayouts[Clean].StreamBytes)/float64(presetLayouts[Clean].BlockSize/Streams))
 
+// versions are the format versions the reports compare, oldest first.
+var versions = [...]int{FormatVersion1, FormatVersion2}
+
 // WriteTotals prints, for each file and each preset × distribution, the total
-// ratio beside the entropy bound and the optimal-code bound (table (a)).
+// ratio of format versions 1 and 2 beside the entropy bound and the
+// optimal-code bound, and version 2's spill and escape rates (table (a)).
 func WriteTotals(w io.Writer, files []ReportFile) error {
-	fmt.Fprintf(w, "%-28s %-7s %-10s %8s %8s %8s %9s %9s %9s\n",
-		"file", "preset", "dist", "ratio", "H-bound", "opt-bnd", "spilled%", "escaped%", "spillstr%")
+	fmt.Fprintf(w, "%-28s %-7s %-10s %8s %8s %8s %8s %9s %9s %9s\n",
+		"file", "preset", "dist", "v1", "v2", "H-bound", "opt-bnd", "spilled%", "escaped%", "spillstr%")
 	for _, f := range files {
 		for _, p := range Presets {
 			for _, d := range Distributions {
-				reps, err := measureAll(f, Options{Preset: p, Dist: d})
-				if err != nil {
-					return err
+				var s [len(versions)]Summary
+				for i, v := range versions {
+					reps, err := measureAll(f, Options{Preset: p, Dist: d, Version: v})
+					if err != nil {
+						return err
+					}
+					s[i] = Summarize(reps)
 				}
-				s := Summarize(reps)
-				fmt.Fprintf(w, "%-28s %-7v %-10v %8.4f %8.4f %8.4f %9.4f %9.4f %9.4f\n", f.Name, p, d, s.Ratio, s.EntropyBound, s.OptimalBound,
-					percent(s.Spilled, s.N), percent(s.Escaped, s.N), percent(s.SpillingStreams, s.TotalStreams))
+				v2 := s[1]
+				fmt.Fprintf(w, "%-28s %-7v %-10v %8.4f %8.4f %8.4f %8.4f %9.4f %9.4f %9.4f\n", f.Name, p, d, s[0].Ratio, v2.Ratio,
+					v2.EntropyBound, v2.OptimalBound, percent(v2.Spilled, v2.N), percent(v2.Escaped, v2.N), percent(v2.SpillingStreams, v2.TotalStreams))
 			}
 		}
 	}
@@ -148,33 +156,95 @@ func WriteCleanVsBound(w io.Writer, f ReportFile, minElements int) error {
 	return nil
 }
 
-// AutoShortfall is one tensor's AUTO result against its optimal-code bound.
+// AutoShortfall is one tensor's AUTO result against its optimal-code bound,
+// in format versions 1 and 2.
 type AutoShortfall struct {
-	File   string
-	Report TensorReport
+	File string
+	// Reports and Shortfalls are indexed like versions: version 1, then 2.
+	Reports [2]TensorReport
 	// Shortfall is 1 − ratio/OptimalBound.
-	Shortfall float64
+	Shortfalls [2]float64
 }
 
 // WriteAutoVsOptimal prints, per tensor of at least minElements elements,
-// the ratio of AUTO with distribution d against 16/(8 + optimal bits of the
-// tensor's full histogram) (table (c)), and returns the rows.
+// the ratio of AUTO with distribution d in format versions 1 and 2 against
+// 16/(8 + optimal bits of the tensor's full histogram) (table (c)), and
+// returns the rows.
 func WriteAutoVsOptimal(w io.Writer, files []ReportFile, d Distribution, minElements int) ([]AutoShortfall, error) {
-	fmt.Fprintf(w, "%-28s %-30s %7s %4s %8s %8s %7s %8s %8s\n", "file", "tensor", "N", "C", "ratio", "bound", "short%", "spilled%", "spillstr%")
+	fmt.Fprintf(w, "%-28s %-30s %7s %8s %9s %9s %9s %8s %8s %8s\n", "file", "tensor", "N", "bound",
+		"C v1/v2", "ratio v1", "ratio v2", "short1%", "short2%", "spill2%")
 	var rows []AutoShortfall
 	for _, f := range files {
 		for _, nt := range f.Tensors {
 			if len(nt.Values) < minElements {
 				continue
 			}
-			r, err := MeasureTensor(nt.Name, nt.Values, Options{Preset: Auto, Dist: d})
-			if err != nil {
-				return nil, err
+			row := AutoShortfall{File: f.Name}
+			for i, v := range versions {
+				r, err := MeasureTensor(nt.Name, nt.Values, Options{Preset: Auto, Dist: d, Version: v})
+				if err != nil {
+					return nil, err
+				}
+				row.Reports[i], row.Shortfalls[i] = r, 1-r.Stats.Ratio/r.OptimalBound
 			}
-			row := AutoShortfall{File: f.Name, Report: r, Shortfall: 1 - r.Stats.Ratio/r.OptimalBound}
 			rows = append(rows, row)
-			fmt.Fprintf(w, "%-28s %-30s %7d %4d %8.4f %8.4f %7.3f %8.4f %8.4f\n", f.Name, nt.Name, r.Stats.N, r.Layout.StreamBytes,
-				r.Stats.Ratio, r.OptimalBound, 100*row.Shortfall, 100*r.Stats.OverflowRate, 100*r.Stats.SpillStreamRate)
+			r1, r2 := &row.Reports[0], &row.Reports[1]
+			fmt.Fprintf(w, "%-28s %-30s %7d %8.4f %4d/%-4d %9.4f %9.4f %8.3f %8.3f %8.4f\n", f.Name, nt.Name, r2.Stats.N, r2.OptimalBound,
+				r1.Layout.StreamBytes, r2.Layout.StreamBytes, r1.Stats.Ratio, r2.Stats.Ratio,
+				100*row.Shortfalls[0], 100*row.Shortfalls[1], 100*r2.Stats.OverflowRate)
+		}
+	}
+	return rows, nil
+}
+
+// FamilyShortfall counts, for one preset and parametric family, the tensors
+// whose ratio is more than a margin below empirical's, per format version.
+type FamilyShortfall struct {
+	Options Options
+	// Misses, Worst and WorstTensor are indexed like versions.
+	Misses, Tensors [2]int
+	Worst           [2]float64 // largest 1 − ratio/empirical ratio
+	WorstTensor     [2]string
+}
+
+// WriteFamiliesVsEmpirical prints, per preset and parametric family, how
+// many tensors of at least minElements elements it packs more than margin
+// (a fraction) below empirical under the same preset, in format versions 1
+// and 2, and the worst (table (d)).
+func WriteFamiliesVsEmpirical(w io.Writer, files []ReportFile, margin float64, minElements int) ([]FamilyShortfall, error) {
+	fmt.Fprintf(w, "%-7s %-9s %10s %10s %9s %9s  %s\n", "preset", "family", "misses v1", "misses v2", "worst1%", "worst2%", "worst tensor (v2)")
+	var rows []FamilyShortfall
+	for _, p := range Presets {
+		for _, d := range []Distribution{Gaussian, Laplace, PowerLaw} {
+			row := FamilyShortfall{Options: Options{Preset: p, Dist: d}}
+			for _, f := range files {
+				for _, nt := range f.Tensors {
+					if len(nt.Values) < minElements {
+						continue
+					}
+					for i, v := range versions {
+						emp, err := Encode(nt.Values, Options{Preset: p, Dist: Empirical, Version: v})
+						if err != nil {
+							return nil, err
+						}
+						fam, err := Encode(nt.Values, Options{Preset: p, Dist: d, Version: v})
+						if err != nil {
+							return nil, err
+						}
+						short := 1 - fam.Stats.Ratio/emp.Stats.Ratio
+						row.Tensors[i]++
+						if short > margin {
+							row.Misses[i]++
+						}
+						if short > row.Worst[i] {
+							row.Worst[i], row.WorstTensor[i] = short, f.Name+":"+nt.Name
+						}
+					}
+				}
+			}
+			rows = append(rows, row)
+			fmt.Fprintf(w, "%-7v %-9v %4d of %-3d %4d of %-3d %9.2f %9.2f  %s\n", p, d, row.Misses[0], row.Tensors[0],
+				row.Misses[1], row.Tensors[1], 100*row.Worst[0], 100*row.Worst[1], row.WorstTensor[1])
 		}
 	}
 	return rows, nil

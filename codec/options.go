@@ -72,8 +72,23 @@ func ParsePreset(s string) (Preset, error) {
 	return 0, fmt.Errorf("codec: unknown preset %q (want clean, medium, high or auto)", s)
 }
 
-// Options selects how Encode lays out and codes a tensor. The zero value is CLEAN with the gaussian family.
+// Options selects how Encode lays out and codes a tensor. The zero value is
+// CLEAN with the gaussian family, in the current format version.
 type Options struct {
 	Preset Preset
 	Dist   Distribution
+	// Version is the format version to write: 0 (the current, FormatVersion)
+	// or 2, or 1 to compare with what files written before version 2 hold.
+	Version int
+}
+
+// version is the format version o asks for, or 0 if it names none.
+func (o Options) version() int {
+	switch o.Version {
+	case 0, FormatVersion2:
+		return FormatVersion2
+	case FormatVersion1:
+		return FormatVersion1
+	}
+	return 0
 }

@@ -1,7 +1,8 @@
 package codec
 
-// referenceEncode is a slow, literal transcription of format.md §3, written
-// apart from the fast encoder so that tests can compare their bytes.
+// referenceEncode is a slow, literal transcription of format.md §3 (either
+// version's stream mapping, as l says), written apart from the fast encoder
+// so that tests can compare their bytes.
 func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 	n := len(src)
 	t := &Tensor{N: n, Layout: l, Codebook: cb, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
@@ -18,15 +19,24 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 		area := make([]byte, 256*cbytes)
 		var bitmap [32]byte
 		var markers, spilled []byte
+		// element is the block-relative index at position p of stream j.
+		element := func(j, p int) int {
+			if l.Version1 {
+				return p*256 + j
+			}
+			return p*256 + ((j-p)%256+256)%256
+		}
 		for j := range 256 {
 			count := 0
-			if j < nb {
-				count = (nb - j + 255) / 256
+			for p := range m {
+				if element(j, p) < nb {
+					count = p + 1
+				}
 			}
 			var bitsOut []byte // one entry per bit
 			coded := count
 			for p := range count {
-				_, e := Split(src[start+p*256+j])
+				_, e := Split(src[start+element(j, p)])
 				var code uint32
 				var length int
 				if cb.Lengths[e] != 0 {
@@ -49,7 +59,7 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 				bitmap[j/8] |= 1 << (j % 8)
 				markers = append(markers, byte(count-coded))
 				for p := coded; p < count; p++ {
-					_, e := Split(src[start+p*256+j])
+					_, e := Split(src[start+element(j, p)])
 					spilled = append(spilled, e)
 				}
 			}

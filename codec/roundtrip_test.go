@@ -107,7 +107,7 @@ func TestWorkersAgree(t *testing.T) {
 	src := gaussianBF16(5*65536+777, 5, 1e-3)
 	copy(src[1000:], randomBF16(30000, 6)) // some spills too
 	h := SampleHistogram(src)
-	for _, opt := range []Options{{Clean, Gaussian}, {High, Empirical}, {Auto, Laplace}} {
+	for _, opt := range []Options{{Preset: Clean, Dist: Gaussian}, {Preset: High, Dist: Empirical}, {Preset: Auto, Dist: Laplace}} {
 		cb := FitCodebook(opt.Dist, &h)
 		l := ChooseLayout(opt.Preset, &cb, &h)
 		var want Tensor
@@ -182,5 +182,8 @@ func TestEncodeRejectsBadInput(t *testing.T) {
 	}
 	if _, err := Encode(src, Options{Dist: 9}); err == nil {
 		t.Error("encode accepted distribution 9")
+	}
+	if _, err := Encode(src, Options{Version: 3}); err == nil {
+		t.Error("encode accepted format version 3")
 	}
 }

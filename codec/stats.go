@@ -85,13 +85,13 @@ func (t *Tensor) ComputeStats() error {
 		nbLen := t.Layout.blockLen(t.N, b)
 		pos := int(t.Offsets[b])
 		for j := range min(nbLen, Streams) {
-			coded := streamCount(nbLen, j)
+			coded := t.Layout.StreamCount(nbLen, j)
 			if t.spills(b, j) {
 				coded -= int(t.Overflow[pos])
 				pos++
 			}
 			for p := range coded {
-				codeBits += uint64(t.Codebook.Cost(byte(vals[base+p*Streams+j] >> 7)))
+				codeBits += uint64(t.Codebook.Cost(byte(vals[base+t.Layout.Element(j, p)] >> 7)))
 			}
 		}
 	}

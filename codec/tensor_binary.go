@@ -5,11 +5,9 @@ import (
 	"fmt"
 )
 
-// Serialised header (format.md §5).
-const (
-	tensorMagic   = "LCTt"
-	tensorVersion = 1
-)
+// tensorMagic opens a serialised tensor (format.md §5); the version byte
+// after it is the layout's FormatVersion.
+const tensorMagic = "LCTt"
 
 // AppendBinary appends the serialisation of t (format.md §5) to b.
 func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
@@ -18,7 +16,7 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	}
 	var h [headerBytes]byte
 	copy(h[0:4], tensorMagic)
-	h[4] = tensorVersion
+	h[4] = byte(t.Layout.FormatVersion())
 	h[5] = byte(t.Layout.Preset)
 	h[6] = byte(t.Codebook.Dist)
 	h[7] = t.Codebook.EscLen
@@ -55,10 +53,14 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	if string(b[0:4]) != tensorMagic {
 		return nil, fmt.Errorf("codec: parse: magic %q, want %q", b[0:4], tensorMagic)
 	}
-	if b[4] != tensorVersion {
-		return nil, fmt.Errorf("codec: parse: version %d, want %d", b[4], tensorVersion)
-	}
 	t := &Tensor{}
+	switch b[4] {
+	case FormatVersion1:
+		t.Layout.Version1 = true
+	case FormatVersion2:
+	default:
+		return nil, fmt.Errorf("codec: parse: version %d, want %d or %d", b[4], FormatVersion1, FormatVersion2)
+	}
 	if p := Preset(b[5]); !p.valid() {
 		return nil, fmt.Errorf("codec: parse: preset %d out of range 0..3", b[5])
 	} else {
@@ -89,7 +91,7 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	if err := t.Layout.validate(); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
-	if err := t.Codebook.validate(); err != nil {
+	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	nb := t.Layout.Blocks(t.N)

@@ -278,7 +278,7 @@ func TestHeaderLayout(t *testing.T) {
 		name      string
 		got, want uint64
 	}{
-		{"version", uint64(b[4]), 1},
+		{"version", uint64(b[4]), FormatVersion2},
 		{"preset", uint64(b[5]), uint64(Auto)},
 		{"distribution", uint64(b[6]), uint64(PowerLaw)},
 		{"escLen", uint64(b[7]), uint64(enc.Codebook.EscLen)},

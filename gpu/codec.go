@@ -17,6 +17,7 @@ type Codec struct {
 	t      *Tensor
 	vals   Buffer
 	bstats []byte
+	host   codec.Decoder // version 1 tensors (Decode)
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
@@ -137,7 +138,9 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 }
 
 // Decode decodes t into dst (len(dst) must be t.N), checking t's structure
-// first and its streams on the device, as codec.Decoder.Decode does.
+// first and its streams on the device, as codec.Decoder.Decode does. The
+// kernels code format version 2; a version 1 tensor (from a file written
+// before it) is decoded by the CPU reference decoder.
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if err := t.CheckStructure(); err != nil {
 		return fmt.Errorf("gpu: decode: %w", err)
@@ -146,6 +149,12 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 		return fmt.Errorf("gpu: decode: destination holds %d values, tensor has %d", len(dst), t.N)
 	}
 	if t.N == 0 {
+		return nil
+	}
+	if t.Layout.Version1 {
+		if err := c.host.Decode(t, dst); err != nil {
+			return fmt.Errorf("gpu: decode (version 1, on the host): %w", err)
+		}
 		return nil
 	}
 	d := c.dev

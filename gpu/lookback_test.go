@@ -17,6 +17,7 @@ import (
 // shifts the pattern by blocks.
 func spillPattern(r *rand.Rand, name string, n, phase int, small bool) batchCase {
 	const B = 32768
+	l := codec.Layout{Preset: codec.High, BlockSize: B, StreamBytes: 48}
 	cb, _ := fit(testbf16.Gaussian(r, 4096, 0.01), codec.High, codec.Gaussian)
 	short := 0
 	for e, l := range cb.Lengths {
@@ -30,7 +31,7 @@ func spillPattern(r *rand.Rand, name string, n, phase int, small bool) batchCase
 		src[i] = uint16(short)<<7 | uint16(r.Uint32())&0x807F // sign and fraction vary
 		switch (b + phase) % 4 {
 		case 0: // with phase 0, block 0 spills too: its size is in every offset
-			if k%256 == (b*37)%256 {
+			if l.Stream(k) == (b*37)%256 {
 				src[i] = uint16(r.Uint32())
 			}
 		case 2:
@@ -41,7 +42,7 @@ func spillPattern(r *rand.Rand, name string, n, phase int, small bool) batchCase
 			src[i] = uint16(r.Uint32())
 		}
 	}
-	return batchCase{name: name, src: src, cb: cb, l: codec.Layout{Preset: codec.High, BlockSize: B, StreamBytes: 48}, small: small}
+	return batchCase{name: name, src: src, cb: cb, l: l, small: small}
 }
 
 // lookBackCases is a batch whose blocks' overflow offsets are sums over

@@ -32,7 +32,7 @@ func TestStatsFromDeviceCountsMatchCodec(t *testing.T) {
 				nbLen := blockLen(ct.Layout, n, b)
 				pos := int(ct.Offsets[b])
 				for j := range min(nbLen, codec.Streams) {
-					coded := streamCount(nbLen, j)
+					coded := ct.Layout.StreamCount(nbLen, j)
 					if ct.Bitmaps[32*b+j/8]>>(j%8)&1 != 0 {
 						m := int(ct.Overflow[pos])
 						pos++
@@ -41,7 +41,7 @@ func TestStatsFromDeviceCountsMatchCodec(t *testing.T) {
 						coded -= m
 					}
 					for q := range coded {
-						codeBits += uint64(ct.Codebook.Cost(byte(src[b*ct.Layout.BlockSize+q*codec.Streams+j] >> 7)))
+						codeBits += uint64(ct.Codebook.Cost(byte(src[b*ct.Layout.BlockSize+ct.Layout.Element(j, q)] >> 7)))
 					}
 				}
 			}
@@ -103,13 +103,5 @@ func TestCheckStructure(t *testing.T) {
 	}
 }
 
-// blockLen and streamCount are format.md's n_b and a stream's element count,
-// for counting here as the kernels do.
+// blockLen is format.md's n_b, for counting here as the kernels do.
 func blockLen(l codec.Layout, n, b int) int { return min(l.BlockSize, n-b*l.BlockSize) }
-
-func streamCount(nb, j int) int {
-	if j >= nb {
-		return 0
-	}
-	return (nb - j + codec.Streams - 1) / codec.Streams
-}

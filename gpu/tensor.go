@@ -151,6 +151,9 @@ func lookBytes(nb int) int { return 8 * (nb + 1) }
 // reshape (re)allocates the sections for n elements in layout l, keeping
 // buffers that are large enough.
 func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
+	if l.Version1 {
+		return fmt.Errorf("gpu: %s: the kernels code format version %d only, not version 1", t.label(), codec.FormatVersion)
+	}
 	d := t.dev
 	nb := l.Blocks(n)
 	if !t.desc.Valid() {

@@ -2,7 +2,9 @@
 // and histograms, and the optimizer updates, fused with the codec and plain.
 // They produce exactly the bytes of the Go reference codec (codec/).
 //
-// One CTA of 256 threads works on one codec block; thread j owns stream j.
+// One CTA of 256 threads works on one codec block; thread j owns stream j,
+// which holds the block's element p*256 + ((j - p) & 255) at position p (the
+// skewed round robin of format version 2; these kernels code version 2 only).
 // Batched launches (lct_encode_batch, lct_decode_batch & co.) run the blocks
 // of many tensors in one grid, a small table telling each CTA its tensor:
 // a tensor of a few dozen blocks alone leaves most multiprocessors idle.
@@ -15,7 +17,8 @@
 // that the threads of a warp reading their own rows hit different banks.
 // Elements move in chunks of positions: a chunk's exponents sit in shared
 // memory in element order, written and read by rows with 8- and 16-byte
-// accesses on the global side, by columns (one stream each) on the coding side.
+// accesses on the global side, by skewed columns (one stream each: see cell)
+// on the coding side.
 //
 // Encoding is one pass: a CTA codes its block (sf bytes, stream area, spill
 // bitmap, per-block counts), learns where its overflow region starts from
@@ -105,9 +108,29 @@ LCT_DEV void geo_init(Geo& g, const LctDesc* d, int b, int j) {
   g.Cb = (int)(((long long)g.P * C * 256 + B - 1) / B);
   g.words = (g.Cb + 3) >> 2;
   g.capBits = 8u * (u32)g.Cb;
-  g.count = j < g.nb ? ((g.nb - j + 255) >> 8) : 0;
+  // Every stream has the full rows; stream j has a place in the partial last
+  // row (position nb/256) when its element there, (j - nb/256) & 255, exists.
+  const int full = g.nb >> 8, rest = g.nb & 255;
+  g.count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
   g.area = (long long)b * 256 * C;
 }
+
+// ---- the skewed round robin ----------------------------------------------------
+//
+// A chunk's exponent buffer holds positions p0, p0+1, ... of the block as
+// rows of 256 in element order, so thread j finds position p0 + pp of its
+// stream in row pp, column (j - p0 - pp) & 255: byte cell(w, pp) with
+// w = skew_w(j, p0). Where w >= pp (no wrap) that is w + 255*pp, a fixed
+// offset from one address: every lane of a warp has w >= pp for every pp of
+// a chunk of CH positions (flat_chunk) in all warps but one, which computes
+// each cell. at<FLAT> is the cell either way.
+LCT_DEV int skew_w(int j, int p0) { return (j - p0) & 255; }
+LCT_DEV int cell(int w, int pp) { return (pp << 8) + ((w - pp) & 255); }
+template <bool FLAT>
+LCT_DEV int at(int w, int pp) { return FLAT ? w + 255 * pp : cell(w, pp); }
+// flat_chunk: no lane of the warp wraps within a chunk of ch positions. Every
+// lane of the warp must call it.
+LCT_DEV bool flat_chunk(int w, int ch) { return __all_sync(LCT_FULL, w >= ch - 1); }
 
 // row_stride is the distance in words between two streams' rows in shared
 // memory: enough for a full block, and odd.
@@ -345,18 +368,18 @@ LCT_DEV void dec_get(const DecSplit& t, u32 i, u32& e, u32& a) {
   a = t.A[i];
 }
 
-// rd_pair decodes two symbols into col[0] and col[256] (refilling first):
-// the second one's window is a funnel shift of the buffer, which moves once.
+// rd_pair decodes two symbols into c1 and c2 (refilling first): the second
+// one's window is a funnel shift of the buffer, which moves once.
 template <bool PIPE = false, class TAB>
-LCT_DEV void rd_pair(Reader& r, const TAB& tab, u8* col) {
+LCT_DEV void rd_pair(Reader& r, const TAB& tab, u8* c1, u8* c2) {
   rd_refill<PIPE>(r);
   const u32 hi = (u32)(r.buf >> 32), lo = (u32)r.buf;
   u32 e1, a1, e2, a2;
   dec_get(tab, hi >> 24, e1, a1);
-  col[0] = (u8)fshr_clamp(hi, e1, e1);
+  *c1 = (u8)fshr_clamp(hi, e1, e1);
   const u32 hi2 = fshl_clamp(lo, hi, a1);
   dec_get(tab, hi2 >> 24, e2, a2);
-  col[256] = (u8)fshr_clamp(hi2, e2, e2);
+  *c2 = (u8)fshr_clamp(hi2, e2, e2);
   r.buf <<= a1 + a2;
   r.pos += a1 + a2;
   r.seen |= e1 | e2;
@@ -552,7 +575,7 @@ LCT_DEV void in_spill(InSpill& s, const LctDesc* d, const Geo& g, int b, int j, 
   const u64 off = __ldg((const u32*)d->offsets + b);
   u32 spill = 0;
   if (flag) {
-    if (j >= g.nb || off + m >= ovlen) {
+    if (g.count == 0 || off + m >= ovlen) {
       report(d, b, j, LCT_ERR_OVERFLOW_BOUNDS);
     } else {
       spill = ((const u8*)d->overflow)[off + m];
@@ -864,43 +887,52 @@ LCT_DEV void store8(u16* out, int e0, int nb, uint4 v) {
 LCT_DEV int group_q(int k) { return (int)threadIdx.x + (k << 8); }
 LCT_DEV int group_e0(int p0, int k) { return (p0 << 8) + (group_q(k) << 3); }
 
-// decode_column decodes stream j's positions p0..p0+pe-1 into column j of the
-// chunk's exponent buffer: from the stream up to the spill, then raw from the
-// overflow area. tab is the reader's tables.
-template <bool PIPE, class TAB>
-LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe) {
-  u8* col = ex + threadIdx.x;
+// decode_column_at is decode_column with w = skew_w(j, p0) and FLAT from
+// flat_chunk.
+template <bool PIPE, bool FLAT, class TAB>
+LCT_DEV void decode_column_at(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe, int w) {
   const int nd = imax(0, imin(pe, sp.coded - p0));
   const int nc = imax(0, imin(pe, count - p0));
   if (nd == LCT_CH) {  // a whole chunk from the stream (the common case)
 #pragma unroll
-    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
+    for (int pp = 0; pp < LCT_CH; pp += 2) rd_pair<PIPE>(r, tab, ex + at<FLAT>(w, pp), ex + at<FLAT>(w, pp + 1));
     return;
   }
   int pp = 0;
 #pragma unroll 2
-  for (; pp + 1 < nd; pp += 2) rd_pair<PIPE>(r, tab, col + pp * 256);
-  if (pp < nd) rd_one<PIPE>(r, tab, col + pp * 256);
+  for (; pp + 1 < nd; pp += 2) rd_pair<PIPE>(r, tab, ex + at<FLAT>(w, pp), ex + at<FLAT>(w, pp + 1));
+  if (pp < nd) rd_one<PIPE>(r, tab, ex + at<FLAT>(w, pp));
   // The spilled positions, from the overflow area: eight loads in flight
   // before their stores (a stream that spilled early reads a whole chunk
   // of them here, not one round trip per exponent).
   const u8* __restrict__ ov = sp.ovp;
-  const int at = p0 - sp.coded;  // ov index of position pp is at + pp
+  const int at0 = p0 - sp.coded;  // ov index of position pp is at0 + pp
   for (pp = nd; pp + 8 <= nc; pp += 8) {
     u8 v[8];
 #pragma unroll
-    for (int k = 0; k < 8; k++) v[k] = __ldg(ov + at + pp + k);
+    for (int k = 0; k < 8; k++) v[k] = __ldg(ov + at0 + pp + k);
 #pragma unroll
-    for (int k = 0; k < 8; k++) col[(pp + k) * 256] = v[k];
+    for (int k = 0; k < 8; k++) ex[at<FLAT>(w, pp + k)] = v[k];
   }
-  for (; pp < nc; pp++) col[pp * 256] = __ldg(ov + at + pp);
+  for (; pp < nc; pp++) ex[at<FLAT>(w, pp)] = __ldg(ov + at0 + pp);
+}
+
+// decode_column decodes stream j's positions p0..p0+pe-1 into the chunk's
+// exponent buffer (its cells, see cell): from the stream up to the spill,
+// then raw from the overflow area. tab is the reader's tables. Every lane of
+// the warp must call it.
+template <bool PIPE, class TAB>
+LCT_DEV void decode_column(Reader& r, const InSpill& sp, int count, u8* ex, const TAB& tab, int p0, int pe) {
+  const int w = skew_w(threadIdx.x, p0);
+  if (flat_chunk(w, LCT_CH)) decode_column_at<PIPE, true>(r, sp, count, ex, tab, p0, pe, w);
+  else decode_column_at<PIPE, false>(r, sp, count, ex, tab, p0, pe, w);
 }
 
 // decode_columns is decode_column for NT tensors at once, interleaved where
 // all of them decode from their streams.
 template <int NT>
 LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, const u16* E, const u8* A, int p0, int pe) {
-  const int j = threadIdx.x;
+  const int w = skew_w(threadIdx.x, p0);
   int common = pe;
 #pragma unroll
   for (int t = 0; t < NT; t++) common = imin(common, is[t].coded - p0);
@@ -908,15 +940,18 @@ LCT_DEV void decode_columns(Reader* rd, const InSpill* is, int count, u8* ex, co
   int pp = 0;
   for (; pp + 1 < common; pp += 2) {
 #pragma unroll
-    for (int t = 0; t < NT; t++) rd_pair(rd[t], DecSplit{E + t * 256, A + t * 256}, ex + t * LCT_CHF * 256 + pp * 256 + j);
+    for (int t = 0; t < NT; t++) {
+      u8* ext = ex + t * LCT_CHF * 256;
+      rd_pair(rd[t], DecSplit{E + t * 256, A + t * 256}, ext + cell(w, pp), ext + cell(w, pp + 1));
+    }
   }
   const int nc = imax(0, imin(pe, count - p0));
 #pragma unroll
   for (int t = 0; t < NT; t++) {
-    u8* col = ex + t * LCT_CHF * 256 + j;
+    u8* ext = ex + t * LCT_CHF * 256;
     const int nd = imax(0, imin(pe, is[t].coded - p0));
-    for (int q = pp; q < nd; q++) rd_one(rd[t], DecSplit{E + t * 256, A + t * 256}, col + q * 256);
-    for (int q = nd; q < nc; q++) col[q * 256] = is[t].ovp[p0 + q - is[t].coded];
+    for (int q = pp; q < nd; q++) rd_one(rd[t], DecSplit{E + t * 256, A + t * 256}, ext + cell(w, q));
+    for (int q = nd; q < nc; q++) ext[cell(w, q)] = is[t].ovp[p0 + q - is[t].coded];
   }
 }
 
@@ -951,6 +986,34 @@ LCT_DEV void hist_add(u32* hs, int hstride, u32 x) { atomicAdd(&hs[x * hstride],
 // warps, with about 37 KB of shared memory each) share a multiprocessor: the
 // coding loops are bound by integer issue, and more warps hide the table
 // lookups' latency.
+
+// encode_chunk appends thread j's positions p0 .. p0+lim-1 to its stream
+// from the chunk's exponent buffer (sw = skew_w(j, p0), FLAT from
+// flat_chunk), counting them with HIST; whole: every stream has the chunk.
+template <bool HIST, bool FLAT>
+LCT_DEV void encode_chunk(Writer& w, const u8* ex, int sw, int lim, bool whole, const u32* code, const u8* len, u32* hs, int hstride) {
+  if (HIST && whole) {
+#pragma unroll 4
+    for (int pp = 0; pp < LCT_CH; pp += 2) {
+      const u32 x1 = ex[at<FLAT>(sw, pp)], x2 = ex[at<FLAT>(sw, pp + 1)];
+      hist_add(hs, hstride, x1);
+      hist_add(hs, hstride, x2);
+      wr_put2s<true>(w, x1, x2, code, len);
+    }
+    return;
+  }
+  if (lim == LCT_CH) {
+#pragma unroll 4
+    for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2s<true>(w, ex[at<FLAT>(sw, pp)], ex[at<FLAT>(sw, pp + 1)], code, len);
+  } else {
+    int pp = 0;
+    for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, ex[at<FLAT>(sw, pp)], ex[at<FLAT>(sw, pp + 1)], code, len);
+    if (pp < lim) wr_put1s<true>(w, ex[at<FLAT>(sw, pp)], code, len);
+  }
+  if (HIST) {
+    for (int pp = 0; pp < lim; pp++) hist_add(hs, hstride, ex[at<FLAT>(sw, pp)]);
+  }
+}
 
 // encode_block encodes block b of d from src, overflow included (the
 // region's offset by look-back). With HIST it also counts the block's
@@ -989,7 +1052,6 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
 #pragma unroll
   for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(0, k), g.nb);
   __syncthreads();
-  const u8* col = ex + j;
   const int minCount = g.nb >> 8;  // positions every stream of the block has
   for (int p0 = 0; p0 < g.P; p0 += LCT_CH) {
 #pragma unroll
@@ -1008,28 +1070,11 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
       for (int k = 0; k < LCT_G; k++) pre[k] = load8(in, group_e0(p0 + LCT_CH, k), g.nb);
     }
     const int lim = imin(LCT_CH, g.count - p0);
-    if (HIST && p0 + LCT_CH <= minCount) {
-      // Every stream has the whole chunk (the same branch for the CTA).
-#pragma unroll 4
-      for (int pp = 0; pp < LCT_CH; pp += 2) {
-        const u32 x1 = col[pp * 256], x2 = col[pp * 256 + 256];
-        hist_add(hs, hstride, x1);
-        hist_add(hs, hstride, x2);
-        wr_put2s<true>(w, x1, x2, code, len);
-      }
-    } else {
-      if (lim == LCT_CH) {
-#pragma unroll 4
-        for (int pp = 0; pp < LCT_CH; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
-      } else {
-        int pp = 0;
-        for (; pp + 1 < lim; pp += 2) wr_put2s<true>(w, col[pp * 256], col[pp * 256 + 256], code, len);
-        if (pp < lim) wr_put1s<true>(w, col[pp * 256], code, len);
-      }
-      if (HIST) {
-        for (int pp = 0; pp < lim; pp++) hist_add(hs, hstride, col[pp * 256]);
-      }
-    }
+    // Every stream has the whole chunk: the same for the CTA.
+    const bool whole = p0 + LCT_CH <= minCount;
+    const int sw = skew_w(j, p0);
+    if (flat_chunk(sw, LCT_CH)) encode_chunk<HIST, true>(w, ex, sw, lim, whole, code, len, hs, hstride);
+    else encode_chunk<HIST, false>(w, ex, sw, lim, whole, code, len, hs, hstride);
     __syncthreads();
   }
   if (HIST) {
@@ -1099,7 +1144,8 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
 #pragma unroll
       for (int step = 128; step; step >>= 1)
         if (first[lo + step] <= i) lo += step;
-      out[i] = (u8)(__ldg(in + (long long)(from[lo] + (i - first[lo])) * 256 + lo) >> 7);
+      const int p = (int)(from[lo] + (i - first[lo]));  // position p of stream lo
+      out[i] = (u8)(__ldg(in + ((long long)p << 8) + ((lo - p) & 255)) >> 7);
     }
   }
 }
@@ -1501,8 +1547,10 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
 
   for (int p0 = 0; p0 < P; p0 += LCT_CHF) {
     const int pe = imin(LCT_CHF, P - p0);
-    // Column j: this chunk's old exponents. (The previous chunk's encoding
-    // read column j too, in this thread, so no barrier is needed before.)
+    // Stream j's cells: this chunk's old exponents. The previous chunk's
+    // encoding read other threads' cells here (a stream's column moves with
+    // the position), so they must all be done.
+    if (p0 != 0) __syncthreads();
     decode_columns<NT>(rd, is, count, ex, E, A, p0, pe);
     __syncthreads();
     // Rows: old values in, new values out.
@@ -1533,33 +1581,36 @@ LCT_DEV void fused(const LctDesc* const* din, const LctDesc* const* dout, const 
       }
     }
     __syncthreads();
-    // Column j: the new exponents into stream j, or into the overflow area.
+    // Stream j's cells: the new exponents into stream j, or into the overflow area.
     // (The tensors interleave: independent chains for the scheduler.)
     const int lim = imin(pe, count - p0);
-    const u8* col = ex + j;
+    const int sw = skew_w(j, p0);
     if (!OVF) {
       if (lim == LCT_CHF) {
 #pragma unroll 2
         for (int pp = 0; pp < LCT_CHF; pp += 2) {
+          const int c1 = cell(sw, pp), c2 = cell(sw, pp + 1);
 #pragma unroll
-          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], col[t * LCT_CHF * 256 + pp * 256 + 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], ex[t * LCT_CHF * 256 + c1], ex[t * LCT_CHF * 256 + c2], enc + t * 256);
         }
       } else {
         int pp = 0;
         for (; pp + 1 < lim; pp += 2) {
+          const int c1 = cell(sw, pp), c2 = cell(sw, pp + 1);
 #pragma unroll
-          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], col[t * LCT_CHF * 256 + pp * 256 + 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put2<false>(wr[t], ex[t * LCT_CHF * 256 + c1], ex[t * LCT_CHF * 256 + c2], enc + t * 256);
         }
         if (pp < lim) {
+          const int c1 = cell(sw, pp);
 #pragma unroll
-          for (int t = 0; t < NT; t++) wr_put1<false>(wr[t], col[t * LCT_CHF * 256 + pp * 256], enc + t * 256);
+          for (int t = 0; t < NT; t++) wr_put1<false>(wr[t], ex[t * LCT_CHF * 256 + c1], enc + t * 256);
         }
       }
     } else {
 #pragma unroll
       for (int t = 0; t < NT; t++) {
         if (os[t].active) {
-          for (int pp = imax(0, os[t].coded - p0); pp < lim; pp++) os[t].ovp[p0 + pp - os[t].coded] = col[t * LCT_CHF * 256 + pp * 256];
+          for (int pp = imax(0, os[t].coded - p0); pp < lim; pp++) os[t].ovp[p0 + pp - os[t].coded] = ex[t * LCT_CHF * 256 + cell(sw, pp)];
         }
       }
     }

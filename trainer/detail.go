@@ -44,7 +44,6 @@ func (t *Trainer) Detail(name string, block int) (TensorDetail, error) {
 	if err := st.decodeChunk(st.workers[0], s, block, d.Values); err != nil {
 		return TensorDetail{}, err
 	}
-	scramble(d.Values) // back to the order the codec saw (see scramble.go)
 	if c := &s.chunks[block]; c.enc != nil {
 		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout
 	} else {

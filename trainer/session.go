@@ -33,9 +33,9 @@ type TensorDetail struct {
 	// Block is this block's index and Blocks the tensor's block count; N is
 	// the tensor's element count.
 	Block, Blocks, N int
-	// Values is the block as the codec saw it (at most Layout.BlockSize
-	// values): in the CPU trainer the tensor's values with each group of 256
-	// scrambled (scramble.go), so value i went to stream i mod 256.
+	// Values is the block's values (at most Layout.BlockSize) in tensor
+	// order: value i went to stream Layout.Stream(i) at position i/256
+	// (format.md §3).
 	Values   []uint16
 	Codebook codec.Codebook
 	Layout   codec.Layout

@@ -233,9 +233,8 @@ func (st *store) commit(s *slot, buf []uint16, keep bool) {
 // commitAndKeep commits activation s like commit and returns a buffer of
 // the same values for the caller to overwrite (an element-wise op in place)
 // and free with freeBuf. The dense run must keep its stored buffer intact,
-// so it copies; the LCT run hands back the buffer it just encoded, put back
-// in order, so the values exist once dense and once compressed, not twice
-// dense. When keep is false (evaluation) nothing is saved and buf itself
+// so it copies; the LCT run hands back the buffer it just encoded, so the
+// values exist once dense and once compressed, not twice dense. When keep is false (evaluation) nothing is saved and buf itself
 // is handed back.
 func (st *store) commitAndKeep(s *slot, buf []uint16, keep bool) []uint16 {
 	if !keep {
@@ -248,10 +247,6 @@ func (st *store) commitAndKeep(s *slot, buf []uint16, keep bool) []uint16 {
 		return out
 	}
 	st.encodeAll(s, buf)
-	for i := range s.chunkCount() { // encodeAll left each chunk scrambled
-		lo, hi := s.chunkRange(i)
-		scramble(buf[lo:hi])
-	}
 	return buf
 }
 
@@ -367,12 +362,10 @@ func (st *store) decodeChunk(w *codecWorker, s *slot, i int, dst []uint16) error
 	} else if err := w.dec.Decode(c.enc, dst); err != nil {
 		return fmt.Errorf("decoding %s, chunk %d: %w", s.name, i, err)
 	}
-	scramble(dst)
 	return nil
 }
 
-// encodeAll encodes vals as the whole content of s, chunks side by side;
-// vals is left scrambled.
+// encodeAll encodes vals as the whole content of s, chunks side by side.
 func (st *store) encodeAll(s *slot, vals []uint16) {
 	if s.chunks == nil {
 		s.chunks = make([]chunk, s.chunkCount())
@@ -408,10 +401,8 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 }
 
 // attempt encodes src as chunk i of s with its class's codebook family and
-// preset: scramble (in place: src then holds the chunk as stored), sample,
-// fit, choose the layout, encode (format.md §2–4).
+// preset: sample, fit, choose the layout, encode (format.md §2–4).
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
-	scramble(src)
 	cc := st.codecOf(s)
 	c := &s.chunks[i]
 	if c.enc == nil {
@@ -451,8 +442,7 @@ func (st *store) accept(s *slot, i int, src []uint16, err error) {
 	}
 }
 
-// keepRaw stores src (scrambled, as attempt left it) in chunk c, dropping
-// the encoding's memory.
+// keepRaw stores src in chunk c, dropping the encoding's memory.
 func (st *store) keepRaw(s *slot, c *chunk, src []uint16, fallback bool) {
 	c.enc = nil
 	if cap(c.raw) < len(src) {

@@ -579,13 +579,17 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.teachIndex = (m.teachIndex - 1 + a.N) % a.N
 	case key.Matches(msg, k.NextValue):
 		m.teachIndex = (m.teachIndex + 1) % a.N
-	case key.Matches(msg, k.PrevPosition):
-		if m.teachIndex >= 256 {
-			m.teachIndex -= 256
+	case key.Matches(msg, k.PrevPosition), key.Matches(msg, k.NextPosition):
+		// The same stream, one position on: the layout's element there.
+		l := a.Detail.Layout
+		p := m.teachIndex / codec.Streams
+		if key.Matches(msg, k.PrevPosition) {
+			p--
+		} else {
+			p++
 		}
-	case key.Matches(msg, k.NextPosition):
-		if m.teachIndex+256 < a.N {
-			m.teachIndex += 256
+		if i := l.Element(l.Stream(m.teachIndex), p); p >= 0 && i < a.N {
+			m.teachIndex = i
 		}
 	case key.Matches(msg, k.NextEscaped):
 		if i := a.NextEscaped(m.teachIndex); i >= 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -104,6 +105,9 @@ func TestInspectJSON(t *testing.T) {
 			if fromST.Format != "safetensors" || fromLCT.Format != "lct" || fromST.File != in || fromLCT.File != lct {
 				t.Errorf("file/format %s %s, %s %s", fromST.File, fromST.Format, fromLCT.File, fromLCT.Format)
 			}
+			if fromST.FormatVersion != 2 || fromLCT.FormatVersion != 2 {
+				t.Errorf("%s %v: format versions %d and %d, want 2", in, opts, fromST.FormatVersion, fromLCT.FormatVersion)
+			}
 			if fromST.Preset != fromLCT.Preset || fromST.Distribution != fromLCT.Distribution {
 				t.Errorf("%s %v: safetensors says %s/%s, .lct says %s/%s", in, opts, fromST.Preset, fromST.Distribution, fromLCT.Preset, fromLCT.Distribution)
 			}
@@ -198,5 +202,24 @@ func TestInspectGrid(t *testing.T) {
 	text := mustRun(t, "inspect", "--dist", "all", example)
 	if !strings.Contains(text, "gaussian") || !strings.Contains(text, "×*") || !strings.Contains(text, "best: --preset ") {
 		t.Errorf("grid text:\n%s", text)
+	}
+}
+
+// inspect of a file written before format version 2 says so, and unpack
+// restores it byte for byte.
+func TestInspectVersion1(t *testing.T) {
+	dir := filepath.Join("..", "..", "codec", "lctfile", "testdata", "v1")
+	in := filepath.Join(dir, "slices-high-powerlaw.v1.lct")
+	out := filepath.Join(t.TempDir(), "back.safetensors")
+	mustRun(t, "unpack", in, out)
+	if !bytes.Equal(readFile(t, out), readFile(t, filepath.Join(dir, "slices.safetensors"))) {
+		t.Error("unpack of a version 1 file differs from the original")
+	}
+	r := inspectJSON(t, in)
+	if r.FormatVersion != 1 || r.Preset != "high" || r.Distribution != "powerlaw" || r.Total.LCTTensors != 4 {
+		t.Errorf("version 1 file: format version %d, %s/%s, %d LCT tensors", r.FormatVersion, r.Preset, r.Distribution, r.Total.LCTTensors)
+	}
+	if out := mustRun(t, "inspect", in); !strings.Contains(strings.SplitN(out, "\n", 2)[0], "format version 1") {
+		t.Errorf("table header does not name format version 1:\n%s", out)
 	}
 }

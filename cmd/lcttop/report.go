@@ -11,13 +11,16 @@ import (
 // report is what inspect prints: per tensor and in total, for a
 // safetensors file encoded in memory or an .lct file as stored.
 type report struct {
-	File         string         `json:"file"`
-	Format       string         `json:"format"` // "safetensors" or "lct"
-	Preset       string         `json:"preset"`
-	Distribution string         `json:"distribution"`
-	Tensors      []tensorReport `json:"tensors"`
-	Gaps         []gapReport    `json:"gaps"`
-	Total        totalReport    `json:"total"`
+	File   string `json:"file"`
+	Format string `json:"format"` // "safetensors" or "lct"
+	// FormatVersion is the .lct file's version, or for a safetensors file
+	// the one its tensors were encoded in (docs/format.md §3).
+	FormatVersion int            `json:"format_version"`
+	Preset        string         `json:"preset"`
+	Distribution  string         `json:"distribution"`
+	Tensors       []tensorReport `json:"tensors"`
+	Gaps          []gapReport    `json:"gaps"`
+	Total         totalReport    `json:"total"`
 }
 
 // tensorReport describes one tensor. The codec figures are per exponent
@@ -100,7 +103,7 @@ func buildReport(path, format string, st *safetensors.File, a *lctfile.Archive) 
 	for _, t := range st.Tensors {
 		infos[t.Name] = t
 	}
-	r := report{File: path, Format: format, Tensors: []tensorReport{}, Gaps: []gapReport{}}
+	r := report{File: path, Format: format, FormatVersion: int(a.Version), Tensors: []tensorReport{}, Gaps: []gapReport{}}
 	tot := &r.Total
 	var entropyBits, expectedBits, usedBits float64
 	var escaped, spilled, spilling, streams int64

@@ -9,7 +9,7 @@ import (
 // writeTable prints the report as a table: one row per tensor, then the
 // total, then the file's sizes and the entropy bound.
 func writeTable(w io.Writer, r report) {
-	fmt.Fprintf(w, "%s (%s): preset %s, distribution %s\n\n", r.File, r.Format, r.Preset, r.Distribution)
+	fmt.Fprintf(w, "%s (%s): preset %s, distribution %s, format version %d\n\n", r.File, r.Format, r.Preset, r.Distribution, r.FormatVersion)
 	head := []string{"tensor", "elements", "ratio", "entropy", "alloc b/exp", "used b/exp", "escape %", "overflow %"}
 	rows := [][]string{head}
 	for _, t := range r.Tensors {

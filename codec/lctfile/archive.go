@@ -15,8 +15,9 @@ import (
 // Magic opens every .lct file.
 const Magic = "LCTF"
 
-// Version is the container version this package writes and reads.
-const Version = 1
+// Version is the container version this package writes: the LCT format
+// version of the tensors inside (docs/format.md §6). It reads version 1 too.
+const Version = codec.FormatVersion
 
 // Segment kinds and encodings (docs/format.md §6).
 const (
@@ -53,6 +54,9 @@ func Checksum(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
 // Archive is a parsed .lct file.
 type Archive struct {
+	// Version is the container's format version; every LCT tensor inside
+	// has the same. NewArchive sets Version; ReadArchive the file's.
+	Version  uint16
 	Header   []byte    // the safetensors JSON header, verbatim
 	Segments []Segment // in file order; their original bytes concatenated are the data buffer
 }
@@ -156,9 +160,12 @@ func (a *Archive) MarshalBinary() ([]byte, error) {
 	if len(a.Segments) > 1<<32-1 {
 		return nil, fmt.Errorf("%d segments: more than a uint32 counts", len(a.Segments))
 	}
+	if a.Version != codec.FormatVersion1 && a.Version != codec.FormatVersion2 {
+		return nil, fmt.Errorf("version %d: want %d or %d", a.Version, codec.FormatVersion1, codec.FormatVersion2)
+	}
 	b := make([]byte, 0, a.Size())
 	b = append(b, Magic...)
-	b = binary.LittleEndian.AppendUint16(b, Version)
+	b = binary.LittleEndian.AppendUint16(b, a.Version)
 	b = binary.LittleEndian.AppendUint16(b, 0)
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(a.Header)))
 	b = binary.LittleEndian.AppendUint32(b, headerCRC(a.Header))

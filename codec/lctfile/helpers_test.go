@@ -1,6 +1,7 @@
 package lctfile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"lcttop/codec"
 	"lcttop/codec/safetensors"
 	"lcttop/internal/testbf16"
 )
@@ -134,4 +136,41 @@ func segmentOffsets(t testing.TB, lct []byte) (starts, payloads []int) {
 		off = p + 8 + payloadLen
 	}
 	return starts, payloads
+}
+
+// asVersion1 rewrites an archive as format version 1 would have written it:
+// each LCT tensor encoded again with version 1's stream mapping.
+func asVersion1(tb testing.TB, lct []byte) []byte {
+	tb.Helper()
+	a, err := ReadArchive(lct)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := Unpack(lct, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a.Version = codec.FormatVersion1
+	for i := range a.Segments {
+		s := &a.Segments[i]
+		if s.Encoding != EncodingLCT {
+			continue
+		}
+		vals := safetensors.BF16Values(out[8+len(a.Header)+int(s.Offset):][:s.OriginalLen])
+		t, err := codec.Encode(vals, codec.Options{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist, Version: codec.FormatVersion1})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if s.Payload, err = t.MarshalBinary(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	b, err := a.MarshalBinary()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if back, err := Unpack(b, nil); err != nil || !bytes.Equal(back, out) {
+		tb.Fatalf("version 1 rewrite does not unpack: %v", err)
+	}
+	return b
 }

@@ -123,7 +123,7 @@ func TestContainerLayout(t *testing.T) {
 	lct := mustPack(t, in, Options{})
 	st := parse(t, in)
 	h := len(st.Header)
-	if string(lct[:4]) != "LCTF" || binary.LittleEndian.Uint16(lct[4:]) != 1 || binary.LittleEndian.Uint16(lct[6:]) != 0 {
+	if string(lct[:4]) != "LCTF" || binary.LittleEndian.Uint16(lct[4:]) != 2 || binary.LittleEndian.Uint16(lct[6:]) != 0 {
 		t.Fatalf("prefix % x", lct[:8])
 	}
 	if binary.LittleEndian.Uint64(lct[8:]) != uint64(h) {
@@ -211,7 +211,9 @@ func TestChecksumsNameTheDamage(t *testing.T) {
 		{"LCT magic", func(b []byte) { b[payloads[0]] = 'X' }, ErrCorrupt, "w: corrupt: LCT tensor"},
 		{"segment kind", func(b []byte) { b[starts[1]] = 7 }, ErrCorrupt, "segment 1: corrupt: kind 7"},
 		{"gap encoded", func(b []byte) { b[starts[1]+1] = EncodingLCT }, ErrCorrupt, "segment 1: corrupt: a gap must be stored raw"},
-		{"version", func(b []byte) { b[4] = 2 }, ErrCorrupt, "corrupt: version 2"},
+		{"version", func(b []byte) { b[4] = 3 }, ErrCorrupt, "corrupt: version 3"},
+		{"version 1 file holding a version 2 tensor", func(b []byte) { b[4] = 1 }, ErrCorrupt, "w: corrupt: LCT tensor of format version 2 in a version 1 file"},
+		{"version 2 tensor marked version 1", func(b []byte) { b[payloads[0]+4] = 1 }, ErrCorrupt, "w: corrupt: LCT tensor of format version 1 in a version 2 file"},
 		{"flags", func(b []byte) { b[6] = 1 }, ErrCorrupt, "corrupt: flags 0x0001"},
 		{"magic", func(b []byte) { b[0] = 'P' }, ErrNotLCT, "not an .lct file"},
 	}
@@ -310,6 +312,7 @@ func TestBackendIsUsed(t *testing.T) {
 func FuzzUnpack(f *testing.F) {
 	f.Add(mustPack(f, smallFile(f), Options{}))
 	f.Add(mustPack(f, smallFile(f), Options{Preset: codec.High, Dist: codec.Empirical}))
+	f.Add(asVersion1(f, mustPack(f, smallFile(f), Options{Preset: codec.Auto, Dist: codec.Laplace})))
 	f.Add([]byte("LCTF"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -37,7 +37,7 @@ func Pack(st *safetensors.File, opt Options) ([]byte, error) {
 // the gaps around them) and encodes the BF16 tensors. Each LCT segment keeps
 // its encoded Tensor, Stats included, for reporting.
 func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
-	a := &Archive{Header: st.Header}
+	a := &Archive{Version: Version, Header: st.Header}
 	tensors := slices.Clone(st.Tensors)
 	// File order, with names breaking ties between empty tensors that start
 	// at the same byte, so that the archive is a pure function of the file.

@@ -37,18 +37,19 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 	if len(b) < minArchiveSize {
 		return nil, nil, fmt.Errorf("%w: %d bytes, shorter than the %d an empty archive takes", ErrTruncated, len(b), minArchiveSize)
 	}
-	if v := r.u16(); v != Version {
-		return nil, nil, fmt.Errorf("%w: version %d, this build reads version %d", ErrCorrupt, v, Version)
+	version := r.u16()
+	if version != codec.FormatVersion1 && version != codec.FormatVersion2 {
+		return nil, nil, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrCorrupt, version, codec.FormatVersion1, codec.FormatVersion2)
 	}
 	if f := r.u16(); f != 0 {
-		return nil, nil, fmt.Errorf("%w: flags 0x%04x, version %d defines none", ErrCorrupt, f, Version)
+		return nil, nil, fmt.Errorf("%w: flags 0x%04x, version %d defines none", ErrCorrupt, f, version)
 	}
 	headerLen := r.u64()
 	storedHeaderCRC := r.u32()
 	if headerLen > uint64(r.left()-countSize-trailerSize) {
 		return nil, nil, fmt.Errorf("%w: safetensors header of %d bytes, but only %d bytes follow", ErrTruncated, headerLen, r.left())
 	}
-	a = &Archive{Header: r.bytes(int(headerLen))}
+	a = &Archive{Version: version, Header: r.bytes(int(headerLen))}
 	if got := headerCRC(a.Header); got != storedHeaderCRC {
 		return nil, nil, fmt.Errorf("safetensors header: %w: CRC-32C is 0x%08x, the file says 0x%08x", ErrChecksum, got, storedHeaderCRC)
 	}
@@ -85,6 +86,9 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 		t, err := codec.ParseTensor(s.Payload)
 		if err != nil {
 			return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor: %v", ErrCorrupt, err))
+		}
+		if v := t.Layout.FormatVersion(); v != int(version) {
+			return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor of format version %d in a version %d file", ErrCorrupt, v, version))
 		}
 		if int64(t.N)*2 != s.OriginalLen {
 			return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor holds %d values (%d bytes), the segment says %d bytes", ErrCorrupt, t.N, 2*int64(t.N), s.OriginalLen))

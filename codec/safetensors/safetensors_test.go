@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,16 +77,61 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// FuzzParse: any bytes either fail to parse or give tensors sorted by
+// offset, within the data buffer, not overlapping, each as long as its shape
+// and dtype say; and a parsed file's tensors, written again with Encode,
+// parse back to the same names, dtypes, shapes and bytes.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte(`{"a":{}}`))
+	valid, err := Encode([]NewTensor{
+		{Name: "w", DType: "BF16", Shape: []int64{2, 3}, Data: make([]byte, 12)},
+		{Name: "ids", DType: "I64", Shape: []int64{1}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}},
+		{Name: "s", DType: "F32", Shape: []int64{}, Data: []byte{0, 0, 128, 63}},
+		{Name: "empty", DType: "U8", Shape: []int64{0}, Data: nil},
+	}, map[string]string{"format": "pt"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := Parse(b)
 		if err != nil {
 			return
 		}
-		for _, ti := range file.Tensors {
-			_ = file.Bytes(ti) // must be in range when Parse accepted it
+		var again []NewTensor
+		for i, ti := range file.Tensors {
+			if ti.Begin < 0 || ti.End < ti.Begin || ti.End > int64(len(file.Data)) {
+				t.Fatalf("%q: bytes %d..%d outside the %d-byte data buffer", ti.Name, ti.Begin, ti.End, len(file.Data))
+			}
+			if i > 0 && ti.Begin < file.Tensors[i-1].End {
+				t.Fatalf("%q overlaps %q", ti.Name, file.Tensors[i-1].Name)
+			}
+			if ti.Elements()*DTypeSize[ti.DType] != ti.End-ti.Begin {
+				t.Fatalf("%q: %d elements of %s in %d bytes", ti.Name, ti.Elements(), ti.DType, ti.End-ti.Begin)
+			}
+			again = append(again, NewTensor{Name: ti.Name, DType: ti.DType, Shape: ti.Shape, Data: file.Bytes(ti)})
+		}
+		b2, err := Encode(again, file.Metadata)
+		if err != nil {
+			t.Fatalf("a parsed file's tensors do not encode: %v", err)
+		}
+		file2, err := Parse(b2)
+		if err != nil {
+			t.Fatalf("re-encoded file does not parse: %v", err)
+		}
+		if len(file2.Tensors) != len(again) {
+			t.Fatalf("re-encoded file has %d tensors, want %d", len(file2.Tensors), len(again))
+		}
+		byName := map[string]TensorInfo{}
+		for _, ti := range file2.Tensors {
+			byName[ti.Name] = ti
+		}
+		for _, nt := range again {
+			ti, ok := byName[nt.Name]
+			if !ok || ti.DType != nt.DType || !slices.Equal(ti.Shape, nt.Shape) || !bytes.Equal(file2.Bytes(ti), nt.Data) {
+				t.Fatalf("%q changed through Encode and Parse", nt.Name)
+			}
 		}
 	})
 }

@@ -66,7 +66,7 @@ func Analyze(d trainer.TensorDetail) (*Analysis, error) {
 	spilling := [codec.Streams]bool{}
 	for i, v := range d.Values {
 		_, e := codec.Split(v)
-		j := i % codec.Streams
+		j := d.Layout.Stream(i)
 		a.Count[j]++
 		if d.Codebook.Lengths[e] == 0 {
 			a.Escaped++
@@ -125,7 +125,7 @@ type Value struct {
 	Code     uint32 // the code written: the exponent's, or ESC then the literal
 	Len      int    // bits of Code
 	CodeLen  int    // bits of the exponent's code or of ESC alone
-	Stream   int    // j = i mod 256
+	Stream   int    // j = (i mod 256 + i div 256) mod 256 (format v2; v1: i mod 256)
 	Position int    // p = i div 256
 	StartBit int    // first bit in the stream; -1 if spilled
 	Spilled  bool
@@ -141,7 +141,7 @@ func (a *Analysis) Value(i int) Value {
 	sf, e := codec.Split(raw)
 	v := Value{
 		Index: i, Bits: raw, Float: math.Float32frombits(uint32(raw) << 16), SF: sf, Exp: e,
-		Stream: i % codec.Streams, Position: i / codec.Streams, StartBit: int(a.start[i]),
+		Stream: a.Detail.Layout.Stream(i), Position: i / codec.Streams, StartBit: int(a.start[i]),
 	}
 	if l := a.Detail.Codebook.Lengths[e]; l > 0 {
 		v.Code, v.Len, v.CodeLen = uint32(a.Codes[e]), int(l), int(l)

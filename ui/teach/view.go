@@ -86,7 +86,11 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	}
 
 	// 4. where it lands.
-	lines = append(lines, st.Key.Render("4 place  ")+l(fmt.Sprintf("stream j = %d mod 256 = ", i))+hi(fmt.Sprint(v.Stream))+
+	stream := fmt.Sprintf("stream j = (%d mod 256 + %d div 256) mod 256 = ", i, i)
+	if a.Detail.Layout.Version1 {
+		stream = fmt.Sprintf("stream j = %d mod 256 = ", i)
+	}
+	lines = append(lines, st.Key.Render("4 place  ")+l(stream)+hi(fmt.Sprint(v.Stream))+
 		l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)))
 	if v.Spilled {
 		lines = append(lines, l(strings.Repeat(" ", 9))+st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream]))+
