@@ -4,8 +4,9 @@
 # devrun/ along, then run `bash scripts/ui_check.sh` from the repository root.
 #   screen  lcttop --backend cuda --model gpt162m under a 160x48 pseudo-
 #           terminal (devrun/ptyrun.py): after 40 s the filter shows the
-#           adam_v tensors, d changes their class's distribution, t opens the
-#           teaching view; the capture replays in tmux (docs/ui.md).
+#           adam_v tensors, d changes their class's distribution, c compares
+#           every codec on the first, t opens the teaching view and > > walk
+#           to block 2; the capture replays in tmux (docs/ui.md).
 #   cost    steps per second with the UI at its default refresh against
 #           lcttop train --headless, same model, ROUNDS interleaved rounds:
 #           the UI's rate from two snapshots exported (e) 30 s apart, the
@@ -25,7 +26,7 @@ pty=$root/devrun/ptyrun.py
 
 if want screen; then
 	mkdir -p "$OUT/screen"
-	python3 "$pty" "$OUT/screen/ui.cap" 72 160 48 "/@42,adam_v@43,\r@44,d@46,t@58" -- \
+	python3 "$pty" "$OUT/screen/ui.cap" 75 160 48 "/@42,adam_v@43,\r@44,d@46,c@52,t@60,>@64,>@67" -- \
 		"$bin" --backend cuda --model "$MODEL" --export-dir "$OUT/screen" >"$OUT/screen/pty.log" 2>&1
 	echo "screen: $(ls "$OUT/screen" | tr '\n' ' ')"
 fi
@@ -34,8 +35,8 @@ if want cost; then
 	for r in $(seq "$ROUNDS"); do
 		d="$OUT/cost-ui-$r"
 		mkdir -p "$d"
-		python3 "$pty" "$d/ui.cap" 50 160 48 "e@15,e@45" -- "$bin" --backend cuda --model "$MODEL" --export-dir "$d" >/dev/null 2>&1
-		"$bin" train --headless --backend cuda --model "$MODEL" --steps 900 2>&1 | python3 -c '
+		python3 "$pty" "$d/ui.cap" 45 160 48 "e@12,e@42" -- "$bin" --backend cuda --model "$MODEL" --export-dir "$d" >/dev/null 2>&1
+		"$bin" train --headless --backend cuda --model "$MODEL" --steps "${HEADLESS_STEPS:-200}" 2>&1 | python3 -c '
 import sys, time, json
 t = {}
 for line in sys.stdin:

@@ -35,7 +35,7 @@ func checkEveryValue(t *testing.T, a *Analysis) (coded, spilled, escaped int) {
 		if codec.Join(v.SF, v.Exp) != a.Detail.Values[i] || v.SF != sf || v.Exp != e {
 			t.Fatalf("value %d: split %02x/%02x does not join back to %04x", i, v.SF, v.Exp, a.Detail.Values[i])
 		}
-		if v.Stream != i%256 || v.Position != i/256 {
+		if v.Stream != (i%256+i/256)%256 || v.Position != i/256 || a.Detail.Layout.Element(v.Stream, v.Position) != i {
 			t.Fatalf("value %d: stream %d position %d", i, v.Stream, v.Position)
 		}
 		if v.Escaped {
