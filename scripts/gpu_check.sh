@@ -12,7 +12,7 @@ OUT=${OUT:-$root/devrun/out}
 mkdir -p "$OUT"
 [ -d bin ] || tar xzf devrun/bin.tgz
 export LCTTOP_TENSORS=${LCTTOP_TENSORS:-$root/devrun/tensors}
-STAGES=${STAGES:-tests pack train memory bench}
+STAGES=${STAGES:-tests pack train memory bench fuzz}
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=()
 step() { # step NAME LOG COMMAND...: run, log, remember a failure
@@ -58,6 +58,11 @@ fi
 if want bench; then
 	step "bench" "$OUT/bench.log" bash -c "'$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '$LCTTOP_TENSORS' --real-size 67108864 >'$OUT/bench.txt'"
 fi
+if want fuzz; then
+	# the GPU decoder on corrupt streams: 1M executions (no coverage guidance
+	# in a prebuilt test binary; the mutations still reach every byte)
+	step "fuzz gpu decode 1M" "$OUT/fuzz.log" bash -c "cd gpu && timeout ${FUZZ_SECONDS:-150} '$root/bin/gpu.test' -test.run '^$' -test.fuzz '^FuzzDecodeCorrupt$' -test.fuzztime 1000000x -test.parallel 8 -test.fuzzcachedir '$OUT/fuzzcache'"
+fi
 
 echo
 echo "== summary"
@@ -67,6 +72,7 @@ grep -hE "DIFFER|same bytes" "$OUT/pack.log" 2>/dev/null | sort | uniq -c | head
 tail -1 "$OUT/train.jsonl" 2>/dev/null | cut -c1-1500
 for f in "$OUT"/mem-*.jsonl; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"; done
 cat "$OUT/bench.txt" 2>/dev/null | head -60
+tail -3 "$OUT/fuzz.log" 2>/dev/null
 cat "$OUT/steps.txt"
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "FAILED: ${failed[*]}"
