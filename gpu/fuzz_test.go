@@ -47,7 +47,7 @@ func FuzzEncode(f *testing.F) {
 // exactly as codec does, or both refuse it, the device with a DecodeError,
 // never a crash. On the H200, to the depth docs/perf.md states:
 //
-//	go test -tags cuda -run '^$' -fuzz '^FuzzDecodeCorrupt$' -fuzztime 1000000x ./gpu/
+//	go test -run '^$' -fuzz '^FuzzDecodeCorrupt$' -fuzztime 1000000x ./gpu/
 func FuzzDecodeCorrupt(f *testing.F) {
 	f.Add(uint8(0), false, []byte{0, 10, 0, 0x40})
 	f.Add(uint8(1), true, []byte{1, 3, 0, 0xff, 2, 200, 9, 0x01})

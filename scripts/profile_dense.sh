@@ -3,8 +3,8 @@
 # change, beside PyTorch. From the repository root, with binaries built
 # beforehand on a machine with Go (BIN, default bin/c):
 #
-#   $BIN/cudabackend.test   go test -c -tags cuda ./trainer/cudabackend/
-#   $BIN/lcttop             go build -tags cuda ./cmd/lcttop   (the change)
+#   $BIN/cudabackend.test   go test -c ./trainer/cudabackend/
+#   $BIN/lcttop             go build ./cmd/lcttop   (the change)
 #   $BIN/old-lcttop         the same from the commit before it (optional)
 #
 # Stages: the backend's tests on the GPU; for each binary the per-op profile
