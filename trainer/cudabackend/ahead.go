@@ -47,7 +47,7 @@ type aheadView struct {
 	taken bool // handed out by read, not yet done
 }
 
-// phase ids index Run.reserve: forward in training, forward in evaluation
+// phase ids index modelRun.reserve: forward in training, forward in evaluation
 // (it saves nothing: its needs differ), and backward's two halves, per layer.
 const (
 	phaseForward = iota
@@ -57,12 +57,12 @@ const (
 	phaseKinds
 )
 
-func (r *Run) phaseID(kind, layer int) int { return kind*r.cfg.Model.Layers + layer }
+func (r *modelRun) phaseID(kind, layer int) int { return kind*r.cfg.Model.Layers + layer }
 
 // beginPhase starts phase id: it decodes ahead what the rule allows of
 // slots (in the order the phase reads them) and starts measuring the
 // phase's needs.
-func (r *Run) beginPhase(id int, slots ...*slot) {
+func (r *modelRun) beginPhase(id int, slots ...*slot) {
 	if r.err != nil {
 		return
 	}
@@ -120,7 +120,7 @@ func (r *Run) beginPhase(id int, slots ...*slot) {
 // endPhase records what phase id needed on top of its start (for its next
 // run's rule) and gives back any view decoded ahead and not used (after
 // an error).
-func (r *Run) endPhase(id int) {
+func (r *modelRun) endPhase(id int) {
 	high := r.mem.stopWatch()
 	for _, a := range r.ahead {
 		r.st.done(a.s, a.p)
@@ -132,7 +132,7 @@ func (r *Run) endPhase(id int) {
 }
 
 // takeAhead returns s's view decoded ahead, if there is one not handed out.
-func (r *Run) takeAhead(s *slot) (gpu.Ptr, bool) {
+func (r *modelRun) takeAhead(s *slot) (gpu.Ptr, bool) {
 	for i := range r.ahead {
 		if a := &r.ahead[i]; a.s == s && !a.taken {
 			a.taken = true
@@ -144,7 +144,7 @@ func (r *Run) takeAhead(s *slot) (gpu.Ptr, bool) {
 
 // doneAhead forgets view p if it was decoded ahead: from here it counts
 // in the high water as any view does.
-func (r *Run) doneAhead(p gpu.Ptr) {
+func (r *modelRun) doneAhead(p gpu.Ptr) {
 	for i, a := range r.ahead {
 		if a.p == p {
 			r.mem.watch.ahead -= a.bytes
@@ -156,7 +156,7 @@ func (r *Run) doneAhead(p gpu.Ptr) {
 
 // states are p's optimizer states, to decode ahead for its update when the
 // store takes them (none otherwise).
-func (r *Run) states(p *param) []*slot {
+func (r *modelRun) states(p *param) []*slot {
 	if !r.st.aheadStates() {
 		return nil
 	}
@@ -165,7 +165,7 @@ func (r *Run) states(p *param) []*slot {
 
 // phaseViews flattens a phase's reads, in order, into r's reused list:
 // each item a *slot or a []*slot.
-func (r *Run) phaseViews(items ...any) []*slot {
+func (r *modelRun) phaseViews(items ...any) []*slot {
 	out := r.phaseSlots[:0]
 	for _, it := range items {
 		switch v := it.(type) {

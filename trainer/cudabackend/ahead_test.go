@@ -42,8 +42,8 @@ func TestAheadCount(t *testing.T) {
 // decoded ahead, whose bytes the rule adds on its own.
 func TestMemHighWaterLeavesOutViewsAhead(t *testing.T) {
 	dev := testDevice(t)
-	pool := NewPool(dev)
-	mem := NewMem(pool, 0)
+	pool := newDevicePool(dev)
+	mem := newRunMem(pool, 0)
 	defer mem.FreeAll()
 	alloc := func(n int64) gpu.Ptr {
 		p, err := mem.Alloc(trainer.Activations, n)
@@ -116,7 +116,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 	}
 	var views map[trainer.TensorClass]int // of the run decoding ahead
 	run := func(ahead, resetPeak bool) []figures {
-		b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: &batchCountingCodec{}})
+		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: &batchCountingCodec{}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 // (BF16) fit it, so that attention's scratch does not grow with T².
 const attentionScratch = 256 << 20
 
-// Attention is ops.Attention on the device: causal multi-head
+// attentionLayer is ops.attentionLayer on the device: causal multi-head
 // self-attention over B sequences of T positions, qkv B·T×3C (q, k, v side
 // by side, head h in columns h·D..(h+1)·D of each), y B·T×C.
 //
@@ -32,7 +32,7 @@ const attentionScratch = 256 << 20
 // scores stay in registers, the products run on the tensor cores, the
 // softmax is taken online. They too round P and dS to BF16 before the
 // products with V and K/Q, and match the CPU within the same tolerances.
-type Attention struct {
+type attentionLayer struct {
 	B, T, C, H int
 	Group      int  // heads per batched product (0: as many as fit attentionScratch)
 	QueryChunk int  // query rows per product (0: defaultQueryChunk, fewer if they do not fit)
@@ -40,7 +40,7 @@ type Attention struct {
 }
 
 // fused reports whether the fused kernels apply to a and the operands ptrs.
-func (a Attention) fused(ptrs ...gpu.Ptr) bool {
+func (a attentionLayer) fused(ptrs ...gpu.Ptr) bool {
 	if a.Products || a.C%8 != 0 {
 		return false
 	}
@@ -59,12 +59,12 @@ func (a Attention) fused(ptrs ...gpu.Ptr) bool {
 
 // flashGrid is the fused kernels' grid: a block per tile of 64 queries (or
 // keys) of each sequence and head.
-func (a Attention) flashGrid() int {
+func (a attentionLayer) flashGrid() int {
 	return a.B * a.H * ((a.T + kernels.FlashTile - 1) / kernels.FlashTile)
 }
 
 // flashForward is AttentionForward through gpt_flash_fwd.
-func (o *Ops) flashForward(a Attention, y, qkv gpu.Ptr) error {
+func (o *gptOps) flashForward(a attentionLayer, y, qkv gpu.Ptr) error {
 	k := fmt.Sprintf("gpt_flash_fwd_d%d", a.headDim())
 	return o.dev.Launch(k, a.flashGrid(), kernels.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
 }
@@ -72,7 +72,7 @@ func (o *Ops) flashForward(a Attention, y, qkv gpu.Ptr) error {
 // flashBackward is AttentionBackward through gpt_flash_dq (which also
 // leaves each query row's max, reciprocal sum and Σ dy·y in stats) and then
 // gpt_flash_dkdv.
-func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv gpu.Ptr) error {
+func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) error {
 	rows := int64(a.B) * int64(a.H) * int64(a.T)
 	stats, err := o.alloc(scratchCat, 3*4*rows)
 	if err != nil {
@@ -88,10 +88,10 @@ func (o *Ops) flashBackward(a Attention, dqkv, dy, qkv gpu.Ptr) error {
 	return o.dev.Launch(fmt.Sprintf("gpt_flash_dkdv_d%d", D), a.flashGrid(), kernels.FlashThreads, args...)
 }
 
-func (a Attention) headDim() int { return a.C / a.H }
+func (a attentionLayer) headDim() int { return a.C / a.H }
 
 // scale is 1/sqrt(D) rounded to float32, as on the CPU.
-func (a Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.headDim()))) }
+func (a attentionLayer) scale() float32 { return float32(1 / math.Sqrt(float64(a.headDim()))) }
 
 // defaultQueryChunk is the query rows per product when the scratch bound
 // allows more: causal rows t0..t0+Q−1 need only keys up to t0+Q−1, so chunks
@@ -100,7 +100,7 @@ func (a Attention) scale() float32 { return float32(1 / math.Sqrt(float64(a.head
 const defaultQueryChunk = 512
 
 // shape returns the heads per group and the query rows per chunk.
-func (a Attention) shape() (group, chunk int) {
+func (a attentionLayer) shape() (group, chunk int) {
 	const perElem = 10 // S and dP float32, P BF16
 	T := int64(a.T)
 	chunk = a.QueryChunk
@@ -125,7 +125,7 @@ type heads struct {
 	n          int
 }
 
-func (a Attention) at(qkv, y gpu.Ptr, b, h0, n int) heads {
+func (a attentionLayer) at(qkv, y gpu.Ptr, b, h0, n int) heads {
 	D := a.headDim()
 	base := qkv.Add(2 * int64(b) * int64(a.T) * int64(3*a.C))
 	off := 2 * int64(h0) * int64(D)
@@ -137,10 +137,10 @@ func (a Attention) at(qkv, y gpu.Ptr, b, h0, n int) heads {
 
 // Operands: rows of qkv (ld 3C) and of y (ld C) from row t, the group's
 // heads D columns apart; score matrices rows×L, one per head.
-func (a Attention) qkvRows(p gpu.Ptr, t int) gpu.Mat {
+func (a attentionLayer) qkvRows(p gpu.Ptr, t int) gpu.Mat {
 	return gpu.Mat{Ptr: p.Add(2 * int64(t) * int64(3*a.C)), Type: gpu.BF16, LD: 3 * a.C, Stride: int64(a.headDim())}
 }
-func (a Attention) yRows(p gpu.Ptr, t int) gpu.Mat {
+func (a attentionLayer) yRows(p gpu.Ptr, t int) gpu.Mat {
 	return gpu.Mat{Ptr: p.Add(2 * int64(t) * int64(a.C)), Type: gpu.BF16, LD: a.C, Stride: int64(a.headDim())}
 }
 func scores(p gpu.Ptr, t gpu.DType, rows, L int) gpu.Mat {
@@ -149,7 +149,7 @@ func scores(p gpu.Ptr, t gpu.DType, rows, L int) gpu.Mat {
 
 // chunkScores computes, for query rows t0..t0+Q−1 of a group of heads,
 // S = scale·Q·Kᵀ over keys 0..L−1 (L = t0+Q) and P = softmax(S).
-func (o *Ops) chunkScores(a Attention, g heads, S, P gpu.Ptr, t0, Q int) error {
+func (o *gptOps) chunkScores(a attentionLayer, g heads, S, P gpu.Ptr, t0, Q int) error {
 	L := t0 + Q
 	if err := o.dev.Gemm(gpu.Gemm{TransA: true, M: L, N: Q, K: a.headDim(), Alpha: a.scale(),
 		A: a.qkvRows(g.k, 0), B: a.qkvRows(g.q, t0), C: scores(S, gpu.F32, Q, L), Batch: g.n}); err != nil {
@@ -159,7 +159,7 @@ func (o *Ops) chunkScores(a Attention, g heads, S, P gpu.Ptr, t0, Q int) error {
 }
 
 // AttentionForward computes y from qkv.
-func (o *Ops) AttentionForward(a Attention, y, qkv gpu.Ptr) error {
+func (o *gptOps) AttentionForward(a attentionLayer, y, qkv gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, y) {
 		return o.flashForward(a, y, qkv)
@@ -196,7 +196,7 @@ func (o *Ops) AttentionForward(a Attention, y, qkv gpu.Ptr) error {
 }
 
 // AttentionBackward computes dqkv from dy and qkv.
-func (o *Ops) AttentionBackward(a Attention, dqkv, dy, qkv gpu.Ptr) error {
+func (o *gptOps) AttentionBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, dy, dqkv) {
 		return o.flashBackward(a, dqkv, dy, qkv)

@@ -33,21 +33,21 @@ type LCTOptions struct {
 	CopyBeside CopyStream
 }
 
-// Backend trains on one GPU: the dense shadow run and, when asked for, the
+// lockstep trains on one GPU: the dense shadow run and, when asked for, the
 // LCT run, in lockstep on the same batches, both drawing device memory from
 // one pool while each keeps its own ledger. With LCTOptions.Alone there is
 // no shadow run (Shadow is nil).
-type Backend struct {
+type lockstep struct {
 	dev    Device
-	pool   *Pool
-	Shadow *Run
-	LCT    *Run // nil without LCTOptions
+	pool   *devicePool
+	Shadow *modelRun
+	LCT    *modelRun // nil without LCTOptions
 }
 
-// New sets up the runs of cfg on dev (not taking ownership of dev) from the
+// newLockstep sets up the runs of cfg on dev (not taking ownership of dev) from the
 // starting values vals; lct, if not nil, adds the LCT run.
-func New(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Backend, error) {
-	b := &Backend{dev: dev, pool: NewPool(dev)}
+func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*lockstep, error) {
+	b := &lockstep{dev: dev, pool: newDevicePool(dev)}
 	var err error
 	if lct == nil || !lct.Alone {
 		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
@@ -66,9 +66,9 @@ func New(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Ba
 
 // newLoadedRun makes a run with its own ledger on pool, dense (lct nil) or
 // LCT, loads vals and starts its peak from there.
-func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*Run, error) {
-	mem := NewMem(pool, cfg.Budget)
-	dense := &denseStore{mem: mem, ops: NewOps(mem)}
+func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*modelRun, error) {
+	mem := newRunMem(pool, cfg.Budget)
+	dense := &denseStore{mem: mem, ops: newGPTOps(mem)}
 	var st store = dense
 	switch {
 	case lct != nil && lct.CopyFloor:
@@ -108,10 +108,10 @@ func newLoadedRun(pool *Pool, name string, cfg Config, vals map[string][]uint16,
 }
 
 // Device is the GPU the backend trains on.
-func (b *Backend) Device() Device { return b.dev }
+func (b *lockstep) Device() Device { return b.dev }
 
 // Pool is the device memory the runs draw on.
-func (b *Backend) Pool() *Pool { return b.pool }
+func (b *lockstep) Pool() *devicePool { return b.pool }
 
 // CodecOpTime is the device time of one kind of codec operation in a step.
 type CodecOpTime struct {
@@ -128,8 +128,8 @@ type OverflowUse struct {
 	UsedBytes int64 `json:"used_bytes"`
 }
 
-// StepResult is one lockstep step of both runs.
-type StepResult struct {
+// stepResult is one lockstep step of both runs.
+type stepResult struct {
 	Step                   int
 	LossShadow, LossLCT    float32
 	TimeShadow, TimeLCT    time.Duration
@@ -140,9 +140,9 @@ type StepResult struct {
 	SourceReads            int                    // the LCT run's reads of pending tensors, copied from their kept sources
 	EncodedAgain           int                    // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
 	Decodes, DecodeBatches int                    // the LCT run's decode launches: single tensors, batches
-	CodecDeviceTime        time.Duration          // device time of the codec's kernels (GPUCodec with Profile set; else 0)
+	CodecDeviceTime        time.Duration          // device time of the codec's kernels (gpuCodec with Profile set; else 0)
 	CodecOps               map[string]CodecOpTime // CodecDeviceTime by kind of operation
-	Overflow               map[string]OverflowUse // the LCT run's overflow room and use by category (GPUCodec)
+	Overflow               map[string]OverflowUse // the LCT run's overflow room and use by category (gpuCodec)
 	FloorCopies            int                    // the copy floor's copies (LCTOptions.CopyFloor)
 	FloorCopyBytes         int64                  // and the bytes they read and wrote
 	PeakShadow, PeakLCT    int64
@@ -151,8 +151,8 @@ type StepResult struct {
 }
 
 // Step trains both runs on batch for step (from 1).
-func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
-	res := StepResult{Step: step, BitIdentical: true}
+func (b *lockstep) Step(batch *trainer.Batch, step int) (stepResult, error) {
+	res := stepResult{Step: step, BitIdentical: true}
 	allocs := b.pool.Allocs()
 	var err error
 	if b.Shadow != nil {
@@ -188,7 +188,7 @@ func (b *Backend) Step(batch *trainer.Batch, step int) (StepResult, error) {
 
 // stepLCT trains the LCT run of ls for step and records its codec's
 // figures in res.
-func (b *Backend) stepLCT(ls *lctStore, res *StepResult, batch *trainer.Batch, step int) (float32, time.Duration, error) {
+func (b *lockstep) stepLCT(ls *lctStore, res *stepResult, batch *trainer.Batch, step int) (float32, time.Duration, error) {
 	ls.clock = codecClock{}
 	loss, took, err := b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
 	res.CodecTime = ls.clock.encode + ls.clock.decode
@@ -210,7 +210,7 @@ func (b *Backend) stepLCT(ls *lctStore, res *StepResult, batch *trainer.Batch, s
 // CheckWeights compares every parameter and optimizer state of the LCT run,
 // decoded, with the shadow's, and returns the first difference ("" when
 // identical, or when there is no LCT run).
-func (b *Backend) CheckWeights() (string, error) {
+func (b *lockstep) CheckWeights() (string, error) {
 	if b.LCT == nil || b.Shadow == nil {
 		return "", nil
 	}
@@ -233,7 +233,7 @@ func (b *Backend) CheckWeights() (string, error) {
 }
 
 // Tensors reports the LCT run's stored tensors (nil without it).
-func (b *Backend) Tensors() ([]trainer.TensorStats, error) {
+func (b *lockstep) Tensors() ([]trainer.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
@@ -257,8 +257,8 @@ func (b *Backend) Tensors() ([]trainer.TensorStats, error) {
 }
 
 // Close frees the runs' memory (the device stays open).
-func (b *Backend) Close() error {
-	for _, r := range []*Run{b.Shadow, b.LCT} {
+func (b *lockstep) Close() error {
+	for _, r := range []*modelRun{b.Shadow, b.LCT} {
 		if r != nil {
 			r.Close()
 		}
@@ -270,7 +270,7 @@ func (b *Backend) Close() error {
 // the headless mode show it: both losses, the verdict, times, memory by
 // category for both runs and the LCT run's tensors. valLoss and mismatch
 // (the first difference found, "" if none) come from the caller's loop.
-func (b *Backend) Snapshot(res StepResult, model, optimizer string, valLoss float32, mismatch string) (trainer.Snapshot, error) {
+func (b *lockstep) Snapshot(res stepResult, model, optimizer string, valLoss float32, mismatch string) (trainer.Snapshot, error) {
 	tensors, err := b.Tensors()
 	if err != nil {
 		return trainer.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)

@@ -10,14 +10,14 @@ import (
 // ready, so gradients live one tensor at a time, reads each weight for its
 // input gradient before updating it, and releases saved activations after
 // their last use.
-func (r *Run) backward(tokens []int32, step int) error {
+func (r *modelRun) backward(tokens []int32, step int) error {
 	m := r.cfg.Model
 	B, T, C := r.cfg.Batch, r.cfg.SeqLen, m.Dim
 	N := B * T
 	grad := func(n int) gpu.Ptr { return r.alloc(trainer.Gradients, 2*int64(n)) }
 
 	// Head: logits = lnf · headᵀ.
-	head := Linear{N: N, In: C, Out: trainer.Vocab}
+	head := linearLayer{N: N, In: C, Out: trainer.Vocab}
 	dx := grad(N * C)
 	w := r.readParam("head.w")
 	r.do(func() error { return r.ops.LinearBackwardInput(head, dx, r.dlogits, w) })
@@ -43,7 +43,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 		r.beginPhase(mlp, r.phaseViews(lw.fcproj.w, a.fc, r.states(lw.fcproj), lw.fc.w, a.ln2, r.states(lw.fc), a.mid)...)
 
 		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
-		fcproj := Linear{N: N, In: 4 * C, Out: C}
+		fcproj := linearLayer{N: N, In: 4 * C, Out: C}
 		dh := grad(N * 4 * C)
 		w := r.readParam(p + "fcproj.w")
 		r.do(func() error { return r.ops.LinearBackwardInput(fcproj, dh, dres, w) })
@@ -56,7 +56,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 		r.done(a.fc, h)
 		r.st.release(a.fc)
 
-		fc := Linear{N: N, In: C, Out: 4 * C}
+		fc := linearLayer{N: N, In: C, Out: 4 * C}
 		dln := grad(N * C)
 		w = r.readParam(p + "fc.w")
 		r.do(func() error { return r.ops.LinearBackwardInput(fc, dln, dh, w) })
@@ -77,7 +77,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
 		att := r.phaseID(phaseBackwardAttention, l)
 		r.beginPhase(att, r.phaseViews(lw.proj.w, a.attn, r.states(lw.proj), a.qkv, lw.qkv.w, a.ln1, r.states(lw.qkv), a.in)...)
-		proj := Linear{N: N, In: C, Out: C}
+		proj := linearLayer{N: N, In: C, Out: C}
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")
 		r.do(func() error { return r.ops.LinearBackwardInput(proj, dy, dres, w) })
@@ -90,13 +90,13 @@ func (r *Run) backward(tokens []int32, step int) error {
 		dqkv := grad(N * 3 * C)
 		qkv := r.read(a.qkv)
 		r.do(func() error {
-			return r.ops.AttentionBackward(Attention{B: B, T: T, C: C, H: m.Heads}, dqkv, dy, qkv)
+			return r.ops.AttentionBackward(attentionLayer{B: B, T: T, C: C, H: m.Heads}, dqkv, dy, qkv)
 		})
 		r.done(a.qkv, qkv)
 		r.st.release(a.qkv)
 		r.free(dy)
 
-		lin := Linear{N: N, In: C, Out: 3 * C}
+		lin := linearLayer{N: N, In: C, Out: 3 * C}
 		dln = grad(N * C)
 		w = r.readParam(p + "qkv.w")
 		r.do(func() error { return r.ops.LinearBackwardInput(lin, dln, dqkv, w) })
@@ -117,7 +117,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 
 	// Embeddings; position rows past T (a shorter sequence) get zero gradient.
 	dwte, dwpe := grad(trainer.Vocab*C), grad(m.Context*C)
-	order, start, err := EmbeddingOrder(tokens, trainer.Vocab)
+	order, start, err := embeddingOrder(tokens, trainer.Vocab)
 	r.keep(err)
 	dorder, dstart := r.uploadI32(trainer.Gradients, order), r.uploadI32(trainer.Gradients, start)
 	r.do(func() error {
@@ -133,7 +133,7 @@ func (r *Run) backward(tokens []int32, step int) error {
 
 // linearWeightGrad computes the weight and bias gradients of layer prefix
 // from dy and its input x, and applies the optimizer to both.
-func (r *Run) linearWeightGrad(l Linear, step int, prefix string, dy, x gpu.Ptr) {
+func (r *modelRun) linearWeightGrad(l linearLayer, step int, prefix string, dy, x gpu.Ptr) {
 	dw, db := r.alloc(trainer.Gradients, 2*int64(l.Out)*int64(l.In)), r.alloc(trainer.Gradients, 2*int64(l.Out))
 	r.do(func() error { return r.ops.LinearBackwardWeight(l, dw, db, dy, x) })
 	r.update(step, prefix+".w", dw)
@@ -143,7 +143,7 @@ func (r *Run) linearWeightGrad(l Linear, step int, prefix string, dy, x gpu.Ptr)
 // layerNormBackward computes dx for LayerNorm prefix from dy, its saved
 // input and statistics (released and freed here, their last use), and
 // applies the optimizer to the gain and the bias.
-func (r *Run) layerNormBackward(step int, prefix string, dx, dy gpu.Ptr, in *slot, mean, rstd gpu.Ptr) {
+func (r *modelRun) layerNormBackward(step int, prefix string, dx, dy gpu.Ptr, in *slot, mean, rstd gpu.Ptr) {
 	C := r.cfg.Model.Dim
 	dg, db := r.alloc(trainer.Gradients, 2*int64(C)), r.alloc(trainer.Gradients, 2*int64(C))
 	x := r.read(in)

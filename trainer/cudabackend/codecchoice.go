@@ -79,7 +79,7 @@ func (st *lctStore) detail(s *slot, b int) (vals []uint16, cb codec.Codebook, l 
 
 // lctSlot is the LCT run's stored tensor (a parameter or an optimizer
 // state) named name, with its store.
-func (b *Backend) lctSlot(name string) (*lctStore, *slot, error) {
+func (b *lockstep) lctSlot(name string) (*lctStore, *slot, error) {
 	if b.LCT == nil {
 		return nil, nil, fmt.Errorf("no LCT run")
 	}
@@ -104,7 +104,7 @@ func (b *Backend) lctSlot(name string) (*lctStore, *slot, error) {
 // sets a class's, tensors a single tensor's (the zero ClassCodec gives it
 // back to its class). The stored tensors whose choice changed are encoded
 // again at once; saved activations take their class's at their next encode.
-func (b *Backend) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, tensors map[string]trainer.ClassCodec) error {
+func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, tensors map[string]trainer.ClassCodec) error {
 	if b.LCT == nil {
 		return fmt.Errorf("no LCT run")
 	}
@@ -152,7 +152,7 @@ func (b *Backend) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, 
 
 // Detail is block block of the LCT run's stored tensor name, decoded and
 // copied back, with its codebook and layout.
-func (b *Backend) Detail(name string, block int) (trainer.TensorDetail, error) {
+func (b *lockstep) Detail(name string, block int) (trainer.TensorDetail, error) {
 	st, s, err := b.lctSlot(name)
 	if err != nil {
 		return trainer.TensorDetail{}, err
@@ -168,7 +168,7 @@ func (b *Backend) Detail(name string, block int) (trainer.TensorDetail, error) {
 }
 
 // Values is the LCT run's stored tensor name, decoded and copied back.
-func (b *Backend) Values(name string) ([]uint16, error) {
+func (b *lockstep) Values(name string) ([]uint16, error) {
 	st, s, err := b.lctSlot(name)
 	if err != nil {
 		return nil, err

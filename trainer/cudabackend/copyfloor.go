@@ -5,9 +5,9 @@ import (
 	"lcttop/trainer"
 )
 
-// FloorRatio is the compression ratio the copy floor assumes of every
+// floorRatio is the compression ratio the copy floor assumes of every
 // coded tensor: about what the LCT run's tensors reach (docs/perf.md).
-const FloorRatio = 1.43
+const floorRatio = 1.43
 
 // CopyStream queues the copy floor's copies on a stream beside the
 // trainer's, as the GPU codec queues its work on its side stream
@@ -25,7 +25,7 @@ type CopyStream interface {
 // point where the LCT store runs the codec (the encode of a saved
 // activation or an updated tensor, the decode of a view) copies as many
 // bytes as a codec must read and write there: the BF16 values and their
-// compressed form at FloorRatio. Its step is what an LCT run whose coders
+// compressed form at floorRatio. Its step is what an LCT run whose coders
 // cost no more than moving their bytes, outside the trainer's kernels,
 // could reach (lcttop bench step --codec copy).
 //
@@ -52,10 +52,10 @@ type copyFloorStore struct {
 }
 
 // floorCopyBytes is the size of the copy that moves what coding n BF16
-// values moves: 2n bytes one way and 2n/FloorRatio the other, read plus
+// values moves: 2n bytes one way and 2n/floorRatio the other, read plus
 // written.
 func floorCopyBytes(n int) int64 {
-	return int64(float64(n) * (1 + 1/FloorRatio))
+	return int64(float64(n) * (1 + 1/floorRatio))
 }
 
 // code stands for coding s (an encode, or a decode when decode is set): a
@@ -132,7 +132,7 @@ func (c *copyFloorStore) commit(s *slot, p gpu.Ptr, keep bool) error {
 
 // update decodes the states and encodes the parameter and its states, as
 // the LCT store's unfused update does.
-func (c *copyFloorStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error) {
+func (c *copyFloorStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error) {
 	for _, s := range p.state {
 		if err := c.code(s, s.ptr, true); err != nil {
 			return false, err

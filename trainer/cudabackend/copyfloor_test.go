@@ -40,7 +40,7 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 	cfg := Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: opt}
 	vals := trainer.InitialValues(testModel, 5)
 	cc := &countingCodec{n: map[Compressed]int{}}
-	lct, err := New(dev, cfg, vals, &LCTOptions{Codec: cc})
+	lct, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: cc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +51,9 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	floors["beside"] = &LCTOptions{CopyFloor: true, CopyBeside: s}
-	runs := map[string]*Backend{}
+	runs := map[string]*lockstep{}
 	for name, o := range floors {
-		b, err := New(dev, cfg, vals, o)
+		b, err := newLockstep(dev, cfg, vals, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,9 @@
 // lockstep, losses compared every step and every weight and state every N.
 //
 // It holds only the model's step on the GPU: the ops around the GPT kernels
-// and cuBLAS (Ops, Linear, Attention), the dense and LCT stores, the memory
-// pool and each run's ledger (Pool, Mem), the run (forward, backward,
-// optimizer) and the lockstep Backend. The device itself is package gpu's
+// and cuBLAS, the dense and LCT stores, the memory pool and each run's
+// ledger (Mem), the run (forward, backward, optimizer) and the lockstep of
+// the two runs. The device itself is package gpu's
 // (gpu.Compute, on a GPU or the CPU emulation of the same kernels); the LCT
 // run's codec is the GPU codec on gpu's side stream (OpenCodec), or the
 // reference codec on the host for comparison. Train is the headless loop,

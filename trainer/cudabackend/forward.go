@@ -8,19 +8,19 @@ import (
 )
 
 // do runs one device call unless the step has already failed.
-func (r *Run) do(f func() error) {
+func (r *modelRun) do(f func() error) {
 	if r.err == nil {
 		r.keep(f())
 	}
 }
 
-func (r *Run) begin(s *slot) (p gpu.Ptr) {
+func (r *modelRun) begin(s *slot) (p gpu.Ptr) {
 	r.do(func() error { return r.st.relieve(2 * int64(s.n)) })
 	r.do(func() (err error) { p, err = r.st.begin(s); return err })
 	return p
 }
 
-func (r *Run) commit(s *slot, p gpu.Ptr, keep bool) {
+func (r *modelRun) commit(s *slot, p gpu.Ptr, keep bool) {
 	if p != 0 {
 		r.keep(r.st.commit(s, p, keep))
 	}
@@ -28,7 +28,7 @@ func (r *Run) commit(s *slot, p gpu.Ptr, keep bool) {
 
 // read returns a device view of s's values (decoded ahead, or now); pair
 // with done.
-func (r *Run) read(s *slot) (p gpu.Ptr) {
+func (r *modelRun) read(s *slot) (p gpu.Ptr) {
 	if r.err != nil {
 		return 0
 	}
@@ -50,7 +50,7 @@ func (r *Run) read(s *slot) (p gpu.Ptr) {
 	return p
 }
 
-func (r *Run) done(s *slot, p gpu.Ptr) {
+func (r *modelRun) done(s *slot, p gpu.Ptr) {
 	if p != 0 {
 		r.doneAhead(p)
 		r.st.done(s, p)
@@ -61,7 +61,7 @@ func (r *Run) done(s *slot, p gpu.Ptr) {
 // trainer's forward (trainer/forward.go) step for step. In training it saves
 // what backward needs and leaves the loss gradient in r.dlogits; otherwise
 // it frees every buffer as soon as it is used.
-func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
+func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error) {
 	r.err = nil
 	m := r.cfg.Model
 	B, T, C := r.cfg.Batch, r.cfg.SeqLen, m.Dim
@@ -69,10 +69,10 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 	if len(tokens) != N || len(targets) != N {
 		return 0, fmt.Errorf("batch of %d tokens and %d targets, want %d×%d", len(tokens), len(targets), B, T)
 	}
-	if _, _, err := EmbeddingOrder(tokens, trainer.Vocab); err != nil {
+	if _, _, err := embeddingOrder(tokens, trainer.Vocab); err != nil {
 		return 0, fmt.Errorf("tokens: %w", err)
 	}
-	if _, _, err := EmbeddingOrder(targets, trainer.Vocab); err != nil {
+	if _, _, err := embeddingOrder(targets, trainer.Vocab); err != nil {
 		return 0, fmt.Errorf("targets: %w", err)
 	}
 	stats := func() (gpu.Ptr, gpu.Ptr) {
@@ -107,13 +107,13 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 		r.layerNorm(p+"ln1", ln1, a.mean1, a.rstd1, x)
 		dropStats(a.mean1, a.rstd1)
 		qkv := r.begin(a.qkv)
-		r.linear(Linear{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
+		r.linear(linearLayer{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
 		r.commit(a.ln1, ln1, train)
 		y := r.begin(a.attn)
-		r.do(func() error { return r.ops.AttentionForward(Attention{B: B, T: T, C: C, H: m.Heads}, y, qkv) })
+		r.do(func() error { return r.ops.AttentionForward(attentionLayer{B: B, T: T, C: C, H: m.Heads}, y, qkv) })
 		r.commit(a.qkv, qkv, train)
 		mid := r.begin(a.mid)
-		r.linear(Linear{N: N, In: C, Out: C}, p+"proj", mid, y)
+		r.linear(linearLayer{N: N, In: C, Out: C}, p+"proj", mid, y)
 		r.commit(a.attn, y, train)
 		r.do(func() error { return r.ops.Add(mid, mid, x, N*C) })
 		r.commit(a.in, x, train)
@@ -123,7 +123,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 		r.layerNorm(p+"ln2", ln2, a.mean2, a.rstd2, mid)
 		dropStats(a.mean2, a.rstd2)
 		h := r.begin(a.fc)
-		r.linear(Linear{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
+		r.linear(linearLayer{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
 		r.commit(a.ln2, ln2, train)
 		gl := r.alloc(trainer.Activations, 2*int64(N)*int64(4*C)) // GELU output: recomputed in backward, never saved
 		r.do(func() error { return r.ops.GELUForward(gl, h, N*4*C) })
@@ -133,7 +133,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 			next = r.blocks[l+1].in
 		}
 		x = r.begin(next)
-		r.linear(Linear{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
+		r.linear(linearLayer{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
 		r.free(gl)
 		r.do(func() error { return r.ops.Add(x, x, mid, N*C) })
 		r.commit(a.mid, mid, train)
@@ -148,7 +148,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 	logits := r.alloc(trainer.Activations, 2*int64(N)*trainer.Vocab)
 	head := r.readParam("head.w")
 	r.do(func() error {
-		return r.ops.LinearForward(Linear{N: N, In: C, Out: trainer.Vocab}, logits, lnf, head, 0)
+		return r.ops.LinearForward(linearLayer{N: N, In: C, Out: trainer.Vocab}, logits, lnf, head, 0)
 	})
 	r.doneParam("head.w", head)
 	r.commit(r.lnf, lnf, train)
@@ -173,7 +173,7 @@ func (r *Run) forward(tokens, targets []int32, train bool) (float32, error) {
 }
 
 // layerNorm runs LayerNorm with parameters prefix.g and prefix.b.
-func (r *Run) layerNorm(prefix string, y, mean, rstd, x gpu.Ptr) {
+func (r *modelRun) layerNorm(prefix string, y, mean, rstd, x gpu.Ptr) {
 	g, b := r.readParam(prefix+".g"), r.readParam(prefix+".b")
 	r.do(func() error {
 		return r.ops.LayerNormForward(y, mean, rstd, x, g, b, r.cfg.Batch*r.cfg.SeqLen, r.cfg.Model.Dim)
@@ -183,7 +183,7 @@ func (r *Run) layerNorm(prefix string, y, mean, rstd, x gpu.Ptr) {
 }
 
 // linear runs a Linear layer with parameters prefix.w and prefix.b.
-func (r *Run) linear(l Linear, prefix string, y, x gpu.Ptr) {
+func (r *modelRun) linear(l linearLayer, prefix string, y, x gpu.Ptr) {
 	w, b := r.readParam(prefix+".w"), r.readParam(prefix+".b")
 	r.do(func() error { return r.ops.LinearForward(l, y, x, w, b) })
 	r.doneParam(prefix+".w", w)

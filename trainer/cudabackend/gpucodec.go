@@ -12,7 +12,7 @@ import (
 	"lcttop/trainer"
 )
 
-// GPUCodec is a Codec that runs package gpu's kernels on the values where
+// gpuCodec is a Codec that runs package gpu's kernels on the values where
 // they lie: the trainer's device memory, which both packages reach because
 // they retain the same primary CUDA context and launch on its legacy
 // default stream (in the CPU emulations both use host addresses). Its
@@ -43,7 +43,7 @@ import (
 //     then.
 //
 // See docs/cuda-trainer.md, "The GPU codec".
-type GPUCodec struct {
+type gpuCodec struct {
 	dev   *gpu.Device
 	keys  map[string]*gpuKey
 	arena histArena
@@ -73,7 +73,7 @@ type GPUCodec struct {
 
 // chargeDevice brings the run's ledger up to date with what the device
 // holds for the codec's own work, as codec scratch.
-func (c *GPUCodec) chargeDevice() error {
+func (c *gpuCodec) chargeDevice() error {
 	if c.mem == nil {
 		return nil
 	}
@@ -95,7 +95,7 @@ type queuedEncode struct {
 // flush launches the queued encodes in one batch, each counting its
 // histogram into its slot of the arena (which may have grown since Encode
 // took the slot: the address is taken now).
-func (c *GPUCodec) flush() error {
+func (c *gpuCodec) flush() error {
 	if len(c.queue) == 0 {
 		return nil
 	}
@@ -131,7 +131,7 @@ func (c *GPUCodec) flush() error {
 
 // unqueue drops g's queued encode, never launched: its values were
 // replaced or released before the flush (the caller frees the source).
-func (c *GPUCodec) unqueue(g *gpuTensor) {
+func (c *gpuCodec) unqueue(g *gpuTensor) {
 	if !g.queued {
 		return
 	}
@@ -145,7 +145,7 @@ func (c *GPUCodec) unqueue(g *gpuTensor) {
 }
 
 // dropQueue drops every queued encode, never launched.
-func (c *GPUCodec) dropQueue() {
+func (c *gpuCodec) dropQueue() {
 	for _, q := range c.queue {
 		q.g.queued = false
 	}
@@ -154,7 +154,7 @@ func (c *GPUCodec) dropQueue() {
 
 // Unqueue implements the store's unqueuer: t's pending encode is dropped
 // (its source is about to be freed).
-func (c *GPUCodec) Unqueue(t Compressed) {
+func (c *gpuCodec) Unqueue(t Compressed) {
 	if g, ok := t.(*gpuTensor); ok {
 		c.unqueue(g)
 	}
@@ -162,7 +162,7 @@ func (c *GPUCodec) Unqueue(t Compressed) {
 
 // flushFor flushes the queue when one of ts is queued (its bytes are
 // about to be read).
-func (c *GPUCodec) flushFor(ts ...*gpuTensor) error {
+func (c *gpuCodec) flushFor(ts ...*gpuTensor) error {
 	for _, g := range ts {
 		if g != nil && g.queued {
 			return c.flush()
@@ -172,7 +172,7 @@ func (c *GPUCodec) flushFor(ts ...*gpuTensor) error {
 }
 
 // SetProfile sets Profile (for callers that hold the codec as a Codec).
-func (c *GPUCodec) SetProfile(on bool) { c.Profile = on }
+func (c *gpuCodec) SetProfile(on bool) { c.Profile = on }
 
 // codecProfile times the codec's queued work with device events, read at
 // the settle of the window they were queued in (when the device has
@@ -205,7 +205,7 @@ func opKind(op string, gs []*gpuTensor) string {
 }
 
 // outsOf is a fused update's outputs.
-func outsOf(j *FusedJob) []*gpuTensor {
+func outsOf(j *fusedJob) []*gpuTensor {
 	gs := make([]*gpuTensor, 0, len(j.Outs))
 	for _, o := range j.Outs {
 		if g, ok := o.(*gpuTensor); ok {
@@ -227,7 +227,7 @@ func valuesOf(gs []*gpuTensor) int {
 // timed runs run, after the trainer's work queued so far (its inputs: see
 // side.go), between two event records when profiling, where op and the
 // tensors it codes, gs, name it.
-func (c *GPUCodec) timed(op string, gs []*gpuTensor, run func() error) error {
+func (c *gpuCodec) timed(op string, gs []*gpuTensor, run func() error) error {
 	if err := c.dev.AfterDefault(); err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func (c *GPUCodec) timed(op string, gs []*gpuTensor, run func() error) error {
 }
 
 // collect adds up timers of a settled window (their work is done).
-func (c *GPUCodec) collect(timers []timedOp) error {
+func (c *gpuCodec) collect(timers []timedOp) error {
 	for _, o := range timers {
 		ms, err := o.t.Ms()
 		if err != nil {
@@ -277,7 +277,7 @@ func (c *GPUCodec) collect(timers []timedOp) error {
 
 // TakeDeviceTime returns the device time of the codec's operations settled
 // since the last call (0 unless Profile is set).
-func (c *GPUCodec) TakeDeviceTime() time.Duration {
+func (c *gpuCodec) TakeDeviceTime() time.Duration {
 	d := time.Duration(c.prof.ms * float64(time.Millisecond))
 	c.prof.ms = 0
 	return d
@@ -285,7 +285,7 @@ func (c *GPUCodec) TakeDeviceTime() time.Duration {
 
 // TakeOpTimes returns the device time of the codec's operations settled
 // since the last call by kind (nil unless Profile is set).
-func (c *GPUCodec) TakeOpTimes() map[string]CodecOpTime {
+func (c *gpuCodec) TakeOpTimes() map[string]CodecOpTime {
 	ops := c.prof.ops
 	c.prof.ops = nil
 	return ops
@@ -310,13 +310,13 @@ type gpuKey struct {
 const fusedEvery = 8
 
 // SetFused sets Fused (for callers that hold the codec as a Codec).
-func (c *GPUCodec) SetFused(on bool) { c.Fused = on }
+func (c *gpuCodec) SetFused(on bool) { c.Fused = on }
 
 // FusedOn reports Fused (the store decodes no states ahead for a fused codec).
-func (c *GPUCodec) FusedOn() bool { return c.Fused }
+func (c *gpuCodec) FusedOn() bool { return c.Fused }
 
 // FusedUpdate implements the store's fusedUpdater.
-func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error) {
+func (c *gpuCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *fusedJob) (bool, error) {
 	if !c.Fused {
 		return false, nil
 	}
@@ -383,7 +383,7 @@ func (c *GPUCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 
 // usedBy records the side stream's point after job's update as the last
 // use of its tensors and gradient.
-func (c *GPUCodec) usedBy(job *FusedJob) error {
+func (c *gpuCodec) usedBy(job *fusedJob) error {
 	pt, err := c.dev.Point()
 	if err != nil {
 		return err
@@ -397,7 +397,7 @@ func (c *GPUCodec) usedBy(job *FusedJob) error {
 }
 
 // tensors are job's inputs and outputs as gpu tensors.
-func (job *FusedJob) tensors() (in, out []*gpu.Tensor) {
+func (job *fusedJob) tensors() (in, out []*gpu.Tensor) {
 	for i := range job.Ins {
 		in = append(in, job.Ins[i].(*gpuTensor).t)
 		out = append(out, job.Outs[i].(*gpuTensor).t)
@@ -406,7 +406,7 @@ func (job *FusedJob) tensors() (in, out []*gpu.Tensor) {
 }
 
 // launchFused queues job's update from its inputs into its outputs.
-func (c *GPUCodec) launchFused(job *FusedJob) error {
+func (c *gpuCodec) launchFused(job *fusedJob) error {
 	in, out := job.tensors()
 	g := dense(job.G, job.N)
 	if a := job.Opt.AdamW; a != nil {
@@ -426,7 +426,7 @@ func overflowRoom(prev, need int) int { return max(need+need/8+1024, prev-prev/1
 
 // countOverflow adds a settled encode's overflow room and use to the
 // step's figures by category.
-func (c *GPUCodec) countOverflow(g *gpuTensor, used int) {
+func (c *gpuCodec) countOverflow(g *gpuTensor, used int) {
 	if c.ovf == nil {
 		c.ovf = map[string]OverflowUse{}
 	}
@@ -439,7 +439,7 @@ func (c *GPUCodec) countOverflow(g *gpuTensor, used int) {
 
 // TakeOverflow returns the overflow room and use of the encodes settled
 // since the last call, by category.
-func (c *GPUCodec) TakeOverflow() map[string]OverflowUse {
+func (c *gpuCodec) TakeOverflow() map[string]OverflowUse {
 	o := c.ovf
 	c.ovf = nil
 	return o
@@ -452,17 +452,17 @@ func (c *GPUCodec) TakeOverflow() map[string]OverflowUse {
 // histogram, not the sample: the device counts it anyway for the figures.
 const refitSlack = 0.02
 
-// NewGPUCodec returns a codec on d, which must be the GPU (or emulation)
+// newGPUCodec returns a codec on d, which must be the GPU (or emulation)
 // the trainer's Device runs on.
-func NewGPUCodec(d *gpu.Device) *GPUCodec {
-	return &GPUCodec{dev: d, keys: map[string]*gpuKey{}}
+func newGPUCodec(d *gpu.Device) *gpuCodec {
+	return &gpuCodec{dev: d, keys: map[string]*gpuKey{}}
 }
 
 // Forget drops what the codec remembers of stored tensors (codebooks,
 // layouts, overflow room) and any encode still queued, so that the next run
 // starts as a fresh codec would: the sweep's trials, each a new run at
 // another length, do not depend on the trials before them.
-func (c *GPUCodec) Forget() {
+func (c *gpuCodec) Forget() {
 	c.dropQueue()
 	clear(c.keys)
 }
@@ -488,7 +488,7 @@ type gpuTensor struct {
 	queued bool
 	// codec, for an output of a fused update (no histogram counted): its
 	// figures decode it to count one when asked.
-	codec *GPUCodec
+	codec *gpuCodec
 	// mem is the run whose memory holds it; side the side stream's point
 	// after the last work that used it.
 	mem  *Mem
@@ -522,7 +522,7 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 }
 
 // histogramOf decodes g into scratch and counts its exponents (waits).
-func (c *GPUCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
+func (c *gpuCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 	var h codec.Histogram
 	p, err := g.mem.AllocSide(trainer.CodecScratch, 2*int64(g.n))
 	if err != nil {
@@ -552,7 +552,7 @@ type memAlloc struct {
 	cat trainer.Category
 }
 
-func (c *GPUCodec) sideAlloc(mem *Mem, cat trainer.Category) memAlloc {
+func (c *gpuCodec) sideAlloc(mem *Mem, cat trainer.Category) memAlloc {
 	return memAlloc{mem: mem, cat: cat}
 }
 
@@ -581,7 +581,7 @@ func (a memAlloc) FreeAfter(p gpu.Ptr, _ gpu.Category, point uint64) {
 func dense(p gpu.Ptr, n int) gpu.Buffer { return gpu.External(p, 2*n) }
 
 // Encode implements Codec.
-func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+func (c *gpuCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
 	if c.mem != mem { // a new run (the sweep's next trial)
 		c.mem, c.charged = mem, 0
 	}
@@ -641,7 +641,7 @@ func (c *GPUCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Pt
 
 // key returns key's state, fitting its first codebook and layout to the
 // sample of src as HostCodec does (which waits for the device once).
-func (c *GPUCodec) key(key string, src gpu.Ptr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
+func (c *gpuCodec) key(key string, src gpu.Ptr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
 	if k, ok := c.keys[key]; ok && k.cc == cc {
 		return k, nil
 	}
@@ -676,7 +676,7 @@ type gpuWindow struct {
 // pinned host memory, behind the work queued so far, and starts the next
 // window (whose encodes count into the arena from its first slot again:
 // the copy is queued before them).
-func (c *GPUCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
+func (c *gpuCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
 	if err := c.flush(); err != nil {
 		return nil, fmt.Errorf("gpu codec: %w", err)
 	}
@@ -707,7 +707,7 @@ func (c *GPUCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
 // it needed. Those encodes are pending in the open window, checked at its
 // settle; one that was given the room it needed and still did not fit is
 // an error.
-func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int, error) {
+func (c *gpuCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int, error) {
 	w, ok := cw.(*gpuWindow)
 	if !ok || w == nil {
 		return nil, fmt.Errorf("gpu codec: cannot settle a window of %T", cw)
@@ -738,7 +738,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		ts[i] = g
 	}
 	again := make([]bool, len(pend))
-	rerun := map[*FusedJob]bool{}
+	rerun := map[*fusedJob]bool{}
 	for i, g := range ts {
 		if g.histAt >= 0 {
 			// The encode's first settle: its histogram.
@@ -810,7 +810,7 @@ func (c *GPUCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 // to step). The new tensor starts with no overflow room (the stale one's was
 // sized for a spill of nearly every value): the settle of the open window
 // finds the room it needs.
-func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src gpu.Ptr) error {
+func (c *gpuCodec) recode(mem *Mem, g *gpuTensor, src gpu.Ptr) error {
 	k := g.key
 	c.refit(k, &g.hist)
 	k.toCheck = false
@@ -829,7 +829,7 @@ func (c *GPUCodec) recode(mem *Mem, g *gpuTensor, src gpu.Ptr) error {
 
 // usedWith records the side stream's point after the work queued so far
 // as the last use of g and of the dense buffers ps.
-func (c *GPUCodec) usedWith(g *gpuTensor, ps ...gpu.Ptr) error {
+func (c *gpuCodec) usedWith(g *gpuTensor, ps ...gpu.Ptr) error {
 	pt, err := c.dev.Point()
 	if err != nil {
 		return err
@@ -845,7 +845,7 @@ func (c *GPUCodec) usedWith(g *gpuTensor, ps ...gpu.Ptr) error {
 // or up to now when an encode into it was set up since (its queued launch
 // dropped, but a new codebook's tables or a grown overflow buffer may have
 // been queued on the side stream).
-func (c *GPUCodec) freeTensor(g *gpuTensor, setUp bool) {
+func (c *gpuCodec) freeTensor(g *gpuTensor, setUp bool) {
 	pt := g.side
 	if p, err := c.dev.Point(); err == nil && setUp {
 		pt = p
@@ -856,7 +856,7 @@ func (c *GPUCodec) freeTensor(g *gpuTensor, setUp bool) {
 // Settle settles pend, encoded in the open window, at once: it closes the
 // window and settles it, and the windows of what it encodes again, until
 // every encode is complete (a wait each).
-func (c *GPUCodec) Settle(mem *Mem, pend []Pending) error { return settleCodec(c, mem, pend) }
+func (c *gpuCodec) Settle(mem *Mem, pend []Pending) error { return settleCodec(c, mem, pend) }
 
 // staleBits: a codebook costing this much above the entropy of the values
 // it coded was fitted to other values (a good fit costs a few hundredths of
@@ -866,14 +866,14 @@ const staleBits = 1.0
 // refit gives k a new codebook when its own costs more than refitSlack bits
 // per exponent above a fresh fit to h, and the layout h calls for with it
 // (the stream size follows the cost of the values, codebook or not).
-func (c *GPUCodec) refit(k *gpuKey, h *codec.Histogram) {
+func (c *gpuCodec) refit(k *gpuKey, h *codec.Histogram) {
 	k.job = nil
 	cb, lay, ok := refitted(k.cb, k.cc, h)
 	applyRefit(k, cb, lay, ok)
 }
 
 // Decode implements Codec.
-func (c *GPUCodec) Decode(dst gpu.Ptr, t Compressed) error {
+func (c *gpuCodec) Decode(dst gpu.Ptr, t Compressed) error {
 	g, ok := t.(*gpuTensor)
 	if !ok {
 		return fmt.Errorf("gpu codec: cannot decode a %T", t)
@@ -890,7 +890,7 @@ func (c *GPUCodec) Decode(dst gpu.Ptr, t Compressed) error {
 // decodedInto records the decode of g just queued into dsts: the side
 // stream's point after it is g's last use, the views' last use by the side
 // stream, and what Ready orders the trainer's use of the views after.
-func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...gpu.Ptr) error {
+func (c *gpuCodec) decodedInto(g *gpuTensor, dsts ...gpu.Ptr) error {
 	pt, err := c.dev.Point()
 	if err != nil || pt == 0 {
 		return err
@@ -908,7 +908,7 @@ func (c *GPUCodec) decodedInto(g *gpuTensor, dsts ...gpu.Ptr) error {
 
 // Ready implements the store's readier: the trainer's work queued from
 // here waits for the decode into view p (see side.go).
-func (c *GPUCodec) Ready(p gpu.Ptr) error {
+func (c *gpuCodec) Ready(p gpu.Ptr) error {
 	pt, ok := c.decoded[p]
 	if !ok {
 		return nil
@@ -918,11 +918,11 @@ func (c *GPUCodec) Ready(p gpu.Ptr) error {
 }
 
 // Hold implements the pool's sideFence.
-func (c *GPUCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }
+func (c *gpuCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }
 
 // DecodeBatch implements the store's batchDecoder: ts[i] into dsts[i], in
 // one launch.
-func (c *GPUCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
+func (c *gpuCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
 	if len(dsts) != len(ts) {
 		return fmt.Errorf("gpu codec: decode batch of %d tensors into %d buffers", len(ts), len(dsts))
 	}
@@ -952,7 +952,7 @@ func (c *GPUCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
 }
 
 // Free implements Codec. A queued encode of t is dropped, never launched.
-func (c *GPUCodec) Free(_ *Mem, t Compressed) {
+func (c *gpuCodec) Free(_ *Mem, t Compressed) {
 	if g, ok := t.(*gpuTensor); ok && g.t != nil {
 		setUp := g.queued
 		c.unqueue(g)

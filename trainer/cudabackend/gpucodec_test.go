@@ -17,11 +17,11 @@ import (
 // testGPUCodec opens a device of its own beside the trainer's (on the GPU,
 // or the CPU emulation) and returns a codec on it, its work on a side
 // stream as OpenCodec's.
-func testGPUCodec(t testing.TB) *GPUCodec { return openTestGPUCodec(t, true) }
+func testGPUCodec(t testing.TB) *gpuCodec { return openTestGPUCodec(t, true) }
 
 // openTestGPUCodec is testGPUCodec with the codec's work on a side stream
 // or, without side, on the trainer's stream ("gpu-serial").
-func openTestGPUCodec(t testing.TB, side bool) *GPUCodec {
+func openTestGPUCodec(t testing.TB, side bool) *gpuCodec {
 	t.Helper()
 	d := freshGPU(t)
 	if side {
@@ -29,7 +29,7 @@ func openTestGPUCodec(t testing.TB, side bool) *GPUCodec {
 			t.Fatal(err)
 		}
 	}
-	return NewGPUCodec(d)
+	return newGPUCodec(d)
 }
 
 // codecModel is the GPT of the GPU codec's training tests: one block, so
@@ -142,7 +142,7 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 			if (r.CodecDeviceTime > 0) != gc.Profile || r.Settles < 1 {
 				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
 			}
-			checkCodecOps(t, c.name, r.StepResult, gc.Profile)
+			checkCodecOps(t, c.name, r.stepResult, gc.Profile)
 			if o := r.Overflow[string(trainer.Activations)]; o.Encodes < 1 {
 				t.Errorf("%s, step %d: overflow figures %+v: want the step's activations' encodes", c.name, r.Step, r.Overflow)
 			}
@@ -166,7 +166,7 @@ func TestGPUCodecRefitsDriftedCodebooks(t *testing.T) {
 	dev := testDevice(t)
 	gc := testGPUCodec(t)
 	cfg := Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, trainer.InitialValues(codecModel, 5), &LCTOptions{Codec: gc})
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(codecModel, 5), &LCTOptions{Codec: gc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,13 +219,13 @@ func TestLCTRunGPUCodecUsesLessMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: gc})
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: gc})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	text := testData(t, cfg.SeqLen)
-	var res StepResult
+	var res stepResult
 	for step := 1; step <= 2; step++ {
 		if res, err = b.Step(text.TrainBatch(4, step, cfg.Batch, cfg.SeqLen), step); err != nil {
 			t.Fatal(err)
@@ -283,7 +283,7 @@ func TestSweepGPUCodecAfterOutOfBudget(t *testing.T) {
 // checkCodecOps checks a step's codec profile by kind: none without
 // profiling; with it, the kinds add up to the device time, and the step
 // encoded its activations in batches and decoded something.
-func checkCodecOps(t *testing.T, name string, r StepResult, profile bool) {
+func checkCodecOps(t *testing.T, name string, r stepResult, profile bool) {
 	t.Helper()
 	if !profile {
 		if r.CodecOps != nil {

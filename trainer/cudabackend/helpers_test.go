@@ -18,7 +18,7 @@ type tdev struct {
 	t   testing.TB
 	d   Device
 	mem *Mem
-	ops *Ops
+	ops *gptOps
 	rnd *rand.Rand
 }
 
@@ -27,8 +27,8 @@ type tdev struct {
 func newTDev(t testing.TB) *tdev {
 	t.Helper()
 	d := testDevice(t)
-	pool := NewPool(d)
-	mem := NewMem(pool, 0)
+	pool := newDevicePool(d)
+	mem := newRunMem(pool, 0)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("LCTTOP_TEST_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -38,7 +38,7 @@ func newTDev(t testing.TB) *tdev {
 		seed = v
 	}
 	t.Logf("seed %d (set LCTTOP_TEST_SEED to replay)", seed)
-	h := &tdev{t: t, d: d, mem: mem, ops: NewOps(mem), rnd: rand.New(rand.NewPCG(seed, 0x6a7))}
+	h := &tdev{t: t, d: d, mem: mem, ops: newGPTOps(mem), rnd: rand.New(rand.NewPCG(seed, 0x6a7))}
 	t.Cleanup(func() {
 		for p := range mem.sizes {
 			mem.Free(p)

@@ -20,7 +20,7 @@ func TestLCTRunIdenticalToShadow(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name    string
-		opt     Optimizer
+		opt     optimizerSettings
 		classes map[trainer.TensorClass]trainer.ClassCodec
 	}{
 		{"adamw, default codec", mustOptimizer(t, "adamw"), nil},
@@ -52,7 +52,7 @@ func TestLCTRunIdenticalToShadow(t *testing.T) {
 	}
 }
 
-func mustOptimizer(t *testing.T, name string) Optimizer {
+func mustOptimizer(t *testing.T, name string) optimizerSettings {
 	t.Helper()
 	o, err := trainer.NewOptimizerSettings(name, 0, 2)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestLCTRunUsesLessMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestSweepLCTFitsWhatDenseFits(t *testing.T) {
 func TestSnapshot(t *testing.T) {
 	dev := testDevice(t)
 	cfg := Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := New(dev, cfg, trainer.InitialValues(testModel, 2), &LCTOptions{})
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(testModel, 2), &LCTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestLCTStoreKeepsSmallTensorsRaw(t *testing.T) {
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
 	const limit = 4 * 128 // the largest bias (fc.b)
 	compressedSmall := func(raise bool) []string {
-		b, err := New(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
+		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 // Codec compresses BF16 tensors held in device memory for the LCT run: its
 // compressed tensors occupy device memory charged to the run's ledger, and
 // Decode restores the exact values. HostCodec implements it with the
-// reference codec on the host; GPUCodec with package gpu's kernels on the
+// reference codec on the host; gpuCodec with package gpu's kernels on the
 // device (see docs/cuda-trainer.md).
 type Codec interface {
 	// Encode compresses the n values at src, the new contents of the
@@ -79,30 +79,30 @@ const maxSettleRounds = 4
 type Pending struct {
 	T   Compressed
 	Src gpu.Ptr
-	Job *FusedJob
+	Job *fusedJob
 }
 
-// FusedJob is one fused optimizer update of compressed tensors: what it
+// fusedJob is one fused optimizer update of compressed tensors: what it
 // read and wrote, so that a settle can run it again.
-type FusedJob struct {
+type fusedJob struct {
 	Ins, Outs []Compressed
 	G         gpu.Ptr
 	N         int
-	Opt       Optimizer
+	Opt       optimizerSettings
 	Step      int
 	Decay     bool
 }
 
 // fusedUpdater is a codec that applies the optimizer to compressed
-// tensors in one pass (GPUCodec with Fused set).
+// tensors in one pass (gpuCodec with Fused set).
 type fusedUpdater interface {
 	// FusedUpdate queues job (Ins, G, ...) into new tensors for keys and
 	// fills job.Outs; false when it does not apply (the caller decodes,
 	// updates and encodes instead).
-	FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *FusedJob) (bool, error)
+	FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *fusedJob) (bool, error)
 }
 
-// unqueuer is a codec that may hold encodes not yet launched (GPUCodec
+// unqueuer is a codec that may hold encodes not yet launched (gpuCodec
 // batches a window's): Unqueue drops t's, whose source is about to be
 // freed because its values were replaced or released.
 type unqueuer interface {
@@ -110,7 +110,7 @@ type unqueuer interface {
 }
 
 // readier is a codec whose decodes may still be running beside the
-// trainer's work when it queues its own (GPUCodec on a side stream).
+// trainer's work when it queues its own (gpuCodec on a side stream).
 type readier interface {
 	// Ready orders the trainer's work queued from here after the decode
 	// into view p.
@@ -174,7 +174,7 @@ type codecClock struct {
 // source. See docs/cuda-trainer.md, "Syncs".
 type lctStore struct {
 	mem     *Mem
-	ops     *Ops
+	ops     *gptOps
 	codec   Codec
 	classes map[trainer.TensorClass]trainer.ClassCodec
 	// chosen is the codec choice of single tensors, by name, over their
@@ -214,7 +214,7 @@ const rawRetry = 8
 type pendingEncode struct {
 	s   *slot // nil: dropped (replaced or released before its settle)
 	src gpu.Ptr
-	job *FusedJob
+	job *fusedJob
 }
 
 // lctWindow is a window of pending encodes.
@@ -255,7 +255,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 	if window <= 0 {
 		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
-	return &lctStore{mem: mem, ops: NewOps(mem), codec: c, classes: maps.Clone(classes), chosen: map[string]trainer.ClassCodec{}, held: map[*slot]*lctHeld{},
+	return &lctStore{mem: mem, ops: newGPTOps(mem), codec: c, classes: maps.Clone(classes), chosen: map[string]trainer.ClassCodec{}, held: map[*slot]*lctHeld{},
 		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, wide: wideWindows, rawLeft: map[*slot]int{}}, nil
 }
 
@@ -304,7 +304,7 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 }
 
 // addPending puts s's encode from src (or by job) in the open window.
-func (st *lctStore) addPending(s *slot, src gpu.Ptr, job *FusedJob) {
+func (st *lctStore) addPending(s *slot, src gpu.Ptr, job *fusedJob) {
 	w := st.open
 	st.pendingOf[s] = pendingRef{w, len(w.entries)}
 	w.entries = append(w.entries, pendingEncode{s: s, src: src, job: job})
@@ -497,14 +497,14 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 	}
 	st.clock.again += len(again)
 	redo := make([]bool, len(pend))
-	jobAgain := map[*FusedJob]bool{}
+	jobAgain := map[*fusedJob]bool{}
 	for _, k := range again {
 		redo[k] = true
 		if j := pend[k].Job; j != nil {
 			jobAgain[j] = true
 		}
 	}
-	jobs := map[*FusedJob]bool{}
+	jobs := map[*fusedJob]bool{}
 	var first error
 	for k, i := range idx {
 		e := w.entries[i]
@@ -690,7 +690,7 @@ func (st *lctStore) release(s *slot) {
 // update decodes the parameter and its states into codec scratch, applies
 // the optimizer with the dense run's kernels (so both runs compute the same
 // bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error) {
+func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error) {
 	given := false
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(p.state[i]) {
@@ -720,7 +720,7 @@ func (st *lctStore) aheadStates() bool {
 
 // updateRaw applies the update in place when the parameter and its states
 // are all always raw (false otherwise): no copies in or out.
-func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt Optimizer) (bool, error) {
+func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt optimizerSettings) (bool, error) {
 	w := st.alwaysRaw(p.w)
 	if w == 0 {
 		return false, nil
@@ -741,12 +741,12 @@ func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt Optimizer) (boo
 // when the codec can (every slot compressed and settled): the new tensors
 // are pending until the settle, which keeps the old ones and g (the store
 // takes g: true) to run it again if a spill did not fit.
-func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, opt Optimizer) (bool, error) {
+func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings) (bool, error) {
 	fu, ok := st.codec.(fusedUpdater)
 	if !ok {
 		return false, nil
 	}
-	job := &FusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
+	job := &fusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
 	keys := make([]string, len(slots))
 	cats := make([]trainer.Category, len(slots))
 	for i, s := range slots {
@@ -772,7 +772,7 @@ func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, op
 }
 
 // updateUnfused decodes, updates with the dense run's kernels and encodes.
-func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) error {
+func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	views := make([]gpu.Ptr, len(slots))
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(slots[i+1]) {

@@ -15,15 +15,15 @@ const align = 256
 // alignUp is bytes rounded up to align: what an allocation of bytes takes.
 func alignUp(bytes int64) int64 { return (bytes + align - 1) / align * align }
 
-// Pool caches device memory between uses: a block freed by one step is
+// devicePool caches device memory between uses: a block freed by one step is
 // handed out again for the same size class at the next, so training steps
 // do not call cuMemAlloc and cuMemFree (which waits for the GPU). Sizes up
 // to 1 MiB are classes of their own (256-byte granularity); larger ones
 // round up to 64 KiB, so that a compressed tensor whose size moves by a few
 // bytes from one step to the next reuses its block. Classes not used during
 // a step are given back to the device after it (TrimUnused), so sizes that
-// drift do not pile up. Both runs of a training draw on one Pool.
-type Pool struct {
+// drift do not pile up. Both runs of a training draw on one devicePool.
+type devicePool struct {
 	dev     Device
 	free    map[int64][]pooled
 	lastUse map[int64]int // generation of the last get or put of a class
@@ -45,7 +45,7 @@ type pooled struct {
 }
 
 // sideFence is a codec whose work runs on a stream of its own beside the
-// trainer's (GPUCodec on gpu's side stream). A block its work used may go
+// trainer's (gpuCodec on gpu's side stream). A block its work used may go
 // back to the pool before that work is done; the default stream's first
 // user of the block waits for it (Hold), and the codec orders its own
 // users after the default stream's work itself.
@@ -56,18 +56,18 @@ type sideFence interface {
 }
 
 // SetFence makes the pool order reused blocks after f's side stream.
-func (p *Pool) SetFence(f sideFence) { p.fence = f }
+func (p *devicePool) SetFence(f sideFence) { p.fence = f }
 
 // Allocs is how many device allocations the pool has made.
-func (p *Pool) Allocs() int { return p.allocs }
+func (p *devicePool) Allocs() int { return p.allocs }
 
-// NewPool returns an empty pool on dev.
-func NewPool(dev Device) *Pool {
-	return &Pool{dev: dev, free: map[int64][]pooled{}, lastUse: map[int64]int{}}
+// newDevicePool returns an empty pool on dev.
+func newDevicePool(dev Device) *devicePool {
+	return &devicePool{dev: dev, free: map[int64][]pooled{}, lastUse: map[int64]int{}}
 }
 
 // Held is what the pool has allocated from the device now, and at most.
-func (p *Pool) Held() (now, peak int64) { return p.held, p.peak }
+func (p *devicePool) Held() (now, peak int64) { return p.held, p.peak }
 
 // sizeClass is the block size that serves a request of bytes: up to 4 KiB
 // a multiple of 256 bytes; up to 1 MiB a sixteenth of the power of two
@@ -90,7 +90,7 @@ func sizeClass(bytes int64) int64 {
 // get returns a block for bytes; one the side stream used is ordered after
 // that use, unless side says the side stream takes it (its work is in
 // order, and the codec orders it after the default stream's).
-func (p *Pool) get(bytes int64, side bool) (gpu.Ptr, error) {
+func (p *devicePool) get(bytes int64, side bool) (gpu.Ptr, error) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
 	if l := p.free[c]; len(l) > 0 {
@@ -121,7 +121,7 @@ func (p *Pool) get(bytes int64, side bool) (gpu.Ptr, error) {
 	return ptr, nil
 }
 
-func (p *Pool) put(ptr gpu.Ptr, bytes int64, side uint64) {
+func (p *devicePool) put(ptr gpu.Ptr, bytes int64, side uint64) {
 	c := sizeClass(bytes)
 	p.lastUse[c] = p.gen
 	p.free[c] = append(p.free[c], pooled{ptr, side})
@@ -129,18 +129,18 @@ func (p *Pool) put(ptr gpu.Ptr, bytes int64, side uint64) {
 }
 
 // Trim frees every cached block.
-func (p *Pool) Trim() error { return p.trim(func(int64) bool { return true }) }
+func (p *devicePool) Trim() error { return p.trim(func(int64) bool { return true }) }
 
 // TrimUnused frees the cached blocks of every size class not used since the
 // last TrimUnused, and starts a new generation (call it after each step).
-func (p *Pool) TrimUnused() error {
+func (p *devicePool) TrimUnused() error {
 	gen := p.gen
 	err := p.trim(func(c int64) bool { return p.lastUse[c] < gen })
 	p.gen++
 	return err
 }
 
-func (p *Pool) trim(drop func(class int64) bool) error {
+func (p *devicePool) trim(drop func(class int64) bool) error {
 	sizes := make([]int64, 0, len(p.free))
 	for s := range p.free {
 		if drop(s) {
@@ -178,7 +178,7 @@ func (p *Pool) trim(drop func(class int64) bool) error {
 // (live and peak bytes per category, and the budget), and through the
 // shared pool.
 type Mem struct {
-	pool   *Pool
+	pool   *devicePool
 	ledger *trainer.Ledger
 	sizes  map[gpu.Ptr]allocation
 	live   int64 // the ledger's live total, kept here to read without its lock and maps
@@ -191,7 +191,7 @@ type Mem struct {
 }
 
 // Touch records that the side stream uses block ptr up to point: whoever
-// takes the block after it is freed waits for that point (Pool.get).
+// takes the block after it is freed waits for that point (devicePool.get).
 func (m *Mem) Touch(ptr gpu.Ptr, point uint64) {
 	if point == 0 {
 		return
@@ -241,8 +241,8 @@ type allocation struct {
 	cat   trainer.Category
 }
 
-// NewMem returns a run's memory with its own ledger (budget 0: none).
-func NewMem(pool *Pool, budget int64) *Mem {
+// newRunMem returns a run's memory with its own ledger (budget 0: none).
+func newRunMem(pool *devicePool, budget int64) *Mem {
 	return &Mem{pool: pool, ledger: trainer.NewLedger(budget), sizes: map[gpu.Ptr]allocation{}}
 }
 

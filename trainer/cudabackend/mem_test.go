@@ -11,8 +11,8 @@ import (
 // did not use go back to the device after it.
 func TestPoolReusesAndTrims(t *testing.T) {
 	dev := testDevice(t)
-	pool := NewPool(dev)
-	mem := NewMem(pool, 0)
+	pool := newDevicePool(dev)
+	mem := newRunMem(pool, 0)
 	// A compressed tensor of a little over 5 MiB whose size moves by a few
 	// bytes between steps keeps its block.
 	a, err := mem.Alloc(trainer.Weights, 5<<20+1000)
@@ -75,10 +75,10 @@ func (f *recordingFence) Hold(p uint64) error {
 // block the side stream never used costs no wait.
 func TestPoolOrdersSideStreamBlocks(t *testing.T) {
 	dev := testDevice(t)
-	pool := NewPool(dev)
+	pool := newDevicePool(dev)
 	var f recordingFence
 	pool.SetFence(&f)
-	mem := NewMem(pool, 0)
+	mem := newRunMem(pool, 0)
 	alloc := func(side bool) gpu.Ptr {
 		t.Helper()
 		var p gpu.Ptr

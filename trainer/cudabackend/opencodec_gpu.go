@@ -18,7 +18,7 @@ func OpenCodec(name string, d *gpu.Device) (Codec, error) {
 				return nil, fmt.Errorf("GPU codec: %w", err)
 			}
 		}
-		return NewGPUCodec(d), nil
+		return newGPUCodec(d), nil
 	case "host":
 		return &HostCodec{}, nil
 	}

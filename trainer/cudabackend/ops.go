@@ -9,16 +9,16 @@ import (
 	"lcttop/trainer/optim"
 )
 
-// Ops launches the GPT kernels (kernels/gpt) on device buffers. Tensors are
+// gptOps launches the GPT kernels (kernels/gpt) on device buffers. Tensors are
 // row-major BF16 as in trainer/ops, and each method computes what the CPU op
 // of the same name computes; its comment says whether bit for bit or within
 // a tolerance. Temporary buffers come from mem (category Activations).
-type Ops struct {
+type gptOps struct {
 	dev Device
 	mem *Mem
 	// SumRows is how many rows each partial sum of a column reduction
 	// covers (the LayerNorm gain and bias gradients, a bias gradient): 0
-	// takes DefaultSumRows; at least N sums each column in one pass, in
+	// takes defaultSumRows; at least N sums each column in one pass, in
 	// ascending rows, the CPU's order bit for bit.
 	SumRows int
 	// beforeAlloc, when set, runs before each scratch allocation (the
@@ -27,7 +27,7 @@ type Ops struct {
 }
 
 // alloc is scratch memory for one op.
-func (o *Ops) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
+func (o *gptOps) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 	if o.beforeAlloc != nil {
 		if err := o.beforeAlloc(bytes); err != nil {
 			return 0, err
@@ -36,12 +36,12 @@ func (o *Ops) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 	return o.mem.Alloc(c, bytes)
 }
 
-// DefaultSumRows keeps a column reduction's first pass short and wide: for
+// defaultSumRows keeps a column reduction's first pass short and wide: for
 // the 162M model's 8192 rows, 64 partials per column.
-const DefaultSumRows = 128
+const defaultSumRows = 128
 
-// NewOps returns the kernels of a run whose scratch memory is mem.
-func NewOps(mem *Mem) *Ops { return &Ops{dev: mem.Dev(), mem: mem} }
+// newGPTOps returns the kernels of a run whose scratch memory is mem.
+func newGPTOps(mem *Mem) *gptOps { return &gptOps{dev: mem.Dev(), mem: mem} }
 
 const (
 	elemThreads = 256
@@ -54,15 +54,15 @@ func gridFor(n int64, block int) int {
 }
 
 // scope names the op of the launches that follow for a profiling device
-// (Scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
-func (o *Ops) scope(name string) func() {
-	if s, ok := o.dev.(Scoper); ok {
+// (scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
+func (o *gptOps) scope(name string) func() {
+	if s, ok := o.dev.(scoper); ok {
 		return s.Scope(name)
 	}
 	return func() {}
 }
 
-func (o *Ops) elementwise(kernel string, n int64, args ...any) error {
+func (o *gptOps) elementwise(kernel string, n int64, args ...any) error {
 	if n == 0 {
 		return nil
 	}
@@ -78,7 +78,7 @@ var scalarOnly = false
 // 16-byte aligned and rowLen (the row length of a row-wise kernel; 8 for
 // one without rows) is a multiple of 8, else the scalar form. Both compute
 // every element with the same formula.
-func (o *Ops) elementwise8(kernel string, n int64, rowLen int, args ...any) error {
+func (o *gptOps) elementwise8(kernel string, n int64, rowLen int, args ...any) error {
 	if n == 0 {
 		return nil
 	}
@@ -96,19 +96,19 @@ func (o *Ops) elementwise8(kernel string, n int64, rowLen int, args ...any) erro
 
 // Add computes dst = bf16(a + b) over n elements; dst may be a or b. Bit for
 // bit ops.Add.
-func (o *Ops) Add(dst, a, b gpu.Ptr, n int) error {
+func (o *gptOps) Add(dst, a, b gpu.Ptr, n int) error {
 	defer o.scope("add")()
 	return o.elementwise8("gpt_add", int64(n), 8, dst, a, b, int64(n))
 }
 
 // GELUForward is ops.GELUForward, bit for bit; y may be x.
-func (o *Ops) GELUForward(y, x gpu.Ptr, n int) error {
+func (o *gptOps) GELUForward(y, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_forward", int64(n), 8, y, x, int64(n))
 }
 
 // GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
-func (o *Ops) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
+func (o *gptOps) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, int64(n))
 }
@@ -117,24 +117,24 @@ func (o *Ops) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
 // GELUForward(x, x, n), bit for bit, in one pass that takes the tanh once:
 // the backward's gradient of the fc output and the GELU output it recomputes
 // for the fc-projection weight gradient.
-func (o *Ops) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
+func (o *gptOps) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
 	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, int64(n))
 }
 
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
 // tokens (device int32, B·T) and the tables wte (V×C), wpe (≥T×C).
-func (o *Ops) EmbeddingForward(x, tokens, wte, wpe gpu.Ptr, B, T, C int) error {
+func (o *gptOps) EmbeddingForward(x, tokens, wte, wpe gpu.Ptr, B, T, C int) error {
 	defer o.scope("embedding")()
 	n := int64(B) * int64(T) * int64(C)
 	return o.elementwise("gpt_embedding_forward", n, x, tokens, wte, wpe, int32(T), int32(C), n)
 }
 
-// EmbeddingOrder is what EmbeddingBackward needs of the tokens: for each
+// embeddingOrder is what EmbeddingBackward needs of the tokens: for each
 // vocabulary entry v, the positions holding it in ascending order,
 // order[start[v]..start[v+1]). It is built on the host, as ops.Embedding
 // builds it, and uploaded.
-func EmbeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
+func embeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
 	start = make([]int32, V+1)
 	for n, tok := range tokens {
 		if tok < 0 || int(tok) >= V {
@@ -155,9 +155,9 @@ func EmbeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
 }
 
 // EmbeddingBackward is ops.Embedding.Backward, bit for bit: dwte (V×C) from
-// dx (B·T×C) through order/start (device int32, from EmbeddingOrder), and
+// dx (B·T×C) through order/start (device int32, from embeddingOrder), and
 // dwpe (rows×C; rows T.. are zero).
-func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C, V, rows int) error {
+func (o *gptOps) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C, V, rows int) error {
 	defer o.scope("embedding")()
 	n := int64(V) * int64(C)
 	if err := o.elementwise("gpt_embedding_backward_wte", n, dwte, dx, order, start, int32(C), n); err != nil {
@@ -169,7 +169,7 @@ func (o *Ops) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C, V
 
 // LayerNormForward is ops.LayerNorm.Forward, bit for bit: y (N×C) and the
 // float32 statistics mean and rstd (N each) from x, g, b.
-func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) error {
+func (o *gptOps) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
 	blocks := (N + kernels.LayerNormStatRows - 1) / kernels.LayerNormStatRows
 	if C <= kernels.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
@@ -185,7 +185,7 @@ func (o *Ops) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) error {
 // LayerNormBackward is ops.LayerNorm.Backward: dx (N×C) bit for bit, dg and
 // db (C each) bit for bit when SumRows ≥ N (else within float32 rounding of
 // another summation order), from dy, x, g and the forward's statistics.
-func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, C int) error {
+func (o *gptOps) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
 	sums, err := o.alloc(scratchCat, 8*int64(N))
 	if err != nil {
@@ -226,10 +226,10 @@ func (o *Ops) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, C i
 
 // sumChunks is the rows per partial of a column reduction over N rows and
 // the number of partials.
-func (o *Ops) sumChunks(N int) (rows, chunks int) {
+func (o *gptOps) sumChunks(N int) (rows, chunks int) {
 	rows = o.SumRows
 	if rows <= 0 {
-		rows = DefaultSumRows
+		rows = defaultSumRows
 	}
 	rows = min(rows, max(N, 1))
 	return rows, (N + rows - 1) / rows
@@ -237,7 +237,7 @@ func (o *Ops) sumChunks(N int) (rows, chunks int) {
 
 // ColSum computes out[c] = bf16(Σ_n in[n][c]) (in is N×C): the bias
 // gradient of ops.Linear.BackwardWeight; bit for bit when SumRows ≥ N.
-func (o *Ops) ColSum(out, in gpu.Ptr, N, C int) error {
+func (o *gptOps) ColSum(out, in gpu.Ptr, N, C int) error {
 	defer o.scope("bias")()
 	rows, chunks := o.sumChunks(N)
 	partial, err := o.alloc(scratchCat, 4*int64(chunks)*int64(C))
@@ -255,14 +255,14 @@ func (o *Ops) ColSum(out, in gpu.Ptr, N, C int) error {
 // CrossEntropy is ops.CrossEntropy.ForwardBackward, bit for bit: per-row
 // float32 losses (N) and dlogits (N×V, may be logits) from the logits and
 // the targets (device int32, N).
-func (o *Ops) CrossEntropy(dlogits, losses, logits, targets gpu.Ptr, N, V int, gradScale float32) error {
+func (o *gptOps) CrossEntropy(dlogits, losses, logits, targets gpu.Ptr, N, V int, gradScale float32) error {
 	defer o.scope("crossentropy")()
 	return o.dev.Launch("gpt_crossentropy", gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
 }
 
 // AdamW applies s to n elements of w, m, v from gradient g: optim's
 // AdamWStep.Update, bit for bit.
-func (o *Ops) AdamW(w, m, v, g gpu.Ptr, n int, s optim.AdamWStep) error {
+func (o *gptOps) AdamW(w, m, v, g gpu.Ptr, n int, s optim.AdamWStep) error {
 	defer o.scope("adamw")()
 	return o.elementwise8("gpt_adamw", int64(n), 8, w, m, v, g, int64(n), s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
 		s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
@@ -270,7 +270,7 @@ func (o *Ops) AdamW(w, m, v, g gpu.Ptr, n int, s optim.AdamWStep) error {
 
 // SGD applies s to n elements of w and m from gradient g: optim's
 // SGDStep.Update, bit for bit.
-func (o *Ops) SGD(w, m, g gpu.Ptr, n int, s optim.SGDStep) error {
+func (o *gptOps) SGD(w, m, g gpu.Ptr, n int, s optim.SGDStep) error {
 	defer o.scope("sgd")()
 	return o.elementwise("gpt_sgd", int64(n), w, m, g, int64(n), s.LR, s.Momentum, s.WeightDecay)
 }

@@ -128,7 +128,7 @@ func TestEmbeddingMatchesCPU(t *testing.T) {
 	assertSameBF16(t, "Embedding.Forward", h.get16(x, B*T*C), want)
 
 	dx := h.randBF16(B*T*C, 0, 1)
-	order, start, err := EmbeddingOrder(tokens, V)
+	order, start, err := embeddingOrder(tokens, V)
 	h.check(err)
 	dwte, dwpe := h.alloc(2*V*C), h.alloc(2*rows*C)
 	h.check(h.ops.EmbeddingBackward(dwte, dwpe, h.bf16(dx), h.i32(order), h.i32(start), B, T, C, V, rows))
@@ -139,7 +139,7 @@ func TestEmbeddingMatchesCPU(t *testing.T) {
 }
 
 func TestEmbeddingOrderRejectsBadTokens(t *testing.T) {
-	if _, _, err := EmbeddingOrder([]int32{1, 300}, 256); err == nil {
+	if _, _, err := embeddingOrder([]int32{1, 300}, 256); err == nil {
 		t.Fatal("token 300 with a vocabulary of 256 accepted")
 	}
 }
@@ -250,7 +250,7 @@ func TestLinearMatchesCPU(t *testing.T) {
 	l := ops.Linear{N: N, In: In, Out: Out}
 	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
 	dxIn, dw, db := h.bf16(x), h.bf16(w), h.bf16(b)
-	dl := Linear{N: N, In: In, Out: Out}
+	dl := linearLayer{N: N, In: In, Out: Out}
 
 	y := h.alloc(2 * N * Out)
 	want := make([]uint16, N*Out)
@@ -290,7 +290,7 @@ func TestLinearForwardWide(t *testing.T) {
 	l := ops.Linear{N: N, In: In, Out: Out}
 	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
 	y := h.alloc(2 * N * Out)
-	h.check(h.ops.LinearForward(Linear{N: N, In: In, Out: Out}, y, h.bf16(x), h.bf16(w), h.bf16(b)))
+	h.check(h.ops.LinearForward(linearLayer{N: N, In: In, Out: Out}, y, h.bf16(x), h.bf16(w), h.bf16(b)))
 	want := make([]uint16, N*Out)
 	l.Forward(want, x, w, b)
 	assertNearBF16(t, "Linear.Forward, wide", h.get16(y, N*Out), want, linearTol)
@@ -325,7 +325,7 @@ func TestAttentionMatchesCPU(t *testing.T) {
 	} {
 		h := newTDev(t)
 		a := ops.Attention{B: c.B, T: c.T, C: c.C, H: c.H}
-		da := Attention{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk, Products: c.products}
+		da := attentionLayer{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk, Products: c.products}
 		N := c.B * c.T
 		qkv := h.randBF16(N*3*c.C, 0, 1)
 		dq := h.bf16(qkv)
@@ -365,7 +365,7 @@ func TestAttentionShape(t *testing.T) {
 		{8192, 16, 6, 512},  // 6 heads fit
 		{65536, 12, 1, 384}, // 6 blocks of 64 rows fit
 	} {
-		g, q := Attention{B: 1, T: c.T, C: 64 * c.H, H: c.H}.shape()
+		g, q := attentionLayer{B: 1, T: c.T, C: 64 * c.H, H: c.H}.shape()
 		if g != c.group || q != c.chunk {
 			t.Errorf("T %d, %d heads: %d heads of %d rows, want %d of %d", c.T, c.H, g, q, c.group, c.chunk)
 		}
@@ -382,7 +382,7 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 	const B, T, C, H = 2, 40, 64, 4
 	N := B * T
 	qkv, dy := h.bf16(h.randBF16(N*3*C, 0, 1)), h.bf16(h.randBF16(N*C, 0, 1))
-	a := Attention{B: B, T: T, C: C, H: H}
+	a := attentionLayer{B: B, T: T, C: C, H: H}
 	var first []uint16
 	for run := range 3 {
 		dqkv := h.alloc(2 * int64(N*3*C))
@@ -394,7 +394,7 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 		}
 		assertSameBF16(t, "Attention.Backward, run again", got, first)
 	}
-	l := Linear{N: N, In: C, Out: 3 * C}
+	l := linearLayer{N: N, In: C, Out: 3 * C}
 	dw1, dw2 := h.alloc(2*int64(3*C*C)), h.alloc(2*int64(3*C*C))
 	x := h.bf16(h.randBF16(N*C, 0, 1))
 	dyq := h.bf16(h.randBF16(N*3*C, 0, 1))

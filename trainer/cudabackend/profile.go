@@ -11,10 +11,10 @@ import (
 	"lcttop/gpu"
 )
 
-// EventTimer is what a Device offers for timing its queued work: events
+// eventTimer is what a Device offers for timing its queued work: events
 // recorded after the work queued so far and the device time between two of
 // them.
-type EventTimer interface {
+type eventTimer interface {
 	// NewEvent creates an event (reusable: each Record moves it).
 	NewEvent() (gpu.Event, error)
 	// Record queues e after the work queued so far.
@@ -25,10 +25,10 @@ type EventTimer interface {
 	DestroyEvent(e gpu.Event) error
 }
 
-// Scoper is implemented by a Device that attributes work to named ops
+// scoper is implemented by a Device that attributes work to named ops
 // (Profiled): Scope names the op whose launches follow until the returned
 // function is called. A scope opened inside another keeps the outer name.
-type Scoper interface {
+type scoper interface {
 	Scope(name string) (end func())
 }
 
@@ -37,9 +37,9 @@ type Scoper interface {
 // out at the start (warm-up; 1 when it is not a number).
 const ProfileEnv = "LCTTOP_PROFILE_OPS"
 
-// Profiled wraps a Device with an EventTimer and times every queued
+// Profiled wraps a Device with an eventTimer and times every queued
 // operation with a pair of events around it, attributed to the op scope
-// (Scoper) it was queued in and its kernel (or gemm, memset, copy). Steps
+// (scoper) it was queued in and its kernel (or gemm, memset, copy). Steps
 // are told apart by the GPT kernels' order: each launch of
 // gpt_embedding_forward begins a forward pass, and a pass that launches
 // gpt_embedding_backward_wte is a training step. At each pass's end it
@@ -51,7 +51,7 @@ const ProfileEnv = "LCTTOP_PROFILE_OPS"
 // between steps is not counted as the device waiting.
 type Profiled struct {
 	Device
-	timer EventTimer
+	timer eventTimer
 	W     io.Writer
 	Skip  int
 
@@ -86,16 +86,16 @@ type profOp struct {
 	host       time.Duration
 }
 
-// NewProfiled wraps d, which must implement EventTimer.
+// NewProfiled wraps d, which must implement eventTimer.
 func NewProfiled(d Device, w io.Writer, skip int) (*Profiled, error) {
-	t, ok := d.(EventTimer)
+	t, ok := d.(eventTimer)
 	if !ok {
 		return nil, fmt.Errorf("profile: device %s has no event timer", d.Name())
 	}
 	return &Profiled{Device: d, timer: t, W: w, Skip: skip, rows: map[profKey]*profRow{}}, nil
 }
 
-// Scope implements Scoper.
+// Scope implements scoper.
 func (p *Profiled) Scope(name string) func() {
 	if p.scope != "" {
 		return func() {}

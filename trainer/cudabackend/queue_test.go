@@ -7,7 +7,7 @@ import (
 )
 
 // queuedOnce reports whether g is in gc's queue exactly once.
-func queuedOnce(gc *GPUCodec, g *gpuTensor) bool {
+func queuedOnce(gc *gpuCodec, g *gpuTensor) bool {
 	n := 0
 	for _, q := range gc.queue {
 		if q.g == g {

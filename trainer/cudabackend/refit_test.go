@@ -32,7 +32,7 @@ func TestRefitBesideTheStepMatchesRefitAtEncode(t *testing.T) {
 		k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &a)
 		return k
 	}
-	c := &GPUCodec{}
+	c := &gpuCodec{}
 	want := newKey()
 	c.refit(want, &want.hist)
 	if want.cb == newKey().cb {

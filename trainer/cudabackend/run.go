@@ -10,13 +10,13 @@ import (
 	"lcttop/trainer/ops"
 )
 
-// Optimizer is the update rule, the trainer's settings (trainer.
+// optimizerSettings is the update rule, the trainer's settings (trainer.
 // NewOptimizerSettings gives a named one with its defaults): exactly one of
 // AdamW and SGD is set. Its per-step scalars come from trainer/optim,
 // computed on the host in float64 as the CPU backend computes them.
-type Optimizer = trainer.OptimizerSettings
+type optimizerSettings = trainer.OptimizerSettings
 
-func checkOptimizer(o Optimizer) error {
+func checkOptimizer(o optimizerSettings) error {
 	if (o.AdamW == nil) == (o.SGD == nil) {
 		return errors.New("optimizer: set exactly one of AdamW and SGD")
 	}
@@ -25,7 +25,7 @@ func checkOptimizer(o Optimizer) error {
 
 // states are the optimizer states a parameter needs: class and name suffix,
 // as the CPU trainer names them.
-func optimizerStates(o Optimizer) []stateSpec {
+func optimizerStates(o optimizerSettings) []stateSpec {
 	if o.AdamW != nil {
 		return []stateSpec{{trainer.ClassAdamM, ".m"}, {trainer.ClassAdamV, ".v"}}
 	}
@@ -42,7 +42,7 @@ type Config struct {
 	Model     trainer.ModelConfig
 	Batch     int
 	SeqLen    int
-	Optimizer Optimizer
+	Optimizer optimizerSettings
 	// Budget caps the run's device memory as its ledger counts it, in bytes
 	// (0: no cap); an allocation past it fails the step with an error that
 	// says so.
@@ -94,13 +94,13 @@ type layerParams struct {
 	qkv, proj, fc, fcproj *param
 }
 
-// Run is one training on the device: the GPT of trainer/forward.go and
+// modelRun is one training on the device: the GPT of trainer/forward.go and
 // backward.go, op for op and buffer for buffer, with its tensors in device
 // memory. The dense store keeps them as they are (the shadow run).
-type Run struct {
+type modelRun struct {
 	cfg  Config
 	mem  *Mem
-	ops  *Ops
+	ops  *gptOps
 	st   store
 	name string
 
@@ -130,11 +130,11 @@ type Run struct {
 }
 
 // newRun lays out the run's tensors; nothing is allocated until Load.
-func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
+func newRun(name string, cfg Config, mem *Mem, st store) (*modelRun, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	r := &Run{cfg: cfg, mem: mem, ops: NewOps(mem), st: st, name: name, byName: map[string]*param{}}
+	r := &modelRun{cfg: cfg, mem: mem, ops: newGPTOps(mem), st: st, name: name, byName: map[string]*param{}}
 	r.ops.beforeAlloc = st.relieve
 	r.aheadViews = map[trainer.TensorClass]int{}
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
@@ -175,17 +175,17 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*Run, error) {
 }
 
 // Name is "shadow" or "lct".
-func (r *Run) Name() string { return r.name }
+func (r *modelRun) Name() string { return r.name }
 
 // Memory is the run's ledger: live and peak bytes by category.
-func (r *Run) Memory() trainer.Memory { return r.mem.ledger.Memory() }
+func (r *modelRun) Memory() trainer.Memory { return r.mem.ledger.Memory() }
 
 // ResetPeak starts the peak figures again from what is live now.
-func (r *Run) ResetPeak() { r.mem.ledger.ResetPeak() }
+func (r *modelRun) ResetPeak() { r.mem.ledger.ResetPeak() }
 
 // Load sets every parameter and optimizer state from vals (by the CPU
 // trainer's names; missing states start at zero).
-func (r *Run) Load(vals map[string][]uint16) error {
+func (r *modelRun) Load(vals map[string][]uint16) error {
 	for _, p := range r.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
 			v, err := trainer.StoredValues(vals, s.name, s.n, s == p.w)
@@ -204,7 +204,7 @@ func (r *Run) Load(vals map[string][]uint16) error {
 }
 
 // Read returns the current values of a parameter or optimizer state.
-func (r *Run) Read(name string) ([]uint16, error) {
+func (r *modelRun) Read(name string) ([]uint16, error) {
 	for _, p := range r.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
 			if s.name == name {
@@ -216,7 +216,7 @@ func (r *Run) Read(name string) ([]uint16, error) {
 }
 
 // Names lists the parameters and optimizer states, in the CPU trainer's order.
-func (r *Run) Names() []string {
+func (r *modelRun) Names() []string {
 	var out []string
 	for _, p := range r.params {
 		out = append(out, p.w.name)
@@ -230,7 +230,7 @@ func (r *Run) Names() []string {
 // TrainStep runs forward and backward on one batch (tokens and targets,
 // B·T each) and applies the optimizer for step (counted from 1). It returns
 // the mean loss and the wall time of the step, the device's work included.
-func (r *Run) TrainStep(tokens, targets []int32, step int) (float32, time.Duration, error) {
+func (r *modelRun) TrainStep(tokens, targets []int32, step int) (float32, time.Duration, error) {
 	start := time.Now()
 	loss, err := r.forward(tokens, targets, true)
 	if err != nil {
@@ -255,7 +255,7 @@ func (r *Run) TrainStep(tokens, targets []int32, step int) (float32, time.Durati
 }
 
 // Evaluate is the mean loss of one batch, without training.
-func (r *Run) Evaluate(tokens, targets []int32) (float32, error) {
+func (r *modelRun) Evaluate(tokens, targets []int32) (float32, error) {
 	loss, err := r.forward(tokens, targets, false)
 	if err != nil {
 		return 0, fmt.Errorf("%s run, evaluation: %w", r.name, err)
@@ -265,7 +265,7 @@ func (r *Run) Evaluate(tokens, targets []int32) (float32, error) {
 
 // Close frees everything the run holds on the device. After a failed step
 // the run is in an unknown state: close it.
-func (r *Run) Close() {
+func (r *modelRun) Close() {
 	r.mem.FreeAll()
 	for _, p := range r.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
@@ -279,7 +279,7 @@ func (r *Run) Close() {
 }
 
 // activationSlots lists the activation slots in forward order.
-func (r *Run) activationSlots() []*slot {
+func (r *modelRun) activationSlots() []*slot {
 	var out []*slot
 	for _, b := range r.blocks {
 		out = append(out, b.in, b.ln1, b.qkv, b.attn, b.mid, b.ln2, b.fc)
@@ -288,14 +288,14 @@ func (r *Run) activationSlots() []*slot {
 }
 
 // keep records the first error of a sequence of device calls.
-func (r *Run) keep(err error) {
+func (r *modelRun) keep(err error) {
 	if err != nil && r.err == nil {
 		r.err = err
 	}
 }
 
 // alloc returns a buffer of category c, or 0 once the step has failed.
-func (r *Run) alloc(c trainer.Category, bytes int64) gpu.Ptr {
+func (r *modelRun) alloc(c trainer.Category, bytes int64) gpu.Ptr {
 	if r.err != nil {
 		return 0
 	}
@@ -308,14 +308,14 @@ func (r *Run) alloc(c trainer.Category, bytes int64) gpu.Ptr {
 	return p
 }
 
-func (r *Run) free(p gpu.Ptr) {
+func (r *modelRun) free(p gpu.Ptr) {
 	if p != 0 {
 		r.mem.Free(p)
 	}
 }
 
 // upload copies host int32s to a new buffer of category c.
-func (r *Run) uploadI32(c trainer.Category, v []int32) gpu.Ptr {
+func (r *modelRun) uploadI32(c trainer.Category, v []int32) gpu.Ptr {
 	p := r.alloc(c, 4*int64(len(v)))
 	if p != 0 {
 		r.keep(r.mem.Dev().Upload(p, gpu.I32Bytes(v)))
@@ -324,18 +324,18 @@ func (r *Run) uploadI32(c trainer.Category, v []int32) gpu.Ptr {
 }
 
 // readParam returns a device view of parameter name; pair with doneParam.
-func (r *Run) readParam(name string) gpu.Ptr {
+func (r *modelRun) readParam(name string) gpu.Ptr {
 	if r.err != nil {
 		return 0
 	}
 	return r.read(r.byName[name].w)
 }
 
-func (r *Run) doneParam(name string, p gpu.Ptr) { r.done(r.byName[name].w, p) }
+func (r *modelRun) doneParam(name string, p gpu.Ptr) { r.done(r.byName[name].w, p) }
 
 // update applies the optimizer to parameter name from gradient g and frees g;
 // its states' views decoded ahead go to the store.
-func (r *Run) update(step int, name string, g gpu.Ptr) {
+func (r *modelRun) update(step int, name string, g gpu.Ptr) {
 	if r.err == nil {
 		// Room for the update's views and new compressed tensors.
 		r.keep(r.st.relieve(4 * 2 * int64(r.byName[name].n)))
@@ -360,7 +360,7 @@ func (r *Run) update(step int, name string, g gpu.Ptr) {
 }
 
 // meanLoss downloads the per-row losses and averages them as the CPU does.
-func (r *Run) meanLoss(losses gpu.Ptr, n int) float32 {
+func (r *modelRun) meanLoss(losses gpu.Ptr, n int) float32 {
 	if r.err != nil {
 		return 0
 	}

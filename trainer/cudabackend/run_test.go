@@ -58,7 +58,7 @@ func TestDenseRunTracksCPUTrainer(t *testing.T) {
 	dev := testDevice(t)
 	const seed, steps = 7, 3
 	tr, cfg := cpuTrainer(t, seed)
-	b, err := New(dev, cfg, trainer.InitialValues(cfg.Model, seed), nil)
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(cfg.Model, seed), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ type codecFigures struct {
 	step                   int
 }
 
-// profiler is a codec whose kernels can be timed (GPUCodec).
+// profiler is a codec whose kernels can be timed (gpuCodec).
 type profiler interface {
 	SetProfile(on bool)
 }
@@ -140,7 +140,7 @@ func (s *Session) step() (trainer.Snapshot, error) {
 
 // snapshot is res's Snapshot; the tensor figures are taken anew when
 // figures is set, else the last ones are carried.
-func (s *Session) snapshot(res StepResult, figures bool) (trainer.Snapshot, error) {
+func (s *Session) snapshot(res stepResult, figures bool) (trainer.Snapshot, error) {
 	t := s.t
 	var snap trainer.Snapshot
 	if figures {
@@ -178,7 +178,7 @@ func (s *Session) snapshot(res StepResult, figures bool) (trainer.Snapshot, erro
 
 // codecFiguresOf turns a profiled step's codec operations into throughput:
 // BF16 bytes coded per second of the kernels' device time.
-func codecFiguresOf(res StepResult) codecFigures {
+func codecFiguresOf(res stepResult) codecFigures {
 	f := codecFigures{device: res.CodecDeviceTime, step: res.Step}
 	var encMs, encMV, decMs, decMV float64
 	for op, t := range res.CodecOps {

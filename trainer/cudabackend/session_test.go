@@ -185,6 +185,6 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 	}
 }
 
-func testAdamW() Optimizer {
-	return Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}
+func testAdamW() optimizerSettings {
+	return optimizerSettings{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}
 }

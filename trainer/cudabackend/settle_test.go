@@ -17,7 +17,7 @@ import (
 // two more tensors of its size.
 type settleSetup struct {
 	h       *tdev
-	gc      *GPUCodec
+	gc      *gpuCodec
 	st      *lctStore
 	a, b, c *slot
 	va      []uint16

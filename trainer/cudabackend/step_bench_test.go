@@ -22,7 +22,7 @@ func BenchmarkLCTStepGPT162M(b *testing.B) {
 		b.Fatal(err)
 	}
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: opt}
-	be, err := New(dev, cfg, trainer.InitialValues(m, 1), &LCTOptions{Codec: gc})
+	be, err := newLockstep(dev, cfg, trainer.InitialValues(m, 1), &LCTOptions{Codec: gc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func BenchmarkLCTStepGPT162M(b *testing.B) {
 		b.Fatal(err)
 	}
 	step := 0
-	run := func() StepResult {
+	run := func() stepResult {
 		step++
 		res, err := be.Step(text.TrainBatch(1, step, cfg.Batch, cfg.SeqLen), step)
 		if err != nil {

@@ -33,7 +33,7 @@ type store interface {
 	// true when the store took g (it frees it), else the caller frees it.
 	// ahead[i], when not 0, is p.state[i]'s view decoded ahead (readAhead):
 	// the store takes it.
-	update(p *param, g gpu.Ptr, step int, opt Optimizer, ahead []gpu.Ptr) (bool, error)
+	update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error)
 	// aheadStates reports whether update takes states decoded ahead.
 	aheadStates() bool
 	// ready orders the trainer's work queued from here after the decode
@@ -52,7 +52,7 @@ type store interface {
 // denseStore keeps every tensor as it is.
 type denseStore struct {
 	mem *Mem
-	ops *Ops
+	ops *gptOps
 }
 
 func (d *denseStore) set(s *slot, v []uint16) error {
@@ -133,7 +133,7 @@ func (d *denseStore) settle() error { return nil }
 
 func (d *denseStore) aheadStates() bool { return false }
 
-func (d *denseStore) update(p *param, g gpu.Ptr, step int, opt Optimizer, _ []gpu.Ptr) (bool, error) {
+func (d *denseStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, _ []gpu.Ptr) (bool, error) {
 	if opt.AdamW != nil {
 		return false, d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
 	}

@@ -26,7 +26,7 @@ type TrainOptions struct {
 
 // StepReport is what Train reports after each step.
 type StepReport struct {
-	StepResult
+	stepResult
 	ValLoss        float32 // latest validation loss (0 until measured)
 	Shadow, LCT    trainer.Memory
 	Mismatch       string // the first difference between the runs so far
@@ -87,7 +87,7 @@ func Train(ctx context.Context, dev Device, opts TrainOptions, report func(StepR
 // what its steps have measured so far.
 type training struct {
 	opts           TrainOptions
-	b              *Backend
+	b              *lockstep
 	val            []*trainer.Batch
 	step           int
 	sum            Summary
@@ -111,7 +111,7 @@ func newTraining(dev Device, opts TrainOptions) (*training, error) {
 		}
 		t.val = text.ValBatches(opts.ValBatches, opts.Batch, opts.SeqLen)
 	}
-	b, err := New(dev, opts.Config, trainer.InitialValues(opts.Model, opts.Seed), opts.LCT)
+	b, err := newLockstep(dev, opts.Config, trainer.InitialValues(opts.Model, opts.Seed), opts.LCT)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func newTraining(dev Device, opts TrainOptions) (*training, error) {
 
 // next takes the next step of both runs, validates and compares their
 // weights when it is time.
-func (t *training) next() (StepResult, error) {
+func (t *training) next() (stepResult, error) {
 	opts, b, sum := &t.opts, t.b, &t.sum
 	step := t.step + 1
 	res, err := b.Step(opts.Data.TrainBatch(opts.Seed, step, opts.Batch, opts.SeqLen), step)
@@ -171,9 +171,9 @@ func (t *training) next() (StepResult, error) {
 
 // report is the StepReport of res, the step just taken, its Snapshot with
 // the LCT run's tensor figures.
-func (t *training) report(res StepResult) (StepReport, error) {
+func (t *training) report(res stepResult) (StepReport, error) {
 	b, sum := t.b, &t.sum
-	rep := StepReport{StepResult: res, ValLoss: t.valLoss, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep := StepReport{stepResult: res, ValLoss: t.valLoss, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
 	if b.Shadow != nil {
 		rep.Shadow = b.Shadow.Memory()
 	}
@@ -197,7 +197,7 @@ func (t *training) summary() Summary {
 }
 
 // optimizerName is the name trainer.NewOptimizerSettings knows o by.
-func optimizerName(o Optimizer) string {
+func optimizerName(o optimizerSettings) string {
 	if o.AdamW != nil {
 		return "adamw"
 	}
@@ -207,7 +207,7 @@ func optimizerName(o Optimizer) string {
 // Validate is the mean loss of the shadow run over batches (the runs are
 // bit-identical when the LCT run exists: the step results say so), or of
 // the LCT run alone.
-func (b *Backend) Validate(batches []*trainer.Batch) (float32, error) {
+func (b *lockstep) Validate(batches []*trainer.Batch) (float32, error) {
 	if len(batches) == 0 {
 		return 0, errors.New("validation: no batches")
 	}
@@ -239,7 +239,7 @@ func median(d []time.Duration) time.Duration {
 // sequence one training step fits in.
 type SweepOptions struct {
 	Model     trainer.ModelConfig // its Context is raised to Max
-	Optimizer Optimizer
+	Optimizer optimizerSettings
 	Budget    int64 // bytes, as the ledger counts them
 	Min, Max  int   // sequence lengths searched, in steps of Quantum
 	Quantum   int
@@ -325,7 +325,7 @@ func sweepTrial(dev Device, m trainer.ModelConfig, opts SweepOptions, vals map[s
 			f.Forget()
 		}
 	}
-	pool := NewPool(dev)
+	pool := newDevicePool(dev)
 	r, err := newLoadedRun(pool, name, cfg, vals, opts.LCT)
 	if err == nil {
 		batch := trainer.NewBatch(1, T)

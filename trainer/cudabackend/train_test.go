@@ -23,8 +23,8 @@ func testData(t *testing.T, seqLen int) *trainer.Dataset {
 	return d
 }
 
-func testSGD() Optimizer {
-	return Optimizer{SGD: &optim.SGD{Schedule: optim.Schedule{LR: 0.3}, Momentum: 0.9}}
+func testSGD() optimizerSettings {
+	return optimizerSettings{SGD: &optim.SGD{Schedule: optim.Schedule{LR: 0.3}, Momentum: 0.9}}
 }
 
 func TestTrainReportsEveryStep(t *testing.T) {
@@ -46,7 +46,7 @@ func TestTrainReportsEveryStep(t *testing.T) {
 	}
 	for i, r := range seen {
 		if r.Step != i+1 || !(r.LossShadow > 0) || math.IsInf(float64(r.LossShadow), 0) || r.PeakShadow <= 0 || r.TimeShadow <= 0 {
-			t.Errorf("report %d: %+v", i, r.StepResult)
+			t.Errorf("report %d: %+v", i, r.stepResult)
 		}
 		if s := r.Snapshot; s.Step != r.Step || s.LossShadow != r.LossShadow || s.ValLoss != r.ValLoss || s.PeakBytesShadow != r.PeakShadow || s.Backend != "cuda" || s.Optimizer != "sgd" || s.Model != testModel.Name {
 			t.Errorf("report %d: snapshot step %d loss %v val %v peak %d backend %q optimizer %q model %q", i, s.Step, s.LossShadow, s.ValLoss, s.PeakBytesShadow, s.Backend, s.Optimizer, s.Model)
@@ -106,13 +106,13 @@ func TestSweepRejectsBadRange(t *testing.T) {
 func TestRunsRepeatBitForBit(t *testing.T) {
 	dev := testDevice(t)
 	m := testModel
-	cfg := Config{Model: m, Batch: 2, SeqLen: 16, Optimizer: Optimizer{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}}
+	cfg := Config{Model: m, Batch: 2, SeqLen: 16, Optimizer: optimizerSettings{AdamW: &optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}}}
 	text := testData(t, cfg.SeqLen)
 	vals := trainer.InitialValues(m, 11)
-	var runs [2]*Backend
+	var runs [2]*lockstep
 	var err error
 	for i := range runs {
-		if runs[i], err = New(dev, cfg, vals, nil); err != nil {
+		if runs[i], err = newLockstep(dev, cfg, vals, nil); err != nil {
 			t.Fatal(err)
 		}
 		defer runs[i].Close()
