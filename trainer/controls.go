@@ -125,17 +125,7 @@ func (t *Trainer) waitTurn(ctx context.Context) (turn, error) {
 
 // emit replaces whatever snapshot is waiting with s: the channel holds one.
 func (t *Trainer) emit(s Snapshot) {
-	for {
-		select {
-		case t.snaps <- s:
-			return
-		default:
-		}
-		select {
-		case <-t.snaps:
-		default:
-		}
-	}
+	SendNewest(t.snaps, s)
 }
 
 func (t *Trainer) signal() {

@@ -40,3 +40,20 @@ type TensorDetail struct {
 	Codebook codec.Codebook
 	Layout   codec.Layout
 }
+
+// SendNewest puts snap on ch, a channel of capacity one that holds the
+// newest snapshot only: one waiting there and not yet taken is replaced.
+// Only one goroutine may send on ch.
+func SendNewest(ch chan Snapshot, snap Snapshot) {
+	for {
+		select {
+		case ch <- snap:
+			return
+		default:
+		}
+		select {
+		case <-ch:
+		default:
+		}
+	}
+}

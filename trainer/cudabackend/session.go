@@ -235,17 +235,7 @@ func (s *Session) fail(err error) {
 
 // emit replaces whatever snapshot is waiting with snap.
 func (s *Session) emit(snap trainer.Snapshot) {
-	for {
-		select {
-		case s.snaps <- snap:
-			return
-		default:
-		}
-		select {
-		case <-s.snaps:
-		default:
-		}
-	}
+	trainer.SendNewest(s.snaps, snap)
 }
 
 // waitTurn blocks while there is nothing to do (paused, or the steps done)

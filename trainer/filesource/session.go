@@ -384,17 +384,7 @@ func (s *Session) send(snap trainer.Snapshot) {
 	if s.closed {
 		return
 	}
-	for {
-		select {
-		case s.snaps <- snap:
-			return
-		default:
-		}
-		select {
-		case <-s.snaps:
-		default:
-		}
-	}
+	trainer.SendNewest(s.snaps, snap)
 }
 
 // changedLocked schedules a snapshot: at once when none went out for
