@@ -78,11 +78,7 @@ func (s *summary) line() string {
 	if s.Interrupted {
 		end = ", interrupted"
 	}
-	saving := 0.0
-	if s.PeakBytesShadow > 0 {
-		saving = 100 * (1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow))
-	}
-	return fmt.Sprintf("summary: %d steps%s, loss %.4f → %.4f, %s; peak %s vs %s (%.1f%% less), ratio %.3f×, median step %.3fs vs %.3fs",
-		s.Steps, end, s.FirstLoss, s.LastLoss, verdict, mib(s.PeakBytesLCT), mib(s.PeakBytesShadow), saving,
+	return fmt.Sprintf("summary: %d steps%s, loss %.4f → %.4f, %s; peak %s vs %s (%s), ratio %.3f×, median step %.3fs vs %.3fs",
+		s.Steps, end, s.FirstLoss, s.LastLoss, verdict, mib(s.PeakBytesLCT), mib(s.PeakBytesShadow), peakChange(s.PeakBytesLCT, s.PeakBytesShadow),
 		s.Ratio, s.MedianStepLCT/1e3, s.MedianStepShad/1e3)
 }

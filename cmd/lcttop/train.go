@@ -260,17 +260,26 @@ func stepLine(s trainer.Snapshot, compared bool) string {
 	if s.StepTimeLCT > 0 {
 		share = 100 * s.CodecTime.Seconds() / s.StepTimeLCT.Seconds()
 	}
-	saving := 0.0
-	if s.PeakBytesShadow > 0 {
-		saving = 100 * (1 - float64(s.PeakBytesLCT)/float64(s.PeakBytesShadow))
-	}
 	fb := ""
 	if s.Fallbacks > 0 {
 		fb = fmt.Sprintf("  fallbacks %d", s.Fallbacks)
 	}
-	return fmt.Sprintf("step %5d  loss %.4f (shadow %.4f, %s)%s  peak %s vs %s (%.1f%% less)  step %.3fs vs %.3fs, codec %.0f%%%s",
-		s.Step, s.LossLCT, s.LossShadow, verdict, val, mib(s.PeakBytesLCT), mib(s.PeakBytesShadow), saving,
+	return fmt.Sprintf("step %5d  loss %.4f (shadow %.4f, %s)%s  peak %s vs %s (%s)  step %.3fs vs %.3fs, codec %.0f%%%s",
+		s.Step, s.LossLCT, s.LossShadow, verdict, val, mib(s.PeakBytesLCT), mib(s.PeakBytesShadow), peakChange(s.PeakBytesLCT, s.PeakBytesShadow),
 		s.StepTimeLCT.Seconds(), s.StepTimeShadow.Seconds(), share, fb)
+}
+
+// peakChange says how much lower (or higher) the LCT run's peak is than the
+// shadow's, as "25.7% less" or "1.2% more".
+func peakChange(lct, shadow int64) string {
+	if shadow <= 0 {
+		return "no shadow"
+	}
+	d := 100 * (1 - float64(lct)/float64(shadow))
+	if d < 0 {
+		return fmt.Sprintf("%.1f%% more", -d)
+	}
+	return fmt.Sprintf("%.1f%% less", d)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }

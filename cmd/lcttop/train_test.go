@@ -145,3 +145,21 @@ func TestTrainBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The step and summary lines say a peak above the shadow's as more, not as
+// a negative saving.
+func TestPeakChange(t *testing.T) {
+	for _, c := range []struct {
+		lct, shadow int64
+		want        string
+	}{
+		{743, 1000, "25.7% less"},
+		{1026, 1000, "2.6% more"},
+		{1000, 1000, "0.0% less"},
+		{5, 0, "no shadow"},
+	} {
+		if got := peakChange(c.lct, c.shadow); got != c.want {
+			t.Errorf("peakChange(%d, %d) = %q, want %q", c.lct, c.shadow, got, c.want)
+		}
+	}
+}

@@ -13,10 +13,11 @@ import (
 )
 
 // gpuCodec is a Codec that runs package gpu's kernels on the values where
-// they lie: the trainer's device memory, which both packages reach because
-// they retain the same primary CUDA context and launch on its legacy
-// default stream (in the CPU emulations both use host addresses). Its
-// tensors' sections come from the run's Mem, so the ledger counts them.
+// they lie: the trainer's device memory, reached through the one device
+// layer (gpu.Ptr), the codec's work queued on gpu's side stream beside the
+// trainer's and ordered against it by events (docs/cuda-trainer.md, "The
+// side stream"). Its tensors' sections come from the run's Mem, so the
+// ledger counts them.
 //
 // It keeps, per stored tensor (key), the codebook, layout and overflow room
 // of its last encode, so that an encode in steady state queues its kernels
@@ -308,9 +309,6 @@ type gpuKey struct {
 
 // fusedEvery: one update in so many of a parameter is not fused.
 const fusedEvery = 8
-
-// SetFused sets Fused (for callers that hold the codec as a Codec).
-func (c *gpuCodec) SetFused(on bool) { c.Fused = on }
 
 // FusedOn reports Fused (the store decodes no states ahead for a fused codec).
 func (c *gpuCodec) FusedOn() bool { return c.Fused }

@@ -17,10 +17,11 @@ func alignUp(bytes int64) int64 { return (bytes + align - 1) / align * align }
 
 // devicePool caches device memory between uses: a block freed by one step is
 // handed out again for the same size class at the next, so training steps
-// do not call cuMemAlloc and cuMemFree (which waits for the GPU). Sizes up
-// to 1 MiB are classes of their own (256-byte granularity); larger ones
-// round up to 64 KiB, so that a compressed tensor whose size moves by a few
-// bytes from one step to the next reuses its block. Classes not used during
+// do not call cuMemAlloc and cuMemFree (which waits for the GPU). Sizes
+// round up to 256 bytes up to 4 KiB, to a sixteenth of the power of two
+// below them up to 1 MiB, and to 64 KiB above (sizeClass), so that a
+// compressed tensor whose size moves by a few bytes from one step to the
+// next reuses its block. Classes not used during
 // a step are given back to the device after it (TrimUnused), so sizes that
 // drift do not pile up. Both runs of a training draw on one devicePool.
 type devicePool struct {
