@@ -63,8 +63,12 @@ func adversarialTensors() map[string][]uint16 {
 	for i := range spill {
 		spill[i] = uint16(1+r.IntN(100)) << 7
 	}
+	// Every block's own sample too, so that AUTO's C per block is as small.
 	for k := range SampleSize {
 		spill[sampleIndex(k, n2)] = 0x3F80
+		for lo := 0; lo < n2; lo += 65536 {
+			spill[lo+sampleIndex(k, min(65536, n2-lo))] = 0x3F80
+		}
 	}
 	m["every stream spills"] = spill
 	ext := make([]uint16, n)

@@ -9,6 +9,10 @@ import (
 // after it is the layout's FormatVersion.
 const tensorMagic = "LCTt"
 
+// flagPerBlock, bit 0 of the header's flags, says that a table of one C per
+// block follows the header (format.md §5).
+const flagPerBlock = 1
+
 // AppendBinary appends the serialisation of t (format.md §5) to b.
 func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.checkStructure(); err != nil {
@@ -25,10 +29,16 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	binary.LittleEndian.PutUint16(h[20:], uint16(t.Layout.StreamBytes))
 	binary.LittleEndian.PutUint16(h[22:], uint16(t.Codebook.Shift))
 	binary.LittleEndian.PutUint32(h[24:], uint32(len(t.Overflow)))
+	if t.Layout.PerBlock {
+		binary.LittleEndian.PutUint32(h[28:], flagPerBlock)
+	}
 	for k := range 128 {
 		h[32+k] = t.Codebook.Lengths[2*k] | t.Codebook.Lengths[2*k+1]<<4
 	}
 	b = append(b, h[:]...)
+	for _, c := range t.BlockBytes {
+		b = binary.LittleEndian.AppendUint16(b, c)
+	}
 	b = append(b, t.SF...)
 	b = append(b, t.Streams...)
 	b = append(b, t.Bitmaps...)
@@ -81,8 +91,12 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
 	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
-	if r := binary.LittleEndian.Uint32(b[28:]); r != 0 {
-		return nil, fmt.Errorf("codec: parse: reserved field is %#x, want 0", r)
+	switch flags := binary.LittleEndian.Uint32(b[28:]); flags {
+	case 0:
+	case flagPerBlock:
+		t.Layout.PerBlock = true
+	default:
+		return nil, fmt.Errorf("codec: parse: flags %#x, want 0 or %#x (capacities per block)", flags, flagPerBlock)
 	}
 	for k := range 128 {
 		t.Codebook.Lengths[2*k] = b[32+k] & 0x0F
@@ -95,14 +109,28 @@ func ParseTensor(b []byte) (*Tensor, error) {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	nb := t.Layout.Blocks(t.N)
-	area := t.Layout.StreamAreaBytes(t.N)
-	want := headerBytes + t.N + area + nb*(bitmapBytes+offsetBytes) + overflowLen
-	if len(b) != want {
-		return nil, fmt.Errorf("codec: parse: %d bytes, the header implies %d", len(b), want)
+	body := b[headerBytes:]
+	if t.Layout.PerBlock {
+		if len(body) < capacityBytes*nb {
+			return nil, fmt.Errorf("codec: parse: %d bytes after the header, fewer than the %d of %d capacities per block", len(body), capacityBytes*nb, nb)
+		}
+		t.BlockBytes = make([]uint16, nb)
+		for i := range t.BlockBytes {
+			t.BlockBytes[i] = binary.LittleEndian.Uint16(body[capacityBytes*i:])
+		}
+		body = body[capacityBytes*nb:]
+		if err := t.checkBlockBytes(); err != nil {
+			return nil, fmt.Errorf("codec: parse: %w", err)
+		}
+	}
+	area := t.StreamAreaBytes()
+	want := t.N + area + nb*(bitmapBytes+offsetBytes) + overflowLen
+	if len(body) != want {
+		return nil, fmt.Errorf("codec: parse: %d bytes, the header implies %d", len(b), len(b)-len(body)+want)
 	}
 	// One copy holds every byte section; capacities are capped so that
 	// reusing one section (an Encoder writing into t) cannot clobber the next.
-	body := append([]byte(nil), b[headerBytes:]...)
+	body = append([]byte(nil), body...)
 	cut := func(size int) []byte {
 		s := body[:size:size]
 		body = body[size:]
