@@ -48,9 +48,9 @@ func maxCapacity(caps []uint16) int {
 }
 
 // blockCapacity is block b's full-block C: its own with capacities per
-// block, else the layout's.
+// block, else (or where a tensor not yet checked lacks it) the layout's.
 func (t *Tensor) blockCapacity(b int) int {
-	if t.Layout.PerBlock {
+	if t.Layout.PerBlock && b < len(t.BlockBytes) {
 		return int(t.BlockBytes[b])
 	}
 	return t.Layout.StreamBytes
@@ -92,6 +92,15 @@ func (t *Tensor) areaStarts(dst []int) []int {
 		dst[b+1] = dst[b] + Streams*t.BlockStreamBytes(b)
 	}
 	return dst
+}
+
+// CheckBlockBytes checks t.BlockBytes against t.N and t.Layout, as decoding
+// does (for a device that lays out a tensor's blocks itself).
+func (t *Tensor) CheckBlockBytes() error {
+	if err := t.checkBlockBytes(); err != nil {
+		return fmt.Errorf("codec: %w", err)
+	}
+	return nil
 }
 
 // checkBlockBytes checks the capacities per block against the layout: one

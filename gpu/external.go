@@ -194,7 +194,7 @@ func (t *Tensor) Stats(h codec.Histogram) (codec.Stats, error) {
 	}
 	st.Histogram = h
 	// Finish reads the shape, the codebook and the overflow length.
-	ct := codec.Tensor{N: t.n, Layout: t.layout, Codebook: t.cb, Overflow: make([]byte, t.ovLen)}
+	ct := codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps, Codebook: t.cb, Overflow: make([]byte, t.ovLen)}
 	st.Finish(&ct, codeBits)
 	return st, nil
 }
