@@ -2,40 +2,96 @@ package codec
 
 import "fmt"
 
-// BlockCapacities is AUTO's C for each block of src (format.md §4): the rule
-// that ChooseLayout applies to the tensor's sample, applied to each block's
-// own sample (§2's sample of the block's elements) under the tensor's codebook.
+// BlockCapacities is AUTO's C for each block of src under cb (format.md
+// §4): the C that stores the block in the fewest bytes, its stream area and
+// its overflow region, each stream's codes counted exactly (ties: the
+// smaller C).
 func BlockCapacities(cb *Codebook, l Layout, src []uint16) []uint16 {
-	return blockCapacities(nil, cb, l, src)
+	var s capacityScratch
+	return s.capacities(nil, cb, l, src)
 }
 
-// blockCapacities is BlockCapacities into dst's array where it is large enough.
-func blockCapacities(dst []uint16, cb *Codebook, l Layout, src []uint16) []uint16 {
+// capacityScratch is the per-stream bookkeeping of the capacity search.
+type capacityScratch struct {
+	prefix []uint16 // per stream, 257 entries: bits of its first k codes
+	coded  [Streams]int
+	count  [Streams]int
+}
+
+// capacities is BlockCapacities into dst's array where it is large enough.
+func (s *capacityScratch) capacities(dst []uint16, cb *Codebook, l Layout, src []uint16) []uint16 {
 	caps := resize(dst, l.Blocks(len(src)))
+	var cost [256]uint16
+	for e := range cost {
+		cost[e] = uint16(cb.Cost(byte(e)))
+	}
 	for b := range caps {
-		lo := b * l.BlockSize
-		h := SampleHistogram(src[lo:min(lo+l.BlockSize, len(src))])
-		caps[b] = uint16(autoStreamBytes(cb, &h))
+		caps[b] = uint16(s.leastBytes(&cost, l, src, b))
 	}
 	return caps
 }
 
-// ChooseBlockLayout returns l with capacities per block when l is AUTO in
-// format version 2 and BlockCapacities differ between src's blocks (the
-// largest then becomes StreamBytes); otherwise l, whose one C serves every
-// block at no cost per block.
+// leastBytes is the C that stores block b of src in the fewest bytes.
+func (s *capacityScratch) leastBytes(cost *[256]uint16, l Layout, src []uint16, b int) int {
+	n := len(src)
+	nb := l.blockLen(n, b)
+	block := src[b*l.BlockSize:][:nb]
+	const row = Streams + 1 // at most 256 positions a stream
+	s.prefix = resize(s.prefix, Streams*row)
+	longest := 0 // the bits of the longest stream: no C above ⌈longest/8⌉ helps
+	for j := range Streams {
+		s.count[j] = l.StreamCount(nb, j)
+		s.coded[j] = 0
+		pre := s.prefix[j*row : j*row+s.count[j]+1]
+		pre[0] = 0
+		for p := range s.count[j] {
+			pre[p+1] = pre[p] + cost[byte(block[l.Element(j, p)]>>7)]
+		}
+		longest = max(longest, int(pre[s.count[j]]))
+	}
+	best, bestBytes := 0, 0
+	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+		cbytes := l.scaledStreamBytes(n, b, c)
+		capBits := uint16(8 * cbytes)
+		bytes := Streams * cbytes
+		for j := range Streams {
+			pre := s.prefix[j*row : j*row+s.count[j]+1]
+			k := s.coded[j]
+			for k < s.count[j] && pre[k+1] <= capBits {
+				k++
+			}
+			s.coded[j] = k
+			if spill := s.count[j] - k; spill > 0 {
+				bytes += 1 + spill
+			}
+		}
+		if best == 0 || bytes < bestBytes {
+			best, bestBytes = c, bytes
+		}
+		if 8*cbytes >= longest {
+			break // nothing spills: a larger C only adds bytes
+		}
+	}
+	return best
+}
+
+// ChooseBlockLayout is AUTO's layout in format version 2 for src under cb
+// (format.md §4): BlockCapacities, as one C where every block gets the same
+// (no table), else with PerBlock and the largest as StreamBytes. Other
+// layouts, and an empty tensor's, come back as they are.
 func ChooseBlockLayout(l Layout, cb *Codebook, src []uint16) Layout {
-	if l.Preset != Auto || l.Version1 || l.Blocks(len(src)) < 2 {
+	if l.Preset != Auto || l.Version1 || len(src) == 0 {
 		return l
 	}
 	caps := BlockCapacities(cb, l, src)
-	largest := maxCapacity(caps)
+	l.StreamBytes = maxCapacity(caps)
 	for _, c := range caps {
-		if int(c) != largest {
-			l.PerBlock, l.StreamBytes = true, largest
+		if int(c) != l.StreamBytes {
+			l.PerBlock = true
 			return l
 		}
 	}
+	l.PerBlock = false
 	return l
 }
 

@@ -37,12 +37,13 @@ type Encoder struct {
 	// A tensor of one block is always encoded on the calling goroutine.
 	Workers int
 
-	ps        parallelState
-	workers   []encodeScratch
-	coded     []uint16 // per block and stream: exponents written to the stream
-	blockBits []uint64 // per block: code bits written to its streams
-	starts    []int    // per block: where its stream area starts, then the area's end
-	caps      []uint16 // per block: its C, for a layout with capacities per block
+	ps         parallelState
+	workers    []encodeScratch
+	coded      []uint16 // per block and stream: exponents written to the stream
+	blockBits  []uint64 // per block: code bits written to its streams
+	starts     []int    // per block: where its stream area starts, then the area's end
+	caps       []uint16 // per block: its C, for a layout with capacities per block
+	capScratch capacityScratch
 
 	// The run in progress.
 	src   []uint16
@@ -67,7 +68,7 @@ const noSpill = 0xFFFF
 func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) error {
 	var caps []uint16
 	if layout.PerBlock && len(src) <= MaxElements {
-		e.caps = blockCapacities(e.caps, &cb, layout, src)
+		e.caps = e.capScratch.capacities(e.caps, &cb, layout, src)
 		caps = e.caps
 		if len(caps) > 0 {
 			layout.StreamBytes = maxCapacity(caps)

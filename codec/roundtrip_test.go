@@ -84,9 +84,18 @@ func TestAdversarialRoundTrip(t *testing.T) {
 	for name, src := range adversarialTensors() {
 		forEachOption(func(opt Options) {
 			enc := checkRoundTrip(t, name, src, opt)
-			if name == "every stream spills" && enc.Stats.SpillingStreams != enc.Stats.TotalStreams {
-				t.Errorf("%s %v/%v: %d of %d streams spill, want all", name, opt.Preset, opt.Dist,
-					enc.Stats.SpillingStreams, enc.Stats.TotalStreams)
+			if name != "every stream spills" {
+				return
+			}
+			// AUTO's capacity per block may let a short stream of the
+			// partial last block fit; every stream of a full block spills.
+			want := enc.Stats.TotalStreams
+			if opt.Preset == Auto {
+				want = Streams * (len(src) / 65536)
+			}
+			if enc.Stats.SpillingStreams < want {
+				t.Errorf("%s %v/%v: %d of %d streams spill, want at least %d", name, opt.Preset, opt.Dist,
+					enc.Stats.SpillingStreams, enc.Stats.TotalStreams, want)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"math"
+	"slices"
 
 	"lcttop/codec"
 	"lcttop/trainer"
@@ -27,6 +28,8 @@ type tally struct {
 	escaped, spilled              int
 	spillingStreams, totalStreams int
 	hist                          codec.Histogram
+	// caps are the blocks' capacities of pieces coded with one per block.
+	caps []uint16
 }
 
 // add counts one piece's encoding.
@@ -35,6 +38,7 @@ func (a *tally) add(t *codec.Tensor, header int) {
 	a.n += t.N
 	a.pieces++
 	a.storedNoHeader += t.StoredBytes() - header
+	a.caps = append(a.caps, t.BlockBytes...)
 	// UsedBits is (code bits + 8·spilled)/N: the integer comes back exactly.
 	a.codeBits += uint64(math.Round(s.UsedBits*float64(t.N))) - 8*uint64(s.Spilled)
 	a.escaped += s.Escaped
@@ -50,6 +54,9 @@ func (a *tally) add(t *codec.Tensor, header int) {
 func (a *tally) stats(t *tensor, ch choice, header int) trainer.TensorStats {
 	ts := baseStats(t, ch)
 	stored := a.storedNoHeader + header
+	if len(a.caps) > 0 && slices.Min(a.caps) == slices.Max(a.caps) {
+		stored -= 2 * len(a.caps) // one C for the tensor: no table (format.md §5)
+	}
 	n := float64(a.n)
 	ts.StoredBytes = stored
 	ts.Ratio = 2 * n / float64(stored)
