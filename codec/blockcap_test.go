@@ -177,7 +177,7 @@ func TestParseCapacityCorruption(t *testing.T) {
 		}
 	}
 	// The flag without a table that fits.
-	short := bytes.Clone(bin[:headerBytes+1])
+	short := bytes.Clone(bin[:enc.HeaderBytes()+1])
 	if _, err := ParseTensor(short); err == nil || !bytes.Contains([]byte(err.Error()), []byte("capacities per block")) {
 		t.Errorf("truncated table: %v", err)
 	}
@@ -187,8 +187,8 @@ func TestParseCapacityCorruption(t *testing.T) {
 		t.Error("table without the flag parsed")
 	}
 	badFlag := bytes.Clone(bin)
-	binary.LittleEndian.PutUint32(badFlag[28:], 3)
-	if _, err := ParseTensor(badFlag); err == nil || !bytes.Contains([]byte(err.Error()), []byte("flags 0x3")) {
-		t.Errorf("flags 3: %v", err)
+	binary.LittleEndian.PutUint32(badFlag[28:], 7)
+	if _, err := ParseTensor(badFlag); err == nil || !bytes.Contains([]byte(err.Error()), []byte("flags 0x7")) {
+		t.Errorf("flags 7: %v", err)
 	}
 }

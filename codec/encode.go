@@ -95,6 +95,7 @@ func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout La
 	dst.N = n
 	dst.Layout = layout
 	dst.Codebook = cb
+	dst.CompactCodebook = CompactCodebook(&cb, layout)
 	if len(blockBytes) > 0 {
 		dst.BlockBytes = resize(dst.BlockBytes, len(blockBytes))
 		copy(dst.BlockBytes, blockBytes)

@@ -19,7 +19,7 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 // caps[b] where l.PerBlock.
 func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *Tensor {
 	n := len(src)
-	t := &Tensor{N: n, Layout: l, Codebook: cb, BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
+	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && !l.Version1 && compactOK(&cb), BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
 	for _, v := range src {
 		sf, _ := Split(v)
 		t.SF = append(t.SF, sf)
@@ -89,4 +89,19 @@ func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *
 		t.Overflow = append(t.Overflow, spilled...)
 	}
 	return t
+}
+
+// compactOK: the codebook codes a range of exponents whose lengths, two a
+// byte after the range's two bounds, take fewer than 128 bytes.
+func compactOK(cb *Codebook) bool {
+	lo, hi := -1, -1
+	for e, l := range cb.Lengths {
+		if l != 0 {
+			if lo < 0 {
+				lo = e
+			}
+			hi = e
+		}
+	}
+	return lo >= 0 && 2+(hi-lo+2)/2 < 128
 }

@@ -1,7 +1,8 @@
 package codec
 
-// headerBytes is the size of the fixed header and codebook (format.md §5).
-const headerBytes = 160
+// headerBytes is the size of the fixed header and a codebook of 128 bytes
+// (format.md §5).
+const headerBytes = fixedHeaderBytes + fullCodebookBytes
 
 // Per-block side data: the spill bitmap and the overflow offset.
 const (
@@ -17,6 +18,9 @@ type Tensor struct {
 	N        int
 	Layout   Layout
 	Codebook Codebook
+	// CompactCodebook: the header stores the codebook as its coded range
+	// (CompactCodebook says when the encoder does so).
+	CompactCodebook bool
 	SF       []byte // N sign-fraction bytes, element order
 	// BlockBytes is each block's full-block C when Layout.PerBlock, else nil.
 	BlockBytes []uint16
@@ -30,7 +34,7 @@ type Tensor struct {
 // StoredBytes is the length of the tensor's serialisation, everything counted.
 func (t *Tensor) StoredBytes() int {
 	nb := t.Layout.Blocks(t.N)
-	return headerBytes + capacityBytes*len(t.BlockBytes) + t.N + t.StreamAreaBytes() + nb*(bitmapBytes+offsetBytes) + len(t.Overflow)
+	return t.HeaderBytes() + capacityBytes*len(t.BlockBytes) + t.N + t.StreamAreaBytes() + nb*(bitmapBytes+offsetBytes) + len(t.Overflow)
 }
 
 // spills reports whether stream j of block b spills, per the bitmap.

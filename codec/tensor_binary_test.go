@@ -39,7 +39,7 @@ func sections(tt *Tensor) map[string][2]int {
 	next := func(n int) [2]int { r := [2]int{at, at + n}; at += n; return r }
 	m := map[string][2]int{}
 	m["fixed header"] = next(32)
-	m["lengths"] = next(128)
+	m["lengths"] = next(tt.HeaderBytes() - 32)
 	m["capacities"] = next(capacityBytes * len(tt.BlockBytes))
 	m["sf"] = next(tt.N)
 	m["streams"] = next(len(tt.Streams))
@@ -103,8 +103,8 @@ func TestParseTensorTruncated(t *testing.T) {
 // every codebook nibble: each must be reported.
 func TestParseTensorHeaderCorruption(t *testing.T) {
 	for _, d := range Distributions {
-		_, bin, _ := corruptionSubject(t, d)
-		for i := range headerBytes {
+		enc, bin, _ := corruptionSubject(t, d)
+		for i := range enc.HeaderBytes() {
 			for bit := range 8 {
 				b := bytes.Clone(bin)
 				b[i] ^= 1 << bit

@@ -91,6 +91,9 @@ func sameTensor(want, got *codec.Tensor) error {
 	if want.N != got.N || want.Layout != got.Layout || want.Codebook != got.Codebook {
 		return fmt.Errorf("header: want N=%d %+v, got N=%d %+v", want.N, want.Layout, got.N, got.Layout)
 	}
+	if want.CompactCodebook != got.CompactCodebook {
+		return fmt.Errorf("compact codebook: want %v, got %v", want.CompactCodebook, got.CompactCodebook)
+	}
 	if !slices.Equal(want.BlockBytes, got.BlockBytes) {
 		return fmt.Errorf("capacities per block: want %v, got %v", want.BlockBytes, got.BlockBytes)
 	}

@@ -113,12 +113,13 @@ func (t *Tensor) OverflowLen() int { return int(t.ovLen) }
 // SyncStatus or Download.
 func (t *Tensor) StoredBytes() int {
 	nb := t.layout.Blocks(t.n)
-	return 160 + 2*len(t.caps) + t.n + t.streamAreaBytes() + 36*nb + int(t.ovLen)
+	return t.hostShape().HeaderBytes() + 2*len(t.caps) + t.n + t.streamAreaBytes() + 36*nb + int(t.ovLen)
 }
 
-// hostShape is a host tensor with t's shape, for the codec's geometry.
+// hostShape is a host tensor with t's shape and codebook, for the codec's
+// geometry and header size.
 func (t *Tensor) hostShape() *codec.Tensor {
-	return &codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps}
+	return &codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps, Codebook: t.cb, CompactCodebook: codec.CompactCodebook(&t.cb, t.layout)}
 }
 
 func (t *Tensor) streamAreaBytes() int {
@@ -390,6 +391,7 @@ func (t *Tensor) Download(dst *codec.Tensor) error {
 func (t *Tensor) download(dst *codec.Tensor) error {
 	nb := t.layout.Blocks(t.n)
 	dst.N, dst.Layout, dst.Codebook = t.n, t.layout, t.cb
+	dst.CompactCodebook = codec.CompactCodebook(&t.cb, t.layout)
 	dst.BlockBytes = nil
 	if t.layout.PerBlock {
 		dst.BlockBytes = append(dst.BlockBytes[:0], t.caps...)

@@ -16,9 +16,10 @@ import (
 const version2OneCDir = "testdata/v2"
 
 // TestVersion2OneCapacityFiles: version 2 files whose AUTO tensors carry one
-// C still unpack byte for byte, parse without capacities per block, and
-// encode to exactly their bytes under the layout they carry; packed today,
-// AUTO gives the two-block tensor a capacity per block and is smaller.
+// C and 128-byte codebooks still unpack byte for byte, parse without
+// capacities per block, and encode to exactly their bytes under the layout
+// they carry; packed today, AUTO gives the two-block tensor a capacity per
+// block and is smaller.
 func TestVersion2OneCapacityFiles(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
 	if err != nil {
@@ -56,8 +57,8 @@ func TestVersion2OneCapacityFiles(t *testing.T) {
 				continue
 			}
 			tt := s.Tensor
-			if tt.Layout.Version1 || tt.Layout.PerBlock {
-				t.Fatalf("%s: %s parsed as version %d, per block %v", name, s.Name, tt.Layout.FormatVersion(), tt.Layout.PerBlock)
+			if tt.Layout.Version1 || tt.Layout.PerBlock || tt.CompactCodebook {
+				t.Fatalf("%s: %s parsed as version %d, per block %v, compact codebook %v", name, s.Name, tt.Layout.FormatVersion(), tt.Layout.PerBlock, tt.CompactCodebook)
 			}
 			preset, dist = tt.Layout.Preset, tt.Codebook.Dist
 			vals := safetensors.BF16Values(got[8+len(a.Header)+int(s.Offset):][:s.OriginalLen])
@@ -65,6 +66,7 @@ func TestVersion2OneCapacityFiles(t *testing.T) {
 			if err := (&codec.Encoder{}).Encode(&re, vals, tt.Codebook, tt.Layout); err != nil {
 				t.Fatal(err)
 			}
+			re.CompactCodebook = false // stored with 128 bytes, as before the compact form
 			b, err := re.MarshalBinary()
 			if err != nil || !bytes.Equal(b, s.Payload) {
 				t.Fatalf("%s: %s: re-encode under its layout differs from the file's bytes (%v)", name, s.Name, err)

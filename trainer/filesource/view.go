@@ -327,7 +327,7 @@ func (s *Session) finishPiece(tk task, out *codec.Tensor, bytes int64) bool {
 	if s.view != v || j.gen != tk.gen {
 		return false
 	}
-	j.tally.add(out, j.header)
+	j.tally.add(out)
 	j.finished++
 	j.bytesDone += bytes
 	if j.finished == j.pieces {
