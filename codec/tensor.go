@@ -21,7 +21,7 @@ type Tensor struct {
 	// CompactCodebook: the header stores the codebook as its coded range
 	// (CompactCodebook says when the encoder does so).
 	CompactCodebook bool
-	SF       []byte // N sign-fraction bytes, element order
+	SF              []byte // N sign-fraction bytes, element order
 	// BlockBytes is each block's full-block C when Layout.PerBlock, else nil.
 	BlockBytes []uint16
 	Streams    []byte   // StreamAreaBytes(): every block's interleaved stream area
