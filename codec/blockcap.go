@@ -11,12 +11,17 @@ func BlockCapacities(cb *Codebook, l Layout, src []uint16) []uint16 {
 	return s.capacities(nil, cb, l, src)
 }
 
-// capacityScratch is the per-stream bookkeeping of the capacity search.
+// capacityScratch is the capacity search's bookkeeping: each stream's bits
+// so far, and how many code ends and stream ends fall at each bit count.
 type capacityScratch struct {
-	prefix []uint16 // per stream, 257 entries: bits of its first k codes
-	coded  [Streams]int
-	count  [Streams]int
+	acc    [Streams]uint16
+	ends   [maxStreamBits + 1]uint32 // codes whose stream holds this many bits once they are in
+	totals [maxStreamBits + 1]uint32 // streams of this many bits in all
 }
+
+// maxStreamBits is the most bits a stream's codes take: 256 of 16 bits, which
+// is also the most a stream holds (512 bytes).
+const maxStreamBits = Streams * 2 * MaxCodeLen
 
 // capacities is BlockCapacities into dst's array where it is large enough.
 func (s *capacityScratch) capacities(dst []uint16, cb *Codebook, l Layout, src []uint16) []uint16 {
@@ -31,44 +36,49 @@ func (s *capacityScratch) capacities(dst []uint16, cb *Codebook, l Layout, src [
 	return caps
 }
 
-// leastBytes is the C that stores block b of src in the fewest bytes.
+// leastBytes is the C that stores block b of src in the fewest bytes. A
+// stream of capacity 8·C_b bits codes its first k exponents where the first
+// k codes take at most that many bits (codes go in while they fit, and each
+// takes at least one bit), so with ends[x] the codes that end a stream's
+// first x bits, the block codes Σ_{x ≤ 8·C_b} ends[x] exponents and spills
+// the rest; the streams whose codes take more than 8·C_b bits in all spill,
+// a marker byte each.
 func (s *capacityScratch) leastBytes(cost *[256]uint16, l Layout, src []uint16, b int) int {
 	n := len(src)
 	nb := l.blockLen(n, b)
 	block := src[b*l.BlockSize:][:nb]
-	const row = Streams + 1 // at most 256 positions a stream
-	s.prefix = resize(s.prefix, Streams*row)
-	longest := 0 // the bits of the longest stream: no C above ⌈longest/8⌉ helps
-	for j := range Streams {
-		s.count[j] = l.StreamCount(nb, j)
-		s.coded[j] = 0
-		pre := s.prefix[j*row : j*row+s.count[j]+1]
-		pre[0] = 0
-		for p := range s.count[j] {
-			pre[p+1] = pre[p] + cost[byte(block[l.Element(j, p)]>>7)]
+	clear(s.acc[:])
+	clear(s.ends[:])
+	clear(s.totals[:])
+	skew := 1 // version 2 turns row p's element j to stream (j + p) mod 256
+	if l.Version1 {
+		skew = 0
+	}
+	for base := 0; base < nb; base += Streams {
+		turn := (base / Streams) * skew
+		for c, v := range block[base:min(base+Streams, nb)] {
+			j := (c + turn) & (Streams - 1)
+			a := s.acc[j] + cost[byte(v>>7)]
+			s.acc[j] = a
+			s.ends[a]++
 		}
-		longest = max(longest, int(pre[s.count[j]]))
+	}
+	for _, a := range s.acc {
+		s.totals[a]++
 	}
 	best, bestBytes := 0, 0
+	coded, fitting, x := 0, 0, 0 // codes and streams within x bits
 	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
 		cbytes := l.scaledStreamBytes(n, b, c)
-		capBits := uint16(8 * cbytes)
-		bytes := Streams * cbytes
-		for j := range Streams {
-			pre := s.prefix[j*row : j*row+s.count[j]+1]
-			k := s.coded[j]
-			for k < s.count[j] && pre[k+1] <= capBits {
-				k++
-			}
-			s.coded[j] = k
-			if spill := s.count[j] - k; spill > 0 {
-				bytes += 1 + spill
-			}
+		for ; x <= 8*cbytes; x++ {
+			coded += int(s.ends[x])
+			fitting += int(s.totals[x])
 		}
+		bytes := Streams*cbytes + (nb - coded) + (Streams - fitting)
 		if best == 0 || bytes < bestBytes {
 			best, bestBytes = c, bytes
 		}
-		if 8*cbytes >= longest {
+		if fitting == Streams {
 			break // nothing spills: a larger C only adds bytes
 		}
 	}

@@ -192,3 +192,38 @@ func TestParseCapacityCorruption(t *testing.T) {
 		t.Errorf("flags 7: %v", err)
 	}
 }
+
+// TestBlockCapacitiesAreLeastBytes: each block's capacity is the C in
+// 2..512 under which the block, encoded alone, stores the fewest bytes
+// (ties: the smaller), found here by encoding it under every C.
+func TestBlockCapacitiesAreLeastBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(71, 72))
+	src := gaussianBF16(65536, 73, 1)
+	src = append(src, randomBF16(65536, 74)...)           // escapes everywhere: spilling is cheapest
+	src = append(src, gaussianBF16(65536, 75, 1e-12)...)  // another scale under the same codebook
+	src = append(src, testbf16.Gaussian(r, 5000, 0.3)...) // a partial last block
+	h := SampleHistogram(src[:65536])
+	for _, d := range []Distribution{Empirical, Gaussian} {
+		cb := FitCodebook(d, &h)
+		l := Layout{Preset: Auto, BlockSize: 65536}
+		caps := BlockCapacities(&cb, l, src)
+		var e Encoder
+		var enc Tensor
+		for b := range caps {
+			block := src[b*65536 : min((b+1)*65536, len(src))]
+			best, least := 0, 0
+			for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+				l.StreamBytes = c
+				if err := e.Encode(&enc, block, cb, l); err != nil {
+					t.Fatal(err)
+				}
+				if s := enc.StoredBytes(); best == 0 || s < least {
+					best, least = c, s
+				}
+			}
+			if int(caps[b]) != best {
+				t.Errorf("%s block %d: capacity %d, the least bytes are at C = %d", d, b, caps[b], best)
+			}
+		}
+	}
+}
