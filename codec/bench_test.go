@@ -62,19 +62,29 @@ func benchWorkers() []int {
 }
 
 // BenchmarkEncode measures the whole per-step path: sample, fit, choose the
-// layout, encode into a reused Tensor. Bytes are the BF16 input.
+// layout, encode into a reused Tensor; "auto-blocks" is pack's AUTO, a
+// capacity per block searched on the values. Bytes are the BF16 input.
 func BenchmarkEncode(b *testing.B) {
 	for _, in := range benchTensors(b) {
-		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}} {
+		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}, {Preset: Auto, Dist: Empirical, Version: -1}} {
+			blocks := opt.Version == -1
+			name := fmt.Sprintf("%v-%v", opt.Preset, opt.Dist)
+			if blocks {
+				name = "auto-blocks-" + opt.Dist.String()
+			}
 			for _, w := range benchWorkers() {
-				b.Run(fmt.Sprintf("%s/%v-%v/workers=%d", in.name, opt.Preset, opt.Dist, w), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/workers=%d", in.name, name, w), func(b *testing.B) {
 					e := Encoder{Workers: w}
 					var dst Tensor
 					b.SetBytes(int64(2 * len(in.src)))
 					for b.Loop() {
 						h := SampleHistogram(in.src)
 						cb := FitCodebook(opt.Dist, &h)
-						if err := e.Encode(&dst, in.src, cb, ChooseLayout(opt.Preset, &cb, &h)); err != nil {
+						l := ChooseLayout(opt.Preset, &cb, &h)
+						if blocks {
+							l = ChooseBlockLayout(l, &cb, in.src)
+						}
+						if err := e.Encode(&dst, in.src, cb, l); err != nil {
 							b.Fatal(err)
 						}
 					}

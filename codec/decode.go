@@ -33,6 +33,7 @@ type Decoder struct {
 	ps       parallelState
 	workers  []decodeScratch
 	blockErr []error
+	starts   []int // per block: where its stream area starts, then the area's end
 
 	// The run in progress.
 	t      *Tensor
@@ -82,6 +83,7 @@ func (d *Decoder) Decode(t *Tensor, dst []uint16) error {
 	if len(d.workers) < workers {
 		d.workers = append(d.workers, make([]decodeScratch, workers-len(d.workers))...)
 	}
+	d.starts = t.areaStarts(d.starts)
 	d.blockErr = resize(d.blockErr, nb)
 	clear(d.blockErr)
 	d.t, d.dst = t, dst
@@ -104,9 +106,8 @@ func (d *Decoder) runBlock(worker, b int) {
 	nbLen := t.Layout.blockLen(t.N, b)
 	dst := d.dst[start : start+nbLen]
 	sf := t.SF[start : start+nbLen]
-	areaStart := b * Streams * t.Layout.StreamBytes
-	cbytes := uint32(t.Layout.BlockStreamBytes(t.N, b))
-	area := t.Streams[areaStart : areaStart+Streams*int(cbytes)]
+	area := t.Streams[d.starts[b]:d.starts[b+1]]
+	cbytes := uint32(len(area) / Streams)
 	capBits := 8 * cbytes
 
 	// Spilled exponents first: they come straight from the overflow area.
@@ -221,11 +222,14 @@ func (t *Tensor) checkStructure() error {
 	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return err
 	}
+	if err := t.checkBlockBytes(); err != nil {
+		return err
+	}
 	nb := t.Layout.Blocks(t.N)
 	if len(t.SF) != t.N {
 		return fmt.Errorf("sf section holds %d bytes, want %d", len(t.SF), t.N)
 	}
-	if want := t.Layout.StreamAreaBytes(t.N); len(t.Streams) != want {
+	if want := t.StreamAreaBytes(); len(t.Streams) != want {
 		return fmt.Errorf("stream area holds %d bytes, want %d", len(t.Streams), want)
 	}
 	if len(t.Bitmaps) != nb*bitmapBytes {

@@ -19,6 +19,7 @@ func Encode(src []uint16, opt Options) (*Tensor, error) {
 	cb := FitCodebookVersion(opt.Dist, &h, version)
 	layout := ChooseLayout(opt.Preset, &cb, &h)
 	layout.Version1 = version == FormatVersion1
+	layout = ChooseBlockLayout(layout, &cb, src)
 	t := new(Tensor)
 	var e Encoder
 	if err := e.Encode(t, src, cb, layout); err != nil {
@@ -36,10 +37,13 @@ type Encoder struct {
 	// A tensor of one block is always encoded on the calling goroutine.
 	Workers int
 
-	ps        parallelState
-	workers   []encodeScratch
-	coded     []uint16 // per block and stream: exponents written to the stream
-	blockBits []uint64 // per block: code bits written to its streams
+	ps         parallelState
+	workers    []encodeScratch
+	coded      []uint16         // per block and stream: exponents written to the stream
+	blockBits  []uint64         // per block: code bits written to its streams
+	starts     []int            // per block: where its stream area starts, then the area's end
+	caps       []uint16         // per block: its C, for a layout with capacities per block
+	capScratch *capacityScratch // made on the first layout with capacities per block
 
 	// The run in progress.
 	src   []uint16
@@ -59,8 +63,27 @@ type encodeScratch struct {
 const noSpill = 0xFFFF
 
 // Encode encodes src into dst with the given codebook and layout, reusing
-// dst's slices where their capacity allows, and fills dst.Stats.
+// dst's slices where their capacity allows, and fills dst.Stats. A layout
+// with PerBlock gets BlockCapacities (and their largest as StreamBytes).
 func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) error {
+	var caps []uint16
+	if layout.PerBlock && len(src) <= MaxElements {
+		if e.capScratch == nil {
+			e.capScratch = new(capacityScratch)
+		}
+		e.caps = e.capScratch.capacities(e.caps, &cb, layout, src)
+		caps = e.caps
+		if len(caps) > 0 {
+			layout.StreamBytes = maxCapacity(caps)
+		}
+	}
+	return e.EncodeBlocks(dst, src, cb, layout, caps)
+}
+
+// EncodeBlocks is Encode with the capacities per block given: blockBytes
+// holds each block's full-block C when layout.PerBlock (the largest must be
+// layout.StreamBytes) and must be empty otherwise.
+func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout Layout, blockBytes []uint16) error {
 	if len(src) > MaxElements {
 		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
 	}
@@ -75,8 +98,22 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 	dst.N = n
 	dst.Layout = layout
 	dst.Codebook = cb
+	dst.CompactCodebook = CompactCodebook(&cb, layout)
+	if len(blockBytes) > 0 {
+		dst.BlockBytes = resize(dst.BlockBytes, len(blockBytes))
+		copy(dst.BlockBytes, blockBytes)
+	} else {
+		dst.BlockBytes = dst.BlockBytes[:0]
+	}
+	if err := dst.checkBlockBytes(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	if !layout.PerBlock {
+		dst.BlockBytes = nil
+	}
+	e.starts = dst.areaStarts(e.starts)
 	dst.SF = resize(dst.SF, n)
-	dst.Streams = resize(dst.Streams, layout.StreamAreaBytes(n))
+	dst.Streams = resize(dst.Streams, e.starts[nb])
 	dst.Bitmaps = resize(dst.Bitmaps, nb*bitmapBytes)
 	dst.Offsets = resize(dst.Offsets, nb)
 	e.coded = resize(e.coded, nb*Streams)
@@ -126,8 +163,7 @@ func (e *Encoder) runBlock(worker, b int) {
 	nbLen := t.Layout.blockLen(t.N, b)
 	src := e.src[start : start+nbLen]
 	sf := t.SF[start : start+nbLen]
-	areaStart := b * Streams * t.Layout.StreamBytes
-	area := t.Streams[areaStart : areaStart+Streams*t.Layout.BlockStreamBytes(t.N, b)]
+	area := t.Streams[e.starts[b]:e.starts[b+1]]
 	clear(area)
 	capBits := uint32(8 * len(area) / Streams)
 	coded := (*[Streams]uint16)(e.coded[b*Streams : (b+1)*Streams])

@@ -40,6 +40,7 @@ func FuzzRoundTrip(f *testing.F) {
 				for _, p := range Presets {
 					l := ChooseLayout(p, &cb, &h)
 					l.Version1 = v1
+					l = ChooseBlockLayout(l, &cb, src)
 					if err := e.Encode(&enc, src, cb, l); err != nil {
 						t.Fatalf("%v/%v v%d: %v", p, dist, l.FormatVersion(), err)
 					}
@@ -58,10 +59,16 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
+// twoScales is a full block and a partial one of another scale, which AUTO
+// stores with a capacity per block.
+func twoScales() []uint16 {
+	return append(gaussianBF16(65536, 3, 1), gaussianBF16(700, 4, 1e-20)...)
+}
+
 // FuzzParseTensor: arbitrary bytes never panic; whatever parses and decodes
 // serialises back to the same bytes.
 func FuzzParseTensor(f *testing.F) {
-	for _, src := range [][]uint16{nil, {0x3F80}, gaussianBF16(600, 1, 1), randomBF16(300, 2)} {
+	for _, src := range [][]uint16{nil, {0x3F80}, gaussianBF16(600, 1, 1), randomBF16(300, 2), twoScales()} {
 		for _, p := range Presets {
 			enc, err := Encode(src, Options{Preset: p, Dist: Distribution(p)})
 			if err != nil {
@@ -99,4 +106,17 @@ func FuzzParseTensor(f *testing.F) {
 			t.Fatalf("decoded but ComputeStats fails: %v", err)
 		}
 	})
+}
+
+// TestFuzzSeedsHaveCapacitiesPerBlock: FuzzParseTensor starts from a tensor
+// with a capacity per block (FuzzRoundTrip's inputs stay small, so that it
+// runs many; TestBlockCapacitiesRoundTrip covers those round trips).
+func TestFuzzSeedsHaveCapacitiesPerBlock(t *testing.T) {
+	enc, err := Encode(twoScales(), Options{Preset: Auto, Dist: Empirical})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !enc.Layout.PerBlock || len(enc.BlockBytes) != 2 || enc.BlockBytes[0] == enc.BlockBytes[1] {
+		t.Fatalf("per block %v, capacities %v", enc.Layout.PerBlock, enc.BlockBytes)
+	}
 }

@@ -35,6 +35,10 @@ func sameTensor(a, b *Tensor) error {
 		return fmt.Errorf("layout %+v vs %+v", a.Layout, b.Layout)
 	case a.Codebook != b.Codebook:
 		return fmt.Errorf("codebook %+v vs %+v", a.Codebook, b.Codebook)
+	case a.CompactCodebook != b.CompactCodebook:
+		return fmt.Errorf("compact codebook %v vs %v", a.CompactCodebook, b.CompactCodebook)
+	case !slices.Equal(a.BlockBytes, b.BlockBytes):
+		return fmt.Errorf("capacities per block differ: %v vs %v", a.BlockBytes, b.BlockBytes)
 	case !bytes.Equal(a.SF, b.SF):
 		return fmt.Errorf("sf bytes differ")
 	case !bytes.Equal(a.Streams, b.Streams):

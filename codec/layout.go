@@ -18,6 +18,9 @@ type Layout struct {
 	// p·256 + (j − p) mod 256, so a column of a matrix whose rows are a
 	// multiple of 256 wide is spread over every stream instead of filling one.
 	Version1 bool
+	// PerBlock gives each block its own C (AUTO in version 2 only): the
+	// tensor holds them (Tensor.BlockBytes) and StreamBytes is the largest.
+	PerBlock bool
 }
 
 // Format versions (format.md §3, §5). Encoders write FormatVersion; decoders
@@ -127,11 +130,17 @@ func (l Layout) validate() error {
 		return fmt.Errorf("layout: %s block size %d, want %d", l.Preset, l.BlockSize, want.BlockSize)
 	}
 	if l.Preset == Auto {
+		if l.PerBlock && l.Version1 {
+			return fmt.Errorf("layout: capacities per block in format version 1")
+		}
 		if l.StreamBytes < autoMinStreamBytes || l.StreamBytes > autoMaxStreamBytes {
 			return fmt.Errorf("layout: auto stream capacity %d bytes out of range %d..%d",
 				l.StreamBytes, autoMinStreamBytes, autoMaxStreamBytes)
 		}
 		return nil
+	}
+	if l.PerBlock {
+		return fmt.Errorf("layout: %s with capacities per block (AUTO only)", l.Preset)
 	}
 	if l.StreamBytes != want.StreamBytes {
 		return fmt.Errorf("layout: %s stream capacity %d bytes, want %d", l.Preset, l.StreamBytes, want.StreamBytes)
@@ -158,12 +167,17 @@ func (l Layout) BlockStreamBytes(n, b int) int {
 	if b < 0 || b >= l.Blocks(n) {
 		return 0
 	}
-	m := (l.blockLen(n, b) + Streams - 1) / Streams
-	num := m * l.StreamBytes * Streams
-	return (num + l.BlockSize - 1) / l.BlockSize
+	return l.scaledStreamBytes(n, b, l.StreamBytes)
 }
 
-// StreamAreaBytes is Σ_b 256·C_b, the bytes of every block's stream area.
+// scaledStreamBytes is C_b of block b when its full-block capacity is c.
+func (l Layout) scaledStreamBytes(n, b, c int) int {
+	m := (l.blockLen(n, b) + Streams - 1) / Streams
+	return (m*c*Streams + l.BlockSize - 1) / l.BlockSize
+}
+
+// StreamAreaBytes is Σ_b 256·C_b, the bytes of every block's stream area,
+// for a layout of one C (a tensor with capacities per block: Tensor.StreamAreaBytes).
 func (l Layout) StreamAreaBytes(n int) int {
 	nb := l.Blocks(n)
 	if nb == 0 {

@@ -46,14 +46,19 @@ func TestBlockStreamBytes(t *testing.T) {
 }
 
 // TestCleanFullBlockCost checks format.md's worked figure: a full CLEAN block
-// that does not spill costs 8 + 3.125 + 36·8/65536 bits per value.
+// that does not spill costs 8 + 3.125 + 36·8/65536 bits per value, plus the
+// header: 160 bytes, or 35 where the empirical codebook codes one exponent
+// (its range stored compactly: 2 bytes of bounds and 1 of lengths).
 func TestCleanFullBlockCost(t *testing.T) {
 	src := make([]uint16, 65536) // all zeros: one exponent, nothing spills
 	enc, err := Encode(src, Options{Preset: Clean, Dist: Empirical})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := headerBytes*8 + 65536*(8+3.125) + 36*8
+	if !enc.CompactCodebook || enc.HeaderBytes() != 35 {
+		t.Fatalf("compact codebook %v, header %d bytes, want 35", enc.CompactCodebook, enc.HeaderBytes())
+	}
+	want := 35*8 + 65536*(8+3.125) + 36*8
 	if got := float64(8 * enc.StoredBytes()); got != want {
 		t.Fatalf("stored bits %v, want %v", got, want)
 	}

@@ -4,8 +4,22 @@ package codec
 // version's stream mapping, as l says), written apart from the fast encoder
 // so that tests can compare their bytes.
 func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
+	var caps []uint16
+	if l.PerBlock {
+		caps = BlockCapacities(&cb, l, src)
+		l.StreamBytes = 0
+		for _, c := range caps {
+			l.StreamBytes = max(l.StreamBytes, int(c))
+		}
+	}
+	return referenceEncodeBlocks(src, cb, l, caps)
+}
+
+// referenceEncodeBlocks is referenceEncode with block b's full-block C
+// caps[b] where l.PerBlock.
+func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *Tensor {
 	n := len(src)
-	t := &Tensor{N: n, Layout: l, Codebook: cb, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
+	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && !l.Version1 && compactOK(&cb), BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
 	for _, v := range src {
 		sf, _ := Split(v)
 		t.SF = append(t.SF, sf)
@@ -15,7 +29,11 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 		start := b * l.BlockSize
 		nb := min(l.BlockSize, n-start)
 		m := (nb + 255) / 256
-		cbytes := (m*l.StreamBytes*256 + l.BlockSize - 1) / l.BlockSize
+		c := l.StreamBytes
+		if l.PerBlock {
+			c = int(caps[b])
+		}
+		cbytes := (m*c*256 + l.BlockSize - 1) / l.BlockSize
 		area := make([]byte, 256*cbytes)
 		var bitmap [32]byte
 		var markers, spilled []byte
@@ -71,4 +89,19 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 		t.Overflow = append(t.Overflow, spilled...)
 	}
 	return t
+}
+
+// compactOK: the codebook codes a range of exponents whose lengths, two a
+// byte after the range's two bounds, take fewer than 128 bytes.
+func compactOK(cb *Codebook) bool {
+	lo, hi := -1, -1
+	for e, l := range cb.Lengths {
+		if l != 0 {
+			if lo < 0 {
+				lo = e
+			}
+			hi = e
+		}
+	}
+	return lo >= 0 && 2+(hi-lo+2)/2 < 128
 }

@@ -1,12 +1,15 @@
 package codec
 
-// headerBytes is the size of the fixed header and codebook (format.md §5).
-const headerBytes = 160
+// headerBytes is the size of the fixed header and a codebook of 128 bytes
+// (format.md §5).
+const headerBytes = fixedHeaderBytes + fullCodebookBytes
 
 // Per-block side data: the spill bitmap and the overflow offset.
 const (
 	bitmapBytes = Streams / 8
 	offsetBytes = 4
+	// capacityBytes is a block's C in a tensor with capacities per block.
+	capacityBytes = 2
 )
 
 // Tensor is one encoded tensor with its sections kept apart, as the GPU keeps
@@ -15,18 +18,23 @@ type Tensor struct {
 	N        int
 	Layout   Layout
 	Codebook Codebook
-	SF       []byte   // N sign-fraction bytes, element order
-	Streams  []byte   // Layout.StreamAreaBytes(N): every block's interleaved stream area
-	Bitmaps  []byte   // 32 per block: bit j%8 of byte j/8 set when stream j spills
-	Offsets  []uint32 // per block: start of its overflow region
-	Overflow []byte   // per block: one marker per spilling stream, then the spilled exponents
-	Stats    Stats    // filled by encoding; zero after parsing until ComputeStats
+	// CompactCodebook: the header stores the codebook as its coded range
+	// (CompactCodebook says when the encoder does so).
+	CompactCodebook bool
+	SF              []byte // N sign-fraction bytes, element order
+	// BlockBytes is each block's full-block C when Layout.PerBlock, else nil.
+	BlockBytes []uint16
+	Streams    []byte   // StreamAreaBytes(): every block's interleaved stream area
+	Bitmaps    []byte   // 32 per block: bit j%8 of byte j/8 set when stream j spills
+	Offsets    []uint32 // per block: start of its overflow region
+	Overflow   []byte   // per block: one marker per spilling stream, then the spilled exponents
+	Stats      Stats    // filled by encoding; zero after parsing until ComputeStats
 }
 
 // StoredBytes is the length of the tensor's serialisation, everything counted.
 func (t *Tensor) StoredBytes() int {
 	nb := t.Layout.Blocks(t.N)
-	return headerBytes + t.N + t.Layout.StreamAreaBytes(t.N) + nb*(bitmapBytes+offsetBytes) + len(t.Overflow)
+	return t.HeaderBytes() + capacityBytes*len(t.BlockBytes) + t.N + t.StreamAreaBytes() + nb*(bitmapBytes+offsetBytes) + len(t.Overflow)
 }
 
 // spills reports whether stream j of block b spills, per the bitmap.

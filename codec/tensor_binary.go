@@ -9,12 +9,16 @@ import (
 // after it is the layout's FormatVersion.
 const tensorMagic = "LCTt"
 
+// flagPerBlock, bit 0 of the header's flags, says that a table of one C per
+// block follows the header (format.md §5).
+const flagPerBlock = 1
+
 // AppendBinary appends the serialisation of t (format.md §5) to b.
 func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.checkStructure(); err != nil {
 		return b, fmt.Errorf("codec: marshal: %w", err)
 	}
-	var h [headerBytes]byte
+	var h [fixedHeaderBytes]byte
 	copy(h[0:4], tensorMagic)
 	h[4] = byte(t.Layout.FormatVersion())
 	h[5] = byte(t.Layout.Preset)
@@ -25,10 +29,19 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	binary.LittleEndian.PutUint16(h[20:], uint16(t.Layout.StreamBytes))
 	binary.LittleEndian.PutUint16(h[22:], uint16(t.Codebook.Shift))
 	binary.LittleEndian.PutUint32(h[24:], uint32(len(t.Overflow)))
-	for k := range 128 {
-		h[32+k] = t.Codebook.Lengths[2*k] | t.Codebook.Lengths[2*k+1]<<4
+	var flags uint32
+	if t.Layout.PerBlock {
+		flags |= flagPerBlock
 	}
+	if t.CompactCodebook {
+		flags |= flagCompactCodebook
+	}
+	binary.LittleEndian.PutUint32(h[28:], flags)
 	b = append(b, h[:]...)
+	b = t.appendCodebook(b)
+	for _, c := range t.BlockBytes {
+		b = binary.LittleEndian.AppendUint16(b, c)
+	}
 	b = append(b, t.SF...)
 	b = append(b, t.Streams...)
 	b = append(b, t.Bitmaps...)
@@ -47,8 +60,8 @@ func (t *Tensor) MarshalBinary() ([]byte, error) {
 // length and the overflow bookkeeping; stream bits are checked when decoding.
 // The tensor's sections are copies: b may be reused afterwards.
 func ParseTensor(b []byte) (*Tensor, error) {
-	if len(b) < headerBytes {
-		return nil, fmt.Errorf("codec: parse: %d bytes, shorter than the %d-byte header", len(b), headerBytes)
+	if len(b) < fixedHeaderBytes {
+		return nil, fmt.Errorf("codec: parse: %d bytes, shorter than the %d-byte fixed header", len(b), fixedHeaderBytes)
 	}
 	if string(b[0:4]) != tensorMagic {
 		return nil, fmt.Errorf("codec: parse: magic %q, want %q", b[0:4], tensorMagic)
@@ -81,12 +94,16 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
 	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
-	if r := binary.LittleEndian.Uint32(b[28:]); r != 0 {
-		return nil, fmt.Errorf("codec: parse: reserved field is %#x, want 0", r)
+	flags := binary.LittleEndian.Uint32(b[28:])
+	if flags&^(flagPerBlock|flagCompactCodebook) != 0 {
+		return nil, fmt.Errorf("codec: parse: flags %#x, want bits %#x (capacities per block) and %#x (compact codebook) only",
+			flags, flagPerBlock, flagCompactCodebook)
 	}
-	for k := range 128 {
-		t.Codebook.Lengths[2*k] = b[32+k] & 0x0F
-		t.Codebook.Lengths[2*k+1] = b[32+k] >> 4
+	t.Layout.PerBlock = flags&flagPerBlock != 0
+	t.CompactCodebook = flags&flagCompactCodebook != 0
+	body, err := t.parseCodebook(b[fixedHeaderBytes:])
+	if err != nil {
+		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	if err := t.Layout.validate(); err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
@@ -95,14 +112,27 @@ func ParseTensor(b []byte) (*Tensor, error) {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}
 	nb := t.Layout.Blocks(t.N)
-	area := t.Layout.StreamAreaBytes(t.N)
-	want := headerBytes + t.N + area + nb*(bitmapBytes+offsetBytes) + overflowLen
-	if len(b) != want {
-		return nil, fmt.Errorf("codec: parse: %d bytes, the header implies %d", len(b), want)
+	if t.Layout.PerBlock {
+		if len(body) < capacityBytes*nb {
+			return nil, fmt.Errorf("codec: parse: %d bytes after the codebook, fewer than the %d of %d capacities per block", len(body), capacityBytes*nb, nb)
+		}
+		t.BlockBytes = make([]uint16, nb)
+		for i := range t.BlockBytes {
+			t.BlockBytes[i] = binary.LittleEndian.Uint16(body[capacityBytes*i:])
+		}
+		body = body[capacityBytes*nb:]
+		if err := t.checkBlockBytes(); err != nil {
+			return nil, fmt.Errorf("codec: parse: %w", err)
+		}
+	}
+	area := t.StreamAreaBytes()
+	want := t.N + area + nb*(bitmapBytes+offsetBytes) + overflowLen
+	if len(body) != want {
+		return nil, fmt.Errorf("codec: parse: %d bytes, the header implies %d", len(b), len(b)-len(body)+want)
 	}
 	// One copy holds every byte section; capacities are capped so that
 	// reusing one section (an Encoder writing into t) cannot clobber the next.
-	body := append([]byte(nil), b[headerBytes:]...)
+	body = append([]byte(nil), body...)
 	cut := func(size int) []byte {
 		s := body[:size:size]
 		body = body[size:]

@@ -14,12 +14,16 @@ func corruptionSubject(t *testing.T, d Distribution) (*Tensor, []byte, []uint16)
 	src := gaussianBF16(65536+40000, 21, 0.05)
 	copy(src[3000:], randomBF16(400, 22))
 	copy(src[70000:], randomBF16(400, 23))
+	copy(src[80000:], gaussianBF16(20000, 24, 0.3)) // a wider second block: its own C
 	enc, err := Encode(src, Options{Preset: Auto, Dist: d})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if enc.Stats.SpillingStreams == 0 || enc.Offsets[1] == 0 || int(enc.Offsets[1]) == len(enc.Overflow) {
 		t.Fatalf("subject must spill in both blocks: offsets %v overflow %d", enc.Offsets, len(enc.Overflow))
+	}
+	if !enc.Layout.PerBlock {
+		t.Fatalf("subject must have capacities per block: its blocks' C are %v", BlockCapacities(&enc.Codebook, enc.Layout, src))
 	}
 	bin, err := enc.MarshalBinary()
 	if err != nil {
@@ -35,7 +39,8 @@ func sections(tt *Tensor) map[string][2]int {
 	next := func(n int) [2]int { r := [2]int{at, at + n}; at += n; return r }
 	m := map[string][2]int{}
 	m["fixed header"] = next(32)
-	m["lengths"] = next(128)
+	m["lengths"] = next(tt.HeaderBytes() - 32)
+	m["capacities"] = next(capacityBytes * len(tt.BlockBytes))
 	m["sf"] = next(tt.N)
 	m["streams"] = next(len(tt.Streams))
 	m["bitmaps"] = next(nb * bitmapBytes)
@@ -98,8 +103,8 @@ func TestParseTensorTruncated(t *testing.T) {
 // every codebook nibble: each must be reported.
 func TestParseTensorHeaderCorruption(t *testing.T) {
 	for _, d := range Distributions {
-		_, bin, _ := corruptionSubject(t, d)
-		for i := range headerBytes {
+		enc, bin, _ := corruptionSubject(t, d)
+		for i := range enc.HeaderBytes() {
 			for bit := range 8 {
 				b := bytes.Clone(bin)
 				b[i] ^= 1 << bit
@@ -268,10 +273,15 @@ func TestDecodeRejectsInconsistentTensor(t *testing.T) {
 	}
 }
 
-// TestHeaderLayout pins the header's field offsets against format.md §5.
+// TestHeaderLayout pins the header's field offsets against format.md §5, on
+// a tensor of two blocks whose capacities differ.
 func TestHeaderLayout(t *testing.T) {
 	src := gaussianBF16(70000, 1, 0.5)
+	copy(src[65536:], gaussianBF16(4464, 2, 1e-30))
 	enc, _ := Encode(src, Options{Preset: Auto, Dist: PowerLaw})
+	if !enc.Layout.PerBlock {
+		t.Fatalf("subject has one C for both blocks: %v", BlockCapacities(&enc.Codebook, enc.Layout, src))
+	}
 	b, _ := enc.MarshalBinary()
 	le := binary.LittleEndian
 	checks := []struct {
@@ -287,10 +297,12 @@ func TestHeaderLayout(t *testing.T) {
 		{"C", uint64(le.Uint16(b[20:])), uint64(enc.Layout.StreamBytes)},
 		{"shift", uint64(le.Uint16(b[22:])), uint64(uint16(enc.Codebook.Shift))},
 		{"overflow length", uint64(le.Uint32(b[24:])), uint64(len(enc.Overflow))},
-		{"reserved", uint64(le.Uint32(b[28:])), 0},
+		{"flags", uint64(le.Uint32(b[28:])), flagPerBlock},
 		{"len[127]", uint64(b[32+63] >> 4), uint64(enc.Codebook.Lengths[127])},
 		{"len[126]", uint64(b[32+63] & 15), uint64(enc.Codebook.Lengths[126])},
-		{"first sf", uint64(b[160]), uint64(enc.SF[0])},
+		{"C of block 0", uint64(le.Uint16(b[160:])), uint64(enc.BlockBytes[0])},
+		{"C of block 1", uint64(le.Uint16(b[162:])), uint64(enc.BlockBytes[1])},
+		{"first sf", uint64(b[164]), uint64(enc.SF[0])},
 		{"offset of block 1", uint64(le.Uint32(b[len(b)-len(enc.Overflow)-4:])), uint64(enc.Offsets[1])},
 	}
 	if string(b[:4]) != "LCTt" {

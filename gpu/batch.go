@@ -19,7 +19,7 @@ const batchEntryBytes = 4 * 8
 
 // batchDescBytes is where a batched coder keeps its tensor's descriptor, in
 // front of its shared memory (LCT_BATCH_DESC).
-const batchDescBytes = 128
+const batchDescBytes = 144
 
 // batchState is a device's batch tables and histogram scratch. A trainer
 // launches the same few batches every step, so the last batchTables tables

@@ -24,7 +24,7 @@ type batchCase struct {
 }
 
 func fitCase(name string, src []uint16, p codec.Preset, dist codec.Distribution) batchCase {
-	cb, l := fit(src, p, dist)
+	cb, l := fitBlocks(src, p, dist)
 	return batchCase{name: name, src: src, cb: cb, l: l}
 }
 
@@ -60,7 +60,7 @@ func checkBatch(t *testing.T, d *Device, cases []batchCase) {
 		if c.small {
 			ov = 16
 		}
-		x, err := d.NewTensor(len(c.src), c.l, c.cb, ov, Weights)
+		x, err := d.newTensorBlocks(nil, len(c.src), want.Layout, want.BlockBytes, c.cb, ov, Weights)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,6 +262,7 @@ func TestBatchMixed(t *testing.T) {
 		fitCase("three HIGH blocks, partial", g(2*32768+777, 1e-3), codec.High, codec.PowerLaw),
 		fitCase("AUTO, partial", g(65536+12345, 0.3), codec.Auto, codec.Empirical),
 		fitCase("zeros", make([]uint16, 65536), codec.Clean, codec.Empirical),
+		fitCase("AUTO, a C per block", scaledBlocks(r, 3, 777), codec.Auto, codec.Empirical),
 		{name: "adversarial", src: uniform, cb: normalCB, l: codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}, small: true},
 	}
 	if !emulated(t) {

@@ -285,8 +285,8 @@ func (t *Tensor) spillStats() (spilled int, err error) {
 }
 
 // deviceBytes is what t occupies in device memory as the format counts it
-// (stored bytes without the 160-byte header, which stays on the host).
-func (t *Tensor) deviceBytes() int64 { return int64(t.StoredBytes() - 160) }
+// (stored bytes without the header and codebook, which stay on the host).
+func (t *Tensor) deviceBytes() int64 { return int64(t.StoredBytes() - t.hostShape().HeaderBytes()) }
 
 // codec measures encode and decode of src, and checks the round trip.
 func (b *bencher) codec(src Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {

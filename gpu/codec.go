@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"lcttop/codec"
@@ -52,12 +53,12 @@ func (c *Codec) Close() error {
 }
 
 // prepare shapes the scratch tensor and value buffer for n elements.
-func (c *Codec) prepare(n int, l codec.Layout, cb codec.Codebook) error {
+func (c *Codec) prepare(n int, l codec.Layout, caps []uint16, cb codec.Codebook) error {
 	d := c.dev
 	if c.t == nil {
 		c.t = &Tensor{Name: "codec scratch", dev: d, cat: CodecScratch}
 	}
-	if err := c.t.reshape(n, l, c.t.ovCap); err != nil {
+	if err := c.t.reshape(n, l, caps, c.t.ovCap); err != nil {
 		return err
 	}
 	if err := c.t.setCodebook(cb); err != nil {
@@ -67,7 +68,9 @@ func (c *Codec) prepare(n int, l codec.Layout, cb codec.Codebook) error {
 }
 
 // Encode encodes src with codebook cb and layout l into dst, reusing dst's
-// slices, and fills dst.Stats, exactly as codec.Encoder.Encode does.
+// slices, and fills dst.Stats, exactly as codec.Encoder.Encode does (a
+// layout with capacities per block gets codec.BlockCapacities, chosen here
+// on the host).
 func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error {
 	if len(src) > codec.MaxElements {
 		return fmt.Errorf("gpu: encode: %d elements, at most %d allowed", len(src), codec.MaxElements)
@@ -75,13 +78,26 @@ func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l cod
 	if err := cb.Validate(); err != nil {
 		return fmt.Errorf("gpu: encode: %w", err)
 	}
+	var caps []uint16
+	if l.PerBlock {
+		caps = codec.BlockCapacities(&cb, l, src)
+		if len(caps) > 0 {
+			l.StreamBytes = int(slices.Max(caps))
+		}
+	}
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("gpu: encode: %w", err)
 	}
+	return c.encodeBlocks(dst, src, cb, l, caps)
+}
+
+// encodeBlocks is Encode with the blocks' capacities given (as
+// codec.Encoder.EncodeBlocks takes them).
+func (c *Codec) encodeBlocks(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout, caps []uint16) error {
 	n := len(src)
 	d := c.dev
 	return d.do(func() error {
-		if err := c.prepare(n, l, cb); err != nil {
+		if err := c.prepare(n, l, caps, cb); err != nil {
 			return err
 		}
 		t := c.t
@@ -159,7 +175,7 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	}
 	d := c.dev
 	return d.do(func() error {
-		if err := c.prepare(t.N, t.Layout, t.Codebook); err != nil {
+		if err := c.prepare(t.N, t.Layout, t.BlockBytes, t.Codebook); err != nil {
 			return err
 		}
 		if err := c.t.upload(t); err != nil {

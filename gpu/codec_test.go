@@ -29,7 +29,7 @@ func TestEncodeAllPatterns(t *testing.T) {
 			if emulated(t) && p != codec.Clean && d != codec.Gaussian {
 				continue
 			}
-			cb, l := fit(shuffled, p, d)
+			cb, l := fitBlocks(shuffled, p, d)
 			checkEncode(t, c, fmt.Sprintf("all patterns shuffled %s/%s", p, d), shuffled, cb, l)
 		}
 	}
@@ -49,7 +49,7 @@ func TestEncodeSizes(t *testing.T) {
 	for _, n := range sizes {
 		src := testbf16.Gaussian(r, n, 0.05)
 		for _, p := range []codec.Preset{codec.Clean, codec.High, codec.Auto} {
-			cb, l := fit(src, p, codec.Laplace)
+			cb, l := fitBlocks(src, p, codec.Laplace)
 			checkEncode(t, c, fmt.Sprintf("gaussian n=%d %s", n, p), src, cb, l)
 		}
 	}
@@ -104,7 +104,7 @@ func TestEncodeAdversarial(t *testing.T) {
 		edge[i] = uint16(r.IntN(2))<<15 | e<<7 | uint16(r.IntN(128))
 	}
 	for _, d := range codec.Distributions {
-		cb, l := fit(edge, codec.Auto, d)
+		cb, l := fitBlocks(edge, codec.Auto, d)
 		checkEncode(t, c, "exponents 0 and 255 "+d.String(), edge, cb, l)
 	}
 }
@@ -117,7 +117,7 @@ func TestRealTensors(t *testing.T) {
 	for _, f := range realTensorFiles(t) {
 		for _, nt := range f.tensors {
 			for _, ch := range codingChoices(t) {
-				cb, l := fit(nt.Values, ch.p, ch.d)
+				cb, l := fitBlocks(nt.Values, ch.p, ch.d)
 				checkEncode(t, c, fmt.Sprintf("%s %s %s/%s", f.name, nt.Name, ch.p, ch.d), nt.Values, cb, l)
 				count++
 			}

@@ -194,8 +194,9 @@ func (t *Tensor) Stats(h codec.Histogram) (codec.Stats, error) {
 	}
 	st.Histogram = h
 	// Finish reads the shape, the codebook and the overflow length.
-	ct := codec.Tensor{N: t.n, Layout: t.layout, Codebook: t.cb, Overflow: make([]byte, t.ovLen)}
-	st.Finish(&ct, codeBits)
+	ct := t.hostShape()
+	ct.Overflow = make([]byte, t.ovLen)
+	st.Finish(ct, codeBits)
 	return st, nil
 }
 

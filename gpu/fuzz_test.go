@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"lcttop/codec"
 	"lcttop/internal/testbf16"
@@ -34,7 +35,7 @@ func FuzzEncode(f *testing.F) {
 		for i := range src {
 			src[i] = unit[i%len(unit)]
 		}
-		cb, l := fit(src, codec.Presets[int(preset)%len(codec.Presets)], codec.Distributions[int(dist)%len(codec.Distributions)])
+		cb, l := fitBlocks(src, codec.Presets[int(preset)%len(codec.Presets)], codec.Distributions[int(dist)%len(codec.Distributions)])
 		if spill%4 == 0 {
 			l = codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2 + int(spill)%7}
 		}
@@ -43,7 +44,9 @@ func FuzzEncode(f *testing.F) {
 }
 
 // FuzzDecodeCorrupt: a tensor's stream bytes, spill bitmaps, overflow
-// offsets or overflow bytes changed at fuzzed places: the device decodes it
+// offsets, overflow bytes or capacities per block changed at fuzzed places
+// (the tensors with room: AUTO's capacity per block, the blocks differing
+// in scale): the device decodes it
 // exactly as codec does, or both refuse it, the device with a DecodeError,
 // never a crash. On the H200, to the depth docs/perf.md states:
 //
@@ -53,7 +56,9 @@ func FuzzDecodeCorrupt(f *testing.F) {
 	f.Add(uint8(1), true, []byte{1, 3, 0, 0xff, 2, 200, 9, 0x01})
 	f.Add(uint8(2), true, []byte{2, 0, 0, 0x80, 0, 77, 1, 0x10, 1, 9, 2, 0x0f})
 	f.Add(uint8(3), true, []byte{3, 1, 0, 0x01, 2, 40, 0, 0x20})
-	src := testbf16.Gaussian(rand.New(rand.NewPCG(30, 31)), 65536+1000, 0.02)
+	f.Add(uint8(3), false, []byte{4, 0, 0, 0x01, 0, 9, 1, 0x04})
+	r := rand.New(rand.NewPCG(30, 31))
+	src := append(testbf16.Gaussian(r, 65536, 0.02), testbf16.Gaussian(r, 1000, 20)...)
 	// The tensors the edits start from, encoded once per process.
 	var clean [8]*codec.Tensor
 	f.Fuzz(func(t *testing.T, dist uint8, small bool, edits []byte) {
@@ -62,11 +67,14 @@ func FuzzDecodeCorrupt(f *testing.F) {
 			k++
 		}
 		if clean[k] == nil {
-			cb, l := fit(src, codec.Auto, codec.Distributions[k/2])
+			cb, l := fitBlocks(src, codec.Auto, codec.Distributions[k/2])
 			if small {
-				l.StreamBytes = 40 // most streams spill
+				l.PerBlock, l.StreamBytes = false, 40 // most streams spill
 			}
 			clean[k] = cpuEncode(t, src, cb, l)
+			if !small && !clean[k].Layout.PerBlock {
+				t.Fatalf("%s: the tensor to corrupt has one C", codec.Distributions[k/2])
+			}
 		}
 		c := clean[k]
 		ct := *c
@@ -74,11 +82,16 @@ func FuzzDecodeCorrupt(f *testing.F) {
 		ct.Bitmaps = append([]byte(nil), c.Bitmaps...)
 		ct.Offsets = append([]uint32(nil), c.Offsets...)
 		ct.Overflow = append([]byte(nil), c.Overflow...)
+		ct.BlockBytes = append([]uint16(nil), c.BlockBytes...)
 		offsets := u32Bytes(ct.Offsets)
+		var caps []byte
+		if len(ct.BlockBytes) > 0 {
+			caps = unsafe.Slice((*byte)(unsafe.Pointer(&ct.BlockBytes[0])), 2*len(ct.BlockBytes))
+		}
 		// Each edit is four bytes: which section, where (16 bits, scaled
 		// to its length), and the bits to flip.
 		for i := 0; i+4 <= len(edits); i += 4 {
-			sec := [][]byte{ct.Streams, ct.Bitmaps, ct.Overflow, offsets}[int(edits[i])%4]
+			sec := [][]byte{ct.Streams, ct.Bitmaps, ct.Overflow, offsets, caps}[int(edits[i])%5]
 			if len(sec) > 0 && edits[i+3] != 0 {
 				at := int(binary.LittleEndian.Uint16(edits[i+1:]))
 				sec[at*len(sec)/65536] ^= edits[i+3]

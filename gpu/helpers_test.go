@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -69,11 +70,19 @@ func testCodec(t testing.TB) *Codec {
 	return c
 }
 
-// fit picks the codebook and layout the way codec.Encode does.
+// fit picks the codebook and a layout of one C, as the trainer does for
+// the tensors it keeps on the device.
 func fit(src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, codec.Layout) {
 	h := codec.SampleHistogram(src)
 	cb := codec.FitCodebook(d, &h)
 	return cb, codec.ChooseLayout(p, &cb, &h)
+}
+
+// fitBlocks picks the codebook and layout the way codec.Encode does: AUTO
+// with a capacity per block where the blocks' capacities differ.
+func fitBlocks(src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, codec.Layout) {
+	cb, l := fit(src, p, d)
+	return cb, codec.ChooseBlockLayout(l, &cb, src)
 }
 
 // sameTensor reports the first difference between two encoded tensors,
@@ -81,6 +90,12 @@ func fit(src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, co
 func sameTensor(want, got *codec.Tensor) error {
 	if want.N != got.N || want.Layout != got.Layout || want.Codebook != got.Codebook {
 		return fmt.Errorf("header: want N=%d %+v, got N=%d %+v", want.N, want.Layout, got.N, got.Layout)
+	}
+	if want.CompactCodebook != got.CompactCodebook {
+		return fmt.Errorf("compact codebook: want %v, got %v", want.CompactCodebook, got.CompactCodebook)
+	}
+	if !slices.Equal(want.BlockBytes, got.BlockBytes) {
+		return fmt.Errorf("capacities per block: want %v, got %v", want.BlockBytes, got.BlockBytes)
 	}
 	for _, s := range []struct {
 		name      string

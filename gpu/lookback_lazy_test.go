@@ -29,7 +29,7 @@ func TestEncodeLookBackLazy(t *testing.T) {
 	var wants []*codec.Tensor
 	for _, c := range cases {
 		want := cpuEncode(t, c.src, c.cb, c.l)
-		x, err := d.NewTensor(len(c.src), c.l, c.cb, len(want.Overflow), Weights)
+		x, err := d.newTensorBlocks(nil, len(c.src), want.Layout, want.BlockBytes, c.cb, len(want.Overflow), Weights)
 		if err != nil {
 			t.Fatal(err)
 		}

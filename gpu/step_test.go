@@ -81,7 +81,7 @@ func checkFused(t *testing.T, oc optCase) {
 		want[i] = cpuEncode(t, ref[i], oc.outCB[i], oc.outL[i])
 		ct := cpuEncode(t, oc.vals[i], oc.inCB[i], oc.inL[i])
 		var err error
-		if in[i], err = d.NewTensor(n, oc.inL[i], oc.inCB[i], len(ct.Overflow), OptimizerState); err != nil {
+		if in[i], err = d.newTensorBlocks(nil, n, ct.Layout, ct.BlockBytes, oc.inCB[i], len(ct.Overflow), OptimizerState); err != nil {
 			t.Fatal(err)
 		}
 		in[i].Name = fmt.Sprintf("%s in %d", oc.name, i)
@@ -93,7 +93,7 @@ func checkFused(t *testing.T, oc optCase) {
 		if room == 0 {
 			room = len(want[i].Overflow)
 		}
-		if out[i], err = d.NewTensor(n, oc.outL[i], oc.outCB[i], room, OptimizerState); err != nil {
+		if out[i], err = d.newTensorBlocks(nil, n, want[i].Layout, want[i].BlockBytes, oc.outCB[i], room, OptimizerState); err != nil {
 			t.Fatal(err)
 		}
 		out[i].Name = fmt.Sprintf("%s out %d", oc.name, i)
@@ -197,6 +197,29 @@ func synthetic(r *rand.Rand, name string, n int, adam bool, p codec.Preset, d co
 	return oc
 }
 
+// blockScaled is an AdamW case whose first block and the rest differ in
+// scale by orders of magnitude, so that AUTO gives inputs and outputs a
+// capacity per block.
+func blockScaled(t *testing.T, r *rand.Rand, n int) optCase {
+	t.Helper()
+	two := func(s0, s1 float64) []uint16 {
+		return append(testbf16.Gaussian(r, 65536, s0), testbf16.Gaussian(r, n-65536, s1)...)
+	}
+	oc := optCase{name: "adamw, a C per block", grad: testbf16.Gaussian(r, n, 1e-2)}
+	oc.vals = [][]uint16{two(0.05, 20), two(1e-3, 1e-7), abs(two(1e-5, 1e-9))}
+	ref := oc.reference(3)
+	for i, v := range oc.vals {
+		cb, l := fitBlocks(v, codec.Auto, codec.Laplace)
+		oc.inCB, oc.inL = append(oc.inCB, cb), append(oc.inL, l)
+		cb, l = fitBlocks(ref[i], codec.Auto, codec.Laplace)
+		oc.outCB, oc.outL = append(oc.outCB, cb), append(oc.outL, l)
+		if !oc.inL[i].PerBlock || !oc.outL[i].PerBlock {
+			t.Fatalf("tensor %d: capacities per block in %v, out %v", i, oc.inL[i].PerBlock, oc.outL[i].PerBlock)
+		}
+	}
+	return oc
+}
+
 func TestFusedSGD(t *testing.T) {
 	r := rand.New(rand.NewPCG(20, 21))
 	n := 2*65536 + 4321
@@ -224,6 +247,9 @@ func TestFusedAdamW(t *testing.T) {
 	oc.inL[0] = codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}
 	oc.outL[0], oc.outCB = oc.inL[0], oc.inCB
 	checkFused(t, oc)
+	// Inputs and outputs with a capacity per block (the fused kernels read
+	// and write each block's stream area where the table says).
+	checkFused(t, blockScaled(t, r, n))
 	if !emulated(t) {
 		checkFused(t, synthetic(r, "adamw high", n, true, codec.High, codec.Laplace))
 		checkFused(t, synthetic(r, "adamw tiny", 37, true, codec.Medium, codec.Gaussian))

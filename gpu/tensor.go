@@ -3,6 +3,7 @@ package gpu
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"unsafe"
 
 	"lcttop/codec"
@@ -18,11 +19,13 @@ type Tensor struct {
 	alloc  Allocator // where the sections' memory comes from (nil: dev itself)
 	n      int
 	layout codec.Layout
+	caps   []uint16 // each block's C where layout.PerBlock
 	cb     codec.Codebook
 	cat    Category
 
 	sf, streams, bitmaps, offsets, overflow Buffer
 	tables, spill, bstats, look, desc       Buffer
+	blockTab                                Buffer // where layout.PerBlock: per block C_b and its area's offset / 256
 	ovCap                                   int
 	slot                                    int
 
@@ -41,19 +44,29 @@ type Tensor struct {
 }
 
 // descBytes is the size of struct LctDesc (kernels/lct.cu).
-const descBytes = 15 * 8
+const descBytes = 16 * 8
 
 // NewTensor allocates an LCT tensor of n elements with the given layout and
 // codebook, its sections accounted to cat and its overflow buffer, holding
 // overflowCap bytes, to OverflowPool. Its contents are undefined until an
 // encode, a fused step or Upload writes them.
+// A layout with capacities per block is refused: such tensors come from
+// Codec, which knows their blocks' capacities.
 func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	if l.PerBlock {
+		return nil, fmt.Errorf("gpu: new tensor: a layout with capacities per block needs their table (gpu.Codec encodes such tensors)")
+	}
 	return d.newTensor(nil, n, l, cb, overflowCap, cat)
 }
 
 // newTensor is NewTensor with the sections taken from a (nil: d's own
 // allocations).
 func (d *Device) newTensor(a Allocator, n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	return d.newTensorBlocks(a, n, l, nil, cb, overflowCap, cat)
+}
+
+// newTensorBlocks is newTensor with the blocks' capacities where l.PerBlock.
+func (d *Device) newTensorBlocks(a Allocator, n int, l codec.Layout, caps []uint16, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
 	if n < 0 || n > codec.MaxElements {
 		return nil, fmt.Errorf("gpu: new tensor: %d elements, want 0..%d", n, codec.MaxElements)
 	}
@@ -68,7 +81,7 @@ func (d *Device) newTensor(a Allocator, n int, l codec.Layout, cb codec.Codebook
 	}
 	t := &Tensor{dev: d, cat: cat, alloc: a}
 	err := d.do(func() error {
-		if err := t.reshape(n, l, overflowCap); err != nil {
+		if err := t.reshape(n, l, caps, overflowCap); err != nil {
 			t.release()
 			return err
 		}
@@ -100,7 +113,20 @@ func (t *Tensor) OverflowLen() int { return int(t.ovLen) }
 // SyncStatus or Download.
 func (t *Tensor) StoredBytes() int {
 	nb := t.layout.Blocks(t.n)
-	return 160 + t.n + t.layout.StreamAreaBytes(t.n) + 36*nb + int(t.ovLen)
+	return t.hostShape().HeaderBytes() + 2*len(t.caps) + t.n + t.streamAreaBytes() + 36*nb + int(t.ovLen)
+}
+
+// hostShape is a host tensor with t's shape and codebook, for the codec's
+// geometry and header size.
+func (t *Tensor) hostShape() *codec.Tensor {
+	return &codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps, Codebook: t.cb, CompactCodebook: codec.CompactCodebook(&t.cb, t.layout)}
+}
+
+func (t *Tensor) streamAreaBytes() int {
+	if !t.layout.PerBlock {
+		return t.layout.StreamAreaBytes(t.n)
+	}
+	return t.hostShape().StreamAreaBytes()
 }
 
 func (t *Tensor) label() string {
@@ -149,13 +175,26 @@ func (t *Tensor) growOverflow(bytes int) error {
 func lookBytes(nb int) int { return 8 * (nb + 1) }
 
 // reshape (re)allocates the sections for n elements in layout l, keeping
-// buffers that are large enough.
-func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
+// buffers that are large enough; caps are the blocks' capacities where
+// l.PerBlock, else nil.
+func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error {
 	if l.Version1 {
 		return fmt.Errorf("gpu: %s: the kernels code format version %d only, not version 1", t.label(), codec.FormatVersion)
 	}
+	shape := &codec.Tensor{N: n, Layout: l, BlockBytes: caps}
+	if err := shape.CheckBlockBytes(); err != nil {
+		return fmt.Errorf("gpu: %s: %w", t.label(), err)
+	}
 	d := t.dev
 	nb := l.Blocks(n)
+	var table []uint32
+	if l.PerBlock {
+		table = make([]uint32, 2*nb)
+		for b := range nb {
+			table[2*b] = uint32(shape.BlockStreamBytes(b))
+			table[2*b+1] = uint32(shape.StreamAreaStart(b) / 256)
+		}
+	}
 	if !t.desc.Valid() {
 		s, err := d.status.take(t)
 		if err != nil {
@@ -169,7 +208,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 		cat  Category
 	}{
 		{&t.sf, n, t.cat},
-		{&t.streams, l.StreamAreaBytes(n), t.cat},
+		{&t.streams, shape.StreamAreaBytes(), t.cat},
 		{&t.bitmaps, 32 * nb, t.cat},
 		{&t.offsets, 4 * nb, t.cat},
 		{&t.overflow, ovCap, OverflowPool},
@@ -184,11 +223,23 @@ func (t *Tensor) reshape(n int, l codec.Layout, ovCap int) error {
 			return err
 		}
 	}
+	if len(table) > 0 {
+		if err := t.grow(&t.blockTab, 4*len(table), CodecScratch); err != nil {
+			return err
+		}
+		if err := d.htodAsync(t.blockTab, 0, u32Bytes(table)); err != nil {
+			return err
+		}
+	}
 	// No look-back word of an encode yet, ticket counter and epoch 0.
 	if err := t.dev.drv.memset32(Ptr(t.look.ptr), 0, lookBytes(nb)/4); err != nil {
 		return err
 	}
 	t.n, t.layout, t.ovCap = n, l, max(ovCap, t.overflow.size)
+	t.caps = append(t.caps[:0], caps...)
+	if !l.PerBlock {
+		t.caps = nil
+	}
 	t.ovLen, t.decodeErr = 0, noError
 	t.statusFromHost()
 	if err := t.setStatus(0); err != nil {
@@ -204,7 +255,10 @@ func (t *Tensor) writeDesc() error {
 		uint64(t.sf.ptr), uint64(t.streams.ptr), uint64(t.bitmaps.ptr), uint64(t.offsets.ptr), uint64(t.overflow.ptr),
 		uint64(t.tables.ptr), uint64(t.spill.ptr), uint64(t.bstats.ptr), uint64(t.dev.status.ptr(t.slot)),
 		uint64(t.n), uint64(t.layout.BlockSize), uint64(t.layout.StreamBytes), uint64(t.layout.Blocks(t.n)), uint64(t.ovCap),
-		uint64(t.look.ptr),
+		uint64(t.look.ptr), 0,
+	}
+	if t.layout.PerBlock {
+		fields[len(fields)-1] = uint64(t.blockTab.ptr)
 	}
 	for i, f := range fields {
 		binary.LittleEndian.PutUint64(b[8*i:], f)
@@ -267,7 +321,7 @@ func (t *Tensor) release() error {
 		return nil
 	}
 	var first error
-	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.look, &t.desc} {
+	for _, b := range []*Buffer{&t.sf, &t.streams, &t.bitmaps, &t.offsets, &t.overflow, &t.tables, &t.spill, &t.bstats, &t.look, &t.desc, &t.blockTab} {
 		if err := t.free(*b); err != nil && first == nil {
 			first = err
 		}
@@ -290,7 +344,7 @@ func (t *Tensor) release() error {
 // The caller vouches for ct's consistency (ParseTensor checks it; Decode on
 // the device reports what it finds wrong at SyncStatus).
 func (t *Tensor) Upload(ct *codec.Tensor) error {
-	if ct.N != t.n || ct.Layout != t.layout {
+	if ct.N != t.n || ct.Layout != t.layout || !slices.Equal(ct.BlockBytes, t.caps) {
 		return fmt.Errorf("gpu: upload into %s: host tensor has %d elements in %+v, device tensor %d in %+v",
 			t.label(), ct.N, ct.Layout, t.n, t.layout)
 	}
@@ -337,8 +391,13 @@ func (t *Tensor) Download(dst *codec.Tensor) error {
 func (t *Tensor) download(dst *codec.Tensor) error {
 	nb := t.layout.Blocks(t.n)
 	dst.N, dst.Layout, dst.Codebook = t.n, t.layout, t.cb
+	dst.CompactCodebook = codec.CompactCodebook(&t.cb, t.layout)
+	dst.BlockBytes = nil
+	if t.layout.PerBlock {
+		dst.BlockBytes = append(dst.BlockBytes[:0], t.caps...)
+	}
 	dst.SF = resize(dst.SF, t.n)
-	dst.Streams = resize(dst.Streams, t.layout.StreamAreaBytes(t.n))
+	dst.Streams = resize(dst.Streams, t.streamAreaBytes())
 	dst.Bitmaps = resize(dst.Bitmaps, 32*nb)
 	dst.Offsets = resize(dst.Offsets, nb)
 	dst.Overflow = resize(dst.Overflow, int(t.ovLen))

@@ -76,11 +76,13 @@ struct LctDesc {
   u64 status;    // u64[4]: overflow length, first decode error (~0 = none), fused blocks done (u32), 0
   long long n;   // elements
   long long B;   // block size
-  long long C;   // bytes per stream of a full block
+  long long C;   // bytes per stream of a full block (with capacities per block: the largest)
   long long nblocks;
   long long ovcap;  // bytes the overflow buffer holds
   u64 look;      // u64[nblocks + 1]: the encoder's look-back words, then its
                  // ticket counter (low half) and launch epoch (high half)
+  u64 blocks;    // u32[2 * nblocks]: per block C_b and its stream area's offset / 256,
+                 // where the tensor has capacities per block; else 0
 };
 
 LCT_DEV int imin(int a, int b) { return a < b ? a : b; }
@@ -105,14 +107,20 @@ LCT_DEV void geo_init(Geo& g, const LctDesc* d, int b, int j) {
   const long long rem = d->n - g.base;
   g.nb = (int)(rem < B ? rem : B);
   g.P = (g.nb + 255) >> 8;
-  g.Cb = (int)(((long long)g.P * C * 256 + B - 1) / B);
+  if (d->blocks) {
+    const u32* bt = (const u32*)d->blocks + 2 * b;
+    g.Cb = (int)bt[0];
+    g.area = (long long)bt[1] << 8;
+  } else {
+    g.Cb = (int)(((long long)g.P * C * 256 + B - 1) / B);
+    g.area = (long long)b * 256 * C;
+  }
   g.words = (g.Cb + 3) >> 2;
   g.capBits = 8u * (u32)g.Cb;
   // Every stream has the full rows; stream j has a place in the partial last
   // row (position nb/256) when its element there, (j - nb/256) & 255, exists.
   const int full = g.nb >> 8, rest = g.nb & 255;
   g.count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
-  g.area = (long long)b * 256 * C;
 }
 
 // ---- the skewed round robin ----------------------------------------------------
@@ -1248,9 +1256,10 @@ LCT_DEV int batch_find(const u32* __restrict__ start, int T, u32 b) {
 // coders spilled (ptxas for sm_90: 48 to 100 bytes a thread, against 0 to
 // 12 this way). (Not static shared memory: the driver lets every kernel
 // have all the dynamic shared memory there is, which leaves none static.)
-// The last word of the 128 bytes is the batched encoders' ticket slot
+// The last word of the 144 bytes (the 128-byte descriptor, 16 to spare for
+// alignment) is the batched encoders' ticket slot
 // (batch_ticket). Every thread must call it.
-#define LCT_BATCH_DESC 128
+#define LCT_BATCH_DESC 144
 LCT_DEV const LctDesc* batch_desc(const LctBatch* e) {
   LctDesc* sd = (LctDesc*)LCT_DYNAMIC_SMEM;
   const u64* g = (const u64*)__ldg(&e->desc);

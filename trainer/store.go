@@ -23,7 +23,8 @@ func (cc ClassCodec) String() string { return cc.Preset.String() + "/" + cc.Dist
 // one chunk of scratch per state, not a whole tensor, and chunks of a tensor
 // are encoded and decoded in parallel. It is half a CLEAN block (a whole
 // MEDIUM/HIGH block): a partial block keeps CLEAN's bits per exponent
-// (format.md §3), and each chunk costs a 160-byte header, 0.35% of its size.
+// (format.md §3), and each chunk costs its header: 160 bytes (0.35% of its
+// size), fewer with an empirical codebook, which is stored as its coded range.
 const chunkElems = 32768
 
 // slot is one stored tensor of a run: a parameter, an optimizer state, or an

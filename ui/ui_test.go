@@ -492,9 +492,12 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m = feed(t, m, src)
 	after := tensorRow(t, m, "wte")
 	// CLEAN's streams have a fixed capacity, so a worse-fitting codebook
-	// shows in the bits used and the escapes, not in the ratio.
-	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || after.Ratio != before.Ratio {
-		t.Fatalf("figures: used %v → %v, escapes %v → %v, ratio %v → %v", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.Ratio, after.Ratio)
+	// shows in the bits used and the escapes; the stored bytes move only by
+	// the codebook's own storage (an empirical one stored as its coded
+	// range, a parametric one in 128 bytes), less than 128 bytes a tensor.
+	grew := after.StoredBytes - before.StoredBytes
+	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || grew <= 0 || grew >= 128 {
+		t.Fatalf("figures: used %v → %v, escapes %v → %v, stored %d → %d bytes", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.StoredBytes, after.StoredBytes)
 	}
 	v := m.View()
 	if !strings.Contains(v, "clean/gaussian · log scale") || strings.Contains(v, "→ clean/gaussian") || !strings.Contains(v, "weight now clean/gaussian") {

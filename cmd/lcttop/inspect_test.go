@@ -77,6 +77,28 @@ func checkTotals(t *testing.T, r report, originalSize, lctSize int64) {
 	}
 }
 
+// checkBlockStreamBytes checks the capacities per block a report lists (one
+// per block, the largest the header's C) and counts the tensors with them.
+func checkBlockStreamBytes(t *testing.T, r report) int {
+	t.Helper()
+	n := 0
+	for _, x := range r.Tensors {
+		if x.LCTLayout == nil || len(x.BlockStreamBytes) == 0 {
+			continue
+		}
+		n++
+		blocks := (int(x.Elements) + x.BlockSize - 1) / x.BlockSize
+		largest := 0
+		for _, c := range x.BlockStreamBytes {
+			largest = max(largest, int(c))
+		}
+		if len(x.BlockStreamBytes) != blocks || largest != x.StreamBytes {
+			t.Errorf("%s: %d capacities per block for %d blocks, largest %d, C %d", x.Name, len(x.BlockStreamBytes), blocks, largest, x.StreamBytes)
+		}
+	}
+	return n
+}
+
 // inspect reports the same figures for a .safetensors file (encoded in
 // memory) as for the .lct that pack writes with the same options (decoded
 // from what is stored), and its totals add up to the real file sizes.
@@ -113,6 +135,9 @@ func TestInspectJSON(t *testing.T) {
 			}
 			if !reflect.DeepEqual(fromST.Tensors, fromLCT.Tensors) || !reflect.DeepEqual(fromST.Gaps, fromLCT.Gaps) || fromST.Total != fromLCT.Total {
 				t.Errorf("%s %v: figures from encoding differ from figures from the stored .lct", in, opts)
+			}
+			if perBlock := checkBlockStreamBytes(t, fromLCT); len(opts) > 0 && in != files[0] && perBlock == 0 {
+				t.Errorf("%s %v: no tensor with a capacity per block", in, opts)
 			}
 		}
 	}

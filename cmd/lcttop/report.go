@@ -50,16 +50,18 @@ type tensorReport struct {
 // LCTLayout is how an LCT tensor was coded (exported so that tests can
 // decode the JSON into a report).
 type LCTLayout struct {
-	Preset          string `json:"preset"`
-	Distribution    string `json:"distribution"`
-	Shift           int    `json:"shift"`
-	EscLen          int    `json:"esc_len"`
-	BlockSize       int    `json:"block_size"`
-	StreamBytes     int    `json:"stream_bytes"`
-	Escaped         int    `json:"escaped"`
-	Spilled         int    `json:"spilled"`
-	SpillingStreams int    `json:"spilling_streams"`
-	TotalStreams    int    `json:"total_streams"`
+	Preset       string `json:"preset"`
+	Distribution string `json:"distribution"`
+	Shift        int    `json:"shift"`
+	EscLen       int    `json:"esc_len"`
+	BlockSize    int    `json:"block_size"`
+	StreamBytes  int    `json:"stream_bytes"` // C; with capacities per block, the largest
+	// BlockStreamBytes is each block's C where AUTO chose one per block.
+	BlockStreamBytes []uint16 `json:"block_stream_bytes,omitempty"`
+	Escaped          int      `json:"escaped"`
+	Spilled          int      `json:"spilled"`
+	SpillingStreams  int      `json:"spilling_streams"`
+	TotalStreams     int      `json:"total_streams"`
 }
 
 type gapReport struct {
@@ -135,7 +137,7 @@ func buildReport(path, format string, st *safetensors.File, a *lctfile.Archive) 
 			tr.LCTLayout = &LCTLayout{
 				Preset: t.Layout.Preset.String(), Distribution: t.Codebook.Dist.String(),
 				Shift: int(t.Codebook.Shift), EscLen: int(t.Codebook.EscLen),
-				BlockSize: t.Layout.BlockSize, StreamBytes: t.Layout.StreamBytes,
+				BlockSize: t.Layout.BlockSize, StreamBytes: t.Layout.StreamBytes, BlockStreamBytes: t.BlockBytes,
 				Escaped: stats.Escaped, Spilled: stats.Spilled, SpillingStreams: stats.SpillingStreams, TotalStreams: stats.TotalStreams,
 			}
 			presets[tr.Preset], dists[tr.Distribution] = true, true

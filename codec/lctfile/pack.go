@@ -114,7 +114,7 @@ func encodeSegment(s *Segment, b Backend, opt Options) error {
 	values := safetensors.BF16Values(raw)
 	sample := codec.SampleHistogram(values)
 	cb := codec.FitCodebook(opt.Dist, &sample)
-	layout := codec.ChooseLayout(opt.Preset, &cb, &sample)
+	layout := codec.ChooseBlockLayout(codec.ChooseLayout(opt.Preset, &cb, &sample), &cb, values)
 	t := new(codec.Tensor)
 	if err := b.Encode(t, values, cb, layout); err != nil {
 		return fmt.Errorf("encoding: %w", err)

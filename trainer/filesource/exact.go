@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"math"
+	"slices"
 
 	"lcttop/codec"
 	"lcttop/trainer"
@@ -27,14 +28,20 @@ type tally struct {
 	escaped, spilled              int
 	spillingStreams, totalStreams int
 	hist                          codec.Histogram
+	// caps are the blocks' capacities of pieces coded with one per block.
+	caps []uint16
+	// header is the pieces' header with its codebook, as coded.
+	header int
 }
 
 // add counts one piece's encoding.
-func (a *tally) add(t *codec.Tensor, header int) {
+func (a *tally) add(t *codec.Tensor) {
 	s := &t.Stats
 	a.n += t.N
 	a.pieces++
-	a.storedNoHeader += t.StoredBytes() - header
+	a.storedNoHeader += t.StoredBytes() - t.HeaderBytes()
+	a.header = t.HeaderBytes()
+	a.caps = append(a.caps, t.BlockBytes...)
 	// UsedBits is (code bits + 8·spilled)/N: the integer comes back exactly.
 	a.codeBits += uint64(math.Round(s.UsedBits*float64(t.N))) - 8*uint64(s.Spilled)
 	a.escaped += s.Escaped
@@ -49,7 +56,13 @@ func (a *tally) add(t *codec.Tensor, header int) {
 // stats are the whole tensor's figures, by the formulas of codec.Stats.
 func (a *tally) stats(t *tensor, ch choice, header int) trainer.TensorStats {
 	ts := baseStats(t, ch)
+	if a.pieces > 0 {
+		header = a.header
+	}
 	stored := a.storedNoHeader + header
+	if len(a.caps) > 0 && slices.Min(a.caps) == slices.Max(a.caps) {
+		stored -= 2 * len(a.caps) // one C for the tensor: no table (format.md §5)
+	}
 	n := float64(a.n)
 	ts.StoredBytes = stored
 	ts.Ratio = 2 * n / float64(stored)

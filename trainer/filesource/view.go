@@ -272,13 +272,20 @@ func (w *worker) run(tk task) {
 	}
 }
 
+// encode codes one piece. AUTO pieces are coded with a capacity per block,
+// each block's chosen from its own values as pack chooses it; the tally
+// drops the table where every block of the tensor got the same C.
 func (w *worker) encode(vals []uint16, ch choice) error {
+	l := ch.layout
+	if l.Preset == codec.Auto && !l.Version1 && len(vals) > 0 {
+		l.PerBlock = true
+	}
 	if b := w.s.opt.Backend; b != nil {
 		w.s.backendMu.Lock()
 		defer w.s.backendMu.Unlock()
-		return b.Encode(&w.out, vals, ch.cb, ch.layout)
+		return b.Encode(&w.out, vals, ch.cb, l)
 	}
-	return w.enc.Encode(&w.out, vals, ch.cb, ch.layout)
+	return w.enc.Encode(&w.out, vals, ch.cb, l)
 }
 
 // sampledWhole records an LCT tensor's sample once decoded and returns the
@@ -320,7 +327,7 @@ func (s *Session) finishPiece(tk task, out *codec.Tensor, bytes int64) bool {
 	if s.view != v || j.gen != tk.gen {
 		return false
 	}
-	j.tally.add(out, j.header)
+	j.tally.add(out)
 	j.finished++
 	j.bytesDone += bytes
 	if j.finished == j.pieces {

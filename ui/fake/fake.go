@@ -216,15 +216,18 @@ func (s *Source) Values(name string) ([]uint16, error) {
 	return append([]uint16(nil), t.Values...), nil
 }
 
-// encode returns t encoded under its codec (cached); s.mu held.
+// encode returns t encoded under its codec (cached), laid out as the
+// trainer lays out its tensors (one C from the sample); s.mu held.
 func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
 	cc := s.codecOf(t)
 	k := fmt.Sprintf("%s|%s|%s", t.Name, cc.Preset, cc.Dist)
 	if e, ok := s.encoded[k]; ok {
 		return e, nil
 	}
-	e, err := codec.Encode(t.Values, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
-	if err != nil {
+	h := codec.SampleHistogram(t.Values)
+	cb := codec.FitCodebook(cc.Dist, &h)
+	e := new(codec.Tensor)
+	if err := (&codec.Encoder{}).Encode(e, t.Values, cb, codec.ChooseLayout(cc.Preset, &cb, &h)); err != nil {
 		return nil, fmt.Errorf("fake: encoding %s: %w", t.Name, err)
 	}
 	s.encoded[k] = e
