@@ -17,7 +17,7 @@ import (
 // eighths are the bar glyphs from 1/8 to 8/8 of a cell.
 var eighths = []rune(" ▁▂▃▄▅▆▇█")
 
-const gutter = 5 // left label column
+const gutter = 6 // left label column: the peak's share ("31.7%") and a space
 
 // span returns the range of exponents worth drawing: every exponent that
 // occurs. It does not depend on the codebook, so the axis stays put while
@@ -274,9 +274,13 @@ func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
 		out[len(out)-1] = l("stored ") + st.Warn.Render("as-is") + l(": plain BF16, 16 bits a value; the lengths are what the codec would use")
 	}
 	if z := ZeroShare(t); z >= 0.1 {
-		what := "of the values have exponent 0 (zeros or subnormals)"
+		what, short := "of the values have exponent 0 (zeros or subnormals)", "on exponent 0 (zeros)"
 		if z >= 0.5 {
 			what += ": mostly zeros"
+			short = "on exponent 0: mostly zeros"
+		}
+		if len([]rune(what))+7 > w {
+			what = short
 		}
 		out = append(out, st.Warn.Render(format.Percent(z)+" "+what))
 	}
