@@ -76,6 +76,14 @@ func TestCellsAreTheCodecs(t *testing.T) {
 			t.Errorf("%d wide:\n%s", w, v)
 		}
 	}
+	// At 80×24 the view has 20 lines: the list fills them, and the share
+	// of zeros moves onto the first line; nothing is cut.
+	long := *g
+	long.Name = "h0.attn.qkv.w.v"
+	v := View(st, State{Grid: &long, Name: long.Name, Current: "auto/empirical"}, 80, 20)
+	if !strings.Contains(v, "exactly zero (mostly zeros)") || !strings.Contains(v, "★ best ") || strings.Contains(v, "…") {
+		t.Errorf("80×24:\n%s", v)
+	}
 	if _, err := Compute("empty", 1, nil); err == nil {
 		t.Error("no values accepted")
 	}
