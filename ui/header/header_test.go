@@ -3,6 +3,7 @@ package header
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -53,5 +54,21 @@ func TestViewKeepsBadgeWhenNarrow(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("lacks %q: %s", want, v)
 		}
+	}
+}
+
+// The second line keeps each figure whole: at 80 columns the step times
+// that do not fit are left out, not cut, and a shorter one after them
+// still comes.
+func TestSecondLineFiguresWhole(t *testing.T) {
+	s := &trainer.Snapshot{Step: 5, Backend: "cpu", Model: "tiny", Optimizer: "adamw", BitIdentical: true, LossLCT: 4.6, LossShadow: 4.6,
+		StepTimeLCT: 3400 * time.Microsecond, StepTimeShadow: 2950 * time.Microsecond, ValLoss: 3.6744}
+	d := Data{Snap: s, State: Running, Ratio: 1.475, Saving: 0.0409}
+	line2 := strings.Split(View(styles.New(nil), d, 80), "\n")[1]
+	if strings.Contains(line2, "…") || strings.Contains(line2, "step 3.40ms") || !strings.Contains(line2, "mem saved 4.09%") || !strings.Contains(line2, "val 3.6744") {
+		t.Errorf("80 columns: %q", line2)
+	}
+	if line2 := strings.Split(View(styles.New(nil), d, 120), "\n")[1]; !strings.Contains(line2, "step 3.40ms vs 2.95ms  val 3.6744") {
+		t.Errorf("120 columns: %q", line2)
 	}
 }
