@@ -160,3 +160,62 @@ func TestBlockKeysWhileLoading(t *testing.T) {
 		t.Fatalf("not on block 2:\n%s", m.View())
 	}
 }
+
+// At 80×24 the help says what is running (the data set's name included)
+// and scrolls to every key and every column's and glyph's explanation,
+// wrapped, nothing cut.
+func TestHelpScrollsAt80x24(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24, 2)
+	m = press(t, m, "?")
+	first := m.View()
+	if !strings.Contains(first, "this run: cpu/tiny/adamw · data built-in corpus") || !strings.Contains(first, "─ Help") || !strings.Contains(first, "lines 1–") {
+		t.Fatalf("help at 80×24:\n%s", first)
+	}
+	var seen []string
+	body := func(v string) []string { lines := strings.Split(v, "\n"); return lines[3 : len(lines)-2] }
+	for range 10 {
+		seen = append(seen, body(m.View())...)
+		m = press(t, m, "pgdown")
+	}
+	all := strings.Join(strings.Fields(strings.Join(seen, "\n")), " ") // the wrapped lines as one text
+	for _, want := range []string{"cycle distribution of its class", "same stream, next position", "used/alloc: bits per exponent",
+		"esc: exponents escaped", "ovf: exponents spilled", "as-is: stored as plain BF16", "━ the codebook's 2^-len", "ESC | literal: an escape", "▲ this value's stream"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("help never shows %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "…") {
+		t.Errorf("help cut:\n%s", all)
+	}
+	if m = press(t, m, "home"); m.View() != first {
+		t.Error("home does not scroll the help back to its top")
+	}
+	m = press(t, m, "end")
+	if lines := strings.Split(m.View(), "\n"); !strings.Contains(strings.Join(lines[len(lines)-4:], "\n"), "ESC | literal") {
+		t.Errorf("end does not show the help's last line:\n%s", m.View())
+	}
+	nm, _ := m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelUp, Action: tea.MouseActionPress})
+	if nm.(Model).helpOffset != m.helpOffset-1 {
+		t.Errorf("the wheel scrolled the help from %d to %d", m.helpOffset, nm.(Model).helpOffset)
+	}
+	if m.Selected() != "wte" {
+		t.Errorf("scrolling the help moved the selection to %s", m.Selected())
+	}
+}
+
+// A tensor's own codec (D/P) shows under its class in the codec panel,
+// the class's line keeps the class's codec, even where that tensor is the
+// class's first; → marks the request until a snapshot shows it.
+func TestCodecPanelListsTensorCodecs(t *testing.T) {
+	m, src := newTestModel(t, 160, 48, 2)
+	m = press(t, m, "down") // wte.m, the first adam_m tensor
+	m = press(t, m, "D")
+	if v := m.View(); !strings.Contains(v, "    wte.m auto/empirical → auto/gaussian") {
+		t.Errorf("request not shown:\n%s", v)
+	}
+	m = feed(t, m, src)
+	v := m.View()
+	if !strings.Contains(v, "  adam_m     auto/empirical") || !strings.Contains(v, "    wte.m auto/gaussian (own)") || strings.Contains(v, "(own) →") {
+		t.Errorf("codec panel after the snapshot:\n%s", v)
+	}
+}

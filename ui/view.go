@@ -31,7 +31,7 @@ func (m Model) View() string {
 	var body string
 	switch {
 	case m.showHelp:
-		body = helpview.View(m.st, m.keys, bw, bh)
+		body = helpview.View(m.st, m.helpLines(bw), m.helpOffset, bw, bh)
 	case m.view == Overview:
 		body = m.overviewView()
 	case m.view == Resources:
@@ -155,9 +155,33 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		return nil
 	}
 	seen := map[trainer.TensorClass]string{}
+	own := map[trainer.TensorClass][]codecpanel.TensorInfo{}
 	for _, t := range m.snap.Tensors {
+		codec := t.Preset + "/" + t.Distribution
+		override := false
+		if m.src != nil {
+			_, override = m.src.TensorCodec(t.Name)
+		}
+		req, asked := m.pendingTensor[t.Name]
+		if override || asked {
+			ti := codecpanel.TensorInfo{Name: t.Name, Codec: codec}
+			switch {
+			case asked && req == (trainer.ClassCodec{}):
+				ti.Pending = "its class's"
+			case asked:
+				ti.Pending = req.Preset.String() + "/" + req.Dist.String()
+			}
+			own[t.Class] = append(own[t.Class], ti)
+			continue // the class's codec is its other tensors'
+		}
 		if _, ok := seen[t.Class]; !ok {
-			seen[t.Class] = t.Preset + "/" + t.Distribution
+			seen[t.Class] = codec
+		}
+	}
+	for c := range own {
+		if _, ok := seen[c]; !ok && m.src != nil { // every tensor of the class has its own
+			cc := m.src.ClassCodec(c)
+			seen[c] = cc.Preset.String() + "/" + cc.Dist.String()
 		}
 	}
 	var out []codecpanel.ClassInfo
@@ -166,7 +190,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		if !ok {
 			continue
 		}
-		ci := codecpanel.ClassInfo{Class: c, Codec: cc}
+		ci := codecpanel.ClassInfo{Class: c, Codec: cc, Tensors: own[c]}
 		if p, ok := m.pending[c]; ok {
 			ci.Pending = p.Preset.String() + "/" + p.Dist.String()
 		}
@@ -240,4 +264,26 @@ func (m Model) footer() string {
 		keys = m.keys.CompareHelp()
 	}
 	return box.Line(h.ShortHelpView(keys), m.width)
+}
+
+// helpLines is the help for w columns, headed by what is shown.
+func (m Model) helpLines(w int) []string {
+	return helpview.Lines(m.st, m.keys, m.runLine(), w)
+}
+
+// runLine says what the screen shows: the training run and its data, or
+// the checkpoint.
+func (m Model) runLine() string {
+	s := m.snap
+	switch {
+	case s == nil:
+		return ""
+	case s.File != nil:
+		return fmt.Sprintf("%s of %s (%s)", s.File.Mode, s.File.Path, s.Model)
+	}
+	line := fmt.Sprintf("%s/%s/%s", s.Backend, s.Model, s.Optimizer)
+	if s.Data != "" {
+		line += " · data " + s.Data
+	}
+	return line
 }
