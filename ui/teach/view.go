@@ -117,7 +117,8 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 				first, last, v.Stream, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first))),
 			l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d → stream byte %d → stream-area byte %d·256+%d = ",
 				first, last, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first)))))
-		lines = append(lines, l(strings.Repeat(" ", 9)+"stored: ")+storedBits(st, a, v)+checkMark(st, v))
+		stored := l(strings.Repeat(" ", 9)+"stored: ") + storedBits(st, a, v)
+		lines = append(lines, fit(w, stored+checkMark(st, v, true), stored+checkMark(st, v, false)))
 	}
 
 	// 5. the value's stream.
@@ -323,18 +324,28 @@ func storedBits(st styles.Styles, a *Analysis, v Value) string {
 	return s.String()
 }
 
-func checkMark(st styles.Styles, v Value) string {
+// checkMark says whether the stream holds the code, in words when long.
+func checkMark(st styles.Styles, v Value, long bool) string {
 	if v.StoredCode == v.Code {
+		if !long {
+			return st.Good.Render("  ✓ read back")
+		}
 		return st.Good.Render("  ✓ read back from the encoded block")
 	}
 	return st.Error.Render(fmt.Sprintf("  ✗ read back %0*b", v.Len, v.StoredCode))
 }
 
-// neighbours lists the codes around the value in its stream.
+// neighbours lists the codes around the value in its stream, in w
+// columns: from two positions before it, as many after as fit whole, "…"
+// where more follow.
 func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
-	var parts []string
-	total := 0
 	lo := max(v.Position-2, 0)
+	var out strings.Builder
+	used := 0
+	if lo > 0 {
+		out.WriteString(st.Dim.Render("… "))
+		used = 2
+	}
 	for p := lo; ; p++ {
 		i := a.Detail.Layout.Element(v.Stream, p)
 		if i >= a.N {
@@ -348,24 +359,31 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 		if o.Spilled {
 			code = "spill"
 		}
-		s := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)
+		text := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)
 		if p == v.Position {
-			s = st.Highlight.Render("[" + s + "]")
-		} else {
-			s = st.Dim.Render(s)
+			text = "[" + text + "]"
 		}
-		if total+len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code))+3 > w-4 && p > v.Position {
-			parts = append(parts, st.Dim.Render("…"))
+		sep := ""
+		if p > lo {
+			sep = " · "
+		}
+		more := 0
+		if a.Detail.Layout.Element(v.Stream, p+1) < a.N {
+			more = len(" · …")
+		}
+		if p > v.Position && used+len(sep)+ansi.StringWidth(text)+more > w {
+			out.WriteString(st.Dim.Render(" · …"))
 			break
 		}
-		total += len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)) + 3
-		parts = append(parts, s)
+		out.WriteString(st.Dim.Render(sep))
+		if p == v.Position {
+			out.WriteString(st.Highlight.Render(text))
+		} else {
+			out.WriteString(st.Dim.Render(text))
+		}
+		used += len(sep) + ansi.StringWidth(text)
 	}
-	prefix := ""
-	if lo > 0 {
-		prefix = st.Dim.Render("… ")
-	}
-	return prefix + strings.Join(parts, st.Dim.Render(" · "))
+	return out.String()
 }
 
 // fillRange is the fill chart's axis: from the emptiest column's fill

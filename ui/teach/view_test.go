@@ -138,23 +138,44 @@ func TestAsIsExplained(t *testing.T) {
 // ends in "…" by design). Values coded, escaped and spilled, from a real
 // tensor under a codebook that fits it badly.
 func TestNarrowWalkCutsNoFigure(t *testing.T) {
-	files := testtensors.Files(t)
-	nt := testtensors.LoadBF16(t, files[0])[0]
-	d := detail(t, "blk11.attn.qkv.w.v", nt.Values, codec.Clean, codec.Gaussian)
-	d.Blocks = 12
-	a, err := Analyze(d)
-	if err != nil {
-		t.Fatal(err)
+	var a *Analysis
+	picks := map[string]int{}
+	for _, f := range testtensors.Files(t) {
+		for _, nt := range testtensors.LoadBF16(t, f) {
+			d := detail(t, "blk11.attn.qkv.w.v", nt.Values, codec.Clean, codec.Gaussian)
+			d.Blocks = 12
+			b, err := Analyze(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			picks = map[string]int{"coded": 0, "escaped": -1, "spilled": b.NextSpilled(0)}
+			for i := range b.N {
+				if v := b.Value(i); v.Escaped && !v.Spilled {
+					picks["escaped"] = i
+					break
+				}
+			}
+			if picks["escaped"] >= 0 && picks["spilled"] >= 0 {
+				a = b
+				break
+			}
+		}
+		if a != nil {
+			break
+		}
 	}
-	picks := map[string]int{"coded": 0, "escaped": a.NextEscaped(0), "spilled": a.NextSpilled(0)}
-	if picks["escaped"] < 0 || picks["spilled"] < 0 {
-		t.Fatalf("the tensor has no escaped (%d) or no spilled (%d) value", picks["escaped"], picks["spilled"])
+	if a == nil {
+		t.Fatal("no real tensor has both an escaped value that is coded and a spilled one")
 	}
 	for _, w := range []int{80, 100} {
 		for what, i := range picks {
 			v := ansi.Strip(View(styles.New(nil), a, i, nil, w, 40))
 			for _, l := range strings.Split(v, "\n") {
-				if strings.Contains(l, "…") && !strings.HasPrefix(l, "5 stream") {
+				body := strings.TrimRight(l, " ")
+				if strings.HasPrefix(l, "5 stream") { // "… " before, " · …" after: by design
+					body = strings.TrimSuffix(strings.Replace(body, "5 stream … ", "5 stream ", 1), " · …")
+				}
+				if strings.Contains(body, "…") {
 					t.Errorf("%d wide, %s value %d: cut line %q", w, what, i, l)
 				}
 			}
