@@ -59,6 +59,9 @@ func (m Model) mouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 
 // viewAt is the view whose name the status line shows at column x.
 func (m Model) viewAt(x int) (View, bool) {
+	if !m.allViewNames(m.notice()) {
+		return m.view, x < ansi.StringWidth(m.viewNames(false))
+	}
 	at := 0
 	for v := View(0); v < numViews; v++ {
 		name := v.label(m.width)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -217,5 +218,43 @@ func TestCodecPanelListsTensorCodecs(t *testing.T) {
 	v := m.View()
 	if !strings.Contains(v, "  adam_m     auto/empirical") || !strings.Contains(v, "    wte.m auto/gaussian (own)") || strings.Contains(v, "(own) →") {
 		t.Errorf("codec panel after the snapshot:\n%s", v)
+	}
+}
+
+// An export folder gone since the start is one clear error line, and the
+// notice says nothing was written (not "exporting…" for ever).
+func TestExportToMissingFolder(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	gone := filepath.Join(t.TempDir(), "gone")
+	m := New(src, Options{ExportDir: gone})
+	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(t, m, src)
+	m = press(t, m, "e")
+	v := m.View()
+	if !strings.Contains(v, "✗ export: the folder "+gone+" does not exist (--export-dir)") || strings.Contains(v, "export: export") ||
+		strings.Contains(v, "exporting…") || !strings.Contains(v, "export failed: nothing written") {
+		t.Errorf("export to a missing folder:\n%s", v)
+	}
+}
+
+// A notice too long to sit beside every view's name keeps the current
+// view's name only, and is read whole at 100 columns.
+func TestLongNoticeWhole(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	src.FinishAt = 2
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(t, m, src)
+	m = feed(t, m, src)
+	m = press(t, m, "n")
+	lines := strings.Split(m.View(), "\n")
+	status := lines[len(lines)-2]
+	if !strings.HasPrefix(status, "[overview]  the run is over (step 2): d/p still re-encode its final state") || strings.Contains(status, "…") {
+		t.Errorf("status line %q", status)
+	}
+	// A click on the one name shown stays on that view.
+	nm, _ := m.Update(tea.MouseMsg{X: 3, Y: len(lines) - 2, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if nm.(Model).view != Overview {
+		t.Errorf("a click on [overview] showed %s", nm.(Model).view)
 	}
 }

@@ -611,7 +611,7 @@ func TestErrorsRender(t *testing.T) {
 		m, _ := newTestModel(t, 80, 24, 2)
 		m.opt.ExportDir = filepath.Join(t.TempDir(), "missing")
 		m = press(t, m, "e")
-		if v := m.View(); !strings.Contains(v, "✗ export: export:") {
+		if v := m.View(); !strings.Contains(v, "✗ export: the folder ") || strings.Contains(v, "export: export") {
 			t.Errorf("view:\n%s", v)
 		}
 	})

@@ -68,7 +68,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case msgs.Exported:
 		if msg.Err != nil {
-			m.errs["export"] = msg.Err
+			// Shown as "✗ export: …": the package's own prefix would say it twice.
+			m.errs["export"] = errors.New(strings.TrimPrefix(msg.Err.Error(), "export: "))
+			m.status = "export failed: nothing written"
 			m.relayout()
 			return m, nil
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/trainer"
 	"lcttop/ui/box"
@@ -214,20 +215,47 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	return out
 }
 
+// statusLine names the views (the current one in brackets) and carries
+// the notice; a notice too long to sit beside every name keeps only the
+// current view's.
 func (m Model) statusLine() string {
 	w := m.width
 	if m.filtering {
 		return box.Line(m.filter.View(), w)
 	}
+	msg := m.notice()
+	tabs := m.viewNames(m.allViewNames(msg))
+	line := tabs
+	if msg != "" {
+		line += "  " + m.st.Status.Render(msg)
+	}
+	return box.Line(line, w)
+}
+
+// allViewNames reports whether every view's name fits beside notice msg.
+func (m Model) allViewNames(msg string) bool {
+	return msg == "" || ansi.StringWidth(m.viewNames(true))+2+ansi.StringWidth(msg) <= m.width
+}
+
+// viewNames is the views' names, or the current one's alone.
+func (m Model) viewNames(all bool) string {
+	if !all {
+		return m.st.Key.Render("[" + m.view.label(m.width) + "]")
+	}
 	views := make([]string, numViews)
 	for v := View(0); v < numViews; v++ {
 		if v == m.view {
-			views[v] = m.st.Key.Render("[" + v.label(w) + "]")
+			views[v] = m.st.Key.Render("[" + v.label(m.width) + "]")
 		} else {
-			views[v] = m.st.Dim.Render(v.label(w))
+			views[v] = m.st.Dim.Render(v.label(m.width))
 		}
 	}
-	tabs := strings.Join(views, m.st.Dim.Render(" · "))
+	return strings.Join(views, m.st.Dim.Render(" · "))
+}
+
+// notice is the status line's message: the latest notice, else what the
+// overview left out, the paused or finished state's keys.
+func (m Model) notice() string {
 	msg := m.status
 	if msg == "" && m.view == Overview {
 		if om := m.omitted(); len(om) > 0 {
@@ -244,11 +272,7 @@ func (m Model) statusLine() string {
 	if msg == "" && m.state == header.Finished && m.snap != nil && m.snap.Finished {
 		msg = m.overNotice()
 	}
-	line := tabs
-	if msg != "" {
-		line += "  " + m.st.Status.Render(msg)
-	}
-	return box.Line(line, w)
+	return msg
 }
 
 func (m Model) footer() string {
