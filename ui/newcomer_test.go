@@ -180,7 +180,7 @@ func TestHelpScrollsAt80x24(t *testing.T) {
 	}
 	all := strings.Join(strings.Fields(strings.Join(seen, "\n")), " ") // the wrapped lines as one text
 	for _, want := range []string{"cycle distribution of its class", "same stream, next position", "used/alloc: bits per exponent",
-		"esc: exponents escaped", "ovf: exponents spilled", "as-is: stored as plain BF16", "━ the codebook's 2^-len", "ESC | literal: an escape", "▲ this value's stream"} {
+		"esc: exponents escaped", "ovf: exponents spilled", "as-is: stored as it is, not coded: plain BF16", "━ the codebook's 2^-len", "ESC | literal: an escape", "▲ this value's stream"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("help never shows %q:\n%s", want, all)
 		}

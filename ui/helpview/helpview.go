@@ -20,8 +20,11 @@ import (
 // entry a topic (wrapped to the width when drawn).
 var Legend = []string{
 	"✓ BIT-IDENTICAL: the LCT run's losses (and weights when compared) equal the shadow run's bit for bit",
-	"ratio: 2 bytes a value / bytes stored, everything counted · used/alloc: bits per exponent written (codes + 8 per spilled exponent) / allocated (streams, overflow, headers) · esc: exponents escaped (ESC code + the 8-bit exponent) · ovf: exponents spilled to the overflow area · H bits: the exponents' entropy",
-	"as-is: stored as plain BF16, 16 bits a value, because LCT would not make it smaller · as-is!: this step only, because the overflow pool was full · ▶ the selected tensor",
+	"ratio: 2 bytes a value / bytes stored, everything counted · ~ an estimate from the codec's sample (a checkpoint, before its exact pass)",
+	"used/alloc: bits per exponent written (codes + 8 per spilled exponent) / allocated (streams, overflow, headers)",
+	"esc: exponents escaped (ESC code + the 8-bit exponent) · ovf: exponents spilled to the overflow area · H bits: the exponents' entropy",
+	"as-is: stored as it is, not coded: plain BF16 (16 bits a value) where LCT would not make it smaller, or a checkpoint's other dtype · as-is!: this step only, because the overflow pool was full",
+	"▶ the selected tensor · (own) a tensor's codec of its own, over its class's (D/P)",
 	"histogram: log-scale bars; ━ the codebook's 2^-len; len row = code length, ░ = escaped",
 	"compare: ★ the best ratio, [ ] the tensor's codec now · d/p set a class, D/P the selected tensor alone",
 	"charts: • LCT ○ shadow ● both; the window ([ ]) is apart from how often samples are taken",
