@@ -258,3 +258,51 @@ func TestLongNoticeWhole(t *testing.T) {
 		t.Errorf("a click on [overview] showed %s", nm.(Model).view)
 	}
 }
+
+// From 120 to 159 columns nothing on the overview or the memory & codec
+// view is cut (only the key line ends in "…" by design), the names tell
+// w, m and v apart, and no size from 80×24 up shows fewer panels than
+// 80×24 does.
+func TestWideLayoutsCutNothing(t *testing.T) {
+	small, _ := newTestModel(t, 80, 24, 2)
+	base := map[Panel]bool{}
+	for _, r := range small.overviewLayout() {
+		for _, p := range r.panels {
+			base[p.panel] = true
+		}
+	}
+	for w := 120; w < 160; w++ {
+		for _, h := range []int{30, 40} {
+			m, _ := newTestModel(t, w, h, 3)
+			m = press(t, m, "down") // wte.m: mostly zeros, the longest histogram notes
+			for _, v := range []View{Overview, Resources} {
+				m.view = v
+				lines := strings.Split(m.View(), "\n")
+				for i, l := range lines[:len(lines)-1] {
+					if strings.Contains(l, "…") {
+						t.Errorf("%d×%d %s line %d cut: %q", w, h, v, i, l)
+					}
+				}
+				if v == Overview {
+					view := m.View()
+					for _, want := range []string{"h0.attn.qkv.w.m ", "h0.attn.qkv.w.v ", "saved", "fallbacks this step"} {
+						if !strings.Contains(view, want) {
+							t.Errorf("%d×%d: %q not shown", w, h, want)
+						}
+					}
+				}
+			}
+			shown := map[Panel]bool{}
+			for _, r := range m.overviewLayout() {
+				for _, p := range r.panels {
+					shown[p.panel] = true
+				}
+			}
+			for p := range base {
+				if !shown[p] {
+					t.Errorf("%d×%d leaves out %s, which 80×24 shows", w, h, p)
+				}
+			}
+		}
+	}
+}
