@@ -101,7 +101,11 @@ func View(st styles.Styles, s State, w, h int) string {
 	lines := []string{box.Title(st.PanelTitle, st.Separator, title, right, w)}
 	switch {
 	case s.Err != nil:
-		return box.Fit(lines[0]+"\n"+st.Error.Render("  "+s.Err.Error()), w, h)
+		var msg []string
+		for _, l := range strings.Split(ansi.Wordwrap(s.Err.Error(), max(w-2, 10), ""), "\n") {
+			msg = append(msg, st.Error.Render("  "+l))
+		}
+		return box.Fit(lines[0]+"\n"+strings.Join(msg, "\n"), w, h)
 	case g == nil || g.Name != s.Name:
 		return box.Fit(lines[0]+"\n"+st.Dim.Render("  encoding the selected tensor under 16 codecs…"), w, h)
 	}

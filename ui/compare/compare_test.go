@@ -90,3 +90,12 @@ func TestCellsAreTheCodecs(t *testing.T) {
 }
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
+
+// Why there is no grid is read whole at 80 columns: wrapped.
+func TestErrorWraps(t *testing.T) {
+	err := fmt.Errorf("no tensor selected (filter %q matches none): clear the filter with esc or type another", "a rather long filter text")
+	v := View(styles.New(nil), State{Err: err}, 80, 10)
+	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), err.Error()) {
+		t.Errorf("error at 80 columns:\n%s", v)
+	}
+}

@@ -36,7 +36,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	title := box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", hints, w)
 	switch {
 	case loadErr != nil:
-		return box.Fit(title+"\n"+st.Error.Render("  "+loadErr.Error()), w, h)
+		return box.Fit(title+"\n"+wrapped(st.Error.Render, loadErr.Error(), w), w, h)
 	case a == nil:
 		return box.Fit(title+"\n"+st.Dim.Render("  loading the selected tensor's block…"), w, h)
 	}
@@ -230,6 +230,16 @@ func shiftNote(cb codec.Codebook) string {
 	}
 	return fmt.Sprintf("shift %+d: the %s table, made for values near 1 (exponent 127), moved %s %d binade%s to sit on this block's exponents",
 		cb.Shift, cb.Dist, dir, n, plural(n))
+}
+
+// wrapped is text broken at spaces into lines of w columns, indented by
+// two, each line styled.
+func wrapped(style func(...string) string, text string, w int) string {
+	var lines []string
+	for _, l := range strings.Split(ansi.Wordwrap(text, max(w-2, 10), ""), "\n") {
+		lines = append(lines, style("  "+l))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // fit is the first of forms, longest first, that fits w columns, else the

@@ -182,3 +182,12 @@ func TestNarrowWalkCutsNoFigure(t *testing.T) {
 		}
 	}
 }
+
+// Why a block cannot be shown is read whole at 80 columns: wrapped.
+func TestLoadErrorWraps(t *testing.T) {
+	err := fmt.Errorf("tensor act.blk0.in: activations are freed after each backward pass; pick a weight or an optimizer state")
+	v := ansi.Strip(View(styles.New(nil), nil, 0, err, 80, 10))
+	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), err.Error()) {
+		t.Errorf("error at 80 columns:\n%s", v)
+	}
+}
