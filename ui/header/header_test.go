@@ -72,3 +72,17 @@ func TestSecondLineFiguresWhole(t *testing.T) {
 		t.Errorf("120 columns: %q", line2)
 	}
 }
+
+// A checkpoint's second line keeps the exact pass's figures whole at 80
+// columns: the bar shortens first.
+func TestFileLineFiguresWhole(t *testing.T) {
+	f := &trainer.FileStats{Mode: "open", Path: "step600_adam_v.safetensors", Files: 1, FileBytes: 3418000, LCTBytes: 2243000,
+		Progress: trainer.Progress{Tensors: 28, TensorsDone: 28, Bytes: 100, BytesDone: 100}}
+	d := Data{Snap: &trainer.Snapshot{Step: 600, Model: "step600_adam_v.safetensors", File: f}, State: Running, Ratio: 1.5235}
+	for _, w := range []int{80, 100, 160} {
+		line2 := strings.Split(View(styles.New(nil), d, w), "\n")[1]
+		if strings.Contains(line2, "…") || !strings.Contains(line2, "100% 28/28 tensors") || w > 80 && !strings.Contains(line2, "BF16 ratio 1.524×") {
+			t.Errorf("%d columns: %q", w, line2)
+		}
+	}
+}

@@ -82,14 +82,16 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 		return box.Fit(box.Title(st.PanelTitle, st.Separator, "Exponents", "", w)+"\n"+st.Dim.Render("  no tensor selected"), w, h)
 	}
 	var lines []string
-	right := t.Preset + "/" + t.Distribution + " · log scale · ━ codebook 2^-len"
-	switch {
-	case w < 56:
-		right = t.Preset + "/" + t.Distribution
-	case w < 70:
-		right = t.Preset + "/" + t.Distribution + " · log · ━ 2^-len"
+	// The title's right side as long as fits beside the name.
+	title, codec := "Exponents · "+t.Name, t.Preset+"/"+t.Distribution
+	right := ""
+	for _, r := range []string{codec + " · log scale · ━ codebook 2^-len", codec + " · log · ━ 2^-len", codec} {
+		if len([]rune(title))+len([]rune(r))+7 <= w {
+			right = r
+			break
+		}
 	}
-	lines = append(lines, box.Title(st.PanelTitle, st.Separator, "Exponents · "+t.Name, right, w))
+	lines = append(lines, box.Title(st.PanelTitle, st.Separator, title, right, w))
 	lo, hi, any := span(t)
 	if !any {
 		lines = append(lines, st.Dim.Render("  empty histogram"))

@@ -170,3 +170,16 @@ func TestZeroShareShown(t *testing.T) {
 		t.Errorf("zeros said of a tensor without any:\n%s", v)
 	}
 }
+
+// A long tensor name keeps the title's right side whole: a shorter one,
+// none where even the codec does not fit beside the name.
+func TestTitleFitsLongName(t *testing.T) {
+	s := stats()
+	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", "auto", "empirical"
+	for _, w := range []int{60, 80, 100} {
+		title := strings.Split(View(styles.New(nil), s, true, w, 16), "\n")[0]
+		if strings.Contains(title, "…") || w > 60 && !strings.Contains(title, "auto/empirical") {
+			t.Errorf("%d columns: %q", w, title)
+		}
+	}
+}
