@@ -109,7 +109,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		st.Key.Render("4 place  ")+short))
 	if v.Spilled {
 		full := st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream])) + l(fmt.Sprintf(" → overflow byte %d", v.SpillByte))
-		lines = append(lines, fit(w, l(strings.Repeat(" ", 9))+full+l(fmt.Sprintf(" (after %d markers)", a.SpillingStreams)), l(strings.Repeat(" ", 9))+full))
+		lines = append(lines, fit(w, l(strings.Repeat(" ", 9))+full+l(fmt.Sprintf(" (after %d marker%s)", a.SpillingStreams, plural(a.SpillingStreams))), l(strings.Repeat(" ", 9))+full))
 	} else {
 		first, last := v.StartBit, v.StartBit+v.Len-1
 		lines = append(lines, fit(w,
@@ -124,12 +124,12 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	// 5. the value's stream.
 	lines = append(lines, st.Key.Render("5 stream ")+neighbours(st, a, v, w-9))
 	lines = append(lines, l(strings.Repeat(" ", 9))+val(fmt.Sprintf("%d/%d bits", a.FillBits[v.Stream], a.CapacityBits()))+
-		l(fmt.Sprintf(" used (%s), %d exponents, %d spilled", format.Percent(float64(a.FillBits[v.Stream])/float64(a.CapacityBits())),
-			a.Count[v.Stream], a.Count[v.Stream]-a.Coded[v.Stream])))
+		l(fmt.Sprintf(" used (%s), %d exponent%s, %d spilled", format.Percent(float64(a.FillBits[v.Stream])/float64(a.CapacityBits())),
+			a.Count[v.Stream], plural(a.Count[v.Stream]), a.Count[v.Stream]-a.Coded[v.Stream])))
 
 	// 6. the block's streams.
-	spills := fmt.Sprintf("%d/256 streams spill %d exps → overflow %d B", a.SpillingStreams, a.Spilled, a.OverflowBytes())
-	summary := []string{fit(w, l(strings.Repeat(" ", 9)+spills+fmt.Sprintf(" (%d markers + %d raw)", a.SpillingStreams, a.Spilled)),
+	spills := fmt.Sprintf("%d/256 streams spill %d exp%s → overflow %d B", a.SpillingStreams, a.Spilled, plural(a.Spilled), a.OverflowBytes())
+	summary := []string{fit(w, l(strings.Repeat(" ", 9)+spills+fmt.Sprintf(" (%d marker%s + %d raw)", a.SpillingStreams, plural(a.SpillingStreams), a.Spilled)),
 		l(strings.Repeat(" ", 9)+spills))}
 	agree := st.Good.Render("✓ the encoder's figures agree")
 	if a.Check != nil {
@@ -194,7 +194,7 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) (lines []strin
 		}
 	}
 	out := []string{fit(w,
-		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d exponents coded, the other %d escaped; canonical codes, shortest first:", coded, 256-coded)),
+		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d exponent%s coded, the other %d escaped; canonical codes, shortest first:", coded, plural(coded), 256-coded)),
 		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d coded, %d escaped; canonical codes, shortest first:", coded, 256-coded)))}
 	for _, l := range strings.Split(ansi.Wordwrap(shiftNote(cb), max(w-9, 20), ""), "\n") {
 		out = append(out, strings.Repeat(" ", 9)+st.Dim.Render(l))

@@ -20,7 +20,8 @@ func viewOf(t *testing.T, a *Analysis, i int) string {
 }
 
 // An escaped exponent is shown as ESC | literal, with the ESC code's and
-// the literal's own bits; a 1-bit code is "1 bit".
+// the literal's own bits; a 1-bit code is "1 bit", one coded exponent "1
+// exponent".
 func TestEscapeAndOneBitCode(t *testing.T) {
 	vals := make([]uint16, 8192)
 	for i := range vals {
@@ -48,7 +49,8 @@ func TestEscapeAndOneBitCode(t *testing.T) {
 	if one.Len != 1 {
 		t.Fatalf("exponent 120 has a %d-bit code, want 1", one.Len)
 	}
-	if v := viewOf(t, a, 0); !strings.Contains(v, "= 1 bit instead of 8") || strings.Contains(v, "1 bits") {
+	if v := viewOf(t, a, 0); !strings.Contains(v, "= 1 bit instead of 8") || strings.Contains(v, "1 bits") ||
+		!strings.Contains(v, "1 exponent coded, the other 255 escaped") || !strings.Contains(v, "0/256 streams spill 0 exps → overflow 0 B (0 markers + 0 raw)") {
 		t.Errorf("a 1-bit code:\n%s", v)
 	}
 }
