@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -230,7 +231,7 @@ func TestExportToMissingFolder(t *testing.T) {
 	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
 	m = feed(t, m, src)
 	m = press(t, m, "e")
-	v := m.View()
+	v := strings.Join(strings.Fields(m.View()), " ") // the error may wrap
 	if !strings.Contains(v, "✗ export: the folder "+gone+" does not exist (--export-dir)") || strings.Contains(v, "export: export") ||
 		strings.Contains(v, "exporting…") || !strings.Contains(v, "export failed: nothing written") {
 		t.Errorf("export to a missing folder:\n%s", v)
@@ -304,5 +305,20 @@ func TestWideLayoutsCutNothing(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An error longer than the line is wrapped under the header, not cut,
+// and the screen stays exactly the terminal's size.
+func TestLongErrorWraps(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24, 2)
+	long := "step 3: the trainer stopped: the overflow pool of 64.7 KiB is full and the fallback could not allocate 512 KiB"
+	m.errs["trainer"] = errors.New(long)
+	m.relayout()
+	v := m.View()
+	checkRect(t, "long error", v, 80, 24)
+	lines := strings.Split(v, "\n")
+	if got := strings.Join(strings.Fields(lines[2]+" "+lines[3]), " "); got != "✗ trainer: "+long || strings.Contains(v, "…\n") {
+		t.Errorf("error lines %q, %q", lines[2], lines[3])
 	}
 }

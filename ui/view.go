@@ -25,8 +25,8 @@ import (
 func (m Model) View() string {
 	w := m.width
 	parts := []string{m.headerView()}
-	for _, e := range m.Errors()[:m.errorLines()] {
-		parts = append(parts, box.Line(m.st.Error.Render("✗ "+e.Source+": ")+m.st.Error.Render(e.Err.Error()), w))
+	for _, l := range m.errorRows() {
+		parts = append(parts, box.Line(m.st.Error.Render(l), w))
 	}
 	bw, bh := m.bodySize()
 	var body string

@@ -102,7 +102,7 @@ func View(st styles.Styles, s State, w, h int) string {
 	switch {
 	case s.Err != nil:
 		var msg []string
-		for _, l := range strings.Split(ansi.Wordwrap(s.Err.Error(), max(w-2, 10), ""), "\n") {
+		for _, l := range box.Wrap(s.Err.Error(), max(w-2, 10)) {
 			msg = append(msg, st.Error.Render("  "+l))
 		}
 		return box.Fit(lines[0]+"\n"+strings.Join(msg, "\n"), w, h)

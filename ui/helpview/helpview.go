@@ -71,10 +71,10 @@ func wrap(style func(...string) string, s string, w int) []string {
 	if w < 8 || ansi.StringWidth(s) <= w {
 		return []string{style(s)}
 	}
-	first, rest, _ := strings.Cut(ansi.Wordwrap(s, w, ""), "\n")
-	out := []string{style(first)}
-	if rest != "" {
-		for _, l := range strings.Split(ansi.Wordwrap(strings.ReplaceAll(rest, "\n", " "), w-2, ""), "\n") {
+	lines := box.Wrap(s, w)
+	out := []string{style(lines[0])}
+	if len(lines) > 1 {
+		for _, l := range box.Wrap(strings.Join(lines[1:], " "), w-2) {
 			out = append(out, style("  "+l))
 		}
 	}

@@ -196,7 +196,7 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) (lines []strin
 	out := []string{fit(w,
 		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d exponent%s coded, the other %d escaped; canonical codes, shortest first:", coded, plural(coded), 256-coded)),
 		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d coded, %d escaped; canonical codes, shortest first:", coded, 256-coded)))}
-	for _, l := range strings.Split(ansi.Wordwrap(shiftNote(cb), max(w-9, 20), ""), "\n") {
+	for _, l := range box.Wrap(shiftNote(cb), max(w-9, 20)) {
 		out = append(out, strings.Repeat(" ", 9)+st.Dim.Render(l))
 	}
 	head = len(out)
@@ -236,7 +236,7 @@ func shiftNote(cb codec.Codebook) string {
 // two, each line styled.
 func wrapped(style func(...string) string, text string, w int) string {
 	var lines []string
-	for _, l := range strings.Split(ansi.Wordwrap(text, max(w-2, 10), ""), "\n") {
+	for _, l := range box.Wrap(text, max(w-2, 10)) {
 		lines = append(lines, style("  "+l))
 	}
 	return strings.Join(lines, "\n")
@@ -276,7 +276,7 @@ func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
 		why = "This tensor is stored as " + t.DType + ". LCT codes BF16 tensors only, so it is kept as it is, byte for byte: there is no code, stream or overflow to follow."
 	}
 	for _, p := range []string{why, "", "Select a BF16 tensor that is coded (↑↓) to follow one of its values through the codec."} {
-		for _, line := range strings.Split(ansi.Wordwrap(p, max(w, 20), ""), "\n") {
+		for _, line := range box.Wrap(p, max(w, 20)) {
 			lines = append(lines, l(line))
 		}
 	}
