@@ -63,8 +63,8 @@ func TestBar(t *testing.T) {
 }
 
 func TestWrap(t *testing.T) {
-	got := Wrap("the folder /tmp/x does not exist (--export-dir) at shift -7", 20)
-	want := []string{"the folder /tmp/x", "does not exist", "(--export-dir) at", "shift -7"}
+	got := Wrap("the folder runs/x does not exist (--export-dir) at shift -7", 20)
+	want := []string{"the folder runs/x", "does not exist", "(--export-dir) at", "shift -7"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Wrap: %q, want %q", got, want)
 	}
