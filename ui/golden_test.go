@@ -43,7 +43,7 @@ var screens = []screen{
 	{"overview", nil, ""},
 	{"memory", []string{"tab"}, "─ Memory"},
 	{"history", []string{"tab", "tab"}, "─ History"},
-	{"compare_adam_v", seq(down(4), []string{"c"}), "best ratio"},
+	{"compare_adam_v", seq(down(4), []string{"c"}), "★ best"},
 	{"teaching", []string{"t"}, "stored:"},
 	{"teaching_block2", seq(down(6), []string{"t", "wait:stored:", ">", "wait:block 1 of 3", ">"}), "block 2 of 3"},
 	{"teaching_spilled", seq(down(4), []string{"t", "wait:stored:", "o"}), "spilled: stream"},

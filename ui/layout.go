@@ -2,6 +2,9 @@ package ui
 
 import (
 	"slices"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/ui/box"
 )
@@ -47,7 +50,30 @@ func (m *Model) chromeLines() int {
 	return 2 + m.errorLines() + 2
 }
 
-func (m *Model) errorLines() int { return min(len(m.errs), 3) }
+func (m *Model) errorLines() int { return len(m.errorRows()) }
+
+// errorRows are the error lines under the header: each error wrapped to
+// the width (two lines at most), three lines in all.
+func (m *Model) errorRows() []string {
+	var rows []string
+	for _, e := range m.Errors() {
+		text := "✗ " + e.Source + ": " + e.Err.Error()
+		wrapped := box.Wrap(text, max(m.width-2, 20))
+		for i, l := range wrapped {
+			if i == 2 || len(rows) == 3 {
+				break
+			}
+			if i > 0 {
+				l = "  " + l
+			}
+			if i == 1 && len(wrapped) > 2 {
+				l = ansi.Truncate(l+" "+strings.Join(wrapped[2:], " "), m.width, "…")
+			}
+			rows = append(rows, l)
+		}
+	}
+	return rows
+}
 
 // overviewLayout arranges the visible panels of the overview in rows.
 func (m *Model) overviewLayout() []row {

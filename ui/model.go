@@ -100,6 +100,7 @@ type Model struct {
 	view          View
 	hidden        [numPanels]bool
 	showHelp      bool
+	helpOffset    int // the help's first line shown
 
 	snap    *trainer.Snapshot
 	state   header.State

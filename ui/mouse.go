@@ -5,10 +5,18 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// mouse handles the wheel (select the previous or next tensor), a click on
-// a table row (select it) and a click on a view's name (show it).
+// mouse handles the wheel (select the previous or next tensor, or scroll
+// the help), a click on a table row (select it) and a click on a view's
+// name (show it).
 func (m Model) mouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
-	if m.filtering || m.showHelp {
+	if m.filtering {
+		return m, nil
+	}
+	if m.showHelp { // the wheel scrolls the help
+		k := map[tea.MouseButton]tea.KeyType{tea.MouseButtonWheelUp: tea.KeyUp, tea.MouseButtonWheelDown: tea.KeyDown}[msg.Button]
+		if k != 0 && msg.Action == tea.MouseActionPress {
+			m, _ = m.scrollHelp(tea.KeyMsg{Type: k})
+		}
 		return m, nil
 	}
 	switch {
@@ -51,6 +59,9 @@ func (m Model) mouse(msg tea.MouseMsg) (tea.Model, tea.Cmd) {
 
 // viewAt is the view whose name the status line shows at column x.
 func (m Model) viewAt(x int) (View, bool) {
+	if !m.allViewNames(m.notice()) {
+		return m.view, x < ansi.StringWidth(m.viewNames(false))
+	}
 	at := 0
 	for v := View(0); v < numViews; v++ {
 		name := v.label(m.width)

@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,5 +160,165 @@ func TestBlockKeysWhileLoading(t *testing.T) {
 	wantCall(t, src, "Detail h0.mlp.fc.w 2")
 	if m.analysis == nil || m.analysis.Detail.Block != 2 || !strings.Contains(m.View(), "block 2 of 3") {
 		t.Fatalf("not on block 2:\n%s", m.View())
+	}
+}
+
+// At 80×24 the help says what is running (the data set's name included)
+// and scrolls to every key and every column's and glyph's explanation,
+// wrapped, nothing cut.
+func TestHelpScrollsAt80x24(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24, 2)
+	m = press(t, m, "?")
+	first := m.View()
+	if !strings.Contains(first, "this run: cpu/tiny/adamw · data built-in corpus") || !strings.Contains(first, "─ Help") || !strings.Contains(first, "lines 1–") {
+		t.Fatalf("help at 80×24:\n%s", first)
+	}
+	var seen []string
+	body := func(v string) []string { lines := strings.Split(v, "\n"); return lines[3 : len(lines)-2] }
+	for range 10 {
+		seen = append(seen, body(m.View())...)
+		m = press(t, m, "pgdown")
+	}
+	all := strings.Join(strings.Fields(strings.Join(seen, "\n")), " ") // the wrapped lines as one text
+	for _, want := range []string{"cycle distribution of its class", "same stream, next position", "used/alloc: bits per exponent",
+		"esc: exponents escaped", "ovf: exponents spilled", "as-is: stored as it is, not coded: plain BF16", "━ the codebook's 2^-len", "ESC | literal: an escape", "▲ this value's stream"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("help never shows %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "…") {
+		t.Errorf("help cut:\n%s", all)
+	}
+	if m = press(t, m, "home"); m.View() != first {
+		t.Error("home does not scroll the help back to its top")
+	}
+	m = press(t, m, "end")
+	if lines := strings.Split(m.View(), "\n"); !strings.Contains(strings.Join(lines[len(lines)-4:], "\n"), "ESC | literal") {
+		t.Errorf("end does not show the help's last line:\n%s", m.View())
+	}
+	nm, _ := m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelUp, Action: tea.MouseActionPress})
+	if nm.(Model).helpOffset != m.helpOffset-1 {
+		t.Errorf("the wheel scrolled the help from %d to %d", m.helpOffset, nm.(Model).helpOffset)
+	}
+	if m.Selected() != "wte" {
+		t.Errorf("scrolling the help moved the selection to %s", m.Selected())
+	}
+}
+
+// A tensor's own codec (D/P) shows under its class in the codec panel,
+// the class's line keeps the class's codec, even where that tensor is the
+// class's first; → marks the request until a snapshot shows it.
+func TestCodecPanelListsTensorCodecs(t *testing.T) {
+	m, src := newTestModel(t, 160, 48, 2)
+	m = press(t, m, "down") // wte.m, the first adam_m tensor
+	m = press(t, m, "D")
+	if v := m.View(); !strings.Contains(v, "    wte.m auto/empirical → auto/gaussian") {
+		t.Errorf("request not shown:\n%s", v)
+	}
+	m = feed(t, m, src)
+	v := m.View()
+	if !strings.Contains(v, "  adam_m     auto/empirical") || !strings.Contains(v, "    wte.m auto/gaussian (own)") || strings.Contains(v, "(own) →") {
+		t.Errorf("codec panel after the snapshot:\n%s", v)
+	}
+}
+
+// An export folder gone since the start is one clear error line, and the
+// notice says nothing was written (not "exporting…" for ever).
+func TestExportToMissingFolder(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	gone := filepath.Join(t.TempDir(), "gone")
+	m := New(src, Options{ExportDir: gone})
+	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(t, m, src)
+	m = press(t, m, "e")
+	v := strings.Join(strings.Fields(m.View()), " ") // the error may wrap
+	if !strings.Contains(v, "✗ export: the folder "+gone+" does not exist (--export-dir)") || strings.Contains(v, "export: export") ||
+		strings.Contains(v, "exporting…") || !strings.Contains(v, "export failed: nothing written") {
+		t.Errorf("export to a missing folder:\n%s", v)
+	}
+}
+
+// A notice too long to sit beside every view's name keeps the current
+// view's name only, and is read whole at 100 columns.
+func TestLongNoticeWhole(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	src.FinishAt = 2
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m = feed(t, m, src)
+	m = feed(t, m, src)
+	m = press(t, m, "n")
+	lines := strings.Split(m.View(), "\n")
+	status := lines[len(lines)-2]
+	if !strings.HasPrefix(status, "[overview]  the run is over (step 2): d/p still re-encode its final state") || strings.Contains(status, "…") {
+		t.Errorf("status line %q", status)
+	}
+	// A click on the one name shown stays on that view.
+	nm, _ := m.Update(tea.MouseMsg{X: 3, Y: len(lines) - 2, Button: tea.MouseButtonLeft, Action: tea.MouseActionPress})
+	if nm.(Model).view != Overview {
+		t.Errorf("a click on [overview] showed %s", nm.(Model).view)
+	}
+}
+
+// From 120 to 159 columns nothing on the overview or the memory & codec
+// view is cut (only the key line ends in "…" by design), the names tell
+// w, m and v apart, and no size from 80×24 up shows fewer panels than
+// 80×24 does.
+func TestWideLayoutsCutNothing(t *testing.T) {
+	small, _ := newTestModel(t, 80, 24, 2)
+	base := map[Panel]bool{}
+	for _, r := range small.overviewLayout() {
+		for _, p := range r.panels {
+			base[p.panel] = true
+		}
+	}
+	for w := 120; w < 160; w++ {
+		for _, h := range []int{30, 40} {
+			m, _ := newTestModel(t, w, h, 3)
+			m = press(t, m, "down") // wte.m: mostly zeros, the longest histogram notes
+			for _, v := range []View{Overview, Resources} {
+				m.view = v
+				lines := strings.Split(m.View(), "\n")
+				for i, l := range lines[:len(lines)-1] {
+					if strings.Contains(l, "…") {
+						t.Errorf("%d×%d %s line %d cut: %q", w, h, v, i, l)
+					}
+				}
+				if v == Overview {
+					view := m.View()
+					for _, want := range []string{"h0.attn.qkv.w.m ", "h0.attn.qkv.w.v ", "saved", "fallbacks this step"} {
+						if !strings.Contains(view, want) {
+							t.Errorf("%d×%d: %q not shown", w, h, want)
+						}
+					}
+				}
+			}
+			shown := map[Panel]bool{}
+			for _, r := range m.overviewLayout() {
+				for _, p := range r.panels {
+					shown[p.panel] = true
+				}
+			}
+			for p := range base {
+				if !shown[p] {
+					t.Errorf("%d×%d leaves out %s, which 80×24 shows", w, h, p)
+				}
+			}
+		}
+	}
+}
+
+// An error longer than the line is wrapped under the header, not cut,
+// and the screen stays exactly the terminal's size.
+func TestLongErrorWraps(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24, 2)
+	long := "step 3: the trainer stopped: the overflow pool of 64.7 KiB is full and the fallback could not allocate 512 KiB"
+	m.errs["trainer"] = errors.New(long)
+	m.relayout()
+	v := m.View()
+	checkRect(t, "long error", v, 80, 24)
+	lines := strings.Split(v, "\n")
+	if got := strings.Join(strings.Fields(lines[2]+" "+lines[3]), " "); got != "✗ trainer: "+long || strings.Contains(v, "…\n") {
+		t.Errorf("error lines %q, %q", lines[2], lines[3])
 	}
 }

@@ -109,7 +109,7 @@ func TestEveryPanelRenders(t *testing.T) {
 	for view, wants := range map[View][]string{
 		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},
 		History:   {"─ History", "window 1m"},
-		Teaching:  {"─ Teaching", "1 bits", "2 split", "3 code", "4 place", "5 stream", "6 block"},
+		Teaching:  {"─ Teaching", "1 value", "2 split", "3 code", "4 place", "5 stream", "6 block"},
 	} {
 		m.view = view
 		m = runCmd(t, m, m.maybeLoadDetail(false))
@@ -614,7 +614,7 @@ func TestErrorsRender(t *testing.T) {
 		m, _ := newTestModel(t, 80, 24, 2)
 		m.opt.ExportDir = filepath.Join(t.TempDir(), "missing")
 		m = press(t, m, "e")
-		if v := m.View(); !strings.Contains(v, "✗ export: export:") {
+		if v := m.View(); !strings.Contains(v, "✗ export: the folder ") || strings.Contains(v, "export: export") {
 			t.Errorf("view:\n%s", v)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
 	"lcttop/ui/header"
+	"lcttop/ui/helpview"
 	"lcttop/ui/msgs"
 )
 
@@ -67,7 +68,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case msgs.Exported:
 		if msg.Err != nil {
-			m.errs["export"] = msg.Err
+			// Shown as "✗ export: …": the package's own prefix would say it twice.
+			m.errs["export"] = errors.New(strings.TrimPrefix(msg.Err.Error(), "export: "))
+			m.status = "export failed: nothing written"
 			m.relayout()
 			return m, nil
 		}
@@ -248,6 +251,11 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.showHelp = false
 		return m, nil
 	}
+	if m.showHelp {
+		if scrolled, ok := m.scrollHelp(msg); ok {
+			return scrolled, nil
+		}
+	}
 	if msg.Type == tea.KeyEsc && m.table.Filter != "" {
 		m.filter.SetValue("")
 		m.table.SetFilter("")
@@ -266,7 +274,7 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.status = "stopping… the step in progress ends first (q again quits at once)"
 		return m, nil
 	case key.Matches(msg, k.Help):
-		m.showHelp = true
+		m.showHelp, m.helpOffset = true, 0
 	case key.Matches(msg, k.Up):
 		m.table.Move(-1)
 		return m, m.followSelection()
@@ -632,4 +640,31 @@ func firstNonZero(vals []uint16) int {
 		}
 	}
 	return 0
+}
+
+// scrollHelp moves the open help with the keys that move the selection
+// elsewhere; ok is false for any other key.
+func (m Model) scrollHelp(msg tea.KeyMsg) (Model, bool) {
+	k := m.keys
+	bw, bh := m.bodySize()
+	last := helpview.MaxOffset(m.helpLines(bw), bh)
+	page := max(bh-2, 1)
+	switch {
+	case key.Matches(msg, k.Up):
+		m.helpOffset--
+	case key.Matches(msg, k.Down):
+		m.helpOffset++
+	case key.Matches(msg, k.PageUp):
+		m.helpOffset -= page
+	case key.Matches(msg, k.PageDown):
+		m.helpOffset += page
+	case key.Matches(msg, k.Top):
+		m.helpOffset = 0
+	case key.Matches(msg, k.Bottom):
+		m.helpOffset = last
+	default:
+		return m, false
+	}
+	m.helpOffset = min(max(m.helpOffset, 0), last)
+	return m, true
 }

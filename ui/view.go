@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/trainer"
 	"lcttop/ui/box"
@@ -24,14 +25,14 @@ import (
 func (m Model) View() string {
 	w := m.width
 	parts := []string{m.headerView()}
-	for _, e := range m.Errors()[:m.errorLines()] {
-		parts = append(parts, box.Line(m.st.Error.Render("✗ "+e.Source+": ")+m.st.Error.Render(e.Err.Error()), w))
+	for _, l := range m.errorRows() {
+		parts = append(parts, box.Line(m.st.Error.Render(l), w))
 	}
 	bw, bh := m.bodySize()
 	var body string
 	switch {
 	case m.showHelp:
-		body = helpview.View(m.st, m.keys, bw, bh)
+		body = helpview.View(m.st, m.helpLines(bw), m.helpOffset, bw, bh)
 	case m.view == Overview:
 		body = m.overviewView()
 	case m.view == Resources:
@@ -155,9 +156,33 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		return nil
 	}
 	seen := map[trainer.TensorClass]string{}
+	own := map[trainer.TensorClass][]codecpanel.TensorInfo{}
 	for _, t := range m.snap.Tensors {
+		codec := t.Preset + "/" + t.Distribution
+		override := false
+		if m.src != nil {
+			_, override = m.src.TensorCodec(t.Name)
+		}
+		req, asked := m.pendingTensor[t.Name]
+		if override || asked {
+			ti := codecpanel.TensorInfo{Name: t.Name, Codec: codec}
+			switch {
+			case asked && req == (trainer.ClassCodec{}):
+				ti.Pending = "its class's"
+			case asked:
+				ti.Pending = req.Preset.String() + "/" + req.Dist.String()
+			}
+			own[t.Class] = append(own[t.Class], ti)
+			continue // the class's codec is its other tensors'
+		}
 		if _, ok := seen[t.Class]; !ok {
-			seen[t.Class] = t.Preset + "/" + t.Distribution
+			seen[t.Class] = codec
+		}
+	}
+	for c := range own {
+		if _, ok := seen[c]; !ok && m.src != nil { // every tensor of the class has its own
+			cc := m.src.ClassCodec(c)
+			seen[c] = cc.Preset.String() + "/" + cc.Dist.String()
 		}
 	}
 	var out []codecpanel.ClassInfo
@@ -166,7 +191,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		if !ok {
 			continue
 		}
-		ci := codecpanel.ClassInfo{Class: c, Codec: cc}
+		ci := codecpanel.ClassInfo{Class: c, Codec: cc, Tensors: own[c]}
 		if p, ok := m.pending[c]; ok {
 			ci.Pending = p.Preset.String() + "/" + p.Dist.String()
 		}
@@ -190,20 +215,47 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	return out
 }
 
+// statusLine names the views (the current one in brackets) and carries
+// the notice; a notice too long to sit beside every name keeps only the
+// current view's.
 func (m Model) statusLine() string {
 	w := m.width
 	if m.filtering {
 		return box.Line(m.filter.View(), w)
 	}
+	msg := m.notice()
+	tabs := m.viewNames(m.allViewNames(msg))
+	line := tabs
+	if msg != "" {
+		line += "  " + m.st.Status.Render(msg)
+	}
+	return box.Line(line, w)
+}
+
+// allViewNames reports whether every view's name fits beside notice msg.
+func (m Model) allViewNames(msg string) bool {
+	return msg == "" || ansi.StringWidth(m.viewNames(true))+2+ansi.StringWidth(msg) <= m.width
+}
+
+// viewNames is the views' names, or the current one's alone.
+func (m Model) viewNames(all bool) string {
+	if !all {
+		return m.st.Key.Render("[" + m.view.label(m.width) + "]")
+	}
 	views := make([]string, numViews)
 	for v := View(0); v < numViews; v++ {
 		if v == m.view {
-			views[v] = m.st.Key.Render("[" + v.label(w) + "]")
+			views[v] = m.st.Key.Render("[" + v.label(m.width) + "]")
 		} else {
-			views[v] = m.st.Dim.Render(v.label(w))
+			views[v] = m.st.Dim.Render(v.label(m.width))
 		}
 	}
-	tabs := strings.Join(views, m.st.Dim.Render(" · "))
+	return strings.Join(views, m.st.Dim.Render(" · "))
+}
+
+// notice is the status line's message: the latest notice, else what the
+// overview left out, the paused or finished state's keys.
+func (m Model) notice() string {
 	msg := m.status
 	if msg == "" && m.view == Overview {
 		if om := m.omitted(); len(om) > 0 {
@@ -220,11 +272,7 @@ func (m Model) statusLine() string {
 	if msg == "" && m.state == header.Finished && m.snap != nil && m.snap.Finished {
 		msg = m.overNotice()
 	}
-	line := tabs
-	if msg != "" {
-		line += "  " + m.st.Status.Render(msg)
-	}
-	return box.Line(line, w)
+	return msg
 }
 
 func (m Model) footer() string {
@@ -240,4 +288,26 @@ func (m Model) footer() string {
 		keys = m.keys.CompareHelp()
 	}
 	return box.Line(h.ShortHelpView(keys), m.width)
+}
+
+// helpLines is the help for w columns, headed by what is shown.
+func (m Model) helpLines(w int) []string {
+	return helpview.Lines(m.st, m.keys, m.runLine(), w)
+}
+
+// runLine says what the screen shows: the training run and its data, or
+// the checkpoint.
+func (m Model) runLine() string {
+	s := m.snap
+	switch {
+	case s == nil:
+		return ""
+	case s.File != nil:
+		return fmt.Sprintf("%s of %s (%s)", s.File.Mode, s.File.Path, s.Model)
+	}
+	line := fmt.Sprintf("%s/%s/%s", s.Backend, s.Model, s.Optimizer)
+	if s.Data != "" {
+		line += " · data " + s.Data
+	}
+	return line
 }

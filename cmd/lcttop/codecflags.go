@@ -32,13 +32,16 @@ func distUsage(scope string) string {
 	return "codebook distribution " + scope + ": " + names(codec.Distributions)
 }
 
-// trainingScope is the help text of the training commands' codec flags.
-const trainingScope = "for every tensor class, or class=name pairs (\"auto,adam_v=clean\")"
+// trainingScope is the help text of a training command's codec flag, with
+// an example of that flag's own names.
+func trainingScope(example string) string {
+	return "for every tensor class, or class=name pairs (\"" + example + "\")"
+}
 
 // registerTrainingCodec adds --preset and --dist to a command that trains.
 func registerTrainingCodec(cmd *cobra.Command, preset, dist *string) {
-	cmd.Flags().StringVar(preset, "preset", defaultCodec.Preset.String(), presetUsage(trainingScope))
-	cmd.Flags().StringVar(dist, "dist", defaultCodec.Dist.String(), distUsage(trainingScope))
+	cmd.Flags().StringVar(preset, "preset", defaultCodec.Preset.String(), presetUsage(trainingScope("auto,adam_v=clean")))
+	cmd.Flags().StringVar(dist, "dist", defaultCodec.Dist.String(), distUsage(trainingScope("empirical,weight=laplace")))
 }
 
 // applyTrainingCodec sets cfg.Codec from the two flags' values.

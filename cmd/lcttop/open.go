@@ -67,7 +67,7 @@ func newOpenCmd() *cobra.Command {
 	f := &fileFlags{}
 	cmd := &cobra.Command{
 		Use:   "open PATH",
-		Short: "Show what LCT saves on a checkpoint: a .safetensors or .lct file, a folder, a sharded Hugging Face checkpoint",
+		Short: "Show what LCT saves on a checkpoint: .safetensors, .lct, a folder or a sharded one",
 		Long: `open shows a checkpoint in the UI: every tensor's ratio, exponent histogram against
 its codebook, and the file's bytes against LCT's by class (weights, gradients,
 optimizer states, other). PATH is a .safetensors or .lct file, a folder of them,

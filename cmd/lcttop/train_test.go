@@ -131,7 +131,7 @@ func TestTrainBadInput(t *testing.T) {
 		{trainArgs("--dist", "bias=laplace"), `lcttop: --dist "bias=laplace": unknown tensor class "bias"`},
 		{trainArgs("--steps", "-1"), "lcttop: steps -1: must not be negative"},
 		{trainArgs("--seq-len", "1000"), "lcttop: sequence length 1000: model tiny takes 1..64"},
-		{trainArgs("--steps", "x"), `lcttop: invalid argument "x" for "--steps"`},
+		{trainArgs("--steps", "x"), `lcttop: --steps "x": not a whole number (see lcttop train --help)`},
 		{trainArgs("--bogus"), "lcttop: unknown flag: --bogus"},
 		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": "},
 		{trainArgs("--workers", "-2"), "lcttop: --workers -2: must not be negative"},

@@ -118,6 +118,9 @@ func TestStaticArgumentErrors(t *testing.T) {
 		{[]string{"--export-dir", notDir}, "not a folder"},
 		{[]string{"--refresh", "-1s"}, "--refresh -1s: must not be negative"},
 		{[]string{"--bogus"}, "unknown flag: --bogus (usage: lcttop [flags]; see lcttop --help)"},
+		{[]string{"--steps", "abc"}, `lcttop: --steps "abc": not a whole number (see lcttop --help)`},
+		{[]string{"--refresh", "soon"}, `lcttop: --refresh "soon": not a duration (like 250ms or 2s) (see lcttop --help)`},
+		{[]string{"inspect", "--json=maybe", "x.lct"}, `lcttop: --json "maybe": not true or false (see lcttop inspect --help)`},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"pack", "a.safetensors"}, "accepts 2 arg(s), received 1 (usage: lcttop pack"},
 		{[]string{"train", "--json"}, "--json: only with --headless"},
@@ -134,5 +137,23 @@ func TestStaticArgumentErrors(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `$LCTTOP_THEME "beige": unknown theme`) {
 		t.Errorf("LCTTOP_THEME=beige: %v, %q", err, out)
+	}
+}
+
+// Help fits a 100-column terminal (what a pipe gets): long flag texts wrap;
+// only the usage lines, which are not prose, may run longer. Each codec
+// flag's example is of its own names.
+func TestHelpWraps(t *testing.T) {
+	for _, c := range []string{"", "train", "inspect", "pack", "unpack", "open", "watch", "bench"} {
+		args := append(strings.Fields(c), "--help")
+		for _, l := range strings.Split(mustRun(t, args...), "\n") {
+			if n := len([]rune(l)); n > 100 && !strings.HasPrefix(l, "  lcttop ") {
+				t.Errorf("lcttop %s --help: %d columns: %q", c, n, l)
+			}
+		}
+	}
+	help := mustRun(t, "--help")
+	if !strings.Contains(help, `("empirical,weight=laplace"): gaussian|laplace|powerlaw|empirical`) || !strings.Contains(help, `("auto,adam_v=clean"): clean|medium|high|auto`) {
+		t.Errorf("codec flags' help:\n%s", help)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/charmbracelet/x/term"
@@ -51,7 +52,32 @@ func prepareUsage(root *cobra.Command) {
 
 // usageError is err with the command's usage line and where its help is.
 func usageError(c *cobra.Command, err error) error {
+	if m := badFlagValue.FindStringSubmatch(err.Error()); m != nil {
+		return fmt.Errorf("%s %q: %s (see %s --help)", m[2], m[1], parseProblem(m[3]), c.CommandPath())
+	}
 	return fmt.Errorf("%w (usage: %s; see %s --help)", err, c.UseLine(), c.CommandPath())
+}
+
+// badFlagValue is pflag's message for a value its type cannot parse.
+var badFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?(--[\w-]+)" flag: (.*)$`)
+
+// parseProblem says in words what strconv or time found wrong.
+func parseProblem(cause string) string {
+	switch {
+	case strings.Contains(cause, "value out of range"):
+		return "out of range"
+	case strings.HasPrefix(cause, "strconv.ParseInt"):
+		return "not a whole number"
+	case strings.HasPrefix(cause, "strconv.ParseUint"):
+		return "not a whole number of 0 or more"
+	case strings.HasPrefix(cause, "strconv.ParseFloat"):
+		return "not a number"
+	case strings.HasPrefix(cause, "strconv.ParseBool"):
+		return "not true or false"
+	case strings.HasPrefix(cause, "time: "):
+		return "not a duration (like 250ms or 2s)"
+	}
+	return cause
 }
 
 // helpWidth is the terminal's width, 100 where there is none, at least 60.

@@ -115,3 +115,31 @@ func Bar(fill, empty lipgloss.Style, frac float64, w int) string {
 	}
 	return fill.Render(strings.Repeat("█", n)) + empty.Render(strings.Repeat("░", w-n))
 }
+
+// Wrap breaks plain text at spaces into lines of at most w columns (a
+// word longer than w is cut); unlike ansi.Wordwrap it never breaks at a
+// hyphen, so flags and negative numbers stay whole.
+func Wrap(text string, w int) []string {
+	w = max(w, 1)
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= w:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+		for ansi.StringWidth(line) > w {
+			lines = append(lines, ansi.Truncate(line, w, ""))
+			line = ansi.TruncateLeft(line, w, "")
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
+}

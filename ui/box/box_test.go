@@ -61,3 +61,17 @@ func TestBar(t *testing.T) {
 		}
 	}
 }
+
+func TestWrap(t *testing.T) {
+	got := Wrap("the folder runs/x does not exist (--export-dir) at shift -7", 20)
+	want := []string{"the folder runs/x", "does not exist", "(--export-dir) at", "shift -7"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Wrap: %q, want %q", got, want)
+	}
+	if got := Wrap("abcdefghij", 4); strings.Join(got, "|") != "abcd|efgh|ij" {
+		t.Errorf("a long word: %q", got)
+	}
+	if got := Wrap("", 10); len(got) != 1 || got[0] != "" {
+		t.Errorf("empty: %q", got)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/trainer"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
@@ -38,6 +40,15 @@ type ClassInfo struct {
 	Class   trainer.TensorClass
 	Codec   string // "clean/gaussian"
 	Pending string // requested, not yet seen in a snapshot ("" when none)
+	// Tensors are the class's tensors with a codec of their own (D/P).
+	Tensors []TensorInfo
+}
+
+// TensorInfo is one tensor's own codec, over its class's.
+type TensorInfo struct {
+	Name    string
+	Codec   string // as the snapshot shows it
+	Pending string // requested, not yet seen ("" when none)
 }
 
 // View draws the panel in w columns and h lines.
@@ -53,11 +64,11 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 	l, v := st.Label.Render, st.Value.Render
 	if s.File != nil {
 		lines = append(lines, fileLines(st, s, w)...)
-		return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+		return box.Fit(strings.Join(append(lines, classLines(st, classes, w)...), "\n"), w, h)
 	}
 	if s.GPU != nil {
 		lines = append(lines, gpuLines(st, s)...)
-		return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+		return box.Fit(strings.Join(append(lines, classLines(st, classes, w)...), "\n"), w, h)
 	}
 	lines = append(lines,
 		l("encode ")+v(fmt.Sprintf("%.2f GB/s", s.EncodeGBps))+l(" · decode ")+v(fmt.Sprintf("%.2f GB/s", s.DecodeGBps)),
@@ -95,7 +106,7 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 		fb = st.Warn.Render(fmt.Sprintf("%d (kept as-is: pool full)", s.Fallbacks))
 	}
 	lines = append(lines, l("fallbacks this step ")+fb+l(" · ratio ")+st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))))
-	return box.Fit(strings.Join(append(lines, classLines(st, classes)...), "\n"), w, h)
+	return box.Fit(strings.Join(append(lines, classLines(st, classes, w)...), "\n"), w, h)
 }
 
 // gpuLines stand for the pool and throughput lines on the CUDA backend,
@@ -135,8 +146,9 @@ func gpuLines(st styles.Styles, s *trainer.Snapshot) []string {
 	}
 }
 
-// classLines lists each class's codec and any change not yet shown.
-func classLines(st styles.Styles, classes []ClassInfo) []string {
+// classLines lists each class's codec, then its tensors that have their
+// own, and any change not yet shown.
+func classLines(st styles.Styles, classes []ClassInfo, w int) []string {
 	var lines []string
 	for _, c := range classes {
 		line := st.Label.Render(fmt.Sprintf("  %-10s ", c.Class)) + st.Value.Render(c.Codec)
@@ -144,6 +156,16 @@ func classLines(st styles.Styles, classes []ClassInfo) []string {
 			line += st.Status.Render(" → " + c.Pending)
 		}
 		lines = append(lines, line)
+		for _, t := range c.Tensors {
+			line := st.Label.Render("    "+t.Name+" ") + st.Value.Render(t.Codec)
+			if t.Pending != "" {
+				line += st.Status.Render(" → " + t.Pending)
+			}
+			if own := st.Dim.Render(" (own)"); ansi.StringWidth(line+own) <= w {
+				line += own
+			}
+			lines = append(lines, line)
+		}
 	}
 	return lines
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/codec"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
@@ -92,15 +94,22 @@ func View(st styles.Styles, s State, w, h int) string {
 	if s.Name != "" {
 		title += " · " + s.Name
 	}
-	lines := []string{box.Title(st.PanelTitle, st.Separator, title, "every distribution × preset on the same values", w)}
+	right := "every distribution × preset on the same values"
+	if ansi.StringWidth(title)+len([]rune(right))+8 > w {
+		right = "16 codecs, same values"
+	}
+	lines := []string{box.Title(st.PanelTitle, st.Separator, title, right, w)}
 	switch {
 	case s.Err != nil:
-		return box.Fit(lines[0]+"\n"+st.Error.Render("  "+s.Err.Error()), w, h)
+		var msg []string
+		for _, l := range box.Wrap(s.Err.Error(), max(w-2, 10)) {
+			msg = append(msg, st.Error.Render("  "+l))
+		}
+		return box.Fit(lines[0]+"\n"+strings.Join(msg, "\n"), w, h)
 	case g == nil || g.Name != s.Name:
 		return box.Fit(lines[0]+"\n"+st.Dim.Render("  encoding the selected tensor under 16 codecs…"), w, h)
 	}
 	l, v := st.Label.Render, st.Value.Render
-	lines = append(lines, l(fmt.Sprintf("%s values of step %d, each encoded whole, as pack stores a tensor", format.Count(g.N), g.Step)))
 	var grid []string
 	if w >= matrixWidth {
 		grid = matrix(st, g, s.Current)
@@ -110,18 +119,31 @@ func View(st styles.Styles, s State, w, h int) string {
 	b := g.BestCell()
 	best := l("★ best ratio: ") + v(b.Preset.String()+"/"+b.Dist.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
 		l(" · [ ] now: ") + v(s.Current) + l(" · D/P set this tensor, d/p its class")
+	if w < 100 {
+		best = l("★ best ") + v(b.Preset.String()+"/"+b.Dist.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
+			l(" · [ ] now ") + v(s.Current) + l(" · D/P tensor, d/p class")
+	}
 	// Lines that help but can go when the terminal is short.
 	var notes []string
+	zeros := ""
 	if g.Zeros*10 >= g.N {
 		z := float64(g.Zeros) / float64(g.N)
 		what := "of the values are exactly zero"
+		zeros = format.Percent(z) + " exactly zero"
 		if z >= 0.5 {
 			what += ": mostly zeros, all on exponent 0"
+			zeros += " (mostly zeros)"
 		}
 		notes = append(notes, st.Warn.Render(format.Percent(z)+" "+what))
 	}
 	notes = append(notes, l("bits: per exponent, codes + 8 per spilled · esc: ESC + 8-bit literal · spill: to overflow"))
-	room := h - len(lines) - len(grid) - 1
+	room := h - len(lines) - 1 - len(grid) - 1
+	if zeros != "" && room < 1 {
+		// No line for the zeros' note: the share goes on the first line.
+		lines = append(lines, l(fmt.Sprintf("%s values of step %d, ", format.Count(g.N), g.Step))+st.Warn.Render(zeros)+l(", each encoded whole"))
+	} else {
+		lines = append(lines, l(fmt.Sprintf("%s values of step %d, each encoded whole, as pack stores a tensor", format.Count(g.N), g.Step)))
+	}
 	if room > len(notes) {
 		lines = append(lines, "")
 	}

@@ -76,9 +76,26 @@ func TestCellsAreTheCodecs(t *testing.T) {
 			t.Errorf("%d wide:\n%s", w, v)
 		}
 	}
+	// At 80×24 the view has 20 lines: the list fills them, and the share
+	// of zeros moves onto the first line; nothing is cut.
+	long := *g
+	long.Name = "h0.attn.qkv.w.v"
+	v := View(st, State{Grid: &long, Name: long.Name, Current: "auto/empirical"}, 80, 20)
+	if !strings.Contains(v, "exactly zero (mostly zeros)") || !strings.Contains(v, "★ best ") || strings.Contains(v, "…") {
+		t.Errorf("80×24:\n%s", v)
+	}
 	if _, err := Compute("empty", 1, nil); err == nil {
 		t.Error("no values accepted")
 	}
 }
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
+
+// Why there is no grid is read whole at 80 columns: wrapped.
+func TestErrorWraps(t *testing.T) {
+	err := fmt.Errorf("no tensor selected (filter %q matches none): clear the filter with esc or type another", "a rather long filter text")
+	v := View(styles.New(nil), State{Err: err}, 80, 10)
+	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), err.Error()) {
+		t.Errorf("error at 80 columns:\n%s", v)
+	}
+}

@@ -119,10 +119,12 @@ func HistoryCSV(h []charts.Sample) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	loss := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 32) } // the trainer's float32, as the JSON has it
+	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
 	rows := [][]string{HistoryHeader}
 	for _, s := range h {
-		rows = append(rows, []string{s.Time.UTC().Format(time.RFC3339Nano), strconv.Itoa(s.Step), f(s.LossLCT), f(s.LossShadow),
-			f(s.MemLCT), f(s.MemShadow), f(s.Ratio)})
+		rows = append(rows, []string{s.Time.UTC().Format(time.RFC3339Nano), strconv.Itoa(s.Step), loss(s.LossLCT), loss(s.LossShadow),
+			count(s.MemLCT), count(s.MemShadow), f(s.Ratio)})
 	}
 	if err := w.WriteAll(rows); err != nil {
 		return nil, fmt.Errorf("export: history csv: %w", err)

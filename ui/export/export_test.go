@@ -29,7 +29,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	s := sample()
 	h := []charts.Sample{
 		{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Step: 41, LossLCT: 3.5, LossShadow: 3.5, MemLCT: 1e6, MemShadow: 2e6, Ratio: 1.47},
-		{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Step: 42, LossLCT: 3.25, LossShadow: 3.25, MemLCT: 1e6, MemShadow: 2e6, Ratio: 1.48},
+		{Time: time.Date(2026, 1, 2, 3, 4, 6, 0, time.UTC), Step: 42, LossLCT: float64(float32(3.6744)), LossShadow: 3.25, MemLCT: 5973780, MemShadow: 2e6, Ratio: 1.48},
 	}
 	paths, err := Write(dir, s, h)
 	if err != nil {
@@ -82,7 +82,8 @@ func TestWriteRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hrows) != 3 || !reflect.DeepEqual(hrows[0], HistoryHeader) || hrows[1][0] != "2026-01-02T03:04:05Z" || hrows[2][1] != "42" || hrows[2][6] != "1.48" {
+	if len(hrows) != 3 || !reflect.DeepEqual(hrows[0], HistoryHeader) || hrows[1][0] != "2026-01-02T03:04:05Z" || hrows[2][1] != "42" || hrows[2][6] != "1.48" ||
+		hrows[2][2] != "3.6744" || hrows[2][4] != "5973780" || hrows[2][5] != "2000000" {
 		t.Errorf("history csv %v", hrows)
 	}
 	// No temporary files left behind.

@@ -3,6 +3,8 @@ package header
 import (
 	"fmt"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/trainer"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
@@ -31,16 +33,31 @@ func fileView(st styles.Styles, d Data, w int) string {
 	if f.Files == 0 {
 		return box.Line(line1, w) + "\n" + box.Line(st.Dim.Render("waiting for a complete checkpoint in "+f.Path+"…"), w)
 	}
-	line2 := l("file ") + v(format.Bytes(f.FileBytes)) + l(" → LCT ") + v(format.Bytes(f.LCTBytes))
+	file := l("file ") + v(format.Bytes(f.FileBytes)) + l(" → LCT ") + v(format.Bytes(f.LCTBytes))
 	if f.FileBytes > 0 {
-		line2 += l(" (saved ") + v(format.Percent(1-float64(f.LCTBytes)/float64(f.FileBytes))) + l(")")
+		file += l(" (saved ") + v(format.Percent(1-float64(f.LCTBytes)/float64(f.FileBytes))) + l(")")
 	}
+	ratio := ""
 	if d.Ratio > 0 {
-		line2 += l("  BF16 ratio ") + v(fmt.Sprintf("%.3f×", d.Ratio))
+		ratio = l("  BF16 ratio ") + v(fmt.Sprintf("%.3f×", d.Ratio))
 	}
+	// Figures whole: the exact pass's bar shortens, then goes, then the
+	// ratio (the codec panel has it) where the line is narrow.
 	p := f.Progress
-	line2 += l("  exact ") + box.Bar(st.Bar, st.Dim, p.Fraction(), 16) + " " + v(format.Percent(p.Fraction())) +
-		l(fmt.Sprintf(" %d/%d tensors", p.TensorsDone, p.Tensors))
+	figures := " " + v(format.Percent(p.Fraction())) + l(fmt.Sprintf(" %d/%d tensors", p.TensorsDone, p.Tensors))
+	var exacts []string
+	for _, bar := range []int{16, 8} {
+		exacts = append(exacts, l("  exact ")+box.Bar(st.Bar, st.Dim, p.Fraction(), bar)+figures)
+	}
+	exacts = append(exacts, l("  exact")+figures)
+	line2 := file
+	for _, r := range []string{ratio, ""} {
+		for _, e := range exacts {
+			if c := file + r + e; line2 == file && ansi.StringWidth(c) <= w {
+				line2 = c
+			}
+		}
+	}
 	return box.Line(line1, w) + "\n" + box.Line(line2, w)
 }
 

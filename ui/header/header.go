@@ -115,19 +115,27 @@ func View(st styles.Styles, d Data, w int) string {
 
 	var line2 string
 	if s := d.Snap; s != nil {
-		line2 = l("loss LCT ") + v(fmt.Sprintf("%.4f", s.LossLCT)) + l("  shadow ") + v(fmt.Sprintf("%.4f", s.LossShadow))
+		// Figures whole or not at all: one that does not fit is left out
+		// (the panels and the other views show them).
+		parts := []string{l("loss LCT ") + v(fmt.Sprintf("%.4f", s.LossLCT)) + l("  shadow ") + v(fmt.Sprintf("%.4f", s.LossShadow))}
 		if d.Ratio > 0 {
-			line2 += l("  ratio ") + v(fmt.Sprintf("%.3f×", d.Ratio))
+			parts = append(parts, l("ratio ")+v(fmt.Sprintf("%.3f×", d.Ratio)))
 		}
 		if d.Saving != 0 {
-			line2 += l("  mem saved ") + v(format.Percent(d.Saving))
+			parts = append(parts, l("mem saved ")+v(format.Percent(d.Saving)))
 		}
-		line2 += l("  step ") + v(format.Duration(s.StepTimeLCT)) + l(" vs ") + v(format.Duration(s.StepTimeShadow))
+		parts = append(parts, l("step ")+v(format.Duration(s.StepTimeLCT))+l(" vs ")+v(format.Duration(s.StepTimeShadow)))
 		if s.ValLoss != 0 {
-			line2 += l("  val ") + v(fmt.Sprintf("%.4f", s.ValLoss))
+			parts = append(parts, l("val ")+v(fmt.Sprintf("%.4f", s.ValLoss)))
 		}
 		if s.WeightsChecked > 0 {
-			line2 += l("  weights compared @") + v(fmt.Sprint(s.WeightsChecked))
+			parts = append(parts, l("weights compared @")+v(fmt.Sprint(s.WeightsChecked)))
+		}
+		line2 = parts[0]
+		for _, p := range parts[1:] {
+			if ansi.StringWidth(line2)+2+ansi.StringWidth(p) <= w {
+				line2 += "  " + p
+			}
 		}
 	} else if d.State == Failed {
 		line2 = st.Dim.Render("the trainer is not running: see the error below")

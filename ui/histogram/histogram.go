@@ -17,7 +17,7 @@ import (
 // eighths are the bar glyphs from 1/8 to 8/8 of a cell.
 var eighths = []rune(" ▁▂▃▄▅▆▇█")
 
-const gutter = 5 // left label column
+const gutter = 6 // left label column: the peak's share ("31.7%") and a space
 
 // span returns the range of exponents worth drawing: every exponent that
 // occurs. It does not depend on the codebook, so the axis stays put while
@@ -82,14 +82,16 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 		return box.Fit(box.Title(st.PanelTitle, st.Separator, "Exponents", "", w)+"\n"+st.Dim.Render("  no tensor selected"), w, h)
 	}
 	var lines []string
-	right := t.Preset + "/" + t.Distribution + " · log scale · ━ codebook 2^-len"
-	switch {
-	case w < 56:
-		right = t.Preset + "/" + t.Distribution
-	case w < 70:
-		right = t.Preset + "/" + t.Distribution + " · log · ━ 2^-len"
+	// The title's right side as long as fits beside the name.
+	title, codec := "Exponents · "+t.Name, t.Preset+"/"+t.Distribution
+	right := ""
+	for _, r := range []string{codec + " · log scale · ━ codebook 2^-len", codec + " · log · ━ 2^-len", codec} {
+		if len([]rune(title))+len([]rune(r))+7 <= w {
+			right = r
+			break
+		}
 	}
-	lines = append(lines, box.Title(st.PanelTitle, st.Separator, "Exponents · "+t.Name, right, w))
+	lines = append(lines, box.Title(st.PanelTitle, st.Separator, title, right, w))
 	lo, hi, any := span(t)
 	if !any {
 		lines = append(lines, st.Dim.Render("  empty histogram"))
@@ -274,9 +276,13 @@ func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
 		out[len(out)-1] = l("stored ") + st.Warn.Render("as-is") + l(": plain BF16, 16 bits a value; the lengths are what the codec would use")
 	}
 	if z := ZeroShare(t); z >= 0.1 {
-		what := "of the values have exponent 0 (zeros or subnormals)"
+		what, short := "of the values have exponent 0 (zeros or subnormals)", "on exponent 0 (zeros)"
 		if z >= 0.5 {
 			what += ": mostly zeros"
+			short = "on exponent 0: mostly zeros"
+		}
+		if len([]rune(what))+7 > w {
+			what = short
 		}
 		out = append(out, st.Warn.Render(format.Percent(z)+" "+what))
 	}

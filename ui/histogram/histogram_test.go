@@ -35,8 +35,8 @@ func TestLenRowMarksEscapedAndCodes(t *testing.T) {
 			t.Errorf("width %d: %q", w, l)
 		}
 	}
-	// 16 exponents in 85 columns: 3 columns each. 110..113 escaped.
-	body := lenRow[5:]
+	// 16 exponents in 84 columns: 3 columns each. 110..113 escaped.
+	body := lenRow[gutter:]
 	if got := strings.Count(body, "░"); got != 4*3 {
 		t.Errorf("escaped marks %d, want 12 in %q", got, lenRow)
 	}
@@ -47,7 +47,7 @@ func TestLenRowMarksEscapedAndCodes(t *testing.T) {
 			t.Errorf("exponent %d: len %q, want %q (%q)", e, got, want, lenRow)
 		}
 	}
-	if !strings.HasPrefix(axisRow, "exp  110") || !strings.Contains(axisRow, "120") || !strings.Contains(axisRow, "125") {
+	if !strings.HasPrefix(axisRow, "exp   110") || !strings.Contains(axisRow, "120") || !strings.Contains(axisRow, "125") {
 		t.Errorf("axis %q", axisRow)
 	}
 	for _, want := range []string{"entropy 2.500", "used 2.700", "allocated 3.100", "ESC 5+8", "12 exps coded (2–7 bits)"} {
@@ -75,7 +75,7 @@ func TestWideRangeMergesBins(t *testing.T) {
 			t.Errorf("width %d: %q", ansi.StringWidth(l), l)
 		}
 	}
-	if !strings.Contains(v, "exp  0") {
+	if !strings.Contains(v, "exp   0") {
 		t.Errorf("axis does not start at 0:\n%s", v)
 	}
 }
@@ -83,5 +83,103 @@ func TestWideRangeMergesBins(t *testing.T) {
 func TestNoSelection(t *testing.T) {
 	if v := View(styles.New(nil), trainer.TensorStats{}, false, 40, 5); !strings.Contains(v, "no tensor selected") {
 		t.Errorf("view %q", v)
+	}
+}
+
+// The codebook's implied probability is drawn over the bars on their log
+// scale: for a tensor whose counts are exactly total·2^-len, each coded
+// exponent's mark takes the top cell of its own bar.
+func TestCodebookMarksSitOnFittingBars(t *testing.T) {
+	s := trainer.TensorStats{Name: "w", Preset: "auto", Distribution: "empirical", EscapeLength: 4}
+	lens := map[int]uint8{120: 3, 121: 2, 122: 1, 123: 3}
+	for e, l := range lens {
+		s.CodeLengths[e] = l
+		s.Histogram[e] = uint64(1024 >> l)
+	}
+	v := View(styles.New(nil), s, true, 40, 16)
+	lines := strings.Split(v, "\n")
+	var bars []string
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "len") {
+			break
+		}
+		bars = append(bars, l)
+	}
+	for i := range 4 {
+		col := gutter + i*3 // 4 exponents: 3 columns each
+		top := -1
+		for r, l := range bars {
+			if c := []rune(l)[col]; c != ' ' && top < 0 {
+				top = r
+				if c != '━' {
+					t.Errorf("exponent %d: top cell %q, want the codebook's mark\n%s", 120+i, c, v)
+				}
+			}
+		}
+		if top < 0 {
+			t.Errorf("exponent %d: no bar\n%s", 120+i, v)
+		}
+	}
+}
+
+// Cycling distributions changes the code lengths, not the exponent axis:
+// it spans the values only.
+func TestAxisStaysWhileCodebookChanges(t *testing.T) {
+	a := stats()
+	b := stats()
+	b.Distribution = "laplace"
+	for e := range b.CodeLengths {
+		b.CodeLengths[e] = 0
+	}
+	for e := 100; e <= 130; e++ { // a codebook wider than the values
+		b.CodeLengths[e] = 6
+	}
+	axis := func(v string) string {
+		for _, l := range strings.Split(v, "\n") {
+			if strings.HasPrefix(l, "exp") {
+				return l
+			}
+		}
+		return ""
+	}
+	va, vb := View(styles.New(nil), a, true, 90, 14), View(styles.New(nil), b, true, 90, 14)
+	if axis(va) == "" || axis(va) != axis(vb) {
+		t.Errorf("axis moved with the codebook:\n%q\n%q", axis(va), axis(vb))
+	}
+}
+
+// A tensor mostly of exact zeros says so under the histogram.
+func TestZeroShareShown(t *testing.T) {
+	s := stats()
+	var total uint64
+	for _, c := range s.Histogram {
+		total += c
+	}
+	s.Histogram[0] = 3 * total // three in four values are zeros
+	if z := ZeroShare(s); z != 0.75 {
+		t.Fatalf("zero share %v, want 0.75", z)
+	}
+	v := View(styles.New(nil), s, true, 90, 16)
+	if !strings.Contains(v, "75.0% of the values have exponent 0 (zeros or subnormals): mostly zeros") {
+		t.Errorf("zeros not said:\n%s", v)
+	}
+	if v := View(styles.New(nil), s, true, 38, 16); !strings.Contains(v, "75.0% on exponent 0: mostly zeros") || strings.Contains(v, "…") {
+		t.Errorf("zeros at 38 columns:\n%s", v)
+	}
+	if v := View(styles.New(nil), stats(), true, 90, 16); strings.Contains(v, "exponent 0") {
+		t.Errorf("zeros said of a tensor without any:\n%s", v)
+	}
+}
+
+// A long tensor name keeps the title's right side whole: a shorter one,
+// none where even the codec does not fit beside the name.
+func TestTitleFitsLongName(t *testing.T) {
+	s := stats()
+	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", "auto", "empirical"
+	for _, w := range []int{60, 80, 100} {
+		title := strings.Split(View(styles.New(nil), s, true, w, 16), "\n")[0]
+		if strings.Contains(title, "…") || w > 60 && !strings.Contains(title, "auto/empirical") {
+			t.Errorf("%d columns: %q", w, title)
+		}
 	}
 }

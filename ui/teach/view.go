@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/codec"
 	"lcttop/trainer"
 	"lcttop/ui/box"
@@ -34,7 +36,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	title := box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", hints, w)
 	switch {
 	case loadErr != nil:
-		return box.Fit(title+"\n"+st.Error.Render("  "+loadErr.Error()), w, h)
+		return box.Fit(title+"\n"+wrapped(st.Error.Render, loadErr.Error(), w), w, h)
 	case a == nil:
 		return box.Fit(title+"\n"+st.Dim.Render("  loading the selected tensor's block…"), w, h)
 	}
@@ -50,13 +52,18 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		shift = fmt.Sprintf(" shift %+d", cb.Shift)
 	}
 	blocks := max(d.Blocks, 1)
-	lines = append(lines, val(d.Name)+l(" ("+string(d.Class)+") · value ")+hi(fmt.Sprint(i))+
-		l(fmt.Sprintf(" of %d in block ", a.N))+hi(fmt.Sprint(d.Block))+l(fmt.Sprintf(" of %d · ", blocks))+val(cb.Dist.String()+shift)+
-		l(" · ")+val(fmt.Sprintf("%s, %d B/stream", d.Layout.Preset, a.StreamBytes)))
+	where := val(d.Name) + l(" · value ") + hi(fmt.Sprint(i)) + l(fmt.Sprintf(" of %d · block ", a.N)) + hi(fmt.Sprint(d.Block)) + l(fmt.Sprintf(" of %d · ", blocks))
+	lines = append(lines, fit(w,
+		val(d.Name)+l(" ("+string(d.Class)+") · value ")+hi(fmt.Sprint(i))+
+			l(fmt.Sprintf(" of %d in block ", a.N))+hi(fmt.Sprint(d.Block))+l(fmt.Sprintf(" of %d · ", blocks))+val(cb.Dist.String()+shift)+
+			l(" · ")+val(fmt.Sprintf("%s, %d B/stream", d.Layout.Preset, a.StreamBytes)),
+		where+val(d.Layout.Preset.String()+"/"+cb.Dist.String()+shift)+l(" · ")+val(fmt.Sprintf("%d B/stream", a.StreamBytes)),
+		where+val(d.Layout.Preset.String()+"/"+cb.Dist.String()+shift),
+		where+val(d.Layout.Preset.String()+"/"+cb.Dist.String())))
 
 	// 1. the 16 bits.
 	b := fmt.Sprintf("%016b", v.Bits)
-	lines = append(lines, st.Key.Render("1 bits   ")+val(fmt.Sprintf("0x%04X = %s", v.Bits, floatText(v.Float)))+
+	lines = append(lines, st.Key.Render("1 value  ")+val(fmt.Sprintf("0x%04X = %s", v.Bits, floatText(v.Float)))+
 		l("  =  ")+val(b[:1])+l(" │ ")+hi(b[1:9])+l(" │ ")+val(b[9:]))
 	lines = append(lines, l(strings.Repeat(" ", 9)+"sign │ exponent (8 bits) │ fraction (7 bits)"))
 
@@ -76,9 +83,11 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 
 	// 3. the code.
 	if v.Escaped {
-		lines = append(lines, st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d has no code: escaped", v.Exp))+
-			l(" → ESC | literal = ")+hi(bits(uint32(a.Esc), v.CodeLen))+l(" | ")+hi(fmt.Sprintf("%08b", v.Exp))+
-			l(" = ")+val(bitCount(v.Len))+l(fmt.Sprintf(" (%d for ESC, 8 for the exponent as it is)", v.CodeLen)))
+		code := l(" → ESC | literal = ") + hi(bits(uint32(a.Esc), v.CodeLen)) + l(" | ") + hi(fmt.Sprintf("%08b", v.Exp)) + l(" = ") + val(bitCount(v.Len))
+		lines = append(lines, fit(w,
+			st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d has no code: escaped", v.Exp))+code+
+				l(fmt.Sprintf(" (%d for ESC, 8 for the exponent as it is)", v.CodeLen)),
+			st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d escaped", v.Exp))+code+l(fmt.Sprintf(" (%d + 8)", v.CodeLen))))
 	} else {
 		lines = append(lines, st.Key.Render("3 code   ")+l(fmt.Sprintf("e=%d → ", v.Exp))+hi(bits(v.Code, v.Len))+
 			l(" = ")+val(bitCount(v.Len))+l(" instead of 8 (block entropy ")+
@@ -90,27 +99,38 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	if a.Detail.Layout.Version1 {
 		stream = fmt.Sprintf("stream j = %d mod 256 = ", i)
 	}
-	lines = append(lines, st.Key.Render("4 place  ")+l(stream)+hi(fmt.Sprint(v.Stream))+
-		l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)))
+	// Short: (i mod 256 + i div 256) mod 256 is (i + p) mod 256.
+	short := l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = (%d + %d) mod 256 = ", i, v.Position)) + hi(fmt.Sprint(v.Stream))
+	if a.Detail.Layout.Version1 {
+		short = l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = %d mod 256 = ", i)) + hi(fmt.Sprint(v.Stream))
+	}
+	lines = append(lines, fit(w,
+		st.Key.Render("4 place  ")+l(stream)+hi(fmt.Sprint(v.Stream))+l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)),
+		st.Key.Render("4 place  ")+short))
 	if v.Spilled {
-		lines = append(lines, l(strings.Repeat(" ", 9))+st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream]))+
-			l(fmt.Sprintf(" → overflow byte %d (after %d markers)", v.SpillByte, a.SpillingStreams)))
+		full := st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream])) + l(fmt.Sprintf(" → overflow byte %d", v.SpillByte))
+		lines = append(lines, fit(w, l(strings.Repeat(" ", 9))+full+l(fmt.Sprintf(" (after %d marker%s)", a.SpillingStreams, plural(a.SpillingStreams))), l(strings.Repeat(" ", 9))+full))
 	} else {
 		first, last := v.StartBit, v.StartBit+v.Len-1
-		lines = append(lines, l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → starts in stream byte %d → stream-area byte %d·256+%d = ",
-			first, last, v.Stream, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first))))
-		lines = append(lines, l(strings.Repeat(" ", 9)+"stored: ")+storedBits(st, a, v)+checkMark(st, v))
+		lines = append(lines, fit(w,
+			l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d of stream %d → starts in stream byte %d → stream-area byte %d·256+%d = ",
+				first, last, v.Stream, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first))),
+			l(strings.Repeat(" ", 9)+fmt.Sprintf("bits %d..%d → stream byte %d → stream-area byte %d·256+%d = ",
+				first, last, first/8, first/8, v.Stream))+val(fmt.Sprint(StreamByte(v.Stream, first)))))
+		stored := l(strings.Repeat(" ", 9)+"stored: ") + storedBits(st, a, v)
+		lines = append(lines, fit(w, stored+checkMark(st, v, true), stored+checkMark(st, v, false)))
 	}
 
 	// 5. the value's stream.
 	lines = append(lines, st.Key.Render("5 stream ")+neighbours(st, a, v, w-9))
 	lines = append(lines, l(strings.Repeat(" ", 9))+val(fmt.Sprintf("%d/%d bits", a.FillBits[v.Stream], a.CapacityBits()))+
-		l(fmt.Sprintf(" used (%s), %d exponents, %d spilled", format.Percent(float64(a.FillBits[v.Stream])/float64(a.CapacityBits())),
-			a.Count[v.Stream], a.Count[v.Stream]-a.Coded[v.Stream])))
+		l(fmt.Sprintf(" used (%s), %d exponent%s, %d spilled", format.Percent(float64(a.FillBits[v.Stream])/float64(a.CapacityBits())),
+			a.Count[v.Stream], plural(a.Count[v.Stream]), a.Count[v.Stream]-a.Coded[v.Stream])))
 
 	// 6. the block's streams.
-	summary := []string{l(strings.Repeat(" ", 9) + fmt.Sprintf("%d/256 streams spill %d exps → overflow %d B (%d markers + %d raw)",
-		a.SpillingStreams, a.Spilled, a.OverflowBytes(), a.SpillingStreams, a.Spilled))}
+	spills := fmt.Sprintf("%d/256 streams spill %d exp%s → overflow %d B", a.SpillingStreams, a.Spilled, plural(a.Spilled), a.OverflowBytes())
+	summary := []string{fit(w, l(strings.Repeat(" ", 9)+spills+fmt.Sprintf(" (%d marker%s + %d raw)", a.SpillingStreams, plural(a.SpillingStreams), a.Spilled)),
+		l(strings.Repeat(" ", 9)+spills))}
 	agree := st.Good.Render("✓ the encoder's figures agree")
 	if a.Check != nil {
 		agree = st.Error.Render("✗ " + a.Check.Error())
@@ -121,26 +141,25 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 		summary[0] += "  " + agree
 	}
 	rest := h - len(lines) - 2 - len(summary)
-	book := codebookLines(st, a, v, w)
-	// The chart takes what the codebook leaves, 3 to 12 rows.
-	rows := min(max(rest-len(book), 3), 12)
-	rows = min(rows, max(rest, 1))
-	if spare := rest - rows; spare < len(book) {
-		book = book[:max(spare, 0)]
-		if len(book) < 3 { // a heading without codes says nothing
-			book = nil
-			rows = min(max(rest, 1), 12)
-		}
-	}
 	cols := min(max(w-9, 16), codec.Streams)
 	group := (codec.Streams + cols - 1) / cols
 	cols = (codec.Streams + group - 1) / group
-	floor := fillFloor(a, group)
-	// Rows only where the fills differ: a 10% band per two rows at most.
-	rows = min(rows, max(3, int(math.Ceil((1-floor)*20))))
+	floor, ceiling := fillRange(a, group)
+	// Rows only where the fills are: a 10% band per two rows at most, 3 to
+	// 12 rows; the codebook takes what the chart leaves.
+	want := min(max(3, int(math.Ceil((ceiling-floor)*20))), 12)
+	book, head := codebookLines(st, a, v, w)
+	rows := min(want, max(rest-len(book), 3), max(rest, 1))
+	if spare := rest - rows; spare < len(book) {
+		book = book[:max(spare, 0)]
+		if len(book) <= head { // a heading without codes says nothing
+			book = nil
+			rows = min(max(rest, 1), want)
+		}
+	}
 	lines = append(lines, st.Key.Render("6 block  ")+l(fmt.Sprintf("stream fill vs %d-bit capacity (column = %d stream%s, fullest)",
 		a.CapacityBits(), group, plural(group))))
-	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, floor, w)...)
+	lines = append(lines, fillChart(st, a, v.Stream, group, cols, rows, floor, ceiling, w)...)
 	lines = append(lines, summary...)
 	if len(book) > 0 {
 		lines = append(lines, book...)
@@ -148,8 +167,9 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
 
-// codebookLines lists the canonical codes, shortest first, wrapped to w.
-func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
+// codebookLines lists the canonical codes, shortest first, wrapped to w,
+// after head lines that say what they are.
+func codebookLines(st styles.Styles, a *Analysis, v Value, w int) (lines []string, head int) {
 	cb := a.Detail.Codebook
 	type entry struct {
 		text string
@@ -173,8 +193,13 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
 			coded++
 		}
 	}
-	out := []string{st.Key.Render("7 codebook ") + st.Label.Render(fmt.Sprintf("%d exponents coded, the other %d escaped; canonical codes, shortest first:", coded, 256-coded)),
-		strings.Repeat(" ", 9) + st.Dim.Render(shiftNote(cb))}
+	out := []string{fit(w,
+		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d exponent%s coded, the other %d escaped; canonical codes, shortest first:", coded, plural(coded), 256-coded)),
+		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d coded, %d escaped; canonical codes, shortest first:", coded, 256-coded)))}
+	for _, l := range box.Wrap(shiftNote(cb), max(w-9, 20)) {
+		out = append(out, strings.Repeat(" ", 9)+st.Dim.Render(l))
+	}
+	head = len(out)
 	line, width := strings.Repeat(" ", 9), 9
 	for _, e := range es {
 		txt := st.Dim.Render(e.text)
@@ -188,7 +213,7 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) []string {
 		line += txt + "  "
 		width += len(e.text) + 2
 	}
-	return append(out, line)
+	return append(out, line), head
 }
 
 // shiftNote says in one line where the codebook's lengths come from.
@@ -207,6 +232,27 @@ func shiftNote(cb codec.Codebook) string {
 		cb.Shift, cb.Dist, dir, n, plural(n))
 }
 
+// wrapped is text broken at spaces into lines of w columns, indented by
+// two, each line styled.
+func wrapped(style func(...string) string, text string, w int) string {
+	var lines []string
+	for _, l := range box.Wrap(text, max(w-2, 10)) {
+		lines = append(lines, style("  "+l))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fit is the first of forms, longest first, that fits w columns, else the
+// last.
+func fit(w int, forms ...string) string {
+	for _, f := range forms[:len(forms)-1] {
+		if ansi.StringWidth(f) <= w {
+			return f
+		}
+	}
+	return forms[len(forms)-1]
+}
+
 // bitCount is "1 bit", "n bits".
 func bitCount(n int) string {
 	if n == 1 {
@@ -223,11 +269,16 @@ func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
 		box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", "", w),
 		v(t.Name) + l(" ("+string(t.Class)+") · ") + v(fmt.Sprintf("%d values", t.Elements)) + l(" · stored ") + st.Warn.Render("as-is"),
 		"",
-		l("This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is"),
-		l("no code, stream or overflow to follow. LCT would not make it smaller: a coded block carries its"),
-		l("codebook, 256 stream lengths and an overflow area, which a tensor this small cannot pay back."),
-		"",
-		l("Select a larger tensor (↑↓) to follow one of its values through the codec."),
+	}
+	why := "This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is no code, stream or overflow to follow. " +
+		"LCT would not make it smaller: a coded block carries its codebook, 256 stream lengths and an overflow area, which a tensor this small cannot pay back."
+	if t.DType != "" && t.DType != "BF16" {
+		why = "This tensor is stored as " + t.DType + ". LCT codes BF16 tensors only, so it is kept as it is, byte for byte: there is no code, stream or overflow to follow."
+	}
+	for _, p := range []string{why, "", "Select a BF16 tensor that is coded (↑↓) to follow one of its values through the codec."} {
+		for _, line := range box.Wrap(p, max(w, 20)) {
+			lines = append(lines, l(line))
+		}
 	}
 	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
@@ -283,20 +334,30 @@ func storedBits(st styles.Styles, a *Analysis, v Value) string {
 	return s.String()
 }
 
-func checkMark(st styles.Styles, v Value) string {
+// checkMark says whether the stream holds the code, in words when long.
+func checkMark(st styles.Styles, v Value, long bool) string {
 	if v.StoredCode == v.Code {
+		if !long {
+			return st.Good.Render("  ✓ read back")
+		}
 		return st.Good.Render("  ✓ read back from the encoded block")
 	}
 	return st.Error.Render(fmt.Sprintf("  ✗ read back %0*b", v.Len, v.StoredCode))
 }
 
-// neighbours lists the codes around the value in its stream.
+// neighbours lists the codes around the value in its stream, in w
+// columns: from two positions before it, as many after as fit whole, "…"
+// where more follow.
 func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
-	var parts []string
-	total := 0
 	lo := max(v.Position-2, 0)
+	var out strings.Builder
+	used := 0
+	if lo > 0 {
+		out.WriteString(st.Dim.Render("… "))
+		used = 2
+	}
 	for p := lo; ; p++ {
-		i := p*codec.Streams + v.Stream
+		i := a.Detail.Layout.Element(v.Stream, p)
 		if i >= a.N {
 			break
 		}
@@ -308,30 +369,38 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 		if o.Spilled {
 			code = "spill"
 		}
-		s := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)
+		text := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)
 		if p == v.Position {
-			s = st.Highlight.Render("[" + s + "]")
-		} else {
-			s = st.Dim.Render(s)
+			text = "[" + text + "]"
 		}
-		if total+len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code))+3 > w-4 && p > v.Position {
-			parts = append(parts, st.Dim.Render("…"))
+		sep := ""
+		if p > lo {
+			sep = " · "
+		}
+		more := 0
+		if a.Detail.Layout.Element(v.Stream, p+1) < a.N {
+			more = len(" · …")
+		}
+		if p > v.Position && used+len(sep)+ansi.StringWidth(text)+more > w {
+			out.WriteString(st.Dim.Render(" · …"))
 			break
 		}
-		total += len(fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)) + 3
-		parts = append(parts, s)
+		out.WriteString(st.Dim.Render(sep))
+		if p == v.Position {
+			out.WriteString(st.Highlight.Render(text))
+		} else {
+			out.WriteString(st.Dim.Render(text))
+		}
+		used += len(sep) + ansi.StringWidth(text)
 	}
-	prefix := ""
-	if lo > 0 {
-		prefix = st.Dim.Render("… ")
-	}
-	return prefix + strings.Join(parts, st.Dim.Render(" · "))
+	return out.String()
 }
 
-// fillFloor is where the fill chart's axis starts: the emptiest column's
-// fill rounded down to 10%, so the rows are spent where fills differ.
-func fillFloor(a *Analysis, group int) float64 {
-	least := 1.0
+// fillRange is the fill chart's axis: from the emptiest column's fill
+// rounded down to 10% to the fullest's rounded up (100% once a stream is
+// full), so the rows are spent where the fills are.
+func fillRange(a *Analysis, group int) (floor, ceiling float64) {
+	least, most := 1.0, 0.0
 	for c := 0; c*group < codec.Streams; c++ {
 		f := 0.0
 		for j := c * group; j < min((c+1)*group, codec.Streams); j++ {
@@ -339,14 +408,16 @@ func fillFloor(a *Analysis, group int) float64 {
 				f = math.Max(f, float64(a.FillBits[j])/float64(a.CapacityBits()))
 			}
 		}
-		least = math.Min(least, f)
+		least, most = math.Min(least, f), math.Max(most, f)
 	}
-	return math.Min(math.Floor(least*10)/10, 0.9)
+	floor = math.Min(math.Floor(least*10)/10, 0.9)
+	ceiling = math.Min(math.Max(math.Ceil(most*10)/10, floor+0.1), 1)
+	return floor, ceiling
 }
 
-// fillChart draws the streams' fill from floor to 100% as bars, a marker
-// row under them.
-func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows int, floor float64, width int) []string {
+// fillChart draws the streams' fill from floor to ceiling as bars, a
+// marker row under them.
+func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows int, floor, ceiling float64, width int) []string {
 	capBits := float64(a.CapacityBits())
 	fill := make([]float64, cols)
 	spill := make([]bool, cols)
@@ -363,13 +434,13 @@ func fillChart(st styles.Styles, a *Analysis, stream, group, cols, rows int, flo
 		lab := ""
 		switch r {
 		case rows - 1:
-			lab = "100%"
+			lab = fmt.Sprintf("%.0f%%", 100*ceiling)
 		case 0:
 			lab = fmt.Sprintf("%.0f%%", 100*floor)
 		}
 		b.WriteString(st.Dim.Render(fmt.Sprintf("%8s ", lab)))
 		for c := 0; c < cols; c++ {
-			f := (fill[c]-floor)/(1-floor)*float64(rows*8) - float64(r*8)
+			f := (fill[c]-floor)/(ceiling-floor)*float64(rows*8) - float64(r*8)
 			g := ' '
 			switch {
 			case f >= 8:
