@@ -200,9 +200,8 @@ func (t *Trainer) ClassCodec(c TensorClass) ClassCodec {
 }
 
 // SetTensorCodec gives one tensor of the LCT run its own preset and
-// distribution, over its class's; the zero ClassCodec removes the override
-// (so CLEAN/gaussian cannot be set on a tensor alone). It is applied as
-// SetClassCodec's changes are.
+// distribution, over its class's. It is applied as SetClassCodec's changes
+// are.
 func (t *Trainer) SetTensorCodec(name string, cc ClassCodec) error {
 	if !t.names[name] {
 		return fmt.Errorf("no tensor named %q", name)
@@ -211,12 +210,20 @@ func (t *Trainer) SetTensorCodec(name string, cc ClassCodec) error {
 		return err
 	}
 	t.setControl(func() {
-		if cc == (ClassCodec{}) {
-			delete(t.tensorDesired, name)
-		} else {
-			t.tensorDesired[name] = cc
-		}
-		t.tensorPending[name] = cc
+		t.tensorDesired[name] = cc
+		t.tensorPending[name] = &cc
+	})
+	return nil
+}
+
+// ClearTensorCodec makes tensor name follow its class's setting again.
+func (t *Trainer) ClearTensorCodec(name string) error {
+	if !t.names[name] {
+		return fmt.Errorf("no tensor named %q", name)
+	}
+	t.setControl(func() {
+		delete(t.tensorDesired, name)
+		t.tensorPending[name] = nil
 	})
 	return nil
 }
@@ -234,7 +241,7 @@ func (t *Trainer) TensorCodec(name string) (ClassCodec, bool) {
 func (t *Trainer) applyPending() error {
 	t.ctl.Lock()
 	classes, tensors := t.pending, t.tensorPending
-	t.pending, t.tensorPending = map[TensorClass]ClassCodec{}, map[string]ClassCodec{}
+	t.pending, t.tensorPending = map[TensorClass]ClassCodec{}, map[string]*ClassCodec{}
 	t.ctl.Unlock()
 	if len(classes) == 0 && len(tensors) == 0 {
 		return nil
@@ -244,10 +251,10 @@ func (t *Trainer) applyPending() error {
 		st.classes[c] = cc
 	}
 	for name, cc := range tensors {
-		if cc == (ClassCodec{}) {
+		if cc == nil {
 			delete(st.tensors, name)
 		} else {
-			st.tensors[name] = cc
+			st.tensors[name] = *cc
 		}
 	}
 	for _, s := range t.lct.storedSlots() {

@@ -12,8 +12,11 @@ type Session interface {
 	SetClassCodec(c TensorClass, cc ClassCodec) error
 	ClassCodec(c TensorClass) ClassCodec
 	// SetTensorCodec overrides one tensor's codec choice (applied at the next step boundary, or at
-	// once while paused or finished); the zero ClassCodec removes the override.
+	// once while paused or finished).
 	SetTensorCodec(name string, cc ClassCodec) error
+	// ClearTensorCodec removes tensor name's override: it follows its class again (applied as
+	// SetTensorCodec is).
+	ClearTensorCodec(name string) error
 	// TensorCodec is a tensor's override; ok is false where it has none.
 	TensorCodec(name string) (cc ClassCodec, ok bool)
 	// Detail returns block `block` (0-based) of a stored tensor as the codec encoded it.

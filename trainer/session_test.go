@@ -77,11 +77,14 @@ func TestTensorCodecKeepsRunsIdentical(t *testing.T) {
 	s = steps(t, tr, 1)[0]
 	wantCodec(t, s, "blk0.fc.w.v", laplaceHigh)
 	wantCodec(t, s, "blk0.qkv.w.v", other)
-	if err := tr.SetTensorCodec("blk0.fc.w.v", ClassCodec{}); err != nil {
+	if err := tr.ClearTensorCodec("blk0.fc.w.v"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := tr.TensorCodec("blk0.fc.w.v"); ok {
-		t.Fatal("the zero ClassCodec left an override")
+		t.Fatal("ClearTensorCodec left an override")
+	}
+	if err := tr.ClearTensorCodec("nope"); err == nil {
+		t.Fatal("an unknown tensor's override was cleared")
 	}
 	s = steps(t, tr, 2)[1]
 	wantCodec(t, s, "blk0.fc.w.v", other)

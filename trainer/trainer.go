@@ -45,10 +45,14 @@ type Trainer struct {
 	pending  map[TensorClass]ClassCodec // asked for, not applied yet
 	// Per-tensor overrides: asked for, and not applied yet (the zero
 	// ClassCodec removes one).
-	tensorDesired, tensorPending map[string]ClassCodec
-	names                        map[string]bool // every tensor the LCT run stores
-	wake                         chan struct{}
-	snaps                        chan Snapshot
+	tensorDesired map[string]ClassCodec
+	// tensorPending holds the tensor overrides asked for since the last
+	// step boundary: the codec, or nil where the tensor goes back to its
+	// class's.
+	tensorPending map[string]*ClassCodec
+	names         map[string]bool // every tensor the LCT run stores
+	wake          chan struct{}
+	snaps         chan Snapshot
 }
 
 // New checks cfg, loads the data, and sets up both runs from the seed (or
@@ -69,7 +73,7 @@ func New(cfg Config) (*Trainer, error) {
 	t := &Trainer{
 		cfg: rc, data: data, identical: true,
 		desired: maps.Clone(rc.Codec), pending: map[TensorClass]ClassCodec{},
-		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]ClassCodec{}, names: map[string]bool{},
+		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]*ClassCodec{}, names: map[string]bool{},
 		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
 	}
 	if rc.ValBatches > 0 {

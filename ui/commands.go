@@ -47,11 +47,14 @@ func setClassCodec(src Source, seq *codecSeq, c trainer.TensorClass, cc trainer.
 	})
 }
 
-// setTensorCodec asks the source to change one tensor's codec (the zero
-// ClassCodec: back to its class's), off the event loop; the newest wins.
-func setTensorCodec(src Source, seq *codecSeq, name string, c trainer.TensorClass, cc trainer.ClassCodec) tea.Cmd {
+// setTensorCodec asks the source to change one tensor's codec (nil: back
+// to its class's), off the event loop; the newest wins.
+func setTensorCodec(src Source, seq *codecSeq, name string, c trainer.TensorClass, cc *trainer.ClassCodec) tea.Cmd {
 	return seq.latestOnly("tensor "+name, func() tea.Msg {
-		return msgs.CodecSet{Tensor: name, Class: c, Codec: cc, Err: src.SetTensorCodec(name, cc)}
+		if cc == nil {
+			return msgs.CodecSet{Tensor: name, Class: c, FollowClass: true, Err: src.ClearTensorCodec(name)}
+		}
+		return msgs.CodecSet{Tensor: name, Class: c, Codec: *cc, Err: src.SetTensorCodec(name, *cc)}
 	})
 }
 

@@ -117,7 +117,7 @@ type Model struct {
 	status string           // one-line notice (export done, codec requested)
 
 	pending       map[trainer.TensorClass]trainer.ClassCodec // requested, not yet seen
-	pendingTensor map[string]trainer.ClassCodec              // the same for one tensor (zero: back to its class)
+	pendingTensor map[string]*trainer.ClassCodec             // the same for one tensor (nil: back to its class)
 	setSeq        *codecSeq
 	stopping      bool // q was pressed: the source is ending its step
 
@@ -175,7 +175,7 @@ func New(src Source, opt Options) Model {
 		filter:        fi,
 		errs:          map[string]error{},
 		pending:       map[trainer.TensorClass]trainer.ClassCodec{},
-		pendingTensor: map[string]trainer.ClassCodec{},
+		pendingTensor: map[string]*trainer.ClassCodec{},
 		setSeq:        &codecSeq{latest: map[string]int{}},
 	}
 	if opt.StartErr != nil {

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 
+	"lcttop/codec"
 	"lcttop/trainer"
 	"lcttop/ui/charts"
 	"lcttop/ui/fake"
@@ -306,7 +307,7 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			for range 3 {
 				a = press(t, a, "D")
 			}
-			wantCall(t, src, "SetTensorCodec wte.m clean/gaussian") // the zero ClassCodec: no override
+			wantCall(t, src, "ClearTensorCodec wte.m")
 			if _, ok := src.TensorCodec("wte.m"); ok {
 				t.Error("the override stayed")
 			}
@@ -316,6 +317,13 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			a = feed(t, a, src)
 			if r := tensorRow(t, a, "wte"); r.Preset != "clean" || tensorRow(t, a, "h0.mlp.fc.w").Preset != "auto" {
 				t.Errorf("wte on %s", r.Preset)
+			}
+			// The paper's default, CLEAN/gaussian, is a codec a tensor can
+			// have alone like any other.
+			a = press(t, a, "D")
+			wantCall(t, src, "SetTensorCodec wte clean/gaussian")
+			if cc, ok := src.TensorCodec("wte"); !ok || cc != (trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}) {
+				t.Errorf("wte's override: %v, %v", cc, ok)
 			}
 		}},
 		"c": {setup: func(m Model) Model {

@@ -87,7 +87,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			} else {
 				delete(m.pending, msg.Class)
 			}
-			m.errs["codec"] = fmt.Errorf("%s → %s/%s: %w", what, msg.Codec.Preset, msg.Codec.Dist, msg.Err)
+			to := msg.Codec.Preset.String() + "/" + msg.Codec.Dist.String()
+			if msg.FollowClass {
+				to = "its class's codec"
+			}
+			m.errs["codec"] = fmt.Errorf("%s → %s: %w", what, to, msg.Err)
 		} else {
 			delete(m.errs, "codec")
 		}
@@ -176,9 +180,9 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 			if t.Name != name {
 				continue
 			}
-			want, alone := cc, true
-			if cc == (trainer.ClassCodec{}) {
-				want, alone = m.classCodec(t.Class), false
+			want, alone := m.classCodec(t.Class), false
+			if cc != nil {
+				want, alone = *cc, true
 			}
 			if t.Preset == want.Preset.String() && t.Distribution == want.Dist.String() {
 				delete(m.pendingTensor, name)
@@ -457,9 +461,7 @@ func cycled(cc trainer.ClassCodec, dist bool) trainer.ClassCodec {
 
 // cycleTensorCodec moves the selected tensor alone to its next
 // distribution or preset. Coming round to its class's setting removes the
-// override. The zero ClassCodec (CLEAN/gaussian) is how the Session removes
-// an override, so a tensor alone cannot be set to it: the cycle steps over
-// it unless the class is on it.
+// override.
 func (m Model) cycleTensorCodec(dist bool) (tea.Model, tea.Cmd) {
 	t, ok := m.table.Selected()
 	switch {
@@ -472,25 +474,18 @@ func (m Model) cycleTensorCodec(dist bool) (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	class := m.classCodec(t.Class)
-	cur, isPending := m.pendingTensor[t.Name]
-	switch {
-	case isPending && cur == (trainer.ClassCodec{}):
-		cur = class
-	case !isPending:
-		if o, ok := m.src.TensorCodec(t.Name); ok {
-			cur = o
-		} else {
-			cur = class
+	cur := class
+	if p, isPending := m.pendingTensor[t.Name]; isPending {
+		if p != nil {
+			cur = *p
 		}
+	} else if o, ok := m.src.TensorCodec(t.Name); ok {
+		cur = o
 	}
 	next := cycled(cur, dist)
-	if next == (trainer.ClassCodec{}) && class != next {
-		next = cycled(next, dist)
-	}
-	req := next
-	how := "this tensor alone"
+	req, how := &next, "this tensor alone"
 	if next == class {
-		req, how = trainer.ClassCodec{}, "its class's setting again"
+		req, how = nil, "its class's setting again"
 	}
 	m.pendingTensor[t.Name] = req
 	m.status = fmt.Sprintf("%s: %s/%s → %s/%s (%s), re-encoding; the next snapshot shows it", t.Name, cur.Preset, cur.Dist, next.Preset, next.Dist, how)

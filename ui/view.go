@@ -167,7 +167,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		if override || asked {
 			ti := codecpanel.TensorInfo{Name: t.Name, Codec: codec}
 			switch {
-			case asked && req == (trainer.ClassCodec{}):
+			case asked && req == nil:
 				ti.Pending = "its class's"
 			case asked:
 				ti.Pending = req.Preset.String() + "/" + req.Dist.String()

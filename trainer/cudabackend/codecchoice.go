@@ -101,10 +101,10 @@ func (b *lockstep) lctSlot(name string) (*lctStore, *slot, error) {
 }
 
 // SetCodecs changes the LCT run's codec choices, between steps: classes
-// sets a class's, tensors a single tensor's (the zero ClassCodec gives it
-// back to its class). The stored tensors whose choice changed are encoded
+// sets a class's, tensors a single tensor's (nil gives it back to its
+// class). The stored tensors whose choice changed are encoded
 // again at once; saved activations take their class's at their next encode.
-func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, tensors map[string]trainer.ClassCodec) error {
+func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, tensors map[string]*trainer.ClassCodec) error {
 	if b.LCT == nil {
 		return fmt.Errorf("no LCT run")
 	}
@@ -118,10 +118,10 @@ func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec,
 		if err != nil {
 			return err
 		}
-		if cc == (trainer.ClassCodec{}) {
+		if cc == nil {
 			delete(st.chosen, name)
 		} else {
-			st.chosen[name] = cc
+			st.chosen[name] = *cc
 		}
 		changed[s] = true
 	}

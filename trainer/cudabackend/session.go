@@ -40,7 +40,7 @@ type Session struct {
 	classes  map[trainer.TensorClass]trainer.ClassCodec // as asked for
 	tensors  map[string]trainer.ClassCodec              // as asked for
 	pendingC map[trainer.TensorClass]trainer.ClassCodec
-	pendingT map[string]trainer.ClassCodec
+	pendingT map[string]*trainer.ClassCodec // nil: back to the class's codec
 
 	mu       sync.Mutex // the backend: held for a step, a detail, a change
 	last     trainer.Snapshot
@@ -80,7 +80,7 @@ func NewSession(dev Device, opts TrainOptions) (*Session, error) {
 	return &Session{t: t, snaps: make(chan trainer.Snapshot, 1), wake: make(chan struct{}, 1),
 		FigureEvery: time.Second, ProfileEvery: 16,
 		classes: classes, tensors: map[string]trainer.ClassCodec{},
-		pendingC: map[trainer.TensorClass]trainer.ClassCodec{}, pendingT: map[string]trainer.ClassCodec{}}, nil
+		pendingC: map[trainer.TensorClass]trainer.ClassCodec{}, pendingT: map[string]*trainer.ClassCodec{}}, nil
 }
 
 // Snapshots implements trainer.Session.
@@ -204,7 +204,7 @@ func codecFiguresOf(res stepResult) codecFigures {
 func (s *Session) applyChanges() error {
 	s.ctl.Lock()
 	classes, tensors := s.pendingC, s.pendingT
-	s.pendingC, s.pendingT = map[trainer.TensorClass]trainer.ClassCodec{}, map[string]trainer.ClassCodec{}
+	s.pendingC, s.pendingT = map[trainer.TensorClass]trainer.ClassCodec{}, map[string]*trainer.ClassCodec{}
 	s.ctl.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -341,12 +341,23 @@ func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 		return err
 	}
 	s.setControl(func() {
-		if cc == (trainer.ClassCodec{}) {
-			delete(s.tensors, name)
-		} else {
-			s.tensors[name] = cc
-		}
-		s.pendingT[name] = cc
+		s.tensors[name] = cc
+		s.pendingT[name] = &cc
+	})
+	return nil
+}
+
+// ClearTensorCodec implements trainer.Session.
+func (s *Session) ClearTensorCodec(name string) error {
+	s.mu.Lock()
+	_, _, err := s.t.b.lctSlot(name)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.setControl(func() {
+		delete(s.tensors, name)
+		s.pendingT[name] = nil
 	})
 	return nil
 }

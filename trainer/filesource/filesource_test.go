@@ -306,7 +306,7 @@ func TestCodecChangesRecode(t *testing.T) {
 	if err := s.SetClassCodec("bias", clean); err == nil {
 		t.Fatal("an unknown class accepted")
 	}
-	if err := s.SetTensorCodec(own, trainer.ClassCodec{}); err != nil {
+	if err := s.ClearTensorCodec(own); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, s, "the override removed", func(sn trainer.Snapshot) bool {

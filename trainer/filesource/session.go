@@ -233,12 +233,23 @@ func (s *Session) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 }
 
 // SetTensorCodec codes tensor name with cc from now on, whatever its
-// class's; the zero ClassCodec removes the override. A watched folder
-// keeps it for the tensor of that name in every later checkpoint.
+// class's. A watched folder keeps it for the tensor of that name in every
+// later checkpoint.
 func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	if err := checkCodec(cc); err != nil {
 		return err
 	}
+	return s.setOverride(name, &cc)
+}
+
+// ClearTensorCodec codes tensor name by its class's setting again.
+func (s *Session) ClearTensorCodec(name string) error {
+	return s.setOverride(name, nil)
+}
+
+// setOverride sets tensor name's codec, or with cc nil removes it, and
+// codes the tensor again.
+func (s *Session) setOverride(name string, cc *trainer.ClassCodec) error {
 	s.mu.Lock()
 	var t *tensor
 	if s.view != nil {
@@ -254,10 +265,10 @@ func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 		return fmt.Errorf("tensor %s is %s, kept as it is: only BF16 tensors are coded", name, t.dtype)
 	}
 	s.ctl.Lock()
-	if cc == (trainer.ClassCodec{}) {
+	if cc == nil {
 		delete(s.overrides, name)
 	} else {
-		s.overrides[name] = cc
+		s.overrides[name] = *cc
 	}
 	s.ctl.Unlock()
 	s.recode(func(t *tensor) bool { return t.name == name })

@@ -127,10 +127,21 @@ func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 }
 
 // SetTensorCodec records the call and, unless SetErr is set, gives tensor
-// name its own codec from the next snapshot on (the zero ClassCodec
-// removes it).
+// name its own codec from the next snapshot on.
 func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	s.record(fmt.Sprintf("SetTensorCodec %s %s/%s", name, cc.Preset, cc.Dist))
+	return s.setOverride(name, &cc)
+}
+
+// ClearTensorCodec records the call and, unless SetErr is set, gives
+// tensor name back to its class's codec from the next snapshot on.
+func (s *Source) ClearTensorCodec(name string) error {
+	s.record("ClearTensorCodec " + name)
+	return s.setOverride(name, nil)
+}
+
+// setOverride sets tensor name's override, or with cc nil removes it.
+func (s *Source) setOverride(name string, cc *trainer.ClassCodec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.SetErr != nil {
@@ -139,10 +150,10 @@ func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	if _, ok := s.find(name); !ok {
 		return fmt.Errorf("fake: no tensor named %q", name)
 	}
-	if cc == (trainer.ClassCodec{}) {
+	if cc == nil {
 		delete(s.overrides, name)
 	} else {
-		s.overrides[name] = cc
+		s.overrides[name] = *cc
 	}
 	return nil
 }

@@ -56,10 +56,12 @@ type Exported struct {
 }
 
 // CodecSet reports the result of a SetClassCodec call, or with Tensor set
-// of a SetTensorCodec call (Class is then the tensor's class).
+// of a SetTensorCodec call (Class is then the tensor's class), or of a
+// ClearTensorCodec call with FollowClass set.
 type CodecSet struct {
-	Tensor string
-	Class  trainer.TensorClass
-	Codec  trainer.ClassCodec
-	Err    error
+	Tensor      string
+	Class       trainer.TensorClass
+	Codec       trainer.ClassCodec
+	FollowClass bool
+	Err         error
 }
