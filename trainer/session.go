@@ -41,7 +41,13 @@ type TensorDetail struct {
 	// (format.md §3).
 	Values   []uint16
 	Codebook codec.Codebook
-	Layout   codec.Layout
+	// Layout is the block's: with capacities per block, StreamBytes is
+	// this block's C.
+	Layout codec.Layout
+	// TensorFit says the codebook was fitted to the whole tensor's sample
+	// (a checkpoint's tensors), not to this block's own (the trainer codes
+	// each block on its own).
+	TensorFit bool
 }
 
 // SendNewest puts snap on ch, a channel of capacity one that holds the

@@ -336,7 +336,7 @@ func (s *Session) Detail(name string, block int) (trainer.TensorDetail, error) {
 	lo, hi := block*ch.layout.BlockSize, min((block+1)*ch.layout.BlockSize, t.n)
 	d := trainer.TensorDetail{
 		Name: t.name, Class: t.class, Codebook: ch.cb, Layout: ch.layout,
-		Block: block, Blocks: blocks, N: t.n,
+		Block: block, Blocks: blocks, N: t.n, TensorFit: true,
 	}
 	if vals != nil {
 		d.Values = slices.Clone(vals[lo:hi])
@@ -345,6 +345,9 @@ func (s *Session) Detail(name string, block int) (trainer.TensorDetail, error) {
 		t.values(lo, hi, d.Values)
 		t.src.release(t.raw[2*lo : 2*hi])
 	}
+	// AUTO stores each block at the capacity its own values give (as pack
+	// does); the block alone is one block, so its layout has that C.
+	d.Layout = codec.ChooseBlockLayout(d.Layout, &d.Codebook, d.Values)
 	return d, nil
 }
 

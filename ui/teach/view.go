@@ -196,7 +196,7 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) (lines []strin
 	out := []string{fit(w,
 		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d exponent%s coded, the other %d escaped; canonical codes, shortest first:", coded, plural(coded), 256-coded)),
 		st.Key.Render("7 codebook ")+st.Label.Render(fmt.Sprintf("%d coded, %d escaped; canonical codes, shortest first:", coded, 256-coded)))}
-	for _, l := range box.Wrap(shiftNote(cb), max(w-9, 20)) {
+	for _, l := range box.Wrap(shiftNote(cb, a.Detail.TensorFit), max(w-9, 20)) {
 		out = append(out, strings.Repeat(" ", 9)+st.Dim.Render(l))
 	}
 	head = len(out)
@@ -217,19 +217,23 @@ func codebookLines(st styles.Styles, a *Analysis, v Value, w int) (lines []strin
 }
 
 // shiftNote says in one line where the codebook's lengths come from.
-func shiftNote(cb codec.Codebook) string {
+func shiftNote(cb codec.Codebook, tensorFit bool) string {
+	of := "this block"
+	if tensorFit {
+		of = "the whole tensor"
+	}
 	if cb.Dist == codec.Empirical {
-		return "empirical: the lengths are fitted to this block's own sample of exponents (no shift)"
+		return "empirical: the lengths are fitted to a sample of " + of + "'s exponents (no shift)"
 	}
 	dir, n := "up", int(cb.Shift)
 	if n < 0 {
 		dir, n = "down", -n
 	}
 	if n == 0 {
-		return fmt.Sprintf("shift 0: the %s table, made for values near 1 (exponent 127), fits this block as it is", cb.Dist)
+		return fmt.Sprintf("shift 0: the %s table, made for values near 1 (exponent 127), fits %s as it is", cb.Dist, of)
 	}
-	return fmt.Sprintf("shift %+d: the %s table, made for values near 1 (exponent 127), moved %s %d binade%s to sit on this block's exponents",
-		cb.Shift, cb.Dist, dir, n, plural(n))
+	return fmt.Sprintf("shift %+d: the %s table, made for values near 1 (exponent 127), moved %s %d binade%s to sit on %s's exponents",
+		cb.Shift, cb.Dist, dir, n, plural(n), of)
 }
 
 // wrapped is text broken at spaces into lines of w columns, indented by

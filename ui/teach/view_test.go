@@ -82,7 +82,7 @@ func TestShiftExplained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := viewOf(t, e, 0); !strings.Contains(v, "fitted to this block's own sample of exponents (no shift)") {
+	if v := viewOf(t, e, 0); !strings.Contains(v, "fitted to a sample of this block's exponents (no shift)") {
 		t.Errorf("empirical:\n%s", v)
 	}
 }
@@ -191,5 +191,26 @@ func TestLoadErrorWraps(t *testing.T) {
 	v := ansi.Strip(View(styles.New(nil), nil, 0, err, 80, 10))
 	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), err.Error()) {
 		t.Errorf("error at 80 columns:\n%s", v)
+	}
+}
+
+// A checkpoint's codebook is the whole tensor's, a trainer's the block's:
+// the note says which.
+func TestShiftNoteSaysWhatWasFitted(t *testing.T) {
+	emp := codec.Codebook{Dist: codec.Empirical}
+	gau := codec.Codebook{Dist: codec.Gaussian, Shift: -3}
+	for _, c := range []struct {
+		cb        codec.Codebook
+		tensorFit bool
+		want      string
+	}{
+		{emp, false, "a sample of this block's exponents"},
+		{emp, true, "a sample of the whole tensor's exponents"},
+		{gau, false, "moved down 3 binades to sit on this block's exponents"},
+		{gau, true, "moved down 3 binades to sit on the whole tensor's exponents"},
+	} {
+		if got := shiftNote(c.cb, c.tensorFit); !strings.Contains(got, c.want) {
+			t.Errorf("shiftNote(%v, %v) = %q, want it to say %q", c.cb.Dist, c.tensorFit, got, c.want)
+		}
 	}
 }
