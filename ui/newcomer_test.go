@@ -322,3 +322,17 @@ func TestLongErrorWraps(t *testing.T) {
 		t.Errorf("error lines %q, %q", lines[2], lines[3])
 	}
 }
+
+// A block key pressed before the tensor's first block has come says so
+// rather than doing nothing.
+func TestBlockKeyBeforeTheFirstBlock(t *testing.T) {
+	m, _ := newTestModel(t, 80, 24, 2)
+	for m.Selected() != "h0.mlp.fc.w" {
+		m = update(t, m, keyMsg("down"))
+	}
+	m, _ = updateCmd(t, m, keyMsg("t")) // the first block asked for, not loaded
+	m = update(t, m, keyMsg(">"))
+	if !strings.Contains(m.View(), "the first block is still loading") {
+		t.Fatalf("> before the first block:\n%s", m.View())
+	}
+}

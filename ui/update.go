@@ -558,8 +558,9 @@ func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 	if key.Matches(msg, k.PrevBlock) || key.Matches(msg, k.NextBlock) {
 		// From the block asked for, so presses while one loads add up.
-		if m.teachBlocks == 0 {
-			return m, nil // the tensor's block count is not known yet
+		if m.teachBlocks == 0 { // the tensor's block count comes with its first block
+			m.status = "the first block is still loading: < and > move once it shows"
+			return m, nil
 		}
 		b := m.teachBlock + 1
 		if key.Matches(msg, k.PrevBlock) {
