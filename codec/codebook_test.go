@@ -163,7 +163,7 @@ func TestFamilyTables(t *testing.T) {
 		if math.Abs(sum-1) > 1e-12 {
 			t.Errorf("%v: binade masses sum to %v, want 1", d, sum)
 		}
-		tab := family(d, 0)
+		tab := family(d, 0, 0)
 		coded, kraft := 0, 1<<(8-tab.escLen)
 		for _, l := range tab.lengths {
 			if l != 0 {
@@ -187,7 +187,7 @@ func TestFamilyTables(t *testing.T) {
 		t.Logf("%v: lengths for binades -12..5: %v", d, tab.lengths[150-12:150+6])
 		// Zero levels: exponent 0 gets exactly l bits and the code stays complete.
 		for l := 1; l < zeroLevels; l++ {
-			zt := family(d, l)
+			zt := family(d, 0, l)
 			kraft := 1<<(8-zt.escLen) + 1<<(8-zt.zeroLen)
 			for _, x := range zt.lengths {
 				if x != 0 {
@@ -223,7 +223,7 @@ func TestFitShiftIsCheapest(t *testing.T) {
 			}
 			best := sampledCost(&cb, &h)
 			for level := range zeroLevels {
-				tab := family(d, level)
+				tab := family(d, 0, level)
 				for s := -maxShift; s <= maxShift; s++ {
 					alt := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
 					for e := range alt.Lengths {
@@ -242,7 +242,7 @@ func TestFitShiftIsCheapest(t *testing.T) {
 				t.Fatalf("trial %d %v: fitted version 1 codebook: %v", trial, d, err)
 			}
 			best = sampledCost(&v1, &h)
-			tab := family(d, 0)
+			tab := family(d, 0, 0)
 			for s := -maxShift; s <= maxShift; s++ {
 				alt := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
 				for e := range alt.Lengths {
@@ -281,7 +281,7 @@ func TestZeroLevelValidation(t *testing.T) {
 			t.Errorf("%v: exponent 0 at another level's length, the rest unchanged, accepted", d)
 		}
 		// Version 1 with a shift that puts exponent 0 inside the family's table.
-		tab := family(d, 0)
+		tab := family(d, 0, 0)
 		mode := slices.IndexFunc(tab.lengths[:], func(l uint8) bool { return l != 0 })
 		s := -unitExponent - familyMinBinade - mode // the first coded binade at exponent 0
 		old := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}

@@ -25,6 +25,7 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	binary.LittleEndian.PutUint16(h[20:], uint16(t.Layout.StreamBytes))
 	binary.LittleEndian.PutUint16(h[22:], uint16(t.Codebook.Shift))
 	binary.LittleEndian.PutUint32(h[24:], uint32(len(t.Overflow)))
+	h[28] = t.Codebook.Shape
 	for k := range 128 {
 		h[32+k] = t.Codebook.Lengths[2*k] | t.Codebook.Lengths[2*k+1]<<4
 	}
@@ -81,8 +82,9 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
 	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
-	if r := binary.LittleEndian.Uint32(b[28:]); r != 0 {
-		return nil, fmt.Errorf("codec: parse: reserved field is %#x, want 0", r)
+	t.Codebook.Shape = b[28]
+	if r := b[29:32]; r[0]|r[1]|r[2] != 0 {
+		return nil, fmt.Errorf("codec: parse: reserved bytes 29..31 are %#x, want 0", r)
 	}
 	for k := range 128 {
 		t.Codebook.Lengths[2*k] = b[32+k] & 0x0F
