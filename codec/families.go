@@ -29,7 +29,15 @@ type familyTable struct {
 	// absent marks a shape and zero level whose construction gives exponent
 	// 0 other than the level's length: no codebook uses it.
 	absent bool
+	// costs[costPad + i] is binade i's cost in bits (its length, or ESC plus
+	// the literal), padded with the escape cost so that every shift the
+	// search tries indexes it without a bounds test.
+	costs [familyBinades + 2*costPad]uint8
 }
+
+// costPad pads familyTable.costs: an exponent 1..255 under a shift in
+// −255..255 falls at most 255 binades outside the table.
+const costPad = 256
 
 // zeroLevels counts a family's tables per shape in format version 2: level 0
 // leaves exponent 0 escaped; level l = 1..8 gives it a code of l bits.
@@ -45,9 +53,9 @@ type familyShape struct {
 	// truncated keeps only the mass below 1 (binades r < 0), renormalised:
 	// the sharp upper edge of uniformly initialised weights.
 	truncated bool
-	// copyBinades and copyLog2 mix in 2^−copyLog2 of the shape moved up by
-	// copyBinades binades: a second scale, as in embeddings (0: none).
-	copyBinades, copyLog2 int
+	// copyBinades and copyQuarters mix in copyQuarters/4 of the shape moved
+	// up by copyBinades binades: a second scale, as in embeddings (0: none).
+	copyBinades, copyQuarters int
 	// outlierLog2 spreads 2^−outlierLog2 of the mass evenly over all the
 	// binades, so that rare far exponents share a shorter ESC (0: none).
 	outlierLog2 int
@@ -59,17 +67,23 @@ type familyShape struct {
 // the one that most narrowed the families' gap to empirical codebooks.
 var familyShapes = [...]familyShape{
 	{quarters: 4},
-	{quarters: 3, copyBinades: 6, copyLog2: 1, outlierLog2: 4},
+	{quarters: 3, copyBinades: 6, copyQuarters: 2, outlierLog2: 4},
 	{quarters: 8},
-	{quarters: 4, copyBinades: 3, copyLog2: 2},
+	{quarters: 4, copyBinades: 3, copyQuarters: 1},
 	{quarters: 1, outlierLog2: 4},
 	{quarters: 6, truncated: true},
-	{quarters: 5, copyBinades: 6, copyLog2: 1},
+	{quarters: 5, copyBinades: 6, copyQuarters: 2},
 	{quarters: 5},
-	{quarters: 3, copyBinades: 6, copyLog2: 2},
+	{quarters: 3, copyBinades: 6, copyQuarters: 1},
 	{quarters: 2, outlierLog2: 4},
-	{quarters: 4, copyBinades: 6, copyLog2: 2},
-	{quarters: 5, copyBinades: 3, copyLog2: 2},
+	{quarters: 4, copyBinades: 6, copyQuarters: 1},
+	{quarters: 5, copyBinades: 3, copyQuarters: 1},
+	{quarters: 5, copyBinades: 10, copyQuarters: 3, outlierLog2: 4},
+	{quarters: 6, copyBinades: 6, copyQuarters: 1},
+	{quarters: 2, copyBinades: 10, copyQuarters: 3, outlierLog2: 4},
+	{quarters: 4, copyBinades: 16, copyQuarters: 3, outlierLog2: 4},
+	{quarters: 6, copyBinades: 1, copyQuarters: 1},
+	{quarters: 10, copyBinades: 2, copyQuarters: 1},
 }
 
 // quarterRoots are 2^(j/4) for j = 0..3 as float64 constants (format.md §2).
@@ -121,7 +135,7 @@ func shapeMasses(d Distribution, sh familyShape) []float64 {
 		}
 	}
 	if sh.copyBinades != 0 {
-		w := math.Ldexp(1, -sh.copyLog2)
+		w := float64(sh.copyQuarters) / 4
 		mixed := make([]float64, familyBinades)
 		for i := range m {
 			mixed[i] = float64(m[i] * float64(1-w))
@@ -161,38 +175,53 @@ func family(d Distribution, shape, level int) *familyTable {
 
 func buildFamily(d Distribution) *[len(familyShapes)][zeroLevels]familyTable {
 	tables := new([len(familyShapes)][zeroLevels]familyTable)
-	w := make([]float64, familyBinades+1) // the binades, then the zero symbol
 	for si, sh := range familyShapes {
-		m := shapeMasses(d, sh)
-		for l := range zeroLevels {
-			q := math.Ldexp(1, -l)
-			if l == 0 {
-				q = 0
-			}
-			for i := range familyBinades {
-				w[i] = float64(m[i] * float64(1-q))
-			}
-			w[familyBinades] = q
-			lens, esc, err := OptimalLengths(w, MaxCodeLen)
-			if err != nil {
-				panic("codec: family table " + d.String() + ": " + err.Error())
-			}
-			t := &tables[si][l]
-			if int(lens[familyBinades]) != l {
-				if si == 0 {
-					panic(fmt.Sprintf("codec: family table %v shape 0 at zero level %d gives exponent 0 %d bits", d, l, lens[familyBinades]))
+		tables[si] = shapeTables(d, sh)
+		if si == 0 {
+			for l := range zeroLevels {
+				if tables[0][l].absent {
+					panic(fmt.Sprintf("codec: family table %v shape 0 has no zero level %d", d, l))
 				}
-				t.absent = true
-				continue
 			}
-			copy(t.lengths[:], lens)
-			t.escLen = esc
-			t.zeroLen = lens[familyBinades]
-			t.first, t.last = familyBinades, -1
-			for i, x := range t.lengths {
-				if x != 0 {
-					t.first, t.last = min(t.first, i), i
-				}
+		}
+	}
+	return tables
+}
+
+// shapeTables builds one shape's tables, one per zero level.
+func shapeTables(d Distribution, sh familyShape) [zeroLevels]familyTable {
+	var tables [zeroLevels]familyTable
+	m := shapeMasses(d, sh)
+	w := make([]float64, familyBinades+1) // the binades, then the zero symbol
+	for l := range zeroLevels {
+		q := math.Ldexp(1, -l)
+		if l == 0 {
+			q = 0
+		}
+		for i := range familyBinades {
+			w[i] = float64(m[i] * float64(1-q))
+		}
+		w[familyBinades] = q
+		lens, esc, err := OptimalLengths(w, MaxCodeLen)
+		if err != nil {
+			panic("codec: family table " + d.String() + ": " + err.Error())
+		}
+		t := &tables[l]
+		if int(lens[familyBinades]) != l {
+			t.absent = true
+			continue
+		}
+		copy(t.lengths[:], lens)
+		t.escLen = esc
+		t.zeroLen = lens[familyBinades]
+		t.first, t.last = familyBinades, -1
+		for i := range t.costs {
+			t.costs[i] = esc + literalBits
+		}
+		for i, x := range t.lengths {
+			if x != 0 {
+				t.first, t.last = min(t.first, i), i
+				t.costs[costPad+i] = x
 			}
 		}
 	}
@@ -244,14 +273,13 @@ func (t *familyTable) bestShift(b *sampleBins) (shift int, cost uint64) {
 	// Binade i sits at exponent i + familyMinBinade + 127 + s.
 	lo := max(b.e[0]-t.last-familyMinBinade-unitExponent, -maxShift)
 	hi := min(b.e[b.n-1]-t.first-familyMinBinade-unitExponent, maxShift)
+	es, counts := b.e[:b.n], b.count[:b.n]
 	for s := lo; s <= hi; s++ {
+		// Exponent e is binade e − 127 − s − familyMinBinade.
+		costs := t.costs[costPad-unitExponent-s-familyMinBinade:]
 		var cost uint64
-		for k := range b.n {
-			if l := t.shiftedLength(b.e[k], s); l != 0 {
-				cost += b.count[k] * uint64(l)
-			} else {
-				cost += b.count[k] * esc
-			}
+		for k, e := range es {
+			cost += counts[k] * uint64(costs[e])
 		}
 		if cost < bestCost {
 			best, bestCost = s, cost
