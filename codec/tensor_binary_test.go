@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -301,5 +302,49 @@ func TestHeaderLayout(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestParseTensorShapeField: byte 28 names the family's shape; a shape
+// past the list, any shape on an empirical codebook or in version 1, and
+// reserved bytes 29..31 other than 0 are each reported in one line naming
+// the field.
+func TestParseTensorShapeField(t *testing.T) {
+	src := gaussianBF16(5000, 3, 0.02)
+	cases := []struct {
+		name  string
+		opt   Options
+		edit  func(b []byte)
+		error string
+	}{
+		{"shape past the list", Options{Dist: Laplace}, func(b []byte) { b[28] = byte(len(familyShapes)) }, "laplace shape 18 out of range 0..17"},
+		{"shape 255", Options{Dist: PowerLaw}, func(b []byte) { b[28] = 255 }, "powerlaw shape 255 out of range 0..17"},
+		{"empirical shape", Options{Dist: Empirical}, func(b []byte) { b[28] = 1 }, "empirical codebook has shape 1, want 0"},
+		{"version 1 shape", Options{Dist: Gaussian, Version: FormatVersion1}, func(b []byte) { b[28] = 1 }, "gaussian shape 1 in format version 1"},
+		{"reserved byte 29", Options{Dist: Gaussian}, func(b []byte) { b[29] = 1 }, "reserved bytes 29..31"},
+		{"reserved byte 31", Options{Dist: Gaussian}, func(b []byte) { b[31] = 0x80 }, "reserved bytes 29..31"},
+	}
+	for _, c := range cases {
+		enc, err := Encode(src, c.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := enc.MarshalBinary()
+		if _, err := ParseTensor(b); err != nil {
+			t.Fatalf("%s: unedited tensor: %v", c.name, err)
+		}
+		c.edit(b)
+		_, err = ParseTensor(b)
+		if err == nil || !strings.Contains(err.Error(), c.error) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.error)
+		}
+	}
+	// Another shape that exists, with the lengths left as they were: the
+	// lengths are not that shape's table.
+	enc, _ := Encode(src, Options{Dist: Gaussian})
+	b, _ := enc.MarshalBinary()
+	b[28] = (b[28] + 1) % byte(len(familyShapes))
+	if _, err := ParseTensor(b); err == nil || !strings.Contains(err.Error(), "shape") {
+		t.Errorf("shape changed under the same lengths: error %v", err)
 	}
 }
