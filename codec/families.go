@@ -64,7 +64,8 @@ type familyShape struct {
 // familyShapes lists the shapes in the order of the header's shape field
 // (format.md §2). Shape 0 is the family itself, the only shape before the
 // field existed; the others were chosen greedily on the real tensors, each
-// the one that most narrowed the families' gap to empirical codebooks.
+// the one that most narrowed the families' gap to empirical codebooks
+// (shapes 1–17 by sampled bits, 18–21 by the ratios under every preset).
 var familyShapes = [...]familyShape{
 	{quarters: 4},
 	{quarters: 3, copyBinades: 6, copyQuarters: 2, outlierLog2: 4},
@@ -84,6 +85,10 @@ var familyShapes = [...]familyShape{
 	{quarters: 4, copyBinades: 16, copyQuarters: 3, outlierLog2: 4},
 	{quarters: 6, copyBinades: 1, copyQuarters: 1},
 	{quarters: 10, copyBinades: 2, copyQuarters: 1},
+	{quarters: 3, copyBinades: 8, copyQuarters: 3, outlierLog2: 3},
+	{quarters: 4, copyBinades: 6, copyQuarters: 1, outlierLog2: 6},
+	{quarters: 3, copyBinades: 7, copyQuarters: 1},
+	{quarters: 2, copyBinades: 12, copyQuarters: 3},
 }
 
 // quarterRoots are 2^(j/4) for j = 0..3 as float64 constants (format.md §2).

@@ -119,9 +119,9 @@ func TestFamiliesNearEmpirical(t *testing.T) {
 		worst  float64 // percent
 	}
 	limits := map[Preset]map[Distribution]limit{
-		Clean:  {Gaussian: {4, 5.48}, Laplace: {3, 5.44}, PowerLaw: {3, 4.26}},
-		Medium: {Gaussian: {3, 5.39}, Laplace: {2, 7.35}, PowerLaw: {1, 7.53}},
-		High:   {Gaussian: {3, 6.27}, Laplace: {2, 7.97}, PowerLaw: {1, 7.98}},
+		Clean:  {Gaussian: {4, 4.55}, Laplace: {2, 3.47}, PowerLaw: {3, 4.26}},
+		Medium: {Gaussian: {1, 5.39}, Laplace: {1, 4.47}, PowerLaw: {1, 7.53}},
+		High:   {Gaussian: {1, 6.27}, Laplace: {1, 5.19}, PowerLaw: {1, 7.98}},
 		Auto:   {Gaussian: {0, 3}, Laplace: {0, 3}, PowerLaw: {0, 3}},
 	}
 	var table strings.Builder

@@ -317,8 +317,8 @@ func TestParseTensorShapeField(t *testing.T) {
 		edit  func(b []byte)
 		error string
 	}{
-		{"shape past the list", Options{Dist: Laplace}, func(b []byte) { b[28] = byte(len(familyShapes)) }, "laplace shape 18 out of range 0..17"},
-		{"shape 255", Options{Dist: PowerLaw}, func(b []byte) { b[28] = 255 }, "powerlaw shape 255 out of range 0..17"},
+		{"shape past the list", Options{Dist: Laplace}, func(b []byte) { b[28] = byte(len(familyShapes)) }, fmt.Sprintf("laplace shape %d out of range 0..%d", len(familyShapes), len(familyShapes)-1)},
+		{"shape 255", Options{Dist: PowerLaw}, func(b []byte) { b[28] = 255 }, fmt.Sprintf("powerlaw shape 255 out of range 0..%d", len(familyShapes)-1)},
 		{"empirical shape", Options{Dist: Empirical}, func(b []byte) { b[28] = 1 }, "empirical codebook has shape 1, want 0"},
 		{"version 1 shape", Options{Dist: Gaussian, Version: FormatVersion1}, func(b []byte) { b[28] = 1 }, "gaussian shape 1 in format version 1"},
 		{"reserved byte 29", Options{Dist: Gaussian}, func(b []byte) { b[29] = 1 }, "reserved bytes 29..31"},
