@@ -60,12 +60,17 @@ func FitCodebookVersion(d Distribution, sample *Histogram, version int) Codebook
 			if t.absent {
 				continue
 			}
-			s, cost := t.bestShift(bins)
 			zeroCost := uint64(t.escLen) + literalBits
 			if t.zeroLen != 0 {
 				zeroCost = uint64(t.zeroLen)
 			}
-			if cost += sample[0] * zeroCost; cost < bestCost {
+			zeroCost *= sample[0]
+			// A later table wins only by costing less, so one that cannot skips the search.
+			if t.lowerBound(bins)+zeroCost >= bestCost {
+				continue
+			}
+			s, cost := t.bestShift(bins)
+			if cost += zeroCost; cost < bestCost {
 				bestShape, bestLevel, bestShift, bestCost = shape, level, s, cost
 			}
 		}

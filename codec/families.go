@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 )
 
@@ -33,6 +35,9 @@ type familyTable struct {
 	// the literal), padded with the escape cost so that every shift the
 	// search tries indexes it without a bounds test.
 	costs [familyBinades + 2*costPad]uint8
+	// ranked are the coded lengths in ascending order: no shift can cost
+	// a sample less than its counts, largest first, paired with them.
+	ranked []uint8
 }
 
 // costPad pads familyTable.costs: an exponent 1..255 under a shift in
@@ -227,8 +232,10 @@ func shapeTables(d Distribution, sh familyShape) [zeroLevels]familyTable {
 			if x != 0 {
 				t.first, t.last = min(t.first, i), i
 				t.costs[costPad+i] = x
+				t.ranked = append(t.ranked, x)
 			}
 		}
+		slices.Sort(t.ranked)
 	}
 	return tables
 }
@@ -243,12 +250,14 @@ func (t *familyTable) shiftedLength(e, s int) uint8 {
 }
 
 // sampleBins are a histogram's nonzero counts from some exponent up, in
-// exponent order: what a shift search reads.
+// exponent order (what a shift search reads) and largest first (what
+// lowerBound reads).
 type sampleBins struct {
-	e     [256]int
-	count [256]uint64
-	n     int
-	total uint64
+	e       [256]int
+	count   [256]uint64
+	largest [256]uint64
+	n       int
+	total   uint64
 }
 
 func newSampleBins(h *Histogram, from int) *sampleBins {
@@ -260,7 +269,25 @@ func newSampleBins(h *Histogram, from int) *sampleBins {
 			b.total += c
 		}
 	}
+	copy(b.largest[:], b.count[:b.n])
+	slices.SortFunc(b.largest[:b.n], func(x, y uint64) int { return cmp.Compare(y, x) })
 	return b
+}
+
+// lowerBound is at most the cost of the bins under any shift of t: distinct
+// exponents fall in distinct binades, so the cheapest conceivable placement
+// gives the largest counts the shortest codes and the rest the escape.
+func (t *familyTable) lowerBound(b *sampleBins) uint64 {
+	esc := uint64(t.escLen) + literalBits
+	var cost uint64
+	for k, c := range b.largest[:b.n] {
+		if k < len(t.ranked) {
+			cost += c * uint64(t.ranked[k])
+		} else {
+			cost += c * esc
+		}
+	}
+	return cost
 }
 
 // bestShift is the shift in −255..255 minimising the sampled cost of the
