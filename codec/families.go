@@ -35,13 +35,12 @@ type familyTable struct {
 	// the literal), padded with the escape cost so that every shift the
 	// search tries indexes it without a bounds test.
 	costs [familyBinades + 2*costPad]uint8
-	// ranked are the coded lengths in ascending order: no shift can cost
-	// a sample less than its counts, largest first, paired with them.
+	// ranked holds the coded lengths in ascending order, for lowerBound.
 	ranked []uint8
 }
 
-// costPad pads familyTable.costs: an exponent 1..255 under a shift in
-// −255..255 falls at most 255 binades outside the table.
+// costPad pads familyTable.costs: an exponent 0..255 under a shift in
+// −255..255 falls less than 256 binades outside the table.
 const costPad = 256
 
 // zeroLevels counts a family's tables per shape in format version 2: level 0
