@@ -40,7 +40,8 @@ func compactBytes(lo, hi int) int { return 2 + (hi-lo+2)/2 }
 
 // CompactCodebook says whether a tensor of layout l stores cb as its coded
 // range: an empirical codebook in format version 2 where that is smaller
-// than 128 bytes. (A parametric codebook is its family's table, moved.)
+// than 128 bytes. (A parametric one of version 2 stores no lengths:
+// DerivedCodebook.)
 func CompactCodebook(cb *Codebook, l Layout) bool {
 	if cb.Dist != Empirical || l.Version1 {
 		return false

@@ -1,9 +1,5 @@
 package codec
 
-// headerBytes is the size of the fixed header and a codebook of 128 bytes
-// (format.md §5).
-const headerBytes = fixedHeaderBytes + fullCodebookBytes
-
 // Per-block side data: the spill bitmap and the overflow offset.
 const (
 	bitmapBytes = Streams / 8
