@@ -182,14 +182,14 @@ func TestParseCapacityCorruption(t *testing.T) {
 		t.Errorf("truncated table: %v", err)
 	}
 	noFlag := bytes.Clone(bin)
-	binary.LittleEndian.PutUint32(noFlag[28:], 0)
+	noFlag[29] &^= flagPerBlock
 	if _, err := ParseTensor(noFlag); err == nil {
 		t.Error("table without the flag parsed")
 	}
 	badFlag := bytes.Clone(bin)
-	binary.LittleEndian.PutUint32(badFlag[28:], 7)
-	if _, err := ParseTensor(badFlag); err == nil || !bytes.Contains([]byte(err.Error()), []byte("flags 0x7")) {
-		t.Errorf("flags 7: %v", err)
+	badFlag[29] = 0x0f
+	if _, err := ParseTensor(badFlag); err == nil || !bytes.Contains([]byte(err.Error()), []byte("flags (byte 29) 0xf")) {
+		t.Errorf("flags 0xf: %v", err)
 	}
 }
 

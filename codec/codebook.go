@@ -10,22 +10,23 @@ type Codebook struct {
 	Lengths [256]uint8 // code length of each exponent, 0 = escaped
 	EscLen  uint8      // length of the ESC code, 1..8
 	Shift   int16      // the family table's shift; 0 for empirical
+	Shape   uint8      // the family table's shape (format.md §2); 0 for empirical and in version 1
 	Dist    Distribution
 }
 
 // FitCodebook builds the codebook of distribution d for a sample histogram,
-// as format version 2 defines it: for a parametric family, the zero level
-// and shift of least sampled cost (exponent 0's code from the level, the
-// family's table moved by the shift fitted to the non-zero exponents); for
-// Empirical (and for any value outside Distributions, which Encode rejects
-// before getting here) the optimal construction over the histogram itself.
+// as format version 2 defines it: for a parametric family, the shape, zero
+// level and shift of least sampled cost (exponent 0's code from the level,
+// the shape's table moved by the shift fitted to the non-zero exponents);
+// for Empirical (and for any value outside Distributions, which Encode
+// rejects before getting here) the optimal construction over the histogram.
 func FitCodebook(d Distribution, sample *Histogram) Codebook {
 	return FitCodebookVersion(d, sample, FormatVersion)
 }
 
 // FitCodebookVersion is FitCodebook for format version 1 or 2. Version 1
-// fitted a parametric family to every exponent, 0 included, with no code
-// of its own for exponent 0; empirical codebooks are the same in both.
+// fitted a parametric family's shape 0 to every exponent, 0 included, with
+// no code of its own for exponent 0; empirical codebooks are the same in both.
 func FitCodebookVersion(d Distribution, sample *Histogram, version int) Codebook {
 	cb := Codebook{Dist: d}
 	if d == Empirical || !d.valid() {
@@ -40,8 +41,8 @@ func FitCodebookVersion(d Distribution, sample *Histogram, version int) Codebook
 		return cb
 	}
 	if version == FormatVersion1 {
-		t := family(d, 0)
-		s, _ := t.bestShift(sample, 0)
+		t := family(d, 0, 0)
+		s, _ := t.bestShift(newSampleBins(sample, 0))
 		cb.Shift = int16(s)
 		cb.EscLen = t.escLen
 		for e := range cb.Lengths {
@@ -49,26 +50,67 @@ func FitCodebookVersion(d Distribution, sample *Histogram, version int) Codebook
 		}
 		return cb
 	}
-	bestLevel, bestShift, bestCost := 0, 0, uint64(math.MaxUint64)
-	for level := range zeroLevels {
-		t := family(d, level)
-		s, cost := t.bestShift(sample, 1)
-		zeroCost := uint64(t.escLen) + literalBits
-		if t.zeroLen != 0 {
-			zeroCost = uint64(t.zeroLen)
-		}
-		if cost += sample[0] * zeroCost; cost < bestCost {
-			bestLevel, bestShift, bestCost = level, s, cost
+	bins := newSampleBins(sample, 1)
+	// Least cost; ties to the smaller shape, then level, then shift (the
+	// loops' order and bestShift's own rule).
+	bestShape, bestLevel, bestShift, bestCost := 0, 0, 0, uint64(math.MaxUint64)
+	for shape := range familyShapes {
+		for level := range zeroLevels {
+			t := family(d, shape, level)
+			if t.absent {
+				continue
+			}
+			zeroCost := uint64(t.escLen) + literalBits
+			if t.zeroLen != 0 {
+				zeroCost = uint64(t.zeroLen)
+			}
+			zeroCost *= sample[0]
+			// A later table wins only by costing less, so one that cannot skips the search.
+			if t.lowerBound(bins)+zeroCost >= bestCost {
+				continue
+			}
+			s, cost := t.bestShift(bins)
+			if cost += zeroCost; cost < bestCost {
+				bestShape, bestLevel, bestShift, bestCost = shape, level, s, cost
+			}
 		}
 	}
-	t := family(d, bestLevel)
+	cb.Shape = uint8(bestShape)
 	cb.Shift = int16(bestShift)
-	cb.EscLen = t.escLen
+	cb.EscLen = family(d, bestShape, bestLevel).escLen
+	cb.fillLengths(family(d, bestShape, bestLevel))
+	return cb
+}
+
+// fillLengths sets a version 2 parametric codebook's lengths to table t's
+// under cb's shift, exponent 0 at t's zero level.
+func (cb *Codebook) fillLengths(t *familyTable) {
 	cb.Lengths[0] = t.zeroLen
 	for e := 1; e < len(cb.Lengths); e++ {
-		cb.Lengths[e] = t.shiftedLength(e, bestShift)
+		cb.Lengths[e] = t.shiftedLength(e, int(cb.Shift))
 	}
-	return cb
+}
+
+// derive sets the lengths of a version 2 parametric codebook from its
+// distribution, shape and shift and the zero level the header names, for a
+// header that stores no lengths; escLen is left for validate to check
+// against the table.
+func (cb *Codebook) derive(zeroLevel int) error {
+	if int(cb.Shape) >= len(familyShapes) {
+		return fmt.Errorf("codebook: %s shape %d out of range 0..%d", cb.Dist, cb.Shape, len(familyShapes)-1)
+	}
+	if zeroLevel >= zeroLevels {
+		return fmt.Errorf("codebook: %s zero level %d out of range 0..%d", cb.Dist, zeroLevel, zeroLevels-1)
+	}
+	if cb.Shift < -maxShift || cb.Shift > maxShift {
+		return fmt.Errorf("codebook: shift %d out of range %d..%d", cb.Shift, -maxShift, maxShift)
+	}
+	t := family(cb.Dist, int(cb.Shape), zeroLevel)
+	if t.absent {
+		return fmt.Errorf("codebook: %s shape %d has no table at zero level %d", cb.Dist, cb.Shape, zeroLevel)
+	}
+	cb.fillLengths(t)
+	return nil
 }
 
 // Validate checks that the codebook is one format version 2 allows: lengths
@@ -119,6 +161,9 @@ func (cb *Codebook) validate(version int) error {
 		return fmt.Errorf("codebook: shift %d out of range %d..%d", cb.Shift, -maxShift, maxShift)
 	}
 	if cb.Dist == Empirical {
+		if cb.Shape != 0 {
+			return fmt.Errorf("codebook: empirical codebook has shape %d, want 0", cb.Shape)
+		}
 		if cb.Shift != 0 {
 			return fmt.Errorf("codebook: empirical codebook has shift %d, want 0", cb.Shift)
 		}
@@ -132,18 +177,27 @@ func (cb *Codebook) validate(version int) error {
 		}
 		return nil
 	}
-	t, from := family(cb.Dist, 0), 0
+	if version == FormatVersion1 && cb.Shape != 0 {
+		return fmt.Errorf("codebook: %s shape %d in format version 1, which has shape 0 only", cb.Dist, cb.Shape)
+	}
+	if int(cb.Shape) >= len(familyShapes) {
+		return fmt.Errorf("codebook: %s shape %d out of range 0..%d", cb.Dist, cb.Shape, len(familyShapes)-1)
+	}
+	t, from := family(cb.Dist, 0, 0), 0
 	if version != FormatVersion1 {
 		// Exponent 0's length is the zero level, whose table gives the rest.
-		t, from = family(cb.Dist, int(cb.Lengths[0])), 1
+		t, from = family(cb.Dist, int(cb.Shape), int(cb.Lengths[0])), 1
+		if t.absent {
+			return fmt.Errorf("codebook: %s shape %d has no table at zero level %d (exponent 0's length)", cb.Dist, cb.Shape, cb.Lengths[0])
+		}
 	}
 	if cb.EscLen != t.escLen {
-		return fmt.Errorf("codebook: %s escLen %d, the family table has %d", cb.Dist, cb.EscLen, t.escLen)
+		return fmt.Errorf("codebook: %s escLen %d, the shape %d table has %d", cb.Dist, cb.EscLen, cb.Shape, t.escLen)
 	}
 	for e := from; e < len(cb.Lengths); e++ {
 		if l, want := cb.Lengths[e], t.shiftedLength(e, int(cb.Shift)); l != want {
-			return fmt.Errorf("codebook: %s length of exponent %d is %d, the table under shift %d gives %d",
-				cb.Dist, e, l, cb.Shift, want)
+			return fmt.Errorf("codebook: %s length of exponent %d is %d, the shape %d table under shift %d gives %d",
+				cb.Dist, e, l, cb.Shape, cb.Shift, want)
 		}
 	}
 	return nil

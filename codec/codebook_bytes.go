@@ -3,7 +3,8 @@ package codec
 import "fmt"
 
 // The serialised header (format.md §5): the fixed fields, then the codebook
-// as 128 bytes of nibbles, or compactly as its coded range.
+// as 128 bytes of nibbles, compactly as its coded range, or not at all where
+// the header's fields name the family table that gives it.
 const (
 	fixedHeaderBytes  = 32
 	fullCodebookBytes = 128
@@ -13,6 +14,11 @@ const (
 // is stored as its coded range: the first and last coded exponents, then
 // their lengths, two a byte.
 const flagCompactCodebook = 2
+
+// flagDerivedCodebook, bit 2 of the header's flags, says that the header
+// stores no lengths: distribution, shape, zero level (byte 30) and shift
+// name the family table that gives them.
+const flagDerivedCodebook = 4
 
 // codedRange is the first and last exponent cb codes; ok is false when it
 // codes none.
@@ -34,7 +40,8 @@ func compactBytes(lo, hi int) int { return 2 + (hi-lo+2)/2 }
 
 // CompactCodebook says whether a tensor of layout l stores cb as its coded
 // range: an empirical codebook in format version 2 where that is smaller
-// than 128 bytes. (A parametric codebook is its family's table, moved.)
+// than 128 bytes. (A parametric one of version 2 stores no lengths:
+// DerivedCodebook.)
 func CompactCodebook(cb *Codebook, l Layout) bool {
 	if cb.Dist != Empirical || l.Version1 {
 		return false
@@ -43,8 +50,18 @@ func CompactCodebook(cb *Codebook, l Layout) bool {
 	return ok && compactBytes(lo, hi) < fullCodebookBytes
 }
 
+// DerivedCodebook says whether a tensor of layout l stores no lengths for
+// cb: a parametric codebook in format version 2, which its family table,
+// named by the header's fields, gives in full.
+func DerivedCodebook(cb *Codebook, l Layout) bool {
+	return cb.Dist != Empirical && cb.Dist.valid() && !l.Version1
+}
+
 // HeaderBytes is the size of t's header with its codebook.
 func (t *Tensor) HeaderBytes() int {
+	if t.DerivedCodebook {
+		return fixedHeaderBytes
+	}
 	if t.CompactCodebook {
 		if lo, hi, ok := codedRange(&t.Codebook); ok {
 			return fixedHeaderBytes + compactBytes(lo, hi)
@@ -56,6 +73,9 @@ func (t *Tensor) HeaderBytes() int {
 // appendCodebook appends t's codebook as the header stores it.
 func (t *Tensor) appendCodebook(b []byte) []byte {
 	lens := &t.Codebook.Lengths
+	if t.DerivedCodebook {
+		return b
+	}
 	if !t.CompactCodebook {
 		for k := range fullCodebookBytes {
 			b = append(b, lens[2*k]|lens[2*k+1]<<4)
@@ -74,10 +94,35 @@ func (t *Tensor) appendCodebook(b []byte) []byte {
 	return b
 }
 
+// checkCodebookForm: the header can store t's codebook in the form t names.
+func (t *Tensor) checkCodebookForm() error {
+	switch {
+	case t.CompactCodebook && t.DerivedCodebook:
+		return fmt.Errorf("codebook both compact and derived")
+	case t.CompactCodebook && !CompactCodebook(&t.Codebook, t.Layout):
+		return fmt.Errorf("compact codebook for a %s codebook in format version %d whose coded range is not shorter than 128 bytes", t.Codebook.Dist, t.Layout.FormatVersion())
+	case t.DerivedCodebook && !DerivedCodebook(&t.Codebook, t.Layout):
+		return fmt.Errorf("derived codebook for a %s codebook in format version %d (parametric, version 2 only)", t.Codebook.Dist, t.Layout.FormatVersion())
+	}
+	return nil
+}
+
 // parseCodebook reads the codebook's lengths from the start of b into t and
-// returns the bytes after them.
-func (t *Tensor) parseCodebook(b []byte) ([]byte, error) {
+// returns the bytes after them; zeroLevel is the header's byte 30.
+func (t *Tensor) parseCodebook(b []byte, zeroLevel int) ([]byte, error) {
 	lens := &t.Codebook.Lengths
+	if t.DerivedCodebook {
+		if t.CompactCodebook {
+			return nil, fmt.Errorf("flags name both a compact and a derived codebook")
+		}
+		if !DerivedCodebook(&t.Codebook, t.Layout) {
+			return nil, fmt.Errorf("derived codebook for a %s codebook in format version %d (parametric, version 2 only)", t.Codebook.Dist, t.Layout.FormatVersion())
+		}
+		if err := t.Codebook.derive(zeroLevel); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
 	if !t.CompactCodebook {
 		if len(b) < fullCodebookBytes {
 			return nil, fmt.Errorf("%d bytes after the fixed header, fewer than the 128 of the codebook", len(b))

@@ -130,6 +130,10 @@ func TestCodebookValidateRejects(t *testing.T) {
 		"family shift moved":   func() Codebook { c := gau; c.Shift++; return c },
 		"family length":        func() Codebook { c := gau; c.Lengths[127+int(c.Shift)]++; return c },
 		"family escLen":        func() Codebook { c := gau; c.EscLen--; return c },
+		"empirical shape":      func() Codebook { c := emp; c.Shape = 1; return c },
+		"shape out of range":   func() Codebook { c := gau; c.Shape = uint8(len(familyShapes)); return c },
+		"shape 255":            func() Codebook { c := gau; c.Shape = 255; return c },
+		"shape changed":        func() Codebook { c := gau; c.Shape = (c.Shape + 1) % uint8(len(familyShapes)); return c },
 	}
 	for name, mk := range cases {
 		cb := mk()
@@ -163,7 +167,7 @@ func TestFamilyTables(t *testing.T) {
 		if math.Abs(sum-1) > 1e-12 {
 			t.Errorf("%v: binade masses sum to %v, want 1", d, sum)
 		}
-		tab := family(d, 0)
+		tab := family(d, 0, 0)
 		coded, kraft := 0, 1<<(8-tab.escLen)
 		for _, l := range tab.lengths {
 			if l != 0 {
@@ -187,7 +191,7 @@ func TestFamilyTables(t *testing.T) {
 		t.Logf("%v: lengths for binades -12..5: %v", d, tab.lengths[150-12:150+6])
 		// Zero levels: exponent 0 gets exactly l bits and the code stays complete.
 		for l := 1; l < zeroLevels; l++ {
-			zt := family(d, l)
+			zt := family(d, 0, l)
 			kraft := 1<<(8-zt.escLen) + 1<<(8-zt.zeroLen)
 			for _, x := range zt.lengths {
 				if x != 0 {
@@ -201,11 +205,14 @@ func TestFamilyTables(t *testing.T) {
 	}
 }
 
-// TestFitShiftIsCheapest compares the fitted zero level and shift with every
-// other (format version 2), and version 1's fitted shift with every other.
+// TestFitShiftIsCheapest compares the fitted shape, zero level and shift
+// with every other (format version 2: least sampled cost, ties to the
+// smaller shape, then level, then shift), and version 1's fitted shift
+// with every other, by brute force over the tables' lengths.
 func TestFitShiftIsCheapest(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
-	for trial := range 40 {
+	shapes := map[uint8]bool{}
+	for trial := range 16 {
 		// Scales reach down to the subnormals, where exponent 0 is part of
 		// the family's shape in version 1.
 		src := gaussianBF16(3000, uint64(trial), math.Ldexp(1, r.IntN(250)-180))
@@ -221,19 +228,26 @@ func TestFitShiftIsCheapest(t *testing.T) {
 			if err := cb.ValidateVersion(FormatVersion2); err != nil {
 				t.Fatalf("trial %d %v: fitted codebook: %v", trial, d, err)
 			}
+			shapes[cb.Shape] = true
 			best := sampledCost(&cb, &h)
-			for level := range zeroLevels {
-				tab := family(d, level)
-				for s := -maxShift; s <= maxShift; s++ {
-					alt := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
-					for e := range alt.Lengths {
-						alt.Lengths[e] = tab.shiftedLength(e, s)
+			fitted := [3]int{int(cb.Shape), int(cb.Lengths[0]), int(cb.Shift)}
+			for shape := range familyShapes {
+				for level := range zeroLevels {
+					tab := family(d, shape, level)
+					if tab.absent {
+						continue
 					}
-					alt.Lengths[0] = tab.zeroLen
-					c := sampledCost(&alt, &h)
-					if c < best || c == best && (level < int(cb.Lengths[0]) || level == int(cb.Lengths[0]) && s < int(cb.Shift)) {
-						t.Fatalf("trial %d %v: zero level %d shift %d costs %d, fitted level %d shift %d costs %d",
-							trial, d, level, s, c, cb.Lengths[0], cb.Shift, best)
+					for s := -maxShift; s <= maxShift; s++ {
+						c := bruteCost(tab, &h, s, 1)
+						if tab.zeroLen != 0 {
+							c += h[0] * uint64(tab.zeroLen)
+						} else {
+							c += h[0] * uint64(tab.escLen+literalBits)
+						}
+						if c < best || c == best && slices.Compare([]int{shape, level, s}, fitted[:]) < 0 {
+							t.Fatalf("trial %d %v: shape %d level %d shift %d costs %d, fitted %v costs %d",
+								trial, d, shape, level, s, c, fitted, best)
+						}
 					}
 				}
 			}
@@ -241,20 +255,36 @@ func TestFitShiftIsCheapest(t *testing.T) {
 			if err := v1.ValidateVersion(FormatVersion1); err != nil {
 				t.Fatalf("trial %d %v: fitted version 1 codebook: %v", trial, d, err)
 			}
+			if v1.Shape != 0 {
+				t.Fatalf("trial %d %v: version 1 codebook has shape %d", trial, d, v1.Shape)
+			}
 			best = sampledCost(&v1, &h)
-			tab := family(d, 0)
+			tab := family(d, 0, 0)
 			for s := -maxShift; s <= maxShift; s++ {
-				alt := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
-				for e := range alt.Lengths {
-					alt.Lengths[e] = tab.shiftedLength(e, s)
-				}
-				c := sampledCost(&alt, &h)
-				if c < best || c == best && s < int(v1.Shift) {
+				if c := bruteCost(tab, &h, s, 0); c < best || c == best && s < int(v1.Shift) {
 					t.Fatalf("trial %d %v version 1: shift %d costs %d, fitted shift %d costs %d", trial, d, s, c, v1.Shift, best)
 				}
 			}
 		}
 	}
+	if len(shapes) < 3 {
+		t.Fatalf("the trials fitted shapes %v only: the test should see several", shapes)
+	}
+	t.Logf("fitted shapes: %v", shapes)
+}
+
+// bruteCost is the sampled cost of the exponents from `from` up under a
+// family table moved by shift s, read from its lengths alone.
+func bruteCost(tab *familyTable, h *Histogram, s, from int) uint64 {
+	var c uint64
+	for e := from; e < len(h); e++ {
+		if l := tab.shiftedLength(e, s); l != 0 {
+			c += h[e] * uint64(l)
+		} else {
+			c += h[e] * uint64(tab.escLen+literalBits)
+		}
+	}
+	return c
 }
 
 // TestZeroLevelValidation: a version 2 parametric codebook is valid only
@@ -281,7 +311,7 @@ func TestZeroLevelValidation(t *testing.T) {
 			t.Errorf("%v: exponent 0 at another level's length, the rest unchanged, accepted", d)
 		}
 		// Version 1 with a shift that puts exponent 0 inside the family's table.
-		tab := family(d, 0)
+		tab := family(d, 0, 0)
 		mode := slices.IndexFunc(tab.lengths[:], func(l uint8) bool { return l != 0 })
 		s := -unitExponent - familyMinBinade - mode // the first coded binade at exponent 0
 		old := Codebook{EscLen: tab.escLen, Shift: int16(s), Dist: d}
@@ -300,6 +330,7 @@ func TestZeroLevelValidation(t *testing.T) {
 	}
 }
 
+// sampledCost is a codebook's cost of the sample in bits.
 func sampledCost(cb *Codebook, h *Histogram) uint64 {
 	var c uint64
 	for e, n := range h {

@@ -222,6 +222,9 @@ func (t *Tensor) checkStructure() error {
 	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return err
 	}
+	if err := t.checkCodebookForm(); err != nil {
+		return err
+	}
 	if err := t.checkBlockBytes(); err != nil {
 		return err
 	}

@@ -99,6 +99,7 @@ func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout La
 	dst.Layout = layout
 	dst.Codebook = cb
 	dst.CompactCodebook = CompactCodebook(&cb, layout)
+	dst.DerivedCodebook = DerivedCodebook(&cb, layout)
 	if len(blockBytes) > 0 {
 		dst.BlockBytes = resize(dst.BlockBytes, len(blockBytes))
 		copy(dst.BlockBytes, blockBytes)

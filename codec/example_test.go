@@ -74,12 +74,12 @@ func ExampleEncoder() {
 		if err := enc.Encode(&dst, src, cb, codec.ChooseLayout(codec.Clean, &cb, &h)); err != nil {
 			panic(err)
 		}
-		fmt.Printf("step %d: shift %d, spilled %d\n", step, dst.Codebook.Shift, dst.Stats.Spilled)
+		fmt.Printf("step %d: shape %d, shift %d, spilled %d\n", step, dst.Codebook.Shape, dst.Codebook.Shift, dst.Stats.Spilled)
 	}
 	// Output:
-	// step 0: shift -2, spilled 0
-	// step 1: shift -2, spilled 0
-	// step 2: shift -2, spilled 0
+	// step 0: shape 5, shift -1, spilled 0
+	// step 1: shape 5, shift -1, spilled 0
+	// step 2: shape 5, shift -1, spilled 0
 }
 
 func ExampleTensor_CheckStructure() {

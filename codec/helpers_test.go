@@ -37,6 +37,8 @@ func sameTensor(a, b *Tensor) error {
 		return fmt.Errorf("codebook %+v vs %+v", a.Codebook, b.Codebook)
 	case a.CompactCodebook != b.CompactCodebook:
 		return fmt.Errorf("compact codebook %v vs %v", a.CompactCodebook, b.CompactCodebook)
+	case a.DerivedCodebook != b.DerivedCodebook:
+		return fmt.Errorf("derived codebook %v vs %v", a.DerivedCodebook, b.DerivedCodebook)
 	case !slices.Equal(a.BlockBytes, b.BlockBytes):
 		return fmt.Errorf("capacities per block differ: %v vs %v", a.BlockBytes, b.BlockBytes)
 	case !bytes.Equal(a.SF, b.SF):

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,5 +99,52 @@ func TestCleanOnWeights(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no weight tensor of 65,536 values or more")
+	}
+}
+
+// TestFamiliesNearEmpirical holds the parametric families to issue 20's
+// target, each within 3% of empirical (same preset) on every real tensor of
+// 65,536 values or more. AUTO meets it for every family. The fixed presets
+// miss it on the embeddings' and LM head's optimizer states and gradient
+// (3.3–3.8 bits per exponent with an empirical code, past the streams'
+// 3.0–3.125, so spill multiplies a family's gap). The test holds every
+// preset's misses and worst shortfall to what format version 2 reaches
+// (shapes, derived codebooks, AUTO's capacity per block), so that any
+// regression fails.
+func TestFamiliesNearEmpirical(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real tensors: skipped in -short mode")
+	}
+	type limit struct {
+		misses int
+		worst  float64 // percent
+	}
+	limits := map[Preset]map[Distribution]limit{
+		Clean:  {Gaussian: {4, 4.54}, Laplace: {2, 3.46}, PowerLaw: {3, 4.26}},
+		Medium: {Gaussian: {1, 5.34}, Laplace: {1, 4.42}, PowerLaw: {1, 7.48}},
+		High:   {Gaussian: {1, 6.22}, Laplace: {1, 5.13}, PowerLaw: {1, 7.93}},
+		Auto:   {Gaussian: {0, 2.82}, Laplace: {0, 2.60}, PowerLaw: {0, 2.60}},
+	}
+	var table strings.Builder
+	rows, err := WriteFamiliesVsEmpirical(&table, reportFiles(t), 0.03, 65536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + table.String())
+	if len(rows) != len(Presets)*3 {
+		t.Fatalf("%d rows, want %d", len(rows), len(Presets)*3)
+	}
+	for _, r := range rows {
+		lim := limits[r.Options.Preset][r.Options.Dist]
+		const v2 = 1
+		if r.Tensors[v2] != 66 {
+			t.Errorf("%v %v: %d tensors of 65,536 values or more, want 66", r.Options.Preset, r.Options.Dist, r.Tensors[v2])
+		}
+		// Shortfalls are compared at the table's two decimals (ratios are deterministic).
+		worst := math.Round(10000*r.Worst[v2]) / 100
+		if r.Misses[v2] > lim.misses || worst > lim.worst {
+			t.Errorf("%v %v: %d tensors more than 3%% below empirical, worst %.2f%% (%s); at most %d and %.2f%% allowed",
+				r.Options.Preset, r.Options.Dist, r.Misses[v2], 100*r.Worst[v2], r.WorstTensor[v2], lim.misses, lim.worst)
+		}
 	}
 }

@@ -19,7 +19,7 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 // caps[b] where l.PerBlock.
 func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *Tensor {
 	n := len(src)
-	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && !l.Version1 && compactOK(&cb), BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
+	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && !l.Version1 && compactOK(&cb), DerivedCodebook: cb.Dist != Empirical && !l.Version1, BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
 	for _, v := range src {
 		sf, _ := Split(v)
 		t.SF = append(t.SF, sf)

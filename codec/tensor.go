@@ -1,9 +1,5 @@
 package codec
 
-// headerBytes is the size of the fixed header and a codebook of 128 bytes
-// (format.md §5).
-const headerBytes = fixedHeaderBytes + fullCodebookBytes
-
 // Per-block side data: the spill bitmap and the overflow offset.
 const (
 	bitmapBytes = Streams / 8
@@ -21,6 +17,9 @@ type Tensor struct {
 	// CompactCodebook: the header stores the codebook as its coded range
 	// (CompactCodebook says when the encoder does so).
 	CompactCodebook bool
+	// DerivedCodebook: the header stores no lengths, the family table its
+	// fields name gives them (DerivedCodebook says when the encoder does so).
+	DerivedCodebook bool
 	SF              []byte // N sign-fraction bytes, element order
 	// BlockBytes is each block's full-block C when Layout.PerBlock, else nil.
 	BlockBytes []uint16

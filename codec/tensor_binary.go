@@ -9,8 +9,8 @@ import (
 // after it is the layout's FormatVersion.
 const tensorMagic = "LCTt"
 
-// flagPerBlock, bit 0 of the header's flags, says that a table of one C per
-// block follows the header (format.md §5).
+// flagPerBlock, bit 0 of the header's flags (byte 29), says that a table of
+// one C per block follows the header (format.md §5).
 const flagPerBlock = 1
 
 // AppendBinary appends the serialisation of t (format.md §5) to b.
@@ -29,14 +29,17 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	binary.LittleEndian.PutUint16(h[20:], uint16(t.Layout.StreamBytes))
 	binary.LittleEndian.PutUint16(h[22:], uint16(t.Codebook.Shift))
 	binary.LittleEndian.PutUint32(h[24:], uint32(len(t.Overflow)))
-	var flags uint32
+	h[28] = t.Codebook.Shape
 	if t.Layout.PerBlock {
-		flags |= flagPerBlock
+		h[29] |= flagPerBlock
 	}
 	if t.CompactCodebook {
-		flags |= flagCompactCodebook
+		h[29] |= flagCompactCodebook
 	}
-	binary.LittleEndian.PutUint32(h[28:], flags)
+	if t.DerivedCodebook {
+		h[29] |= flagDerivedCodebook
+		h[30] = t.Codebook.Lengths[0] // the zero level
+	}
 	b = append(b, h[:]...)
 	b = t.appendCodebook(b)
 	for _, c := range t.BlockBytes {
@@ -94,14 +97,22 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
 	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
-	flags := binary.LittleEndian.Uint32(b[28:])
-	if flags&^(flagPerBlock|flagCompactCodebook) != 0 {
-		return nil, fmt.Errorf("codec: parse: flags %#x, want bits %#x (capacities per block) and %#x (compact codebook) only",
-			flags, flagPerBlock, flagCompactCodebook)
+	t.Codebook.Shape = b[28]
+	flags, zeroLevel := b[29], b[30]
+	if flags&^(flagPerBlock|flagCompactCodebook|flagDerivedCodebook) != 0 {
+		return nil, fmt.Errorf("codec: parse: flags (byte 29) %#x, want bits %#x (capacities per block), %#x (compact codebook) and %#x (derived codebook) only",
+			flags, flagPerBlock, flagCompactCodebook, flagDerivedCodebook)
+	}
+	if flags&flagDerivedCodebook == 0 && zeroLevel != 0 {
+		return nil, fmt.Errorf("codec: parse: zero level (byte 30) is %d in a header without a derived codebook, want 0", zeroLevel)
+	}
+	if b[31] != 0 {
+		return nil, fmt.Errorf("codec: parse: reserved byte 31 is %#x, want 0", b[31])
 	}
 	t.Layout.PerBlock = flags&flagPerBlock != 0
 	t.CompactCodebook = flags&flagCompactCodebook != 0
-	body, err := t.parseCodebook(b[fixedHeaderBytes:])
+	t.DerivedCodebook = flags&flagDerivedCodebook != 0
+	body, err := t.parseCodebook(b[fixedHeaderBytes:], int(zeroLevel))
 	if err != nil {
 		return nil, fmt.Errorf("codec: parse: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -99,19 +100,44 @@ func TestParseTensorTruncated(t *testing.T) {
 	}
 }
 
+// namesDerivedCodebook says whether header byte i is one of the fields
+// that name a derived codebook's family table (distribution, shift, shape,
+// zero level): with no lengths stored, a change there can name another
+// table that exists, a valid codebook (the .lct container's CRCs catch it).
+func namesDerivedCodebook(tt *Tensor, i int) bool {
+	return tt.DerivedCodebook && (i == 6 || i == 22 || i == 23 || i == 28 || i == 30)
+}
+
 // TestParseTensorHeaderCorruption flips every bit of every header field and
-// every codebook nibble: each must be reported.
+// every codebook nibble: each must be reported, except that a field naming
+// a derived codebook may name another valid one, which parses with that
+// codebook and decodes or fails without a panic.
 func TestParseTensorHeaderCorruption(t *testing.T) {
 	for _, d := range Distributions {
-		enc, bin, _ := corruptionSubject(t, d)
+		enc, bin, src := corruptionSubject(t, d)
+		renamed := 0
 		for i := range enc.HeaderBytes() {
 			for bit := range 8 {
 				b := bytes.Clone(bin)
 				b[i] ^= 1 << bit
-				if _, err := ParseTensor(b); err == nil {
+				got, err := ParseTensor(b)
+				if err == nil && !namesDerivedCodebook(enc, i) {
 					t.Errorf("%v: header byte %d bit %d flipped: parsed", d, i, bit)
 				}
+				if err == nil && namesDerivedCodebook(enc, i) {
+					if got.Codebook == enc.Codebook {
+						t.Errorf("%v: header byte %d bit %d flipped: parsed to the same codebook", d, i, bit)
+					}
+					if err := got.Codebook.ValidateVersion(FormatVersion2); err != nil {
+						t.Errorf("%v: header byte %d bit %d flipped: parsed to an invalid codebook: %v", d, i, bit, err)
+					}
+					_ = parseAndDecode(b, len(src))
+					renamed++
+				}
 			}
+		}
+		if enc.DerivedCodebook {
+			t.Logf("%v: %d of the flips of the fields naming the table name another that exists", d, renamed)
 		}
 	}
 }
@@ -164,7 +190,7 @@ func TestCorruptionNeverPanics(t *testing.T) {
 					}
 					// (A whole-byte change to the lengths can swap two lengths and
 					// keep a valid code; single-bit changes are covered above.)
-					if name == "fixed header" || name == "offsets" {
+					if name == "fixed header" && !namesDerivedCodebook(enc, i) || name == "offsets" {
 						if err == nil {
 							t.Errorf("%v: %s byte %d ^ %#x: decoded without error", d, name, i, x)
 						}
@@ -297,12 +323,13 @@ func TestHeaderLayout(t *testing.T) {
 		{"C", uint64(le.Uint16(b[20:])), uint64(enc.Layout.StreamBytes)},
 		{"shift", uint64(le.Uint16(b[22:])), uint64(uint16(enc.Codebook.Shift))},
 		{"overflow length", uint64(le.Uint32(b[24:])), uint64(len(enc.Overflow))},
-		{"flags", uint64(le.Uint32(b[28:])), flagPerBlock},
-		{"len[127]", uint64(b[32+63] >> 4), uint64(enc.Codebook.Lengths[127])},
-		{"len[126]", uint64(b[32+63] & 15), uint64(enc.Codebook.Lengths[126])},
-		{"C of block 0", uint64(le.Uint16(b[160:])), uint64(enc.BlockBytes[0])},
-		{"C of block 1", uint64(le.Uint16(b[162:])), uint64(enc.BlockBytes[1])},
-		{"first sf", uint64(b[164]), uint64(enc.SF[0])},
+		{"shape", uint64(b[28]), uint64(enc.Codebook.Shape)},
+		{"flags", uint64(b[29]), flagPerBlock | flagDerivedCodebook},
+		{"zero level", uint64(b[30]), uint64(enc.Codebook.Lengths[0])},
+		{"reserved", uint64(b[31]), 0},
+		{"C of block 0", uint64(le.Uint16(b[32:])), uint64(enc.BlockBytes[0])},
+		{"C of block 1", uint64(le.Uint16(b[34:])), uint64(enc.BlockBytes[1])},
+		{"first sf", uint64(b[36]), uint64(enc.SF[0])},
 		{"offset of block 1", uint64(le.Uint32(b[len(b)-len(enc.Overflow)-4:])), uint64(enc.Offsets[1])},
 	}
 	if string(b[:4]) != "LCTt" {
@@ -312,5 +339,128 @@ func TestHeaderLayout(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
 		}
+	}
+}
+
+// TestParseTensorHeaderFields: bytes 28–31 (shape, flags, zero level,
+// reserved) each reported in one line naming the field: a shape past the
+// list, any shape on an empirical codebook or in version 1, unknown flags,
+// a derived codebook where there can be none, a zero level without one,
+// past 8 or naming a table that does not exist, byte 31 other than 0.
+func TestParseTensorHeaderFields(t *testing.T) {
+	src := gaussianBF16(5000, 3, 0.02)
+	// A shape and zero level with no table (every family has some).
+	absentShape, absentLevel := -1, -1
+	for sh := range familyShapes {
+		for l := range zeroLevels {
+			if family(Gaussian, sh, l).absent && absentShape < 0 {
+				absentShape, absentLevel = sh, l
+			}
+		}
+	}
+	if absentShape < 0 {
+		t.Fatal("every gaussian shape has a table at every zero level: the absent case needs another subject")
+	}
+	cases := []struct {
+		name  string
+		opt   Options
+		edit  func(b []byte)
+		error string
+	}{
+		{"shape past the list", Options{Dist: Laplace}, func(b []byte) { b[28] = byte(len(familyShapes)) }, fmt.Sprintf("laplace shape %d out of range 0..%d", len(familyShapes), len(familyShapes)-1)},
+		{"shape 255", Options{Dist: PowerLaw}, func(b []byte) { b[28] = 255 }, fmt.Sprintf("powerlaw shape 255 out of range 0..%d", len(familyShapes)-1)},
+		{"empirical shape", Options{Dist: Empirical}, func(b []byte) { b[28] = 1 }, "empirical codebook has shape 1, want 0"},
+		{"version 1 shape", Options{Dist: Gaussian, Version: FormatVersion1}, func(b []byte) { b[28] = 1 }, "gaussian shape 1 in format version 1"},
+		{"unknown flag", Options{Dist: Gaussian}, func(b []byte) { b[29] |= 8 }, "flags (byte 29) 0xc"},
+		{"flag 0x80", Options{Dist: Empirical}, func(b []byte) { b[29] = 0x80 }, "flags (byte 29) 0x80"},
+		{"derived empirical", Options{Dist: Empirical}, func(b []byte) { b[29] = flagDerivedCodebook }, "derived codebook for a empirical codebook"},
+		{"derived in version 1", Options{Dist: Laplace, Version: FormatVersion1}, func(b []byte) { b[29] = flagDerivedCodebook }, "derived codebook for a laplace codebook in format version 1"},
+		{"compact and derived", Options{Dist: Laplace}, func(b []byte) { b[29] |= flagCompactCodebook }, "both a compact and a derived codebook"},
+		{"zero level without derived codebook", Options{Dist: Empirical}, func(b []byte) { b[30] = 1 }, "zero level (byte 30) is 1 in a header without a derived codebook"},
+		{"zero level 9", Options{Dist: Gaussian}, func(b []byte) { b[30] = 9 }, "gaussian zero level 9 out of range 0..8"},
+		{"zero level 255", Options{Dist: PowerLaw}, func(b []byte) { b[30] = 255 }, "powerlaw zero level 255 out of range 0..8"},
+		{"no such table", Options{Dist: Gaussian}, func(b []byte) { b[28], b[30] = byte(absentShape), byte(absentLevel) },
+			fmt.Sprintf("gaussian shape %d has no table at zero level %d", absentShape, absentLevel)},
+		{"reserved byte 31", Options{Dist: Gaussian}, func(b []byte) { b[31] = 0x80 }, "reserved byte 31 is 0x80, want 0"},
+		{"reserved byte 31, empirical", Options{Dist: Empirical}, func(b []byte) { b[31] = 1 }, "reserved byte 31 is 0x1, want 0"},
+	}
+	for _, c := range cases {
+		enc, err := Encode(src, c.opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := enc.MarshalBinary()
+		if _, err := ParseTensor(b); err != nil {
+			t.Fatalf("%s: unedited tensor: %v", c.name, err)
+		}
+		c.edit(b)
+		_, err = ParseTensor(b)
+		if err == nil || !strings.Contains(err.Error(), c.error) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.error)
+		}
+	}
+	// A version 2 parametric codebook stored with its 128 bytes of lengths
+	// (as written before derived codebooks): another shape that exists,
+	// the lengths left as they were, is not that shape's table.
+	enc, _ := Encode(src, Options{Dist: Gaussian})
+	enc.DerivedCodebook = false
+	b, _ := enc.MarshalBinary()
+	if _, err := ParseTensor(b); err != nil {
+		t.Fatalf("128-byte parametric codebook: %v", err)
+	}
+	b[28] = (b[28] + 1) % byte(len(familyShapes))
+	if _, err := ParseTensor(b); err == nil || !strings.Contains(err.Error(), "shape") {
+		t.Errorf("shape changed under the same lengths: error %v", err)
+	}
+}
+
+// TestDerivedCodebook: version 2 parametric codebooks are stored with no
+// lengths (the header is 32 bytes) and parse back to the codebook fitted,
+// lengths and all; the same tensor stored with its 128 bytes of lengths
+// differs only in its header and parses to the same codebook.
+func TestDerivedCodebook(t *testing.T) {
+	src := gaussianBF16(20000, 5, 0.01)
+	levels := map[uint8]bool{}
+	for _, d := range Distributions {
+		for _, v := range []int{FormatVersion1, FormatVersion2} {
+			for _, p := range Presets {
+				enc, err := Encode(src, Options{Preset: p, Dist: d, Version: v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := d != Empirical && v == FormatVersion2
+				if enc.DerivedCodebook != want || DerivedCodebook(&enc.Codebook, enc.Layout) != want {
+					t.Fatalf("%s %s v%d: derived %v, want %v", p, d, v, enc.DerivedCodebook, want)
+				}
+				if !want {
+					continue
+				}
+				levels[enc.Codebook.Lengths[0]] = true
+				b, _ := enc.MarshalBinary()
+				if enc.HeaderBytes() != 32 || len(b) != enc.StoredBytes() {
+					t.Fatalf("%s %s: header %d bytes, %d stored, StoredBytes %d", p, d, enc.HeaderBytes(), len(b), enc.StoredBytes())
+				}
+				got, err := ParseTensor(b)
+				if err != nil {
+					t.Fatalf("%s %s: %v", p, d, err)
+				}
+				if err := sameTensor(got, enc); err != nil {
+					t.Fatalf("%s %s: %v", p, d, err)
+				}
+				full := *enc
+				full.DerivedCodebook = false
+				fb, _ := full.MarshalBinary()
+				if len(fb) != len(b)+128 || !bytes.Equal(fb[:28], b[:28]) || fb[29]|flagDerivedCodebook != b[29] || fb[30] != 0 || !bytes.Equal(fb[160:], b[32:]) {
+					t.Fatalf("%s %s: the 128-byte form differs beyond its header", p, d)
+				}
+				fg, err := ParseTensor(fb)
+				if err != nil || fg.Codebook != enc.Codebook || fg.DerivedCodebook {
+					t.Fatalf("%s %s: 128-byte form parsed to %+v (%v)", p, d, fg, err)
+				}
+			}
+		}
+	}
+	if len(levels) < 2 {
+		t.Errorf("the fits used zero levels %v only: the test should see several", levels)
 	}
 }

@@ -55,7 +55,7 @@ func (b *bencher) batch(bb benchBatch) error {
 		return x, err
 	}
 	var srcs, dsts []Buffer
-	total, stored := 0, int64(0)
+	total, stored, headers := 0, int64(0), int64(0)
 	for _, s := range bb.shapes {
 		n := s[0] * s[1]
 		if d.info.Emulated {
@@ -80,6 +80,7 @@ func (b *bencher) batch(bb benchBatch) error {
 		srcs, dsts = append(srcs, src), append(dsts, dst)
 		total += n
 		stored += t.deviceBytes()
+		headers += int64(t.hostShape().HeaderBytes())
 	}
 	hist, err := alloc(2*len(ts)*HistogramBytes, CodecScratch)
 	if err != nil {
@@ -136,7 +137,7 @@ func (b *bencher) batch(bb benchBatch) error {
 			return err
 		}
 		b.add(BenchResult{Op: c.op, Data: data, Preset: codec.Clean.String(), Dist: codec.Gaussian.String(), Elements: total,
-			Ms: med, MinMs: lo, MaxMs: hi, Bytes: int64(2*total) + stored, Ratio: float64(2*total) / float64(stored+160*int64(len(ts)))})
+			Ms: med, MinMs: lo, MaxMs: hi, Bytes: int64(2*total) + stored, Ratio: float64(2*total) / float64(stored+headers)})
 	}
 	if b.opt.Profile {
 		return nil

@@ -94,6 +94,9 @@ func sameTensor(want, got *codec.Tensor) error {
 	if want.CompactCodebook != got.CompactCodebook {
 		return fmt.Errorf("compact codebook: want %v, got %v", want.CompactCodebook, got.CompactCodebook)
 	}
+	if want.DerivedCodebook != got.DerivedCodebook {
+		return fmt.Errorf("derived codebook: want %v, got %v", want.DerivedCodebook, got.DerivedCodebook)
+	}
 	if !slices.Equal(want.BlockBytes, got.BlockBytes) {
 		return fmt.Errorf("capacities per block: want %v, got %v", want.BlockBytes, got.BlockBytes)
 	}

@@ -119,7 +119,8 @@ func (t *Tensor) StoredBytes() int {
 // hostShape is a host tensor with t's shape and codebook, for the codec's
 // geometry and header size.
 func (t *Tensor) hostShape() *codec.Tensor {
-	return &codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps, Codebook: t.cb, CompactCodebook: codec.CompactCodebook(&t.cb, t.layout)}
+	return &codec.Tensor{N: t.n, Layout: t.layout, BlockBytes: t.caps, Codebook: t.cb,
+		CompactCodebook: codec.CompactCodebook(&t.cb, t.layout), DerivedCodebook: codec.DerivedCodebook(&t.cb, t.layout)}
 }
 
 func (t *Tensor) streamAreaBytes() int {
@@ -392,6 +393,7 @@ func (t *Tensor) download(dst *codec.Tensor) error {
 	nb := t.layout.Blocks(t.n)
 	dst.N, dst.Layout, dst.Codebook = t.n, t.layout, t.cb
 	dst.CompactCodebook = codec.CompactCodebook(&t.cb, t.layout)
+	dst.DerivedCodebook = codec.DerivedCodebook(&t.cb, t.layout)
 	dst.BlockBytes = nil
 	if t.layout.PerBlock {
 		dst.BlockBytes = append(dst.BlockBytes[:0], t.caps...)

@@ -502,9 +502,10 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	// CLEAN's streams have a fixed capacity, so a worse-fitting codebook
 	// shows in the bits used and the escapes; the stored bytes move only by
 	// the codebook's own storage (an empirical one stored as its coded
-	// range, a parametric one in 128 bytes), less than 128 bytes a tensor.
-	grew := after.StoredBytes - before.StoredBytes
-	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || grew <= 0 || grew >= 128 {
+	// range, a parametric one as no bytes at all), less than 128 bytes a
+	// tensor.
+	shrank := before.StoredBytes - after.StoredBytes
+	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || shrank <= 0 || shrank >= 128 {
 		t.Fatalf("figures: used %v → %v, escapes %v → %v, stored %d → %d bytes", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.StoredBytes, after.StoredBytes)
 	}
 	v := m.View()

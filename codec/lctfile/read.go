@@ -83,6 +83,13 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 		if s.Encoding != EncodingLCT {
 			continue
 		}
+		// A tensor of the other version is named as such before its fields
+		// are checked under its own version's rules.
+		if len(s.Payload) > 4 {
+			if v := int(s.Payload[4]); v != int(version) && (v == codec.FormatVersion1 || v == codec.FormatVersion2) {
+				return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor of format version %d in a version %d file", ErrCorrupt, v, version))
+			}
+		}
 		t, err := codec.ParseTensor(s.Payload)
 		if err != nil {
 			return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor: %v", ErrCorrupt, err))

@@ -10,25 +10,27 @@ import (
 	"lcttop/codec/safetensors"
 )
 
-// version2OneCDir holds .lct files of format version 2 written before AUTO
-// chose a capacity per block (one C per tensor), from testdata/v1's
-// slices.safetensors.
-const version2OneCDir = "testdata/v2"
+// version2Dir holds .lct files of format version 2 written before the
+// header's bytes 28–31 held anything (shape 0, no flags, 128-byte
+// codebooks, one C per tensor), from testdata/v1's slices.safetensors.
+const version2Dir = "testdata/v2"
 
-// TestVersion2OneCapacityFiles: version 2 files whose AUTO tensors carry one
-// C and 128-byte codebooks still unpack byte for byte, parse without
-// capacities per block, and encode to exactly their bytes under the layout
-// they carry; packed today, AUTO gives the two-block tensor a capacity per
-// block and is smaller.
-func TestVersion2OneCapacityFiles(t *testing.T) {
+// TestVersion2Files: version 2 files written before shapes, capacities per
+// block and compact or derived codebooks still unpack byte for byte, parse
+// with shape 0 and none of the flags, and the codec still writes exactly
+// their tensors' bytes from the codebook and layout they carry, stored as
+// they are; packed today, parametric codebooks cost no lengths and AUTO
+// gives the two-block tensor a capacity per block and is smaller.
+func TestVersion2Files(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := filepath.Glob(filepath.Join(version2OneCDir, "*.v2.lct"))
-	if len(files) != 4 {
-		t.Fatalf("%d version 2 files, want 4 (one per preset)", len(files))
+	files, _ := filepath.Glob(filepath.Join(version2Dir, "*.v2.lct"))
+	if len(files) != 5 {
+		t.Fatalf("%d version 2 files, want 5", len(files))
 	}
+	dists := map[codec.Distribution]bool{}
 	for _, path := range files {
 		lct, err := os.ReadFile(path)
 		if err != nil {
@@ -49,6 +51,9 @@ func TestVersion2OneCapacityFiles(t *testing.T) {
 		if a.Version != codec.FormatVersion2 {
 			t.Fatalf("%s: version %d", name, a.Version)
 		}
+		if again, err := a.MarshalBinary(); err != nil || !bytes.Equal(again, lct) {
+			t.Fatalf("%s: re-serialised archive differs (%v)", name, err)
+		}
 		var preset codec.Preset
 		var dist codec.Distribution
 		for i := range a.Segments {
@@ -57,16 +62,19 @@ func TestVersion2OneCapacityFiles(t *testing.T) {
 				continue
 			}
 			tt := s.Tensor
-			if tt.Layout.Version1 || tt.Layout.PerBlock || tt.CompactCodebook {
-				t.Fatalf("%s: %s parsed as version %d, per block %v, compact codebook %v", name, s.Name, tt.Layout.FormatVersion(), tt.Layout.PerBlock, tt.CompactCodebook)
+			if tt.Layout.Version1 || tt.Layout.PerBlock || tt.CompactCodebook || tt.DerivedCodebook || tt.Codebook.Shape != 0 {
+				t.Fatalf("%s: %s parsed as version %d, per block %v, compact codebook %v, derived codebook %v, shape %d",
+					name, s.Name, tt.Layout.FormatVersion(), tt.Layout.PerBlock, tt.CompactCodebook, tt.DerivedCodebook, tt.Codebook.Shape)
 			}
 			preset, dist = tt.Layout.Preset, tt.Codebook.Dist
+			dists[dist] = true
 			vals := safetensors.BF16Values(got[8+len(a.Header)+int(s.Offset):][:s.OriginalLen])
 			var re codec.Tensor
 			if err := (&codec.Encoder{}).Encode(&re, vals, tt.Codebook, tt.Layout); err != nil {
 				t.Fatal(err)
 			}
-			re.CompactCodebook = false // stored with 128 bytes, as before the compact form
+			// Stored with 128 bytes of lengths, as before the other forms.
+			re.CompactCodebook, re.DerivedCodebook = false, false
 			b, err := re.MarshalBinary()
 			if err != nil || !bytes.Equal(b, s.Payload) {
 				t.Fatalf("%s: %s: re-encode under its layout differs from the file's bytes (%v)", name, s.Name, err)
@@ -83,24 +91,32 @@ func TestVersion2OneCapacityFiles(t *testing.T) {
 		if back, err := Unpack(now, nil); err != nil || !bytes.Equal(back, want) {
 			t.Fatalf("%s packed again: unpack %v", name, err)
 		}
-		if preset != codec.Auto {
-			if !bytes.Equal(now, lct) {
-				t.Fatalf("%s packed again: %s's bytes changed", name, preset)
-			}
-			continue
-		}
+		t.Logf("%s: %d bytes, packed today %d", name, len(lct), len(now))
 		a2, err := ReadArchive(now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		perBlock := 0
 		for i := range a2.Segments {
-			if tt := a2.Segments[i].Tensor; tt != nil && tt.Layout.PerBlock {
+			tt := a2.Segments[i].Tensor
+			if tt == nil {
+				continue
+			}
+			if tt.Layout.PerBlock {
 				perBlock++
 			}
+			if parametric := dist != codec.Empirical; tt.DerivedCodebook != parametric || parametric && tt.HeaderBytes() != 32 {
+				t.Fatalf("%s packed again: %s derived codebook %v, header %d bytes", name, a2.Segments[i].Name, tt.DerivedCodebook, tt.HeaderBytes())
+			}
+		}
+		if preset != codec.Auto {
+			continue // the shapes fitted today change the fixed presets' codes both ways
 		}
 		if perBlock != 1 || len(now) >= len(lct) {
 			t.Fatalf("%s packed again: %d tensors with capacities per block, %d bytes (was %d)", name, perBlock, len(now), len(lct))
 		}
+	}
+	if len(dists) != 4 {
+		t.Fatalf("the version 2 files cover distributions %v, want all four", dists)
 	}
 }

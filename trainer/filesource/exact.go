@@ -84,6 +84,6 @@ func (a *tally) stats(t *tensor, ch choice, header int) trainer.TensorStats {
 	return ts
 }
 
-// headerBytes is what a coded tensor stores besides its elements: the
+// headerBytes is what a tensor coded as ch stores besides its elements: the
 // header with its codebook.
-func headerBytes(l codec.Layout) int { return storedWithoutOverflow(0, l) }
+func headerBytes(ch choice) int { return storedWithoutOverflow(0, ch) }

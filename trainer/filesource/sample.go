@@ -65,11 +65,13 @@ func choose(cc trainer.ClassCodec, sample *codec.Histogram) choice {
 	return choice{cc: cc, cb: cb, layout: codec.ChooseLayout(cc.Preset, &cb, sample)}
 }
 
-// storedWithoutOverflow is what an n-element tensor stores before any
-// spill: header and codebook, sf bytes, stream areas, per-block bitmaps and
-// offsets (codec.Tensor.StoredBytes of a tensor with no overflow).
-func storedWithoutOverflow(n int, l codec.Layout) int {
-	t := codec.Tensor{N: n, Layout: l}
+// storedWithoutOverflow is what an n-element tensor coded as ch stores
+// before any spill: header and codebook as the encoder stores it, sf bytes,
+// stream areas, per-block bitmaps and offsets (codec.Tensor.StoredBytes of a
+// tensor with no overflow).
+func storedWithoutOverflow(n int, ch choice) int {
+	t := codec.Tensor{N: n, Layout: ch.layout, Codebook: ch.cb,
+		CompactCodebook: codec.CompactCodebook(&ch.cb, ch.layout), DerivedCodebook: codec.DerivedCodebook(&ch.cb, ch.layout)}
 	return t.StoredBytes()
 }
 
@@ -109,7 +111,7 @@ func estimate(t *tensor, sample *codec.Histogram, ch choice) trainer.TensorStats
 		spilled = streams * excessBits / mean
 	}
 	overflow := streams*pSpill + spilled
-	stored := storedWithoutOverflow(t.n, ch.layout) + int(math.Round(overflow))
+	stored := storedWithoutOverflow(t.n, ch) + int(math.Round(overflow))
 	n := float64(t.n)
 	ts.StoredBytes = stored
 	ts.Ratio = 2 * n / float64(stored)

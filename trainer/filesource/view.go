@@ -105,7 +105,7 @@ func (s *Session) resetJob(v *view, i int) {
 	j.ch = choose(s.codecFor(t), &v.samples[i])
 	j.plen = pieceLen(j.ch.layout)
 	j.pieces = (t.n + j.plen - 1) / j.plen
-	j.header = headerBytes(j.ch.layout)
+	j.header = headerBytes(j.ch)
 	v.stats[i] = estimate(t, &v.samples[i], j.ch)
 }
 
