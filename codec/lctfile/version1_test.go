@@ -73,29 +73,8 @@ func TestVersion1Files(t *testing.T) {
 	}
 	presets := map[codec.Preset]bool{}
 	for _, path := range files {
-		lct, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		name := filepath.Base(path)
-		got, err := Unpack(lct, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%s: unpacked file differs from the original", name)
-		}
-		a, err := ReadArchive(lct)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.Version != codec.FormatVersion1 {
-			t.Fatalf("%s: version %d", name, a.Version)
-		}
-		again, err := a.MarshalBinary()
-		if err != nil || !bytes.Equal(again, lct) {
-			t.Fatalf("%s: re-serialised archive differs (%v)", name, err)
-		}
+		_, a, got := readCommitted(t, path, want, codec.FormatVersion1)
 		lctSegments := 0
 		for i := range a.Segments {
 			s := &a.Segments[i]
@@ -146,4 +125,35 @@ func TestVersion1Files(t *testing.T) {
 	if len(presets) != 4 {
 		t.Fatalf("the version 1 files cover presets %v, want all four", presets)
 	}
+}
+
+// readCommitted reads a committed .lct file of format version version and
+// checks that it unpacks to want byte for byte, parses as that version and
+// serialises back to its own bytes; it returns the file, its archive and
+// what it unpacked to.
+func readCommitted(t *testing.T, path string, want []byte, version int) ([]byte, *Archive, []byte) {
+	t.Helper()
+	name := filepath.Base(path)
+	lct, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Unpack(lct, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: unpacked file differs from the original", name)
+	}
+	a, err := ReadArchive(lct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(a.Version) != version {
+		t.Fatalf("%s: version %d, want %d", name, a.Version, version)
+	}
+	if again, err := a.MarshalBinary(); err != nil || !bytes.Equal(again, lct) {
+		t.Fatalf("%s: re-serialised archive differs (%v)", name, err)
+	}
+	return lct, a, got
 }

@@ -32,28 +32,8 @@ func TestVersion2Files(t *testing.T) {
 	}
 	dists := map[codec.Distribution]bool{}
 	for _, path := range files {
-		lct, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
 		name := filepath.Base(path)
-		got, err := Unpack(lct, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("%s: unpacked file differs from the original", name)
-		}
-		a, err := ReadArchive(lct)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if a.Version != codec.FormatVersion2 {
-			t.Fatalf("%s: version %d", name, a.Version)
-		}
-		if again, err := a.MarshalBinary(); err != nil || !bytes.Equal(again, lct) {
-			t.Fatalf("%s: re-serialised archive differs (%v)", name, err)
-		}
+		lct, a, got := readCommitted(t, path, want, codec.FormatVersion2)
 		var preset codec.Preset
 		var dist codec.Distribution
 		for i := range a.Segments {
