@@ -82,11 +82,12 @@ func BenchmarkEncode(b *testing.B) {
 						cb := FitCodebook(opt.Dist, &h)
 						l := ChooseLayout(opt.Preset, &cb, &h)
 						if blocks {
-							l = ChooseBlockLayout(l, &cb, in.src)
+							l = PerBlockLayout(l, len(in.src))
 						}
 						if err := e.Encode(&dst, in.src, cb, l); err != nil {
 							b.Fatal(err)
 						}
+						dst.DropEqualCapacities()
 					}
 					b.ReportMetric(dst.Stats.Ratio, "ratio")
 				})

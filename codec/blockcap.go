@@ -105,6 +105,35 @@ func ChooseBlockLayout(l Layout, cb *Codebook, src []uint16) Layout {
 	return l
 }
 
+// DropEqualCapacities gives a tensor encoded with capacities per block,
+// whose blocks all got the same C, that one C and no table, as
+// ChooseBlockLayout would have laid it out: the streams are where they
+// were, only the header changes. Other tensors are left as they are.
+func (t *Tensor) DropEqualCapacities() {
+	if !t.Layout.PerBlock {
+		return
+	}
+	for _, c := range t.BlockBytes {
+		if int(c) != t.Layout.StreamBytes {
+			return
+		}
+	}
+	t.Layout.PerBlock = false
+	t.BlockBytes = nil
+	t.Stats.setStoredBytes(t)
+}
+
+// PerBlockLayout is l with capacities per block where AUTO in format
+// version 2 codes n values so: the encoder then chooses each block's C
+// (once), and DropEqualCapacities afterwards gives what ChooseBlockLayout
+// would have laid out.
+func PerBlockLayout(l Layout, n int) Layout {
+	if l.Preset == Auto && !l.Version1 && n > 0 {
+		l.PerBlock = true
+	}
+	return l
+}
+
 func maxCapacity(caps []uint16) int {
 	m := 0
 	for _, c := range caps {

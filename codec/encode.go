@@ -19,12 +19,12 @@ func Encode(src []uint16, opt Options) (*Tensor, error) {
 	cb := FitCodebookVersion(opt.Dist, &h, version)
 	layout := ChooseLayout(opt.Preset, &cb, &h)
 	layout.Version1 = version == FormatVersion1
-	layout = ChooseBlockLayout(layout, &cb, src)
 	t := new(Tensor)
 	var e Encoder
-	if err := e.Encode(t, src, cb, layout); err != nil {
+	if err := e.Encode(t, src, cb, PerBlockLayout(layout, len(src))); err != nil {
 		return nil, err
 	}
+	t.DropEqualCapacities()
 	return t, nil
 }
 

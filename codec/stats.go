@@ -27,7 +27,6 @@ type Stats struct {
 // so both report the same figures.
 func (s *Stats) Finish(t *Tensor, codeBits uint64) {
 	s.N = t.N
-	s.StoredBytes = t.StoredBytes()
 	s.Entropy = s.Histogram.Entropy()
 	s.ExpectedBits = t.Codebook.ExpectedBits(&s.Histogram)
 	s.Escaped = 0
@@ -40,14 +39,11 @@ func (s *Stats) Finish(t *Tensor, codeBits uint64) {
 	for b := range t.Layout.Blocks(t.N) {
 		s.TotalStreams += min(t.Layout.blockLen(t.N, b), Streams)
 	}
-	s.Ratio, s.AllocatedBits, s.UsedBits = 0, 0, 0
+	s.setStoredBytes(t)
+	s.UsedBits = 0
 	s.EscapeRate, s.OverflowRate, s.SpillStreamRate = 0, 0, 0
-	if s.StoredBytes > 0 {
-		s.Ratio = float64(2*t.N) / float64(s.StoredBytes)
-	}
 	if t.N > 0 {
 		n := float64(t.N)
-		s.AllocatedBits = float64(8*(s.StoredBytes-t.N)) / n
 		s.UsedBits = float64(codeBits+8*uint64(s.Spilled)) / n
 		s.EscapeRate = float64(s.Escaped) / n
 		s.OverflowRate = float64(s.Spilled) / n
@@ -98,4 +94,16 @@ func (t *Tensor) ComputeStats() error {
 	s.Finish(t, codeBits)
 	t.Stats = s
 	return nil
+}
+
+// setStoredBytes sets the figures that follow from t's stored bytes.
+func (s *Stats) setStoredBytes(t *Tensor) {
+	s.StoredBytes = t.StoredBytes()
+	s.Ratio, s.AllocatedBits = 0, 0
+	if s.StoredBytes > 0 {
+		s.Ratio = float64(2*t.N) / float64(s.StoredBytes)
+	}
+	if t.N > 0 {
+		s.AllocatedBits = float64(8*(s.StoredBytes-t.N)) / float64(t.N)
+	}
 }

@@ -114,11 +114,12 @@ func encodeSegment(s *Segment, b Backend, opt Options) error {
 	values := safetensors.BF16Values(raw)
 	sample := codec.SampleHistogram(values)
 	cb := codec.FitCodebook(opt.Dist, &sample)
-	layout := codec.ChooseBlockLayout(codec.ChooseLayout(opt.Preset, &cb, &sample), &cb, values)
+	layout := codec.PerBlockLayout(codec.ChooseLayout(opt.Preset, &cb, &sample), len(values))
 	t := new(codec.Tensor)
 	if err := b.Encode(t, values, cb, layout); err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}
+	t.DropEqualCapacities()
 	if t.StoredBytes() >= len(raw) {
 		return nil
 	}

@@ -276,10 +276,7 @@ func (w *worker) run(tk task) {
 // each block's chosen from its own values as pack chooses it; the tally
 // drops the table where every block of the tensor got the same C.
 func (w *worker) encode(vals []uint16, ch choice) error {
-	l := ch.layout
-	if l.Preset == codec.Auto && !l.Version1 && len(vals) > 0 {
-		l.PerBlock = true
-	}
+	l := codec.PerBlockLayout(ch.layout, len(vals))
 	if b := w.s.opt.Backend; b != nil {
 		w.s.backendMu.Lock()
 		defer w.s.backendMu.Unlock()
