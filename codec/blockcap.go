@@ -36,6 +36,39 @@ func (s *capacityScratch) capacities(dst []uint16, cb *Codebook, l Layout, src [
 	return caps
 }
 
+// capacitySearch runs the capacity search block by block on an Encoder's
+// workers, each with its own scratch; blocks are independent.
+type capacitySearch struct {
+	scratch []capacityScratch
+	cost    [256]uint16
+	layout  Layout
+	src     []uint16
+	caps    []uint16
+}
+
+// run returns AUTO's C for each block of src under cb (BlockCapacities),
+// searched on workers workers (0: GOMAXPROCS), in a slice reused by the
+// next run.
+func (c *capacitySearch) run(ps *parallelState, workers int, cb *Codebook, l Layout, src []uint16) []uint16 {
+	nb := l.Blocks(len(src))
+	c.caps = resize(c.caps, nb)
+	w := workerCount(workers, nb)
+	if len(c.scratch) < w {
+		c.scratch = append(c.scratch, make([]capacityScratch, w-len(c.scratch))...)
+	}
+	for e := range c.cost {
+		c.cost[e] = uint16(cb.Cost(byte(e)))
+	}
+	c.layout, c.src = l, src
+	ps.runBlocks(c, w, nb)
+	c.src = nil
+	return c.caps
+}
+
+func (c *capacitySearch) runBlock(worker, b int) {
+	c.caps[b] = uint16(c.scratch[worker].leastBytes(&c.cost, c.layout, c.src, b))
+}
+
 // leastBytes is the C that stores block b of src in the fewest bytes. A
 // stream of capacity 8·C_b bits codes its first k exponents where the first
 // k codes take at most that many bits (codes go in while they fit, and each
