@@ -7,8 +7,9 @@ import "fmt"
 // its overflow region, each stream's codes counted exactly (ties: the
 // smaller C).
 func BlockCapacities(cb *Codebook, l Layout, src []uint16) []uint16 {
-	var s capacityScratch
-	return s.capacities(nil, cb, l, src)
+	var c capacitySearch
+	var ps parallelState
+	return c.run(&ps, 1, cb, l, src)
 }
 
 // capacityScratch is the capacity search's bookkeeping: each stream's bits
@@ -22,19 +23,6 @@ type capacityScratch struct {
 // maxStreamBits is the most bits a stream's codes take: 256 of 16 bits, which
 // is also the most a stream holds (512 bytes).
 const maxStreamBits = Streams * 2 * MaxCodeLen
-
-// capacities is BlockCapacities into dst's array where it is large enough.
-func (s *capacityScratch) capacities(dst []uint16, cb *Codebook, l Layout, src []uint16) []uint16 {
-	caps := resize(dst, l.Blocks(len(src)))
-	var cost [256]uint16
-	for e := range cost {
-		cost[e] = uint16(cb.Cost(byte(e)))
-	}
-	for b := range caps {
-		caps[b] = uint16(s.leastBytes(&cost, l, src, b))
-	}
-	return caps
-}
 
 // capacitySearch runs the capacity search block by block on an Encoder's
 // workers, each with its own scratch; blocks are independent.
