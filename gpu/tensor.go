@@ -191,9 +191,11 @@ func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error 
 	var table []uint32
 	if l.PerBlock {
 		table = make([]uint32, 2*nb)
+		start := 0 // block b's stream area, in units of 256 bytes
 		for b := range nb {
-			table[2*b] = uint32(shape.BlockStreamBytes(b))
-			table[2*b+1] = uint32(shape.StreamAreaStart(b) / 256)
+			c := shape.BlockStreamBytes(b)
+			table[2*b], table[2*b+1] = uint32(c), uint32(start)
+			start += c
 		}
 	}
 	if !t.desc.Valid() {
