@@ -80,6 +80,11 @@ func OpenDevice(ordinal int) (*Device, error) {
 // wants to see them work).
 const EmulateEnv = "LCTTOP_EMULATE"
 
+// RequireEnv names the environment variable that, set to 1, makes the GPU
+// tests fail where the GPU cannot be opened instead of falling back to the
+// emulation: a run on a GPU machine must not pass on the emulation unseen.
+const RequireEnv = "LCTTOP_REQUIRE_GPU"
+
 // Open opens GPU 0, or the CPU emulation where EmulateEnv is 1.
 func Open() (*Device, error) {
 	if os.Getenv(EmulateEnv) == "1" {

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func openRunner(t *testing.T, backend string) runner {
 		return tr
 	}
 	g, err := gpu.OpenDevice(0)
-	if err != nil {
+	if err != nil && os.Getenv(gpu.RequireEnv) != "1" {
 		g, err = gpu.OpenEmulated()
 	}
 	if err != nil {

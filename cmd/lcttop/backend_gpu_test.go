@@ -58,9 +58,13 @@ func TestCUDABackendMatchesCPU(t *testing.T) {
 // has none, it makes the test's GPU paths run on the CPU emulation.
 func useGPUOrEmulation(t *testing.T) bool {
 	if os.Getenv(gpu.EmulateEnv) != "1" {
-		if d, err := gpu.OpenDevice(0); err == nil {
+		d, err := gpu.OpenDevice(0)
+		if err == nil {
 			d.Close()
 			return true
+		}
+		if os.Getenv(gpu.RequireEnv) == "1" {
+			t.Fatal(err)
 		}
 	}
 	t.Setenv(gpu.EmulateEnv, "1")

@@ -19,8 +19,8 @@ var sharedGPU struct {
 // kind throughout a test binary.
 func openGPU() (*gpu.Device, error) {
 	if os.Getenv("LCTTOP_EMULATE") != "1" {
-		if d, err := gpu.OpenDevice(0); err == nil {
-			return d, nil
+		if d, err := gpu.OpenDevice(0); err == nil || os.Getenv(gpu.RequireEnv) == "1" {
+			return d, err
 		}
 	}
 	return gpu.OpenEmulated()
