@@ -60,7 +60,9 @@ func (c *Compute) Alloc(bytes int64) (Ptr, error) {
 	var p Ptr
 	err := c.call(func() error {
 		var err error
-		p, err = c.d.drv.alloc(int(bytes))
+		if p, err = c.d.drv.alloc(int(bytes)); err == nil {
+			c.d.driverMem.add(p, int(bytes))
+		}
 		return err
 	})
 	if err != nil {
@@ -70,7 +72,12 @@ func (c *Compute) Alloc(bytes int64) (Ptr, error) {
 }
 
 // Free releases memory from Alloc.
-func (c *Compute) Free(p Ptr) error { return c.call(func() error { return c.d.drv.free(p) }) }
+func (c *Compute) Free(p Ptr) error {
+	return c.call(func() error {
+		c.d.driverMem.remove(p)
+		return c.d.drv.free(p)
+	})
+}
 
 // Upload copies src to dst behind the work queued before it; src may be
 // reused when Upload returns.

@@ -49,6 +49,8 @@ type Device struct {
 	// side is the side stream's state, when the device queues its work
 	// there (side.go).
 	side sideState
+	// driverMem counts what every allocation path holds from the driver.
+	driverMem driverMemory
 }
 
 // tablesFor returns cb's kernel tables, built once per codebook.
@@ -189,6 +191,7 @@ func (d *Device) alloc(bytes int, cat Category) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, fmt.Errorf("gpu: alloc %d bytes of %s: %w", bytes, cat, err)
 	}
+	d.driverMem.add(p, max(bytes, 1))
 	b := Buffer{ptr: p, size: bytes, cat: cat}
 	d.live[b.ptr] = b
 	d.current[cat] += int64(bytes)
@@ -216,6 +219,7 @@ func (d *Device) free(b Buffer) error {
 	delete(d.live, b.ptr)
 	d.current[b.cat] -= int64(b.size)
 	d.total -= int64(b.size)
+	d.driverMem.remove(b.ptr)
 	return d.drv.free(Ptr(b.ptr))
 }
 

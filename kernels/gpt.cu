@@ -1142,3 +1142,16 @@ extern "C" __global__ void gpt_sgd(bf16_t* w, bf16_t* m, const bf16_t* g, long l
     w[i] = f2bf(wi - lr * mi);
   }
 }
+
+// ---------------------------------------------------------------------------
+// The runs' comparison: *first = min(*first, the first i < n where a[i] and
+// b[i] differ bit for bit); *first starts at ~0 (all equal).
+extern "C" __global__ void gpt_first_mismatch(unsigned long long* first, const unsigned short* a,
+                                              const unsigned short* b, long long n) {
+  GRID_STRIDE(i, n) {
+    if (a[i] != b[i]) {
+      atomicMin(first, (unsigned long long)i);
+      return;
+    }
+  }
+}

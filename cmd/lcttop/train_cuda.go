@@ -216,9 +216,13 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		"lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
 	}
+	// What the device lent the process at its most, by three counts: the
+	// ledger's (peak_bytes_*), the pool's, and every driver allocation's.
+	_, driverPeak, _ := g.DriverMemory()
+	summary["pool_held_peak_bytes"], summary["driver_alloc_peak_bytes"] = poolPeak, driverPeak
 	if peak != nil {
 		empty, most := peak.stop()
-		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"], summary["pool_held_peak_bytes"] = empty, most, poolPeak
+		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"] = empty, most
 	}
 	if compared {
 		summary["all_bit_identical"], summary["mismatch"], summary["weights_checked"] = sum.AllIdentical, sum.Mismatch, sum.WeightsChecked

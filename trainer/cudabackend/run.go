@@ -218,11 +218,18 @@ func (r *modelRun) Read(name string) ([]uint16, error) {
 // Names lists the parameters and optimizer states, in the CPU trainer's order.
 func (r *modelRun) Names() []string {
 	var out []string
+	for _, s := range r.slots() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// slots is the parameters' and optimizer states' slots, in Names' order.
+func (r *modelRun) slots() []*slot {
+	var out []*slot
 	for _, p := range r.params {
-		out = append(out, p.w.name)
-		for _, s := range p.state {
-			out = append(out, s.name)
-		}
+		out = append(out, p.w)
+		out = append(out, p.state...)
 	}
 	return out
 }
