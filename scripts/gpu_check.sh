@@ -78,8 +78,9 @@ if want train; then
 fi
 if want memory; then
 	# the ledger's peak beside the pool's, the driver allocations' and NVML's, each run alone
-	step "memory: dense alone" "$LOGS/mem-dense.jsonl" "$root/bin/lcttop" bench step --shadow-only --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
-	step "memory: LCT alone" "$LOGS/mem-lct.jsonl" "$root/bin/lcttop" bench step --alone --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
+	# (and the pool's traffic, to replay under other policies)
+	step "memory: dense alone" "$LOGS/mem-dense.jsonl" "$root/bin/lcttop" bench step --shadow-only --model gpt162m --steps 30 --check-every 0 --val-every 0 --json --pool-trace "$LOGS/pool-dense.trace"
+	step "memory: LCT alone" "$LOGS/mem-lct.jsonl" "$root/bin/lcttop" bench step --alone --model gpt162m --steps 30 --check-every 0 --val-every 0 --json --pool-trace "$LOGS/pool-lct.trace"
 fi
 if want bench; then
 	step "bench" "$LOGS/bench.log" bash -c "'$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '$LCTTOP_TENSORS' --real-size 67108864 >'$LOGS/bench.txt'"

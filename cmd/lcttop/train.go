@@ -54,6 +54,8 @@ type cudaFlags struct {
 	// alone trains the LCT run without its shadow; nvmlPeak follows the
 	// process's device memory as NVML reports it (lcttop bench step).
 	alone, nvmlPeak bool
+	// poolTrace names a file for the device pool's traffic (bench step).
+	poolTrace string
 }
 
 func newTrainCmd() *cobra.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -166,6 +167,18 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	}
 	if opts.Steps == 0 {
 		opts.Steps = math.MaxInt32 // until interrupted
+	}
+	if cf.poolTrace != "" {
+		tf, err := os.Create(cf.poolTrace)
+		if err != nil {
+			return fmt.Errorf("--pool-trace: %w", err)
+		}
+		w := bufio.NewWriterSize(tf, 1<<20)
+		defer func() {
+			w.Flush()
+			tf.Close()
+		}()
+		opts.PoolTrace = w
 	}
 	batch, seqLen := opts.Batch, opts.SeqLen
 	if !asJSON {

@@ -49,6 +49,7 @@ type lockstep struct {
 // starting values vals; lct, if not nil, adds the LCT run.
 func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*lockstep, error) {
 	b := &lockstep{dev: dev, pool: newDevicePool(dev)}
+	b.pool.trace = cfg.PoolTrace
 	var err error
 	if lct == nil || !lct.Alone {
 		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {

@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"slices"
 
 	"lcttop/gpu"
@@ -54,6 +55,9 @@ type devicePool struct {
 	// heldTo is the side stream's point the default stream was last made
 	// to wait for: blocks free since earlier points need no wait.
 	heldTo uint64
+	// trace, when set, gets "get ADDRESS BYTES" and "put ADDRESS" for each
+	// block, and "step" at each TrimUnused (Config.PoolTrace).
+	trace io.Writer
 }
 
 // segment is one device allocation the pool sub-allocates.
@@ -197,6 +201,9 @@ func (p *devicePool) get(bytes int64, side bool) (gpu.Ptr, error) {
 		p.insertFree(r)
 	}
 	b.free, b.side = false, 0
+	if p.trace != nil {
+		fmt.Fprintf(p.trace, "get %x %d\n", uintptr(b.ptr), bytes)
+	}
 	b.seg.used += b.size
 	b.seg.gen = p.gen
 	p.inUse[b.ptr] = b
@@ -234,6 +241,9 @@ func (p *devicePool) put(ptr gpu.Ptr, side uint64) {
 		panic(fmt.Sprintf("cudabackend: pool: put of %#x, which it did not hand out", uintptr(ptr)))
 	}
 	delete(p.inUse, ptr)
+	if p.trace != nil {
+		fmt.Fprintf(p.trace, "put %x\n", uintptr(ptr))
+	}
 	b.seg.used -= b.size
 	b.seg.gen = p.gen
 	b.free, b.side = true, side
@@ -265,6 +275,9 @@ func (p *devicePool) Trim() error { return p.trim(func(*segment) bool { return t
 // TrimUnused gives back the segments nothing has used since the last
 // TrimUnused, and starts a new generation (call it after each step).
 func (p *devicePool) TrimUnused() error {
+	if p.trace != nil {
+		fmt.Fprintln(p.trace, "step")
+	}
 	gen := p.gen
 	err := p.trim(func(s *segment) bool { return s.gen < gen })
 	p.gen++

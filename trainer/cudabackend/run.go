@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"lcttop/gpu"
@@ -47,6 +48,10 @@ type Config struct {
 	// (0: no cap); an allocation past it fails the step with an error that
 	// says so.
 	Budget int64
+	// PoolTrace, when set, receives a line for every block the device pool
+	// hands out or takes back and every step's end (a measurement: the
+	// allocator's traffic, to replay under other policies).
+	PoolTrace io.Writer
 }
 
 func (c Config) check() error {
