@@ -91,7 +91,7 @@ if want fuzz; then
 	step "fuzz gpu decode 1M" "$LOGS/fuzz.log" bash -c "cd gpu && timeout ${FUZZ_SECONDS:-150} '$root/bin/gpu.test' -test.run '^$' -test.fuzz '^FuzzDecodeCorrupt$' -test.fuzztime 1000000x -test.parallel 8 -test.fuzzcachedir /tmp/lcttop-fuzzcache"
 fi
 if want ui; then
-	step "ui" "$LOGS/ui_check.log" env OUT="$LOGS/ui" bash scripts/ui_check.sh
+	step "ui" "$LOGS/ui_check.log" env OUT="$LOGS/ui" STAGES="screen cost" bash scripts/ui_check.sh
 fi
 if want dump; then
 	step "dump helper" "$LOGS/dump.log" env OUT="$LOGS/dump" BIN="$root/bin" bash scripts/dump_cost.sh

@@ -27,7 +27,7 @@ const (
 	smallRequest = 1 << 20
 	smallSegment = page
 	midRequest   = 10 << 20
-	midSegment   = 20 << 20
+	midSegment   = 64 << 20
 )
 
 // devicePool caches device memory between uses, so that training steps do
@@ -56,7 +56,8 @@ type devicePool struct {
 	// to wait for: blocks free since earlier points need no wait.
 	heldTo uint64
 	// trace, when set, gets "get ADDRESS BYTES" and "put ADDRESS" for each
-	// block, and "step" at each TrimUnused (Config.PoolTrace).
+	// block, "step" at each TrimUnused and "trim" at each Trim
+	// (Config.PoolTrace).
 	trace io.Writer
 }
 
@@ -270,7 +271,12 @@ func (p *devicePool) put(ptr gpu.Ptr, side uint64) {
 }
 
 // Trim gives back every segment nothing uses.
-func (p *devicePool) Trim() error { return p.trim(func(*segment) bool { return true }) }
+func (p *devicePool) Trim() error {
+	if p.trace != nil {
+		fmt.Fprintln(p.trace, "trim")
+	}
+	return p.trim(func(*segment) bool { return true })
+}
 
 // TrimUnused gives back the segments nothing has used since the last
 // TrimUnused, and starts a new generation (call it after each step).

@@ -1,8 +1,15 @@
 package cudabackend
 
 import (
+	"bufio"
+	"compress/gzip"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -280,5 +287,90 @@ func TestPoolRandomTraffic(t *testing.T) {
 	}
 	if now, _ := pool.Held(); now != 0 || len(dev.live) != 0 {
 		t.Errorf("after freeing everything and trimming: held %d, %d device allocations", now, len(dev.live))
+	}
+}
+
+// replayTrace runs a pool's traffic as Config.PoolTrace wrote it through a
+// fresh pool, and returns the most bytes in use at once (each block at its
+// aligned size) and the most the pool held from the device.
+func replayTrace(r io.Reader) (inUse, held int64, err error) {
+	var lines [][]string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		lines = append(lines, strings.Fields(sc.Text()))
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, err
+	}
+	dev := newAddressSpace()
+	pool := newDevicePool(dev)
+	ptrs := map[string]gpu.Ptr{}
+	sizes := map[string]int64{}
+	var now int64
+	for i, f := range lines {
+		line := i + 1
+		switch {
+		case len(f) >= 3 && f[0] == "get":
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("line %d: %v", line, err)
+			}
+			p, err := pool.get(n, false)
+			if err != nil {
+				return 0, 0, err
+			}
+			ptrs[f[1]], sizes[f[1]] = p, alignUp(n)
+			now += alignUp(n)
+			inUse = max(inUse, now)
+		case len(f) == 2 && f[0] == "put":
+			p, ok := ptrs[f[1]]
+			if !ok {
+				return 0, 0, fmt.Errorf("line %d: put of %s, never handed out", line, f[1])
+			}
+			pool.put(p, 0)
+			now -= sizes[f[1]]
+			delete(ptrs, f[1])
+		case len(f) == 1 && f[0] == "step":
+			if err := pool.TrimUnused(); err != nil {
+				return 0, 0, err
+			}
+		case len(f) == 1 && f[0] == "trim":
+			if err := pool.Trim(); err != nil {
+				return 0, 0, err
+			}
+		default:
+			return 0, 0, fmt.Errorf("line %d: %q", line, strings.Join(f, " "))
+		}
+	}
+	_, held = pool.Held()
+	return inUse, held, nil
+}
+
+// The pool holds little more than the traffic of gpt162m's runs alone on
+// the H200 needs at its most (bench step --pool-trace, 30 steps each):
+// bounds a little above what this pool holds, so that a change that cuts
+// the space up more fails here, without a GPU.
+func TestPoolOnRealTraffic(t *testing.T) {
+	for _, c := range []struct {
+		file  string
+		bound float64
+	}{{"gpt162m-dense.trace.gz", 1.02}, {"gpt162m-lct.trace.gz", 1.09}} {
+		f, err := os.Open(filepath.Join("testdata", "pool", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inUse, held, err := replayTrace(zr)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.file, err)
+		}
+		t.Logf("%s: in use at most %d bytes, held at most %d (%.4f×)", c.file, inUse, held, float64(held)/float64(inUse))
+		if float64(held) > c.bound*float64(inUse) {
+			t.Errorf("%s: the pool held %.4f× the bytes in use at most, want at most %.2f×", c.file, float64(held)/float64(inUse), c.bound)
+		}
 	}
 }
