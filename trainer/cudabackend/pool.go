@@ -132,31 +132,26 @@ func less(a *block, size int64, ptr gpu.Ptr) bool {
 	return a.size < size || a.size == size && a.ptr < ptr
 }
 
+// byFit is the free lists' order as a comparison.
+func byFit(x, y *block) int {
+	switch {
+	case x == y:
+		return 0
+	case less(x, y.size, y.ptr):
+		return -1
+	}
+	return 1
+}
+
 func (p *devicePool) insertFree(b *block) {
 	l := &p.free[kind(b.seg.small)]
-	i, _ := slices.BinarySearchFunc(*l, b, func(x, y *block) int {
-		switch {
-		case less(x, y.size, y.ptr):
-			return -1
-		case x == y:
-			return 0
-		}
-		return 1
-	})
+	i, _ := slices.BinarySearchFunc(*l, b, byFit)
 	*l = slices.Insert(*l, i, b)
 }
 
 func (p *devicePool) removeFree(b *block) {
 	l := &p.free[kind(b.seg.small)]
-	i, found := slices.BinarySearchFunc(*l, b, func(x, y *block) int {
-		switch {
-		case x == y:
-			return 0
-		case less(x, y.size, y.ptr):
-			return -1
-		}
-		return 1
-	})
+	i, found := slices.BinarySearchFunc(*l, b, byFit)
 	if !found {
 		panic(fmt.Sprintf("cudabackend: pool: free block %#x of %d bytes not in its list", uintptr(b.ptr), b.size))
 	}
@@ -250,24 +245,24 @@ func (p *devicePool) put(ptr gpu.Ptr, side uint64) {
 	b.free, b.side = true, side
 	if n := b.next; n != nil && n.free {
 		p.removeFree(n)
-		b.size += n.size
-		b.side = max(b.side, n.side)
-		b.next = n.next
-		if n.next != nil {
-			n.next.prev = b
-		}
+		b.absorb(n)
 	}
 	if v := b.prev; v != nil && v.free {
 		p.removeFree(v)
-		v.size += b.size
-		v.side = max(v.side, b.side)
-		v.next = b.next
-		if b.next != nil {
-			b.next.prev = v
-		}
+		v.absorb(b)
 		b = v
 	}
 	p.insertFree(b)
+}
+
+// absorb merges n, the free block after b, into b.
+func (b *block) absorb(n *block) {
+	b.size += n.size
+	b.side = max(b.side, n.side)
+	b.next = n.next
+	if n.next != nil {
+		n.next.prev = b
+	}
 }
 
 // Trim gives back every segment nothing uses.

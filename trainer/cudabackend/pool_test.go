@@ -5,12 +5,12 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"lcttop/gpu"
@@ -104,12 +104,7 @@ func checkPool(t *testing.T, p *devicePool, dev *addressSpace) {
 	n := 0
 	for k, l := range p.free {
 		n += len(l)
-		if !slices.IsSortedFunc(l, func(a, b *block) int {
-			if less(a, b.size, b.ptr) {
-				return -1
-			}
-			return 1
-		}) {
+		if !slices.IsSortedFunc(l, byFit) {
 			t.Fatalf("free list %d is not sorted", k)
 		}
 		for _, b := range l {
