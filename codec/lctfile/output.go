@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Output is a file being written so that nothing the user has is lost: a
@@ -36,34 +37,48 @@ func CreateOutput(path string) (*Output, error) {
 	fail := func(err error) (*Output, error) {
 		return nil, fmt.Errorf("%s: cannot write: %w", path, pathReason(err))
 	}
-	target, err := followLinks(path)
-	if err != nil {
-		return fail(err)
-	}
-	o := &Output{name: path, target: target, mode: 0o644}
-	fi, err := os.Stat(target)
-	switch {
-	case err == nil && fi.IsDir():
-		return nil, fmt.Errorf("%s: cannot write: is a directory", path)
-	case err == nil && !fi.Mode().IsRegular():
-		// A device or a FIFO: written where it is; O_TRUNC means nothing there.
-		f, err := os.OpenFile(target, os.O_WRONLY, 0)
+	o := &Output{name: path, mode: 0o644}
+	direct := func() (*Output, error) {
+		// A device or a FIFO is written where it is; O_TRUNC means nothing there.
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {
 			return fail(err)
 		}
 		o.f, o.direct = f, true
 		return o, nil
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil, fmt.Errorf("%s: cannot write: is a directory", path)
+	case err == nil && (!fi.Mode().IsRegular() || systemPath(path)):
+		return direct()
 	case err == nil:
 		o.mode = fi.Mode().Perm()
-	case !errors.Is(err, fs.ErrNotExist):
+		if o.target, err = filepath.EvalSymlinks(path); err != nil {
+			return fail(err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		if o.target, err = followLinks(path); err != nil { // a new file, or a link to one
+			return fail(err)
+		}
+	default:
 		return fail(err)
 	}
+	target := o.target
 	tmp, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
 		return fail(err)
 	}
 	o.f = tmp
 	return o, nil
+}
+
+// systemPath reports a name under /dev or /proc (/dev/stdout and the like,
+// whatever they lead to): never replaced, always written in place.
+func systemPath(path string) bool {
+	abs, err := filepath.Abs(path)
+	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
 }
 
 // followLinks returns the file path names once every symbolic link on the
