@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -96,6 +97,9 @@ func readPlan(path string) (func(string, map[string]string) (codec.Preset, codec
 	}, nil
 }
 
+// streamMemoryLimit is the Go heap's soft limit while pack or unpack runs.
+const streamMemoryLimit = 160 << 20
+
 // runStream runs a streaming pack or unpack until done or interrupted
 // (Ctrl-C, SIGTERM: the temporary file goes, the old output stays), with a
 // progress bar on a terminal, then prints its summary: on stdout, or on
@@ -104,6 +108,9 @@ func runStream(cmd *cobra.Command, verb, in, out string, opt lctfile.Options,
 	run func(context.Context, string, string, lctfile.Options) (lctfile.Summary, error)) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// What the stream holds is bounded; a soft limit makes the collector
+	// return what it no longer holds before the heap doubles.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(streamMemoryLimit))
 	bar := newStreamBar()
 	opt.Progress = bar.update
 	start := time.Now()

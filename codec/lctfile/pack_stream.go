@@ -234,7 +234,7 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			sample := codec.SampleHistogram(j.vals)
+			sample := in.sampleHistogram(raw, j.vals)
 			j.cb = codec.FitCodebook(dist, &sample)
 			j.layout = codec.ChooseLayout(preset, &j.cb, &sample)
 			j.plen = codec.PieceLen(j.layout)
