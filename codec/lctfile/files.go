@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+
+	"lcttop/codec/torchfile"
 )
 
 // PackFile packs the safetensors file at inPath into an .lct file at
@@ -27,10 +29,33 @@ func UnpackFile(inPath, outPath string, backend Backend) error {
 // Errors start with the path they concern; the output is written as
 // Output says, so that a failure or a cancelled ctx leaves a regular
 // file's old contents in place and no temporary file.
+//
+// A PyTorch checkpoint (a torch.save file, a torch.distributed.checkpoint
+// folder) is packed as the safetensors file of its tensors
+// (OpenTorchInput); unpack restores that file.
 func PackPath(ctx context.Context, inPath, outPath string, opt Options) (Summary, error) {
-	return streamPath(ctx, inPath, outPath, func(in *Input, out *Output) (Summary, error) {
+	return streamPath(ctx, openPackInput, inPath, outPath, func(in *Input, out *Output) (Summary, error) {
 		return PackStream(ctx, in, out, opt)
 	})
+}
+
+// openPackInput opens what pack reads: a PyTorch checkpoint as the
+// safetensors file of its tensors, anything else as it is.
+func openPackInput(path string) (*Input, error) {
+	if path != "-" {
+		if torchfile.IsFolder(path) {
+			return OpenTorchInput(path)
+		}
+		if f, err := os.Open(path); err == nil {
+			var head [16]byte
+			n, _ := f.Read(head[:])
+			f.Close()
+			if torchfile.IsTorchSave(head[:n]) || torchfile.IsLegacyTorchSave(head[:n]) {
+				return OpenTorchInput(path)
+			}
+		}
+	}
+	return OpenInput(path)
 }
 
 // UnpackPath restores the safetensors file that the .lct file at inPath
@@ -38,13 +63,13 @@ func PackPath(ctx context.Context, inPath, outPath string, opt Options) (Summary
 // Every checksum is checked before a regular file is renamed into place;
 // standard output, a FIFO or a device has what came before an error.
 func UnpackPath(ctx context.Context, inPath, outPath string, opt Options) (Summary, error) {
-	return streamPath(ctx, inPath, outPath, func(in *Input, out *Output) (Summary, error) {
+	return streamPath(ctx, OpenInput, inPath, outPath, func(in *Input, out *Output) (Summary, error) {
 		return UnpackStream(ctx, in, out, opt)
 	})
 }
 
-func streamPath(ctx context.Context, inPath, outPath string, run func(*Input, *Output) (Summary, error)) (Summary, error) {
-	in, err := OpenInput(inPath)
+func streamPath(ctx context.Context, open func(string) (*Input, error), inPath, outPath string, run func(*Input, *Output) (Summary, error)) (Summary, error) {
+	in, err := open(inPath)
 	if err != nil {
 		return Summary{}, err
 	}

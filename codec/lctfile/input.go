@@ -24,6 +24,12 @@ type Input struct {
 	f    *os.File
 	off  int64 // bytes handed out so far
 	size int64 // -1 for a stream
+
+	// A virtual input (OpenTorchInput): its parts in order, the place in
+	// the first, and the mappings they lie in.
+	parts   []part
+	partOff int64
+	maps    []mmap.MMap
 }
 
 // OpenInput opens path ("-": standard input) for reading once.
@@ -73,6 +79,9 @@ func (in *Input) Offset() int64 { return in.off }
 func (in *Input) Next(n int64) ([]byte, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("a length of %d bytes", n)
+	}
+	if in.maps != nil || in.parts != nil {
+		return in.nextParts(n)
 	}
 	if in.r == nil {
 		if n > in.size-in.off {
@@ -125,9 +134,13 @@ func (in *Input) Rest() int64 {
 // done with: a mapping's leave the resident set (the page cache keeps
 // them); a stream's buffer is simply dropped.
 func (in *Input) Release(b []byte) {
-	if in.m != nil && len(b) > 0 && inside(in.m, b) {
+	if len(b) == 0 {
+		return
+	}
+	if in.m != nil && inside(in.m, b) {
 		dontNeed(in.m, b)
 	}
+	in.releaseIn(b)
 }
 
 // sampleHistogram is codec.SampleHistogram of vals, the values of raw (a
@@ -164,6 +177,12 @@ func (in *Input) Close() error {
 			err = e
 		}
 	}
+	for _, m := range in.maps {
+		if e := m.Unmap(); err == nil {
+			err = e
+		}
+	}
+	in.maps = nil
 	return err
 }
 
