@@ -23,8 +23,10 @@ func headlessFile(cmd *cobra.Command, s *filesource.Session, start time.Time, as
 	w := cmd.OutOrStdout()
 	first := true
 	var lastLine time.Time
+	said := map[string]bool{}
 	for snap := range s.Snapshots() {
 		p := snap.File.Progress
+		saySkipped(cmd, snap, said)
 		switch {
 		case first:
 			first = false
@@ -53,6 +55,7 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 	signal.Notify(stop, os.Interrupt)
 	defer signal.Stop(stop)
 	shown, exactAt := -1, -1
+	said := map[string]bool{}
 	scanned := s.Scanned()
 	for {
 		select {
@@ -65,6 +68,7 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 				return nil
 			}
 			f := snap.File
+			saySkipped(cmd, snap, said)
 			if f.Files == 0 {
 				continue
 			}
@@ -85,6 +89,16 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 			if cur := s.Current(); cur.File.Files == 0 {
 				return fmt.Errorf("%s: no complete checkpoint in this folder", cur.File.Path)
 			}
+		}
+	}
+}
+
+// saySkipped names on stderr, once each, the files left out and why.
+func saySkipped(cmd *cobra.Command, snap trainer.Snapshot, said map[string]bool) {
+	for _, sk := range snap.File.Skipped {
+		if key := sk.Path + "\x00" + sk.Reason; !said[key] {
+			said[key] = true
+			fmt.Fprintf(cmd.ErrOrStderr(), "lcttop: skipped %s: %s\n", sk.Path, sk.Reason)
 		}
 	}
 }

@@ -222,3 +222,18 @@ func TestInterruptedPackLeavesTheOldOutput(t *testing.T) {
 		t.Errorf("folder holds %v", got)
 	}
 }
+
+// open --headless of a folder with one bad file: the rest shown, the bad
+// one named with why on stderr, exit 0.
+func TestOpenHeadlessNamesTheBadFile(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.safetensors"), smallSafetensors(t))
+	bad := writeFile(t, filepath.Join(dir, "b.safetensors"), []byte("not a checkpoint"))
+	r := lcttop(t, "open", "--headless", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "exact figures") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if want := "lcttop: skipped " + bad + ": not a safetensors file"; !strings.HasPrefix(r.stderr, want) || strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("stderr %q, want one line starting %q", r.stderr, want)
+	}
+}

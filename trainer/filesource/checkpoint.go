@@ -93,6 +93,10 @@ type checkpoint struct {
 	// where it differs (a plan that pack applied), to start from.
 	stored *trainer.Plan
 
+	// bad are the files of a folder that could not be read, and why: the
+	// rest is shown, these are named.
+	bad []trainer.SkippedFile
+
 	refs   sync.WaitGroup // readers of the mappings
 	closed sync.Once
 }
@@ -208,6 +212,13 @@ func indexFiles(index string) ([]string, error) {
 // openCheckpoint maps the files and lists their tensors. step is the
 // checkpoint's step when the caller knows it (watch), else -1.
 func openCheckpoint(path string, files []string, step int) (*checkpoint, error) {
+	return openFiles(path, files, step, false)
+}
+
+// openFiles is openCheckpoint; with tolerant (a folder of files that are
+// each a checkpoint's part, no index or rank set that promises them all),
+// a file that cannot be read is named in c.bad and the rest shown.
+func openFiles(path string, files []string, step int, tolerant bool) (*checkpoint, error) {
 	c := &checkpoint{path: path, step: max(step, 0)}
 	fail := func(err error) (*checkpoint, error) {
 		c.close()
@@ -218,8 +229,17 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(c.modTime) {
 			c.modTime = fi.ModTime()
 		}
+		mapped := len(c.files)
 		ts, meta, stored, err := c.readFile(f)
 		if err != nil {
+			for _, m := range c.files[mapped:] {
+				_ = m.close()
+			}
+			c.files = c.files[:mapped]
+			if tolerant { // one bad file of a folder: named, the rest shown
+				c.bad = append(c.bad, trainer.SkippedFile{Path: f, Reason: reasonOf(err, f)})
+				continue
+			}
 			return fail(err)
 		}
 		for _, t := range ts {
@@ -237,6 +257,9 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 		}
 	}
 	if len(c.tensors) == 0 {
+		if len(c.bad) > 0 {
+			return fail(fmt.Errorf("%s: %s", c.bad[0].Path, c.bad[0].Reason))
+		}
 		return fail(fmt.Errorf("%s: holds no tensor", path))
 	}
 	c.index = make(map[string]int, len(c.tensors))
@@ -432,6 +455,11 @@ func storedStats(t *tensor, ct *codec.Tensor, stored int) trainer.TensorStats {
 		StoredBytes: stored, Ratio: 2 * n / float64(stored), AllocatedBits: 8 * float64(stored-t.n) / n,
 		CodeLengths: ct.Codebook.Lengths, EscapeLength: ct.Codebook.EscLen,
 	}
+}
+
+// reasonOf is err without the path f it starts with.
+func reasonOf(err error, f string) string {
+	return strings.TrimPrefix(err.Error(), f+": ")
 }
 
 // pathReason drops the operation and path that *fs.PathError repeats.
