@@ -152,3 +152,16 @@ func TestOutputWritesDevicesInPlace(t *testing.T) {
 		t.Error("/dev/null is no longer a device")
 	}
 }
+
+// ArchiveSize tells a whole archive from every shorter prefix of it.
+func TestArchiveSize(t *testing.T) {
+	lct := mustPack(t, mixedFile(t), Options{})
+	if n, err := ArchiveSize(bytes.NewReader(lct), int64(len(lct))); err != nil || n != int64(len(lct)) {
+		t.Fatalf("whole archive: %d, %v; want %d", n, err, len(lct))
+	}
+	for k := 0; k < len(lct); k += 7 {
+		if n, err := ArchiveSize(bytes.NewReader(lct[:k]), int64(k)); err == nil && n == int64(k) {
+			t.Fatalf("a prefix of %d bytes passed as whole", k)
+		}
+	}
+}

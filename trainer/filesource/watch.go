@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"lcttop/codec/lctfile"
 	"lcttop/codec/torchfile"
 	"lcttop/trainer"
 )
@@ -61,10 +62,10 @@ func stepOf(name string) (int, bool) {
 // sub-folders and files whose names carry a step. A sub-folder counts once
 // its Hugging Face index is there with every shard it names, or, without
 // an index, once every file in it is whole; the files of one step (ranks,
-// shards) count once all of a set ("-of-N") are there and whole. A file is
-// whole when it holds every byte its header promises (safetensors) or its
-// size has settled (.lct; stable holds the sizes seen, nil to skip that
-// check). Hidden and temporary names are skipped.
+// shards) count once all of a set ("-of-N") are there and whole (fileCheck;
+// stable is kept for callers and unused). A step file that never became
+// whole is returned in skipped, with why. Hidden and temporary names are
+// skipped.
 func scanFolder(dir string, stable map[string]int64) ([]found, []trainer.SkippedFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -169,8 +170,8 @@ func folderComplete(dir string, stable map[string]int64) ([]string, bool) {
 	return files, true
 }
 
-// lctSettle is how long an .lct file must go unmodified to count as whole
-// when it was not seen at the same size by the scan before.
+// lctSettle is how long a file that is not whole must go unmodified before
+// watch says what is wrong with it: until then a writer may be at work.
 const lctSettle = 2 * time.Second
 
 // fileWhole reports whether a file holds all it should (fileCheck).
@@ -181,9 +182,8 @@ func fileWhole(path string, stable map[string]int64) bool {
 
 // fileCheck reports whether a file holds all it should: a safetensors file
 // every byte its header's offsets reach; a torch.save file a zip whose
-// directory, written last, is there; an .lct file, whose end only its
-// container can tell, a size unchanged since the last scan, or no change
-// for lctSettle. It reads the header, never the data. A file that is not
+// directory, written last, is there; an .lct file the size its fields add
+// up to. It reads headers and fields, never the data. A file that is not
 // whole and has not changed for lctSettle is no file being written: problem
 // says what is wrong with it.
 func fileCheck(path string, stable map[string]int64) (whole bool, problem string) {
@@ -207,12 +207,14 @@ func fileCheck(path string, stable map[string]int64) (whole bool, problem string
 		return bad("%d bytes: too short for a checkpoint", fi.Size())
 	}
 	if strings.HasSuffix(path, ".lct") {
-		if stable == nil {
-			return true, ""
+		end, err := lctfile.ArchiveSize(f, fi.Size())
+		switch {
+		case err != nil:
+			return bad("%v", err)
+		case end != fi.Size():
+			return bad("%d bytes follow its last segment's trailing CRC", fi.Size()-end)
 		}
-		prev, seen := stable[path]
-		stable[path] = fi.Size()
-		return seen && prev == fi.Size() || settled, ""
+		return true, ""
 	}
 	var head [16]byte
 	if _, err := f.ReadAt(head[:], 0); err != nil {
