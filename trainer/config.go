@@ -45,7 +45,7 @@ type Config struct {
 	// CheckpointDir, instead of CheckpointPath, gives each checkpoint a file
 	// of its own, DIR/step_NNNNNNNN.lct: the folder lcttop watch follows.
 	CheckpointDir string
-	ResumePath      string // start from this checkpoint
+	ResumePath    string // start from this checkpoint
 }
 
 // DefaultClassCodec is the LCT run's default setting for each class: AUTO
