@@ -30,15 +30,19 @@ type Summary struct {
 }
 
 // streamBudget bounds the input bytes of the segments read but not yet
-// written, beyond the one segment always let through: it bounds what a
-// stream's buffers hold and how far the workers run ahead of the writer.
+// written, beyond the two segments always let through (the workers code
+// the next while the writer writes one): it bounds what a stream's buffers
+// hold and how far the workers run ahead of the writer.
 const streamBudget = 64 << 20
+
+// alwaysIn is how many segments are let in whatever their size.
+const alwaysIn = 2
 
 // ioChunk is how much of a segment is checksummed or copied between two
 // releases of its pages.
 const ioChunk = 4 << 20
 
-// budget lets segments in while their bytes fit, and always one.
+// budget lets segments in while their bytes fit, and always alwaysIn.
 type budget struct {
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -59,7 +63,7 @@ func newBudget(ctx context.Context) *budget {
 func (b *budget) acquire(ctx context.Context, n int64) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.segs > 0 && b.used+n > streamBudget {
+	for b.segs >= alwaysIn && b.used+n > streamBudget {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
