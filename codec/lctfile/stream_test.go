@@ -111,13 +111,18 @@ func TestPackStreamRefusesTrailingBytesOnAStream(t *testing.T) {
 }
 
 // UnpackStream accepts what Unpack accepts and refuses what it refuses:
-// every byte of a small archive flipped, every truncation, from a mapped
-// file and from a stream.
+// every byte of a small archive flipped, every truncation, from a stream
+// and (a fifth of them) from a mapped file.
 func TestUnpackStreamAgreesWithUnpack(t *testing.T) {
 	lct := mustPack(t, smallFile(t), Options{})
+	k := 0
 	check := func(what string, b []byte) {
 		_, wantErr := Unpack(b, nil)
-		for _, in := range []*Input{fileInput(t, b), streamInput(b)} {
+		inputs := []*Input{streamInput(b)}
+		if k++; k%5 == 0 { // a mapped file costs a file each: every fifth case
+			inputs = append(inputs, fileInput(t, b))
+		}
+		for _, in := range inputs {
 			var out bytes.Buffer
 			_, err := UnpackStream(context.Background(), in, &out, Options{})
 			if (err == nil) != (wantErr == nil) {
