@@ -97,6 +97,15 @@ func readPlan(path string) (func(string, map[string]string) (codec.Preset, codec
 	}, nil
 }
 
+// isStdout reports whether path is the file standard output writes to
+// (/dev/stdout, /proc/self/fd/1, or the file stdout is redirected to),
+// where a summary would land in the data.
+func isStdout(path string) bool {
+	fo, err1 := os.Stdout.Stat()
+	fp, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(fo, fp)
+}
+
 // streamMemoryLimit is the Go heap's soft limit while pack or unpack runs.
 const streamMemoryLimit = 160 << 20
 
@@ -120,7 +129,7 @@ func runStream(cmd *cobra.Command, verb, in, out string, opt lctfile.Options,
 		return err
 	}
 	w := cmd.OutOrStdout()
-	if out == "-" {
+	if out == "-" || isStdout(out) {
 		w = cmd.ErrOrStderr()
 	}
 	fmt.Fprintln(w, streamSummary(verb, in, out, sum, time.Since(start)))

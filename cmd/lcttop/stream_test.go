@@ -237,3 +237,38 @@ func TestOpenHeadlessNamesTheBadFile(t *testing.T) {
 		t.Errorf("stderr %q, want one line starting %q", r.stderr, want)
 	}
 }
+
+// unpack to /dev/stdout writes standard output, whatever it is (here a
+// file), and never replaces /dev/stdout (as root, a rename would); the
+// summary goes to stderr, out of the data.
+func TestUnpackToDevStdout(t *testing.T) {
+	dir := t.TempDir()
+	orig := smallSafetensors(t)
+	in := writeFile(t, filepath.Join(dir, "s.safetensors"), orig)
+	lct := filepath.Join(dir, "s.lct")
+	mustRun(t, "pack", in, lct)
+	before, err := os.Lstat("/dev/stdout")
+	if err != nil {
+		t.Skip("no /dev/stdout here")
+	}
+	f, err := os.Create(filepath.Join(dir, "out.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := lcttopCmd("unpack", lct, "/dev/stdout")
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = f, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s", err, stderr.String())
+	}
+	f.Close()
+	if got := readFile(t, f.Name()); !bytes.Equal(got, orig) {
+		t.Errorf("stdout got %d bytes, not the original's %d", len(got), len(orig))
+	}
+	if !strings.HasPrefix(stderr.String(), "unpacked ") {
+		t.Errorf("stderr %q, want the summary", stderr.String())
+	}
+	if after, err := os.Lstat("/dev/stdout"); err != nil || after.Mode() != before.Mode() {
+		t.Errorf("/dev/stdout changed: %v → %v (%v)", before.Mode(), after.Mode(), err)
+	}
+}
