@@ -111,15 +111,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := streamWorkers(opt.Workers)
-	var codecs []Backend
-	if opt.Backend != nil {
-		codecs = backends(opt.Backend, workers)
-	} else {
-		codecs = make([]Backend, workers)
-		for i := range codecs {
-			codecs[i] = newCPUBackend(1) // the pieces spread over the cores
-		}
-	}
+	codecs := streamCodecs(opt.Backend, workers)
 	jobs := make(chan *packJob, 1024)
 	tasks := make(chan pieceTask, 2*workers)
 	bud := newBudget(ctx)
@@ -172,12 +164,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			return sum, err
 		}
 		bud.release(j.seg.OriginalLen)
-		if j.seg.Kind == KindTensor {
-			sum.Tensors++
-			if encoded {
-				sum.Encoded++
-			}
-		}
+		sum.add(&j.seg, encoded)
 		report()
 	}
 	if readErr != nil {

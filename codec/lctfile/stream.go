@@ -29,6 +29,30 @@ type Summary struct {
 	Encoded           int // of them stored as LCT tensors
 }
 
+// add counts a segment written.
+func (s *Summary) add(seg *Segment, encoded bool) {
+	if seg.Kind == KindTensor {
+		s.Tensors++
+		if encoded {
+			s.Encoded++
+		}
+	}
+}
+
+// streamCodecs is one codec per worker of a stream: the caller's backend
+// shared behind a lock, or a CPU codec each on one goroutine (the pieces
+// spread over the cores).
+func streamCodecs(b Backend, workers int) []Backend {
+	if b != nil {
+		return backends(b, workers)
+	}
+	out := make([]Backend, workers)
+	for i := range out {
+		out[i] = newCPUBackend(1)
+	}
+	return out
+}
+
 // streamBudget bounds the input bytes of the segments read but not yet
 // written, beyond the two segments always let through (the workers code
 // the next while the writer writes one): it bounds what a stream's buffers

@@ -76,14 +76,7 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 		defer close(jobs)
 		readErr = r.segments(ctx, a.Version, count, headerInfo, bud, jobs, tasks, slots)
 	}()
-	decoders := make([]Backend, workers)
-	if opt.Backend != nil {
-		decoders = backends(opt.Backend, workers)
-	} else {
-		for i := range decoders {
-			decoders[i] = newCPUBackend(1) // the pieces spread over the cores
-		}
-	}
+	decoders := streamCodecs(opt.Backend, workers)
 	for wk := range workers {
 		wg.Add(1)
 		go func() {
@@ -144,12 +137,7 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 			return sum, segmentErr(j.index, s, fmt.Errorf("%w: restored bytes have CRC-32C 0x%08x, the file says 0x%08x", ErrChecksum, crc, s.CRC))
 		}
 		bud.release(s.OriginalLen)
-		if s.Kind == KindTensor {
-			sum.Tensors++
-			if j.reader != nil {
-				sum.Encoded++
-			}
-		}
+		sum.add(s, j.reader != nil)
 		report()
 	}
 	if readErr != nil {
@@ -292,7 +280,7 @@ func (r *streamReader) segments(ctx context.Context, version uint16, count uint3
 		if err != nil {
 			return err
 		}
-		if err := checkAgainstHeader(i, &s, header, left); err != nil {
+		if err := checkAgainstHeader(i, &s, left); err != nil {
 			return err
 		}
 		offset += s.OriginalLen
@@ -359,7 +347,7 @@ func (j *unpackJob) readPieces(version uint16) error {
 // checkAgainstHeader checks a tensor segment against the safetensors
 // header, as Restore's layout check does: named there once, at its offset,
 // BF16 where it is an LCT tensor.
-func checkAgainstHeader(i int, s *Segment, header, left map[string]safetensors.TensorInfo) error {
+func checkAgainstHeader(i int, s *Segment, left map[string]safetensors.TensorInfo) error {
 	if s.Kind != KindTensor {
 		return nil
 	}
