@@ -3,6 +3,7 @@ package torchfile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,6 +164,9 @@ func assemble(t *Tensor, chunks []chunk, own [][]Extent, size int64) error {
 	rank := len(t.Shape)
 	var total int64 = 1
 	for _, d := range t.Shape {
+		if d < 0 || d > 0 && total > math.MaxInt64/d {
+			return fmt.Errorf("shape %v", t.Shape)
+		}
 		total *= d
 	}
 	if total == 0 {
@@ -179,10 +183,10 @@ func assemble(t *Tensor, chunks []chunk, own [][]Extent, size int64) error {
 	for _, c := range chunks {
 		n := int64(1)
 		for i, s := range c.sizes {
-			if c.offsets[i] < 0 || s < 0 || c.offsets[i]+s > t.Shape[i] {
+			if c.offsets[i] < 0 || s < 0 || c.offsets[i] > t.Shape[i]-s {
 				return fmt.Errorf("a chunk at %v of size %v outside the tensor's %v", c.offsets, c.sizes, t.Shape)
 			}
-			n *= s
+			n *= s // within the tensor's shape, so no overflow
 		}
 		covered += n
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path"
 	"strings"
@@ -199,7 +200,7 @@ func locate(ft flatTensor, records map[string]*zip.File, dir, file string, base 
 func elementRuns(offset int64, shape, stride []int64, numel int64) ([][2]int64, error) {
 	n := int64(1)
 	for _, d := range shape {
-		if d < 0 {
+		if d < 0 || d > 0 && n > math.MaxInt64/d {
 			return nil, fmt.Errorf("shape %v", shape)
 		}
 		n *= d
@@ -207,15 +208,23 @@ func elementRuns(offset int64, shape, stride []int64, numel int64) ([][2]int64, 
 	if n == 0 {
 		return nil, nil
 	}
+	if n > numel {
+		// Only a view that repeats elements (a stride of 0) holds more
+		// than its storage; it is no checkpoint's tensor.
+		return nil, fmt.Errorf("a view of %d elements of a %d-element storage (stride %v)", n, numel, stride)
+	}
 	// The furthest element the view reads must lie in the storage.
 	last := offset
 	for i, d := range shape {
-		if stride[i] < 0 {
-			return nil, fmt.Errorf("negative stride %v", stride)
+		if stride[i] < 0 || stride[i] > numel {
+			return nil, fmt.Errorf("stride %v for a %d-element storage", stride, numel)
 		}
 		last += (d - 1) * stride[i]
+		if last >= numel {
+			break
+		}
 	}
-	if last >= numel {
+	if last >= numel || last < 0 {
 		return nil, fmt.Errorf("a view of shape %v, stride %v at %d reaches element %d of a %d-element storage", shape, stride, offset, last, numel)
 	}
 	// Trailing dimensions laid out contiguously form one inner run.

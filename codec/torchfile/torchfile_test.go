@@ -191,3 +191,33 @@ func TestDamagedTorchSave(t *testing.T) {
 		}
 	}
 }
+
+// FuzzTorchSave opens damaged torch.save files: an error or a checkpoint,
+// never a panic or a hang.
+func FuzzTorchSave(f *testing.F) {
+	for _, name := range []string{"adam.pt", "proto5.pt", "view.pt", "malicious.pt"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "f.pt")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cp, err := Open(p)
+		if err != nil {
+			return
+		}
+		for _, x := range cp.Tensors {
+			for _, e := range x.Extents {
+				if e.Offset < 0 || e.Length < 0 || e.Offset+e.Length > int64(len(b)) {
+					t.Fatalf("tensor %s: extent %+v outside the %d-byte file", x.Name, e, len(b))
+				}
+			}
+		}
+	})
+}
