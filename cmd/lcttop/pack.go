@@ -30,6 +30,9 @@ func newPackCmd() *cobra.Command {
 		Long: `pack stores every BF16 tensor of a safetensors file as an LCT tensor (other dtypes,
 and tensors too small to gain, as they are), with a CRC-32C of each tensor's original
 bytes. --preset and --dist default to the trainer's own choice, auto/empirical.
+IN may be a PyTorch checkpoint (a torch.save file, or a torch.distributed.checkpoint
+folder): its tensors are stored as a safetensors file of them, which unpack gives
+back; its pickle is read under an allow list, nothing in it is run.
 
 It streams: tensors are read through a memory map and coded in pieces on
 --workers cores, written in file order, so memory stays bounded whatever the
