@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -58,6 +59,16 @@ func (t *Trainer) saveCheckpoint(path string) error {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return nil
+}
+
+// checkpointPath is where the checkpoint of the current step goes: the
+// configured file, or a step-named file in the configured folder; "" when
+// neither is set.
+func (t *Trainer) checkpointPath() string {
+	if t.cfg.CheckpointDir != "" {
+		return filepath.Join(t.cfg.CheckpointDir, fmt.Sprintf("step_%08d.lct", t.step))
+	}
+	return t.cfg.CheckpointPath
 }
 
 // checkpointSettings are the settings that decide the training's numbers:

@@ -16,6 +16,7 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
+	"lcttop/ui/export"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
 )
@@ -69,7 +70,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: ".", Styles: &st})
+		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: export.DefaultDir, Styles: &st})
 	}
 }
 
@@ -83,7 +84,7 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for weights and batches")
 	fs.IntVar(&f.steps, "steps", 0, "steps to train (0: until q)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
-	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
+	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots to (the default is made at the first export)")
 	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
 }
 
@@ -179,6 +180,9 @@ func checkStatic(cfg trainer.Config) error {
 
 // checkExportDir refuses an export folder that is not there.
 func checkExportDir(dir string) error {
+	if dir == export.DefaultDir {
+		return nil // made at the first export
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case err != nil:
