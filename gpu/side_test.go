@@ -120,3 +120,35 @@ func TestUseSideStreamAllOrNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Work the device queued on the default stream before UseSideStream is
+// done before its work on the side stream starts.
+func TestUseSideStreamAfterQueuedWork(t *testing.T) {
+	d := freshDevice(t)
+	vals := make([]uint16, 50000)
+	for i := range vals {
+		vals[i] = uint16(0x3c00 + i%700)
+	}
+	buf, err := d.Alloc(2*len(vals), CodecScratch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(buf)
+	if err := d.UploadBF16(buf, vals); err != nil { // on the default stream
+		t.Fatal(err)
+	}
+	if err := d.UseSideStream(); err != nil {
+		t.Fatal(err)
+	}
+	h, err := d.FullHistogram(buf, len(vals)) // on the side stream
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [256]uint64
+	for _, v := range vals {
+		want[(v>>7)&0xFF]++
+	}
+	if [256]uint64(h) != want {
+		t.Error("the side stream's histogram did not see the upload queued before UseSideStream")
+	}
+}
