@@ -65,61 +65,73 @@ func TestSideStreamOrderAgainstCompute(t *testing.T) {
 		return p
 	}
 	vals := compute(2*n, 0xFF)
-	if err := c.Upload(vals, Bytes(src)); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.AfterDefault(); err != nil { // the encode reads what the trainer wrote
-		t.Fatal(err)
-	}
-	tt, err := d.NewTensorIn(busyAlloc{t, c}, n, l, cb, len(want.Overflow)+64, Weights)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tt.Free()
-	if err := d.Encode(tt, External(vals, 2*n)); err != nil {
-		t.Fatal(err)
-	}
-	got := new(codec.Tensor)
-	if err := tt.Download(got); err != nil {
-		t.Fatal(err)
-	}
-	if err := sameTensor(want, got); err != nil {
-		t.Fatalf("encode of values the compute stream wrote, into memory it used: %v", err)
-	}
+	out := compute(2*n, 0xEE)
+	// Each round leaves the streams' order to the driver again (on the
+	// stand-in, a fresh draw of which ready stream runs first).
+	for round := range 6 {
+		if err := c.Memset(vals, 0xFF, 2*n); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Upload(vals, Bytes(src)); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.AfterDefault(); err != nil { // the encode reads what the trainer wrote
+			t.Fatal(err)
+		}
+		tt, err := d.NewTensorIn(busyAlloc{t, c}, n, l, cb, len(want.Overflow)+64, Weights)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Encode(tt, External(vals, 2*n)); err != nil {
+			t.Fatal(err)
+		}
+		got := new(codec.Tensor)
+		if err := tt.Download(got); err != nil {
+			t.Fatal(err)
+		}
+		if err := sameTensor(want, got); err != nil {
+			t.Fatalf("round %d: encode of values the compute stream wrote, into memory it used: %v", round, err)
+		}
 
-	out := compute(2*n, 0xEE) // the trainer's last use of out
-	if err := d.AfterDefault(); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Decode(External(out, 2*n), tt); err != nil {
-		t.Fatal(err)
-	}
-	p, err := d.Point()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.HoldDefault(p); err != nil {
-		t.Fatal(err)
-	}
-	back := make([]uint16, n)
-	if err := c.Download(Bytes(back), out); err != nil {
-		t.Fatal(err)
-	}
-	if i := testbf16.FirstDiff(src, back); i >= 0 {
-		t.Fatalf("the compute stream read the decode at %d of %d: %#04x, want %#04x", i, n, back[i], src[i])
-	}
+		if err := c.Memset(out, 0xEE, 2*n); err != nil { // the trainer's last use of out
+			t.Fatal(err)
+		}
+		if err := d.AfterDefault(); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Decode(External(out, 2*n), tt); err != nil {
+			t.Fatal(err)
+		}
+		p, err := d.Point()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.HoldDefault(p); err != nil {
+			t.Fatal(err)
+		}
+		back := make([]uint16, n)
+		if err := c.Download(Bytes(back), out); err != nil {
+			t.Fatal(err)
+		}
+		if i := testbf16.FirstDiff(src, back); i >= 0 {
+			t.Fatalf("round %d: the compute stream read the decode at %d of %d: %#04x, want %#04x", round, i, n, back[i], src[i])
+		}
 
-	read, err := d.QueueStatusRead(Buffer{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := read.Wait(); err != nil {
-		t.Fatalf("status read: %v", err)
-	}
-	if err := read.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if tt.OverflowLen() != len(want.Overflow) {
-		t.Errorf("status read: overflow %d bytes, want %d", tt.OverflowLen(), len(want.Overflow))
+		read, err := d.QueueStatusRead(Buffer{}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := read.Wait(); err != nil {
+			t.Fatalf("round %d: status read: %v", round, err)
+		}
+		if err := read.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if tt.OverflowLen() != len(want.Overflow) {
+			t.Errorf("round %d: status read: overflow %d bytes, want %d", round, tt.OverflowLen(), len(want.Overflow))
+		}
+		if err := tt.Free(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
