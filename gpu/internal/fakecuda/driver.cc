@@ -412,6 +412,13 @@ struct Lock {
   }
 };
 
+// needDevice is what the device's calls check: cuInit first, device 0.
+CUresult needDevice(const char* call, CUdevice d) {
+  if (!initialized) return fail(kNotInitialized, "%s before cuInit", call);
+  if (d != 0) return fail(kInvalidDevice, "%s: no device %d (1 present)", call, d);
+  return kSuccess;
+}
+
 }  // namespace
 
 // ---- initialisation, the device ------------------------------------------
@@ -440,17 +447,15 @@ API CUresult cuDeviceGetCount(int* n) {
 
 API CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   Lock l;
-  if (!initialized) return fail(kNotInitialized, "cuDeviceGet before cuInit");
   if (d == nullptr) return kInvalidValue;
-  if (ordinal != 0) return fail(kInvalidDevice, "cuDeviceGet: no device %d (1 present)", ordinal);
+  if (CUresult r = needDevice("cuDeviceGet", ordinal)) return r;
   *d = 0;
   return kSuccess;
 }
 
 API CUresult cuDeviceGetName(char* buf, int n, CUdevice d) {
   Lock l;
-  if (!initialized) return fail(kNotInitialized, "cuDeviceGetName before cuInit");
-  if (d != 0) return fail(kInvalidDevice, "cuDeviceGetName: device %d", d);
+  if (CUresult r = needDevice("cuDeviceGetName", d)) return r;
   if (buf == nullptr || n <= 0) return kInvalidValue;
   snprintf(buf, n, "%s", kDeviceName);
   return kSuccess;
@@ -458,8 +463,7 @@ API CUresult cuDeviceGetName(char* buf, int n, CUdevice d) {
 
 API CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice d) {
   Lock l;
-  if (!initialized) return fail(kNotInitialized, "cuDeviceGetAttribute before cuInit");
-  if (d != 0) return fail(kInvalidDevice, "cuDeviceGetAttribute: device %d", d);
+  if (CUresult r = needDevice("cuDeviceGetAttribute", d)) return r;
   if (v == nullptr) return kInvalidValue;
   switch (attr) {
     case 1: *v = 1024; break;            // max threads per block
@@ -475,8 +479,7 @@ API CUresult cuDeviceGetAttribute(int* v, int attr, CUdevice d) {
 
 API CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
   Lock l;
-  if (!initialized) return fail(kNotInitialized, "cuDevicePrimaryCtxRetain before cuInit");
-  if (d != 0) return fail(kInvalidDevice, "cuDevicePrimaryCtxRetain: device %d", d);
+  if (CUresult r = needDevice("cuDevicePrimaryCtxRetain", d)) return r;
   if (c == nullptr) return kInvalidValue;
   if (primary.refs++ == 0) primary.generation++;
   *c = (CUcontext)(uintptr_t)contextHandle();
@@ -485,8 +488,7 @@ API CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
 
 API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
   Lock l;
-  if (!initialized) return fail(kNotInitialized, "cuDevicePrimaryCtxRelease before cuInit");
-  if (d != 0) return fail(kInvalidDevice, "cuDevicePrimaryCtxRelease: device %d", d);
+  if (CUresult r = needDevice("cuDevicePrimaryCtxRelease", d)) return r;
   if (primary.refs == 0) return fail(kInvalidContext, "cuDevicePrimaryCtxRelease: the primary context is not retained");
   if (--primary.refs == 0) reset();
   return kSuccess;
