@@ -130,6 +130,31 @@ var drops = []drop{
 		old: "func (g gpuCopyStream) Hold(point uint64) error { return g.d.HoldDefault(point) }",
 		new: "func (g gpuCopyStream) Hold(point uint64) error { return nil }",
 		why: "the copy floor's views used by the trainer after their copy"},
+
+	// The side-stream points the trainer records as a block's last use by
+	// the codec, from which the pool's fence (pool-fence) holds the default
+	// stream: dropping one hands a block over before the codec is done.
+	{name: "point-encode-source", file: "trainer/cudabackend/gpucodec.go",
+		old: "\t\tq.g.mem.Touch(q.at, pt)\n", new: "",
+		why: "flush: an encode batch's sources used by the side stream up to its point"},
+	{name: "point-fused-gradient", file: "trainer/cudabackend/gpucodec.go",
+		old: "\tjob.Outs[0].(*gpuTensor).mem.Touch(job.G, pt)\n", new: "",
+		why: "usedBy: a fused update's gradient used by the side stream up to its point"},
+	{name: "point-sections-freed", file: "trainer/cudabackend/gpucodec.go",
+		old: "\t\ta.mem.Touch(p, point)\n", new: "",
+		why: "memAlloc.FreeAfter: a tensor's sections given back at the side stream's point"},
+	{name: "point-used-with", file: "trainer/cudabackend/gpucodec.go",
+		old: "\tfor _, p := range ps {\n\t\tg.mem.Touch(p, pt)\n\t}", new: "",
+		why: "usedWith: the source of an encode made again used by the side stream up to its point"},
+	{name: "point-decoded-view", file: "trainer/cudabackend/gpucodec.go",
+		old: "\t\tg.mem.Touch(p, pt)\n\t\tc.decoded[p] = pt", new: "\t\tc.decoded[p] = pt",
+		why: "decodedInto: a decode's view written by the side stream up to its point"},
+	{name: "point-arena", file: "trainer/cudabackend/gpucodec.go",
+		old: "\t\t\tmem.Touch(a.buf, pt)\n", new: "",
+		why: "the histogram arena's old block read by the side stream's copy up to its point"},
+	{name: "point-free-tag", file: "trainer/cudabackend/mem.go",
+		old: "\tm.freeTag = max(prev, point)\n", new: "",
+		why: "freeTagged: a compressed tensor's blocks given back as used up to its last point"},
 }
 
 // packages are what a drop is tested by, in order (gpu's suite is quick).
