@@ -81,3 +81,40 @@ func TestGemmCheckBoundsToInt32(t *testing.T) {
 		}
 	}
 }
+
+// Millis waits for its end event: read at once after the records, with
+// work queued between them, it gives a time, not an error.
+func TestComputeMillisWaits(t *testing.T) {
+	d := freshDevice(t)
+	c := d.Compute()
+	p, err := c.Alloc(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Free(p)
+	a, err := c.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DestroyEvent(a)
+	b, err := c.NewEvent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.DestroyEvent(b)
+	for range 3 {
+		if err := c.Record(a); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Memset(p, 1, 1<<20); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Record(b); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := c.Millis(a, b)
+		if err != nil || ms < 0 {
+			t.Fatalf("Millis right after the records: %v ms (%v)", ms, err)
+		}
+	}
+}
