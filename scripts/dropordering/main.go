@@ -100,7 +100,7 @@ var drops = []drop{
 		old: "\t\tif err := dev.AfterDefault(); err != nil {\n\t\t\tmem.Free(p)", new: "\t\tif err := error(nil); err != nil {\n\t\t\tmem.Free(p)",
 		why: "the histogram arena's new block after the default stream's last use of it"},
 	{name: "codec-ready-hold", file: "trainer/cudabackend/gpucodec.go",
-		old: "\tdelete(c.decoded, p)\n\treturn c.dev.HoldDefault(pt)", new: "\tdelete(c.decoded, p)\n\treturn nil",
+		old: "\tdelete(c.decoded, p)\n\treturn c.dev.HoldDefault(pt)", new: "\tdelete(c.decoded, p)\n\t_ = pt\n\treturn nil",
 		why: "gpuCodec.Ready: the trainer's use of a decoded view after its decode"},
 	{name: "codec-pool-hold", file: "trainer/cudabackend/gpucodec.go",
 		old: "func (c *gpuCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }",

@@ -1,0 +1,81 @@
+package cudabackend
+
+import (
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/trainer"
+)
+
+// readPending hands a block of bytes back to the run's pool while the
+// trainer's stream still has a read of it queued (a copy into a buffer of
+// its own, returned): the block's next user, if it is the codec's side
+// stream, must wait for that read. The block holds 0x3c3c... before.
+func readPending(h *tdev, bytes int64) (copied gpu.Ptr) {
+	h.t.Helper()
+	block := h.alloc(bytes)
+	h.check(h.d.Memset(block, 0x3c, bytes))
+	copied = h.alloc(bytes)
+	h.check(h.d.Sync())
+	h.check(h.d.Copy(copied, block, bytes)) // queued, not waited for
+	h.mem.Free(block)
+	return copied
+}
+
+// checkPending checks that the trainer's queued read saw the block as it
+// was: n BF16 values of 0x3c3c.
+func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
+	h.t.Helper()
+	want := make([]uint16, n)
+	for i := range want {
+		want[i] = 0x3c3c
+	}
+	assertSameBF16(h.t, what, h.get16(copied, n), want)
+}
+
+// The codec's scratch for a fused output's histogram (histogramOf) is a
+// block the trainer may still be reading: the decode into it waits.
+func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	v := h.randBF16(5000, 0, 0.02)
+	src := h.bf16(v)
+	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	var want codec.Histogram
+	for _, x := range v {
+		want[(x>>7)&0xFF]++
+	}
+	for round := range 4 {
+		copied := readPending(h, 2*int64(len(v)))
+		got, err := gc.histogramOf(ct.(*gpuTensor))
+		h.check(err)
+		if got != want {
+			t.Errorf("round %d: the histogram of the decoded values differs from theirs", round)
+		}
+		checkPending(h, "the trainer's read of the block the codec decoded into next", copied, len(v))
+	}
+	gc.Free(h.mem, ct)
+}
+
+// When a window's histogram arena grows, the copy into its new block
+// waits for the trainer's last use of that block.
+func TestGPUCodecArenaAfterTrainerRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	a := &gc.arena
+	for range 64 {
+		_, err := a.take(h.mem, gc.dev)
+		h.check(err)
+	}
+	grown := int64(128 * histSlotBytes)
+	copied := readPending(h, grown)
+	_, err := a.take(h.mem, gc.dev) // grows the arena into the block, copying 64 slots
+	h.check(err)
+	h.check(gc.dev.Synchronize())
+	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
+	h.mem.Free(a.buf)
+}
