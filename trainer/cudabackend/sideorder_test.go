@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"fmt"
 	"testing"
 
 	"lcttop/codec"
@@ -78,4 +79,47 @@ func TestGPUCodecArenaAfterTrainerRead(t *testing.T) {
 	h.check(gc.dev.Synchronize())
 	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
 	h.mem.Free(a.buf)
+}
+
+// A block the codec's side stream read, given back to the pool, is handed
+// to the trainer only behind the side stream's work up to that read (the
+// pool's fence, gpuCodec.Hold): the trainer's write into it waits.
+func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	first := h.bf16(h.randBF16(5000, 0, 0.02))
+	ct, err := gc.Encode(h.mem, "w", trainer.Weights, first, 5000, cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: first}})) // the key's code and overflow room
+	gc.Free(h.mem, ct)
+	for round := range 4 {
+		v := h.randBF16(5000, 0, 0.02)
+		kept := h.bf16(v) // for an encode made again at the settle
+		src := h.bf16(v)
+		ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+		h.check(err)
+		h.check(gc.flush()) // the encode reading src is queued on the side stream
+		h.mem.Free(src)
+		again, err := h.mem.Alloc(scratchCat, 2*int64(len(v)))
+		h.check(err)
+		if again != src {
+			t.Fatalf("round %d: the pool handed out another block", round)
+		}
+		h.check(h.d.Memset(again, 0, 2*int64(len(v)))) // the trainer's write into it
+		var one [2]byte
+		h.check(h.d.Download(one[:], again)) // the trainer's stream runs its work so far
+		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: kept}}))
+		out := h.alloc(2 * int64(len(v)))
+		h.check(gc.Decode(out, ct))
+		h.check(gc.Settle(h.mem, nil))
+		h.check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded from a block the trainer took back", round), h.get16(out, len(v)), v)
+		gc.Free(h.mem, ct)
+		for _, p := range []gpu.Ptr{again, kept, out} {
+			h.mem.Free(p)
+		}
+	}
 }
