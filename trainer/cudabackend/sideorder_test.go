@@ -123,3 +123,29 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 		}
 	}
 }
+
+// An LCT run on a codec with a side stream gives the shared pool the
+// codec's fence (TestPoolHoldsTrainerAfterCodecRead is what the fence
+// keeps right), and a run on a codec without one leaves the pool's alone.
+func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	cfg := Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, "sgd")}
+	vals := trainer.InitialValues(codecModel, 4)
+	b, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: gc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if f, ok := b.pool.fence.(*gpuCodec); !ok || f != gc {
+		t.Errorf("the LCT run's pool has fence %T, want its GPU codec", b.pool.fence)
+	}
+	h, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: &HostCodec{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.pool.fence != nil {
+		t.Errorf("a run on the host codec has a fence, %T", h.pool.fence)
+	}
+}
