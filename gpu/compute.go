@@ -41,6 +41,9 @@ func (c *Compute) Device() *Device { return c.d }
 func (c *Compute) call(f func() error) error {
 	c.d.computeMu.Lock()
 	defer c.d.computeMu.Unlock()
+	if c.d.closed {
+		return errClosed
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.d.drv.makeCurrent(); err != nil {

@@ -18,7 +18,9 @@ import (
 // the host at SyncStatus.
 type Device struct {
 	mu sync.Mutex
-	// computeMu serializes the compute view's calls (compute.go).
+	// computeMu serializes the compute view's calls (compute.go); Close
+	// takes it after mu, as the codec's work does when it allocates through
+	// the view.
 	computeMu sync.Mutex
 	drv       driver
 	info      deviceInfo
@@ -115,10 +117,14 @@ func (d *Device) Name() string { return d.info.Name }
 // Emulated reports whether d is the CPU emulation (OpenEmulated).
 func (d *Device) Emulated() bool { return d.info.Emulated }
 
-// Close frees every buffer the device still holds and releases the GPU.
+// Close frees every buffer the device still holds and releases the GPU. It
+// waits for a call of the compute view that is running, and the view's
+// later calls fail.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.computeMu.Lock()
+	defer d.computeMu.Unlock()
 	if d.closed {
 		return nil
 	}

@@ -23,12 +23,25 @@ import (
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
 func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
-	g, err := gpu.Open()
+	g, err := openGPU()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
 	defer g.Close()
 	return trainOnDevice(ctx, out, g, cfg, cf, mode)
+}
+
+// openGPU opens the GPU (gpu.Open) and says on stderr when the driver
+// could not keep the kernels it compiled, so that each start waits for
+// the compiler again.
+func openGPU() (*gpu.Device, error) {
+	g, err := gpu.Open()
+	if err == nil {
+		if note := g.JITCacheNote(); note != "" {
+			fmt.Fprintln(os.Stderr, "lcttop: note:", note)
+		}
+	}
+	return g, err
 }
 
 // deviceLine is a step's JSON line: the headless line of the trainer's

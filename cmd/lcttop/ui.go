@@ -217,7 +217,7 @@ func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err 
 	closeFn = func() {}
 	if cfg.Backend == "" || cfg.Backend == "cuda" {
 		model := cfg.Model
-		g, gerr := gpu.Open()
+		g, gerr := openGPU()
 		switch {
 		case gerr == nil:
 			cfg.Backend = "cuda"
