@@ -1,0 +1,41 @@
+package vec
+
+import "golang.org/x/sys/cpu"
+
+// archImpls lists the assembly implementations this CPU runs.
+func archImpls() []impl {
+	var out []impl
+	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
+		out = append(out, impl{name: "avx512", mr: 8, nr: 32, tile: tileAVX512, tileBF16: tileBF16AVX512, step: 16, widen: widenAVX512, round: roundAVX512})
+	}
+	if cpu.X86.HasAVX2 {
+		out = append(out, impl{name: "avx2", mr: 6, nr: 16, tile: tileAVX2, tileBF16: tileBF16AVX2, step: 16, widen: widenAVX2, round: roundAVX2})
+	}
+	return out
+}
+
+// Implemented in vec_amd64.s; ks, ldc and ldo count elements.
+
+//go:noescape
+func tileAVX512(a *float32, ks int, b *float32, k int, c *float32, ldc int)
+
+//go:noescape
+func tileBF16AVX512(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
+
+//go:noescape
+func widenAVX512(dst *float32, src *uint16, n int)
+
+//go:noescape
+func roundAVX512(dst *uint16, src *float32, n int)
+
+//go:noescape
+func tileAVX2(a *float32, ks int, b *float32, k int, c *float32, ldc int)
+
+//go:noescape
+func tileBF16AVX2(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
+
+//go:noescape
+func widenAVX2(dst *float32, src *uint16, n int)
+
+//go:noescape
+func roundAVX2(dst *uint16, src *float32, n int)

@@ -1,0 +1,104 @@
+package ops
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
+)
+
+// specialBF16 are patterns every op must carry like its scalar version:
+// zeros of both signs, subnormals, infinities, NaNs, the largest values.
+var specialBF16 = []uint16{0x0000, 0x8000, 0x0001, 0x807f, 0x7f80, 0xff80, 0x7fc0, 0xffc1, 0x7f81, 0x7f7f, 0xff7f}
+
+// randSpecial is randBF16 with about one value in every 1/rate replaced by
+// a special pattern (none when rate is 0).
+func randSpecial(r *rand.Rand, n int, scale float64, rate float64) []uint16 {
+	v := randBF16(r, n, scale)
+	for i := range v {
+		if rate > 0 && r.Float64() < rate {
+			v[i] = specialBF16[r.IntN(len(specialBF16))]
+		}
+	}
+	return v
+}
+
+// sameBF16 says whether two results agree: the same bits, or both NaN
+// (where two NaNs meet, which payload survives is the compiler's and the
+// CPU's choice; Go fixes no operand order).
+func sameBF16(a, b uint16) bool { return a == b || a&0x7fff > 0x7f80 && b&0x7fff > 0x7f80 }
+
+func sameF32(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+}
+
+func assertSame(t *testing.T, what string, got, want []uint16) {
+	t.Helper()
+	for i := range want {
+		if !sameBF16(got[i], want[i]) {
+			t.Fatalf("%s[%d] = %#04x, the scalar version gives %#04x", what, i, got[i], want[i])
+		}
+	}
+}
+
+func assertSameF32(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if !sameF32(got[i], want[i]) {
+			t.Fatalf("%s[%d] = %#08x, the scalar version gives %#08x", what, i, math.Float32bits(got[i]), math.Float32bits(want[i]))
+		}
+	}
+}
+
+// eachVariant runs f under every vec implementation this machine has, with
+// 1, 2 and 3 workers.
+func eachVariant(t *testing.T, f func(t *testing.T)) {
+	for _, name := range vec.Names() {
+		for _, w := range []int{1, 2, 3} {
+			t.Run(fmt.Sprintf("%s/workers=%d", name, w), func(t *testing.T) {
+				restore, err := vec.Use(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer restore()
+				old := par.SetWorkers(w)
+				defer par.SetWorkers(old)
+				f(t)
+			})
+		}
+	}
+}
+
+// The rates of special values the fast-path tests use: none, and enough
+// that most rows and columns meet one.
+var specialRates = []float64{0, 0.02}
+
+func TestLinearMatchesScalar(t *testing.T) {
+	eachVariant(t, func(t *testing.T) {
+		r := newRand(40)
+		for _, l := range []Linear{{N: 1, In: 1, Out: 1}, {N: 9, In: 13, Out: 35}, {N: 70, In: 33, Out: 65}, {N: 64, In: 128, Out: 96}} {
+			for _, rate := range specialRates {
+				x, w, b := randSpecial(r, l.N*l.In, 1, rate), randSpecial(r, l.Out*l.In, 0.1, rate), randSpecial(r, l.Out, 0.1, rate)
+				dy := randSpecial(r, l.N*l.Out, 1, rate)
+				y, wy := make([]uint16, l.N*l.Out), make([]uint16, l.N*l.Out)
+				l.Forward(y, x, w, b)
+				scalarLinearForward(l, wy, x, w, b)
+				assertSame(t, "y", y, wy)
+				l.Forward(y, x, w, nil)
+				scalarLinearForward(l, wy, x, w, nil)
+				assertSame(t, "y without bias", y, wy)
+				dx, dw, db := make([]uint16, l.N*l.In), make([]uint16, l.Out*l.In), make([]uint16, l.Out)
+				wdx, wdw, wdb := make([]uint16, l.N*l.In), make([]uint16, l.Out*l.In), make([]uint16, l.Out)
+				l.BackwardInput(dx, dy, w)
+				l.BackwardWeight(dw, db, dy, x)
+				scalarLinearBackward(l, wdx, wdw, wdb, dy, x, w)
+				assertSame(t, "dx", dx, wdx)
+				assertSame(t, "dW", dw, wdw)
+				assertSame(t, "db", db, wdb)
+			}
+		}
+	})
+}
