@@ -102,3 +102,41 @@ func TestLinearMatchesScalar(t *testing.T) {
 		}
 	})
 }
+
+func TestAttentionMatchesScalar(t *testing.T) {
+	eachVariant(t, func(t *testing.T) {
+		r := newRand(41)
+		for _, a := range []Attention{{B: 1, T: 1, C: 4, H: 2}, {B: 2, T: 9, C: 16, H: 4}, {B: 2, T: 37, C: 96, H: 2}, {B: 1, T: 64, C: 128, H: 4}} {
+			for _, rate := range []float64{0, 0.0005} {
+				qkv, dy := randSpecial(r, a.B*a.T*3*a.C, 1, rate), randSpecial(r, a.B*a.T*a.C, 1, rate)
+				y, wy := make([]uint16, len(dy)), make([]uint16, len(dy))
+				a.Forward(y, qkv)
+				scalarAttentionForward(a, wy, qkv)
+				assertSame(t, "y", y, wy)
+				d, wd := make([]uint16, len(qkv)), make([]uint16, len(qkv))
+				a.Backward(d, dy, qkv)
+				scalarAttentionBackward(a, wd, dy, qkv)
+				assertSame(t, "dqkv", d, wd)
+			}
+		}
+	})
+}
+
+// TestGELUEveryPattern: the tables give the scalar formulas' bits for all
+// 65,536 inputs.
+func TestGELUEveryPattern(t *testing.T) {
+	x := make([]uint16, 1<<16)
+	for i := range x {
+		x[i] = uint16(i)
+	}
+	r := newRand(42)
+	dy := randSpecial(r, len(x), 1, 0.01)
+	y, wy := make([]uint16, len(x)), make([]uint16, len(x))
+	GELUForward(y, x)
+	scalarGELUForward(wy, x)
+	assertSame(t, "gelu", y, wy)
+	dx, wdx := make([]uint16, len(x)), make([]uint16, len(x))
+	GELUBackward(dx, dy, x)
+	scalarGELUBackward(wdx, dy, x)
+	assertSame(t, "gelu backward", dx, wdx)
+}

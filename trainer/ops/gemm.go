@@ -10,7 +10,6 @@ package ops
 import (
 	"sync"
 
-	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
 	"lcttop/trainer/internal/vec"
 )
@@ -19,10 +18,10 @@ import (
 // so that a B panel is read from cache that often before the next.
 const gemmRowPanels = 4
 
-// packFunc fills a packed panel with n rows (of A) or columns (of B)
-// starting at start: panel[kk·width + i] = operand[start+i][kk], where width
-// is the tile's mr or nr. The rest of the panel is zero when called.
-type packFunc func(start, n int, panel []float32)
+// packFunc fills dst with n rows (of A) or columns (of B) starting at start,
+// transposed: dst[kk·ld + i] = operand[start+i][kk] for kk < K. Lanes past n
+// are zero when called.
+type packFunc func(start, n int, dst []float32, ld int)
 
 // gemm computes, for r < rows and c < cols,
 //
@@ -34,9 +33,9 @@ type packFunc func(start, n int, panel []float32)
 // B[c][k]) so callers can pass transposed or strided operands.
 //
 // B is packed once, in panels of nr columns; each goroutine then packs
-// gemmRowPanels panels of mr rows of A at a time and runs the tile product
-// (package vec) over every B panel. Every output is one tile lane's sum over
-// the whole of K, so the split decides only who computes what.
+// gemmRowPanels·mr rows of A at a time and runs the tile product (package
+// vec) over every B panel. Every output is one tile lane's sum over the
+// whole of K, so the split decides only who computes what.
 func gemm(out []uint16, rows, cols, K int, bias []uint16, packA, packB packFunc) {
 	if rows == 0 || cols == 0 {
 		return
@@ -48,8 +47,11 @@ func gemm(out []uint16, rows, cols, K int, bias []uint16, packA, packB packFunc)
 	par.For(panels, 1, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			panel := (*bp)[p*K*nr : (p+1)*K*nr]
-			clear(panel)
-			packB(p*nr, min(nr, cols-p*nr), panel)
+			n := min(nr, cols-p*nr)
+			if n < nr {
+				clear(panel)
+			}
+			packB(p*nr, n, panel, nr)
 		}
 	})
 	bb := getScratch(panels * nr)
@@ -61,32 +63,31 @@ func gemm(out []uint16, rows, cols, K int, bias []uint16, packA, packB packFunc)
 	}
 	blockRows := gemmRowPanels * mr
 	blocks := (rows + blockRows - 1) / blockRows
-	// Split the rows where there are enough of them, else the columns.
 	run := func(b0, b1, p0, p1 int) {
-		as := getScratch(gemmRowPanels*K*mr + mr*nr)
+		as := getScratch(K * blockRows)
 		defer putScratch(as)
-		apanels, tmp := (*as)[:gemmRowPanels*K*mr], make([]uint16, mr*nr)
+		ablock, tmp := *as, make([]uint16, mr*nr)
 		for b := b0; b < b1; b++ {
 			r0 := b * blockRows
-			np := min(gemmRowPanels, (rows-r0+mr-1)/mr)
-			for i := range np {
-				panel := apanels[i*K*mr : (i+1)*K*mr]
-				clear(panel)
-				packA(r0+i*mr, min(mr, rows-r0-i*mr), panel)
+			n := min(blockRows, rows-r0)
+			if n < blockRows {
+				clear(ablock)
 			}
+			packA(r0, n, ablock, blockRows)
+			np := (n + mr - 1) / mr
 			for p := p0; p < p1; p++ {
 				c0 := p * nr
 				nc := min(nr, cols-c0)
 				bpanel := (*bp)[p*K*nr : (p+1)*K*nr]
 				for i := range np {
 					ri := r0 + i*mr
-					panel := apanels[i*K*mr : (i+1)*K*mr]
+					a := ablock[i*mr:]
 					nrows := min(mr, rows-ri)
 					if nrows == mr && nc == nr {
-						vec.MulTileBF16(out[ri*cols+c0:], cols, panel, mr, bpanel, K, biasF[c0:c0+nr])
+						vec.MulTileBF16(out[ri*cols+c0:], cols, a, blockRows, bpanel, nr, K, biasF[c0:c0+nr])
 						continue
 					}
-					vec.MulTileBF16(tmp, nr, panel, mr, bpanel, K, biasF[c0:c0+nr])
+					vec.MulTileBF16(tmp, nr, a, blockRows, bpanel, nr, K, biasF[c0:c0+nr])
 					for r := range nrows {
 						copy(out[(ri+r)*cols+c0:(ri+r)*cols+c0+nc], tmp[r*nr:r*nr+nc])
 					}
@@ -94,6 +95,7 @@ func gemm(out []uint16, rows, cols, K int, bias []uint16, packA, packB packFunc)
 			}
 		}
 	}
+	// Split the rows where there are enough of them, else the columns.
 	if blocks >= par.Workers() || blocks >= panels {
 		par.For(blocks, 1, func(lo, hi int) { run(lo, hi, 0, panels) })
 	} else {
@@ -116,27 +118,20 @@ func getScratch(n int) *[]float32 {
 func putScratch(p *[]float32) { scratch.Put(p) }
 
 // packRows is a packFunc for an operand stored row by row (row i at
-// src[i*ld:], its K values contiguous): it transposes each row into the
-// panel's lane.
-func packRows(src []uint16, ld, K, width int) packFunc {
-	return func(start, n int, panel []float32) {
-		for i := range n {
-			row := src[(start+i)*ld : (start+i)*ld+K]
-			lane := panel[i:]
-			for kk, v := range row {
-				lane[kk*width] = bf16.ToFloat32(v)
-			}
-		}
+// src[i*ld:], its K values contiguous): each row is transposed into a lane.
+func packRows(src []uint16, ld, K int) packFunc {
+	return func(start, n int, dst []float32, ldd int) {
+		vec.TransposeWiden(dst, ldd, src[start*ld:], ld, n, K)
 	}
 }
 
 // packColumns is a packFunc for an operand whose rows, as gemm reads them,
 // are columns of src (element [i][kk] at src[kk*ld + i]): each inner index's
 // n values are contiguous in src and widened in one piece.
-func packColumns(src []uint16, ld, K, width int) packFunc {
-	return func(start, n int, panel []float32) {
+func packColumns(src []uint16, ld, K int) packFunc {
+	return func(start, n int, dst []float32, ldd int) {
 		for kk := range K {
-			vec.Widen(panel[kk*width:kk*width+n], src[kk*ld+start:kk*ld+start+n])
+			vec.Widen(dst[kk*ldd:kk*ldd+n], src[kk*ld+start:kk*ld+start+n])
 		}
 	}
 }

@@ -12,21 +12,18 @@ type Linear struct{ N, In, Out int }
 
 // Forward computes y[i][o] = bf16(Σ_k x[i][k]·W[o][k] + b[o]), k ascending.
 func (l Linear) Forward(y, x, w, b []uint16) {
-	mr, nr := vec.Tile()
-	gemm(y[:l.N*l.Out], l.N, l.Out, l.In, b, packRows(x, l.In, l.In, mr), packRows(w, l.In, l.In, nr))
+	gemm(y[:l.N*l.Out], l.N, l.Out, l.In, b, packRows(x, l.In, l.In), packRows(w, l.In, l.In))
 }
 
 // BackwardInput computes dx[i][k] = bf16(Σ_o dy[i][o]·W[o][k]), o ascending.
 func (l Linear) BackwardInput(dx, dy, w []uint16) {
-	mr, nr := vec.Tile()
-	gemm(dx[:l.N*l.In], l.N, l.In, l.Out, nil, packRows(dy, l.Out, l.Out, mr), packColumns(w, l.In, l.Out, nr))
+	gemm(dx[:l.N*l.In], l.N, l.In, l.Out, nil, packRows(dy, l.Out, l.Out), packColumns(w, l.In, l.Out))
 }
 
 // BackwardWeight computes dW[o][k] = bf16(Σ_i dy[i][o]·x[i][k]) and, if db is
 // not nil, db[o] = bf16(Σ_i dy[i][o]), i ascending.
 func (l Linear) BackwardWeight(dw, db, dy, x []uint16) {
-	mr, nr := vec.Tile()
-	gemm(dw[:l.Out*l.In], l.Out, l.In, l.N, nil, packColumns(dy, l.Out, l.N, mr), packColumns(x, l.In, l.N, nr))
+	gemm(dw[:l.Out*l.In], l.Out, l.In, l.N, nil, packColumns(dy, l.Out, l.N), packColumns(x, l.In, l.N))
 	if db == nil {
 		return
 	}

@@ -6,21 +6,21 @@ import "golang.org/x/sys/cpu"
 func archImpls() []impl {
 	var out []impl
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {
-		out = append(out, impl{name: "avx512", mr: 8, nr: 32, tile: tileAVX512, tileBF16: tileBF16AVX512, step: 16, widen: widenAVX512, round: roundAVX512})
+		out = append(out, impl{name: "avx512", mr: 8, nr: 32, tile: tileAVX512, tileBF16: tileBF16AVX512, step: 16, widen: widenAVX512, round: roundAVX512, adamW: adamWAVX512, sgd: sgdAVX512, tb: 16, transpose: transposeAVX512})
 	}
 	if cpu.X86.HasAVX2 {
-		out = append(out, impl{name: "avx2", mr: 6, nr: 16, tile: tileAVX2, tileBF16: tileBF16AVX2, step: 16, widen: widenAVX2, round: roundAVX2})
+		out = append(out, impl{name: "avx2", mr: 6, nr: 16, tile: tileAVX2, tileBF16: tileBF16AVX2, step: 16, widen: widenAVX2, round: roundAVX2, adamW: adamWAVX2, sgd: sgdAVX2, tb: 8, transpose: transposeAVX2})
 	}
 	return out
 }
 
-// Implemented in vec_amd64.s; ks, ldc and ldo count elements.
+// Implemented in vec_amd64.s; ks, kb, ldc and ldo count elements.
 
 //go:noescape
-func tileAVX512(a *float32, ks int, b *float32, k int, c *float32, ldc int)
+func tileAVX512(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
 
 //go:noescape
-func tileBF16AVX512(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
+func tileBF16AVX512(a *float32, ks int, b *float32, kb int, k int, bias *float32, out *uint16, ldo int)
 
 //go:noescape
 func widenAVX512(dst *float32, src *uint16, n int)
@@ -29,13 +29,31 @@ func widenAVX512(dst *float32, src *uint16, n int)
 func roundAVX512(dst *uint16, src *float32, n int)
 
 //go:noescape
-func tileAVX2(a *float32, ks int, b *float32, k int, c *float32, ldc int)
+func tileAVX2(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
 
 //go:noescape
-func tileBF16AVX2(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
+func tileBF16AVX2(a *float32, ks int, b *float32, kb int, k int, bias *float32, out *uint16, ldo int)
 
 //go:noescape
 func widenAVX2(dst *float32, src *uint16, n int)
 
 //go:noescape
 func roundAVX2(dst *uint16, src *float32, n int)
+
+//go:noescape
+func adamWAVX512(w, m, v, grad *uint16, n int, k *[9]float32)
+
+//go:noescape
+func sgdAVX512(w, m, grad *uint16, n int, k *[3]float32)
+
+//go:noescape
+func adamWAVX2(w, m, v, grad *uint16, n int, k *[9]float32)
+
+//go:noescape
+func sgdAVX2(w, m, grad *uint16, n int, k *[3]float32)
+
+//go:noescape
+func transposeAVX512(dst *float32, ldd int, src *uint16, lds int)
+
+//go:noescape
+func transposeAVX2(dst *float32, ldd int, src *uint16, lds int)

@@ -20,7 +20,8 @@
 	VMULPS Z20, Z17, Z19; \
 	VADDPS Z19, s1, s1
 
-// The loop over CX inner indices: SI walks a (R8 bytes a step), DI walks b.
+// The loop over CX inner indices: SI walks a (R8 bytes a step), DI walks b
+// (R10 bytes a step).
 #define LOOP512(label) \
 label: \
 	VMOVUPS (DI), Z16; \
@@ -34,7 +35,7 @@ label: \
 	ROW512(24, Z12, Z13); \
 	ROW512(28, Z14, Z15); \
 	ADDQ R8, SI; \
-	ADDQ $128, DI; \
+	ADDQ R10, DI; \
 	DECQ CX; \
 	JNZ label
 
@@ -69,17 +70,19 @@ label: \
 	VPMOVDW Z19, 32(DX); \
 	ADDQ R9, DX
 
-// func tileAVX512(a *float32, ks int, b *float32, k int, c *float32, ldc int)
-TEXT ·tileAVX512(SB), NOSPLIT, $0-48
+// func tileAVX512(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
+TEXT ·tileAVX512(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ ks+8(FP), R8
 	SHLQ $2, R8
 	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
+	MOVQ kb+24(FP), R10
+	SHLQ $2, R10
+	MOVQ k+32(FP), CX
 	ZERO512
 	LOOP512(tile512loop)
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R9
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R9
 	SHLQ $2, R9
 	VMOVUPS Z0, (DX); VMOVUPS Z1, 64(DX); ADDQ R9, DX
 	VMOVUPS Z2, (DX); VMOVUPS Z3, 64(DX); ADDQ R9, DX
@@ -92,21 +95,23 @@ TEXT ·tileAVX512(SB), NOSPLIT, $0-48
 	VZEROUPPER
 	RET
 
-// func tileBF16AVX512(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
-TEXT ·tileBF16AVX512(SB), NOSPLIT, $0-56
+// func tileBF16AVX512(a *float32, ks int, b *float32, kb int, k int, bias *float32, out *uint16, ldo int)
+TEXT ·tileBF16AVX512(SB), NOSPLIT, $0-64
 	MOVQ a+0(FP), SI
 	MOVQ ks+8(FP), R8
 	SHLQ $2, R8
 	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
+	MOVQ kb+24(FP), R10
+	SHLQ $2, R10
+	MOVQ k+32(FP), CX
 	ZERO512
 	LOOP512(tilebf512loop)
-	MOVQ bias+32(FP), BX
+	MOVQ bias+40(FP), BX
 	VMOVUPS (BX), Z28
 	VMOVUPS 64(BX), Z29
 	ROUNDCONST512
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), R9
+	MOVQ out+48(FP), DX
+	MOVQ ldo+56(FP), R9
 	SHLQ $1, R9
 	OUT512(Z0, Z1)
 	OUT512(Z2, Z3)
@@ -177,7 +182,7 @@ label: \
 	ROW2(16, Y8, Y9); \
 	ROW2(20, Y10, Y11); \
 	ADDQ R8, SI; \
-	ADDQ $64, DI; \
+	ADDQ R10, DI; \
 	DECQ CX; \
 	JNZ label
 
@@ -233,17 +238,19 @@ GLOBL roundQuiet<>(SB), RODATA|NOPTR, $32
 	STORE2(s0, s1); \
 	ADDQ R9, DX
 
-// func tileAVX2(a *float32, ks int, b *float32, k int, c *float32, ldc int)
-TEXT ·tileAVX2(SB), NOSPLIT, $0-48
+// func tileAVX2(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
+TEXT ·tileAVX2(SB), NOSPLIT, $0-56
 	MOVQ a+0(FP), SI
 	MOVQ ks+8(FP), R8
 	SHLQ $2, R8
 	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
+	MOVQ kb+24(FP), R10
+	SHLQ $2, R10
+	MOVQ k+32(FP), CX
 	ZERO2
 	LOOP2(tile2loop)
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R9
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R9
 	SHLQ $2, R9
 	VMOVUPS Y0, (DX); VMOVUPS Y1, 32(DX); ADDQ R9, DX
 	VMOVUPS Y2, (DX); VMOVUPS Y3, 32(DX); ADDQ R9, DX
@@ -254,18 +261,20 @@ TEXT ·tileAVX2(SB), NOSPLIT, $0-48
 	VZEROUPPER
 	RET
 
-// func tileBF16AVX2(a *float32, ks int, b *float32, k int, bias *float32, out *uint16, ldo int)
-TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-56
+// func tileBF16AVX2(a *float32, ks int, b *float32, kb int, k int, bias *float32, out *uint16, ldo int)
+TEXT ·tileBF16AVX2(SB), NOSPLIT, $0-64
 	MOVQ a+0(FP), SI
 	MOVQ ks+8(FP), R8
 	SHLQ $2, R8
 	MOVQ b+16(FP), DI
-	MOVQ k+24(FP), CX
+	MOVQ kb+24(FP), R10
+	SHLQ $2, R10
+	MOVQ k+32(FP), CX
 	ZERO2
 	LOOP2(tilebf2loop)
-	MOVQ bias+32(FP), BX
-	MOVQ out+40(FP), DX
-	MOVQ ldo+48(FP), R9
+	MOVQ bias+40(FP), BX
+	MOVQ out+48(FP), DX
+	MOVQ ldo+56(FP), R9
 	SHLQ $1, R9
 	OUT2(Y0, Y1)
 	OUT2(Y2, Y3)

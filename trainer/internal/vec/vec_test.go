@@ -31,10 +31,10 @@ func randFloats(r *rand.Rand, n int, specials bool) []float32 {
 }
 
 // refTile is the documented sum, one output at a time.
-func refTile(a []float32, ks int, b []float32, k, mr, nr, r, j int) float32 {
+func refTile(a []float32, ks int, b []float32, kb, k, r, j int) float32 {
 	var s float32
 	for kk := range k {
-		s += float32(b[kk*nr+j] * a[kk*ks+r])
+		s += float32(b[kk*kb+j] * a[kk*ks+r])
 	}
 	return s
 }
@@ -67,18 +67,18 @@ func TestMulTileMatchesSum(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
 		for trial := range 60 {
 			k := []int{0, 1, 2, 3, 7, 64, 129}[trial%7]
-			ks, ldc := mr+trial%3, nr+trial%5
+			ks, kb, ldc := mr+trial%3, nr+trial%4, nr+trial%5
 			specials := trial%2 == 1
 			a := randFloats(r, max(0, (k-1)*ks+mr), specials)
-			b := randFloats(r, k*nr, specials)
+			b := randFloats(r, max(0, (k-1)*kb+nr), specials)
 			c := randFloats(r, (mr-1)*ldc+nr, false)
-			MulTile(c, ldc, a, ks, b, k)
+			MulTile(c, ldc, a, ks, b, kb, k)
 			bias := randFloats(r, nr, specials)
 			out := make([]uint16, (mr-1)*ldc+nr)
-			MulTileBF16(out, ldc, a, ks, b, k, bias)
+			MulTileBF16(out, ldc, a, ks, b, kb, k, bias)
 			for i := range mr {
 				for j := range nr {
-					want := refTile(a, ks, b, k, mr, nr, i, j)
+					want := refTile(a, ks, b, kb, k, i, j)
 					if got := c[i*ldc+j]; !sameBits(got, want) {
 						t.Fatalf("k %d: c[%d][%d] = %#08x, want %#08x", k, i, j, math.Float32bits(got), math.Float32bits(want))
 					}
@@ -147,9 +147,32 @@ func BenchmarkMulTile(b *testing.B) {
 			out, bias := make([]uint16, mr*nr), make([]float32, nr)
 			b.SetBytes(int64(4 * (k*mr + k*nr)))
 			for b.Loop() {
-				MulTileBF16(out, nr, a, mr, bb, k, bias)
+				MulTileBF16(out, nr, a, mr, bb, nr, k, bias)
 			}
 			b.ReportMetric(float64(b.N)*float64(mr*nr*k)/b.Elapsed().Seconds()/1e9, "Gmuladd/s")
 		})
 	}
+}
+
+func TestTransposeWiden(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(5, 6))
+		for _, shape := range [][2]int{{1, 1}, {16, 16}, {8, 8}, {17, 33}, {32, 48}, {5, 64}, {40, 7}} {
+			rows, cols := shape[0], shape[1]
+			lds, ldd := cols+3, rows+5
+			src := make([]uint16, rows*lds)
+			for i := range src {
+				src[i] = uint16(r.Uint32())
+			}
+			dst := make([]float32, cols*ldd)
+			TransposeWiden(dst, ldd, src, lds, rows, cols)
+			for i := range rows {
+				for c := range cols {
+					if got := math.Float32bits(dst[c*ldd+i]); got != uint32(src[i*lds+c])<<16 {
+						t.Fatalf("%dx%d: dst[%d][%d] = %#08x, want %#04x<<16", rows, cols, c, i, got, src[i*lds+c])
+					}
+				}
+			}
+		}
+	})
 }
