@@ -72,24 +72,24 @@ func (a Attention) Backward(dqkv, dy, qkv []uint16) {
 
 // probs fills p[0..t] with the softmax over u ≤ t of s[u]·scale, where s
 // holds the dots q_t·k_u (ascending d): max, e[u] = exp(s[u]·scale − max)
-// rounded to float32, their sum in ascending u, p[u] = e[u]·(1/sum).
-func probs(p, s []float32, t int, scale float32) {
-	p, s = p[:t+1], s[:t+1]
+// rounded to float32, their sum in ascending u, p[u] = e[u]·(1/sum). p may
+// be s; e is scratch of t+1 values.
+func probs(p, s, e []float32, t int, scale float32) {
+	p, s, e = p[:t+1], s[:t+1], e[:t+1]
 	m := float32(math.Inf(-1))
 	for u, d := range s {
 		v := float32(d * scale)
 		p[u] = v
 		m = max(m, v)
 	}
+	vec.ExpShifted(e, p, m)
 	var sum float32
-	for u, v := range p {
-		e := float32(math.Exp(float64(v - m)))
-		p[u] = e
-		sum += e
+	for _, x := range e {
+		sum += x
 	}
 	inv := 1 / sum
-	for u, e := range p {
-		p[u] = float32(e * inv)
+	for u, x := range e {
+		p[u] = float32(x * inv)
 	}
 }
 
@@ -100,7 +100,7 @@ type headScratch struct {
 	q, k, v, dy     []float32 // Tp×Dp, row t = position t
 	qT, kT, vT, dyT []float32 // D×Tp, transposed
 	s, sT, ds       []float32 // Tp×Tp: dots, then probabilities; p transposed or ds transposed; ds
-	tile            []float32
+	e, tile         []float32
 	tileBF          []uint16
 	zero            []float32
 }
@@ -122,7 +122,7 @@ func (a Attention) getHead() *headScratch {
 		hs.q, hs.k, hs.v, hs.dy = n(Tp*Dp), n(Tp*Dp), n(Tp*Dp), n(Tp*Dp)
 		hs.qT, hs.kT, hs.vT, hs.dyT = n(D*Tp), n(D*Tp), n(D*Tp), n(D*Tp)
 		hs.s, hs.sT, hs.ds = n(Tp*Tp), n(Tp*Tp), n(Tp*Tp)
-		hs.tile, hs.tileBF, hs.zero = n(mr*nr), make([]uint16, mr*nr), n(nr)
+		hs.e, hs.tile, hs.tileBF, hs.zero = n(Tp), n(mr*nr), make([]uint16, mr*nr), n(nr)
 	}
 	return hs
 }
@@ -199,7 +199,7 @@ func (hs *headScratch) forward(a Attention, y []uint16, b, h int) {
 	clear(hs.sT)
 	for t := range T {
 		row := hs.s[t*Tp : t*Tp+t+1]
-		probs(row, row, t, scale)
+		probs(row, row, hs.e, t, scale)
 		for u, p := range row {
 			hs.sT[u*Tp+t] = p
 		}
@@ -230,7 +230,7 @@ func (hs *headScratch) backward(a Attention, dqkv []uint16, b, h int) {
 	p, dp := hs.s, hs.ds // dp is computed into ds, then replaced by ds row by row
 	for t := range T {
 		row := p[t*Tp : t*Tp+Tp]
-		probs(row, row, t, scale)
+		probs(row, row, hs.e, t, scale)
 		clear(row[t+1:])
 	}
 	for t0 := 0; t0 < T; t0 += mr {
@@ -280,10 +280,10 @@ func (hs *headScratch) backward(a Attention, dqkv []uint16, b, h int) {
 func (a Attention) forwardScalar(y, qkv []uint16, b, h int) {
 	D, scale := a.headDim(), a.scale()
 	q, k, v := a.headValues(qkv, b, h)
-	p, s, acc := make([]float32, a.T), make([]float32, a.T), make([]float32, D)
+	p, s, e, acc := make([]float32, a.T), make([]float32, a.T), make([]float32, a.T), make([]float32, D)
 	for t := range a.T {
 		a.dots(s, q, k, t)
-		probs(p, s, t, scale)
+		probs(p, s, e, t, scale)
 		clear(acc)
 		for u := 0; u <= t; u++ {
 			axpy(acc, p[u], v[u*D:(u+1)*D])
@@ -297,10 +297,11 @@ func (a Attention) backwardScalar(dqkv, dy, qkv []uint16, b, h int) {
 	D, scale := a.headDim(), a.scale()
 	q, k, v := a.headValues(qkv, b, h)
 	dk, dv := make([]float32, a.T*D), make([]float32, a.T*D)
-	p, s, dp, dyt, dq := make([]float32, a.T), make([]float32, a.T), make([]float32, a.T), make([]float32, D), make([]float32, D)
+	p, s, e, dp := make([]float32, a.T), make([]float32, a.T), make([]float32, a.T), make([]float32, a.T)
+	dyt, dq := make([]float32, D), make([]float32, D)
 	for t := range a.T {
 		a.dots(s, q, k, t)
-		probs(p, s, t, scale)
+		probs(p, s, e, t, scale)
 		bf16.ToFloat32s(dyt, dy[(b*a.T+t)*a.C+h*D:(b*a.T+t)*a.C+h*D+D])
 		var sum float32
 		for u := 0; u <= t; u++ {

@@ -140,3 +140,63 @@ func TestGELUEveryPattern(t *testing.T) {
 	scalarGELUBackward(wdx, dy, x)
 	assertSame(t, "gelu backward", dx, wdx)
 }
+
+func TestElementwiseMatchesScalar(t *testing.T) {
+	eachVariant(t, func(t *testing.T) {
+		r := newRand(43)
+		for _, shape := range [][2]int{{1, 3}, {9, 37}, {70, 128}} {
+			N, C := shape[0], shape[1]
+			for _, rate := range specialRates {
+				l := LayerNorm{N: N, C: C}
+				x, g, b, dy := randSpecial(r, N*C, 1, rate), randSpecial(r, C, 1, rate), randSpecial(r, C, 0.1, rate), randSpecial(r, N*C, 1, rate)
+				y, wy := make([]uint16, N*C), make([]uint16, N*C)
+				mean, rstd, wmean, wrstd := make([]float32, N), make([]float32, N), make([]float32, N), make([]float32, N)
+				l.Forward(y, mean, rstd, x, g, b)
+				scalarLayerNormForward(l, wy, wmean, wrstd, x, g, b)
+				assertSame(t, "layernorm y", y, wy)
+				assertSameF32(t, "layernorm mean", mean, wmean)
+				assertSameF32(t, "layernorm rstd", rstd, wrstd)
+				dx, dg, db := make([]uint16, N*C), make([]uint16, C), make([]uint16, C)
+				wdx, wdg, wdb := make([]uint16, N*C), make([]uint16, C), make([]uint16, C)
+				l.Backward(dx, dg, db, dy, x, g, wmean, wrstd)
+				scalarLayerNormBackward(l, wdx, wdg, wdb, dy, x, g, wmean, wrstd)
+				assertSame(t, "layernorm dx", dx, wdx)
+				assertSame(t, "layernorm dg", dg, wdg)
+				assertSame(t, "layernorm db", db, wdb)
+
+				sum, wsum := make([]uint16, N*C), make([]uint16, N*C)
+				Add(sum, x, dy)
+				scalarAdd(wsum, x, dy)
+				assertSame(t, "add", sum, wsum)
+
+				e := Embedding{B: 1, T: N, C: C, V: 11}
+				tokens := make([]int32, N)
+				for i := range tokens {
+					tokens[i] = int32(r.IntN(e.V))
+				}
+				wte, wpe := randSpecial(r, e.V*C, 1, rate), randSpecial(r, N*C, 1, rate)
+				ex, wex := make([]uint16, N*C), make([]uint16, N*C)
+				e.Forward(ex, tokens, wte, wpe)
+				scalarEmbeddingForward(e, wex, tokens, wte, wpe)
+				assertSame(t, "embedding", ex, wex)
+				dwte, dwpe, wdwte, wdwpe := make([]uint16, e.V*C), make([]uint16, N*C), make([]uint16, e.V*C), make([]uint16, N*C)
+				e.Backward(dwte, dwpe, dy, tokens)
+				scalarEmbeddingBackward(e, wdwte, wdwpe, dy, tokens)
+				assertSame(t, "embedding dwte", dwte, wdwte)
+				assertSame(t, "embedding dwpe", dwpe, wdwpe)
+
+				ce := CrossEntropy{N: N, V: C}
+				targets := make([]int32, N)
+				for i := range targets {
+					targets[i] = int32(r.IntN(C))
+				}
+				losses, wlosses := make([]float32, N), make([]float32, N)
+				dl, wdl := make([]uint16, N*C), make([]uint16, N*C)
+				ce.ForwardBackward(dl, losses, x, targets, 1/float32(N))
+				scalarCrossEntropy(ce, wdl, wlosses, x, targets, 1/float32(N))
+				assertSame(t, "cross-entropy gradient", dl, wdl)
+				assertSameF32(t, "cross-entropy losses", losses, wlosses)
+			}
+		}
+	})
+}

@@ -36,12 +36,8 @@ func (l Linear) BackwardWeight(dw, db, dy, x []uint16) {
 func sumColumns(dst, src []uint16, rows, cols int) {
 	par.For(cols, 64, func(lo, hi int) {
 		acc := make([]float32, hi-lo)
-		wide := make([]float32, hi-lo)
 		for n := range rows {
-			vec.Widen(wide, src[n*cols+lo:n*cols+hi])
-			for i, v := range wide {
-				acc[i] += v
-			}
+			vec.Accumulate(acc, src[n*cols+lo:n*cols+hi])
 		}
 		bf16.FromFloat32s(dst[lo:hi], acc)
 	})

@@ -24,6 +24,7 @@ type impl struct {
 	// adamW and sgd run the optimizers' updates (nil: left to the caller).
 	adamW func(w, m, v, g *uint16, n int, k *[9]float32)
 	sgd   func(w, m, g *uint16, n int, k *[3]float32)
+	ew    ew
 }
 
 // impls lists the implementations this machine runs, fastest first; the

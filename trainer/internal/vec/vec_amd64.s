@@ -14,10 +14,9 @@
 
 // Row r's sums take a[r]·b for the current inner index (b in Z16, Z17).
 #define ROW512(off, s0, s1) \
-	VBROADCASTSS off(SI), Z20; \
-	VMULPS Z20, Z16, Z18; \
+	VMULPS.BCST off(SI), Z16, Z18; \
 	VADDPS Z18, s0, s0; \
-	VMULPS Z20, Z17, Z19; \
+	VMULPS.BCST off(SI), Z17, Z19; \
 	VADDPS Z19, s1, s1
 
 // The loop over CX inner indices: SI walks a (R8 bytes a step), DI walks b

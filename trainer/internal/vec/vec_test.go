@@ -3,6 +3,7 @@ package vec
 import (
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -174,5 +175,120 @@ func TestTransposeWiden(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// randBF16 draws n BF16 patterns: normal values with specials mixed in.
+func randBF16(r *rand.Rand, n int) []uint16 {
+	v := make([]uint16, n)
+	for i, f := range randFloats(r, n, true) {
+		v[i] = roundOne(f)
+	}
+	return v
+}
+
+// TestElementwiseEveryImplementation compares each implementation's
+// element-wise loops with the plain Go ones, on lengths with a tail.
+func TestElementwiseEveryImplementation(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const n = 203
+	a, b, x, dy := randBF16(r, n), randBF16(r, n), randBF16(r, n), randBF16(r, n)
+	g, bias, acc := randFloats(r, n, true), randFloats(r, n, true), randFloats(r, n, true)
+	run := func(name string) (outs [][]uint16, accs [][]float32) {
+		restore, err := Use(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		sum := make([]uint16, n)
+		Add(sum, a, b)
+		acc1 := append([]float32(nil), acc...)
+		Accumulate(acc1, x)
+		norm := make([]uint16, n)
+		NormRow(norm, x, g, bias, 0.25, 3.5)
+		dx := make([]uint16, n)
+		NormGradRow(dx, x, dy, g, -0.5, 2.25, 0.125, -0.75)
+		accg, accb := append([]float32(nil), acc...), append([]float32(nil), g...)
+		NormParamGrad(accg, accb, x, dy, 0.5, 1.5)
+		return [][]uint16{sum, norm, dx}, [][]float32{acc1, accg, accb}
+	}
+	wantU, wantF := run("go")
+	for _, name := range Names() {
+		gotU, gotF := run(name)
+		for j := range wantU {
+			for i := range wantU[j] {
+				if !sameBF16(gotU[j][i], wantU[j][i]) {
+					t.Fatalf("%s: output %d[%d] = %#04x, the Go loop gives %#04x", name, j, i, gotU[j][i], wantU[j][i])
+				}
+			}
+		}
+		for j := range wantF {
+			for i := range wantF[j] {
+				if !sameBits(gotF[j][i], wantF[j][i]) {
+					t.Fatalf("%s: sum %d[%d] = %#08x, the Go loop gives %#08x", name, j, i, math.Float32bits(gotF[j][i]), math.Float32bits(wantF[j][i]))
+				}
+			}
+		}
+	}
+}
+
+// TestExpShiftedMatchesMath compares the vector exp with math.Exp over
+// arguments spread across its range (and beyond it) and every float32 in a
+// few stretches where rounding is closest.
+func TestExpShiftedMatchesMath(t *testing.T) {
+	eachImpl(t, func(t *testing.T) {
+		r := rand.New(rand.NewPCG(11, 12))
+		var src []float32
+		for range 1 << 16 {
+			src = append(src, float32(-r.ExpFloat64()*30), float32(r.Float64()*1500-750))
+		}
+		for b := math.Float32bits(-1); b < math.Float32bits(-1)+1<<17; b++ {
+			src = append(src, math.Float32frombits(b))
+		}
+		for _, s := range special {
+			src = append(src, math.Float32frombits(s))
+		}
+		for len(src)%16 != 5 {
+			src = append(src, 0)
+		}
+		for _, m := range []float32{0, 1.5, -3, float32(math.Inf(1))} {
+			dst := make([]float32, len(src))
+			ExpShifted(dst, src, m)
+			for i, x := range src {
+				if want := float32(math.Exp(float64(x - m))); !sameBits(dst[i], want) {
+					t.Fatalf("m %v: exp(%v − m) = %#08x, math.Exp gives %#08x", m, x, math.Float32bits(dst[i]), math.Float32bits(want))
+				}
+			}
+		}
+	})
+}
+
+// TestExpShiftedExhaustive compares every float32 argument in [−110, 89]
+// with math.Exp (about two billion; LCTTOP_EXHAUSTIVE=1 runs it).
+func TestExpShiftedExhaustive(t *testing.T) {
+	if os.Getenv("LCTTOP_EXHAUSTIVE") == "" {
+		t.Skip("LCTTOP_EXHAUSTIVE=1 runs it")
+	}
+	eachImpl(t, func(t *testing.T) {
+		if cur.ew.expShifted == nil {
+			t.Skip("no vector exp in this implementation")
+		}
+		const chunk = 1 << 16
+		src, dst := make([]float32, chunk), make([]float32, chunk)
+		check := func(lo, hi uint32) {
+			for b := lo; b < hi; b += chunk {
+				for i := range src {
+					src[i] = math.Float32frombits(min(b+uint32(i), hi))
+				}
+				ExpShifted(dst, src, 0)
+				for i, x := range src {
+					if want := float32(math.Exp(float64(x))); !sameBits(dst[i], want) {
+						t.Fatalf("exp(%v) = %#08x, math.Exp gives %#08x", x, math.Float32bits(dst[i]), math.Float32bits(want))
+					}
+				}
+			}
+		}
+		check(0, math.Float32bits(89))
+		check(0x80000000, math.Float32bits(-110))
 	})
 }
