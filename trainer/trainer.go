@@ -62,6 +62,11 @@ func New(cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rc.CheckpointPath != "" {
+		if err := checkCheckpointPath(rc.CheckpointPath); err != nil {
+			return nil, err
+		}
+	}
 	data, err := LoadData(rc.DataPath, rc.SeqLen)
 	if err != nil {
 		return nil, err

@@ -133,13 +133,17 @@ func TestTrainBadInput(t *testing.T) {
 		{trainArgs("--seq-len", "1000"), "lcttop: sequence length 1000: model tiny takes 1..64"},
 		{trainArgs("--steps", "x"), `lcttop: --steps "x": not a whole number (see lcttop train --help)`},
 		{trainArgs("--bogus"), "lcttop: unknown flag: --bogus"},
-		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": "},
+		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": cannot read: no such file or directory"},
 		{trainArgs("--workers", "-2"), "lcttop: --workers -2: must not be negative"},
+		// A checkpoint that cannot be written is said before any step, the
+		// path once.
+		{trainArgs("--checkpoint", filepath.Join(dir, "no", "c.lct")), "lcttop: checkpoint " + filepath.Join(dir, "no", "c.lct") + ": cannot write: no such file or directory"},
+		{trainArgs("--checkpoint", dir), "lcttop: checkpoint " + dir + ": cannot write: is a directory"},
 	}
 	for _, c := range cases {
 		r := lcttop(t, c.args...)
 		lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
-		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], c.says) || r.stdout != "" {
+		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], c.says) || strings.Count(lines[0], dir) > 1 || r.stdout != "" {
 			t.Errorf("lcttop %s: exit %d, stdout %q, stderr %q; want one line starting %q",
 				strings.Join(c.args[1:], " "), r.code, r.stdout, r.stderr, c.says)
 		}
