@@ -240,6 +240,9 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, mode js
 	if sum.last.Step > 0 && !sum.last.BitIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.last.Mismatch)
 	}
+	if sum.Interrupted {
+		return interrupted{fmt.Sprintf("after step %d", sum.last.Step)}
+	}
 	return nil
 }
 
@@ -253,7 +256,7 @@ func stepLine(s trainer.Snapshot, compared bool) string {
 		verdict = "DIFFERENT"
 	}
 	val := ""
-	if s.ValLoss != 0 {
+	if s.ValStep == s.Step && s.ValStep > 0 { // measured after this step, not carried from an earlier one
 		val = fmt.Sprintf("  val %.4f", s.ValLoss)
 	}
 	share := 0.0

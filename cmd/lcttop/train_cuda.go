@@ -234,6 +234,9 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if compared && !sum.AllIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
 	}
+	if ctx.Err() != nil {
+		return interrupted{fmt.Sprintf("after step %d", sum.Steps)}
+	}
 	return nil
 }
 
@@ -254,7 +257,7 @@ func copyFloorFlags(cf cudaFlags) error {
 // shadowLine is the readable summary of a step of the shadow run alone.
 func shadowLine(r cudabackend.StepReport) string {
 	val := ""
-	if r.ValLoss != 0 {
+	if r.ValStep == r.Step && r.ValStep > 0 { // measured after this step
 		val = fmt.Sprintf("  val %.4f", r.ValLoss)
 	}
 	return fmt.Sprintf("step %5d  loss %.4f (shadow only)%s  peak %s  step %.3fs",

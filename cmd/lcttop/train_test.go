@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +65,21 @@ func TestTrainHeadlessJSON(t *testing.T) {
 	for _, ts := range s.Tensors {
 		if ts.Class == trainer.ClassWeight && ts.Distribution != "laplace" {
 			t.Fatalf("%s on %s", ts.Name, ts.Distribution)
+		}
+	}
+}
+
+// A step line shows the validation loss only after the steps that measured
+// it, not carried to the steps between.
+func TestTrainHeadlessValidationLines(t *testing.T) {
+	args := append(trainArgs("--steps", "5"), "--val-every", "2", "--val-batches", "1")
+	lines := strings.Split(strings.TrimSpace(mustRun(t, args...)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("want a header, 5 step lines and a summary:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, l := range lines[1:6] {
+		if step := i + 1; strings.Contains(l, " val ") != (step%2 == 0) {
+			t.Fatalf("step %d: %q (validation runs after steps 2 and 4)", step, l)
 		}
 	}
 }
@@ -165,5 +184,45 @@ func TestPeakChange(t *testing.T) {
 		if got := peakChange(c.lct, c.shadow); got != c.want {
 			t.Errorf("peakChange(%d, %d) = %q, want %q", c.lct, c.shadow, got, c.want)
 		}
+	}
+}
+
+// Ctrl-C on headless training: the summary says it was interrupted, and so
+// do stderr and the exit status (130, as a shell reports it).
+func TestTrainHeadlessInterrupt(t *testing.T) {
+	cmd := lcttopCmd(trainArgs("--steps", "0")...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if strings.HasPrefix(lines.Text(), "step ") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit %v, want status 130; stderr %q", err, stderr.String())
+	}
+	if last := out[len(out)-1]; !strings.HasPrefix(last, "summary: ") || !strings.Contains(last, "interrupted") {
+		t.Fatalf("last line %q, want the summary saying interrupted", last)
+	}
+	if got := stderr.String(); !strings.HasPrefix(got, "lcttop: interrupted after step ") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("stderr %q, want one line saying it was interrupted", got)
 	}
 }
