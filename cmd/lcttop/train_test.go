@@ -10,11 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"lcttop/gpu"
 	"lcttop/trainer"
 )
 
 // quick makes training runs short enough for tests.
-var quick = []string{"train", "--headless", "--batch", "1", "--seq-len", "8", "--val-every", "0"}
+var quick = []string{"train", "--headless", "--backend", "cpu", "--batch", "1", "--seq-len", "8", "--val-every", "0"}
 
 func trainArgs(extra ...string) []string { return append(append([]string(nil), quick...), extra...) }
 
@@ -224,5 +227,31 @@ func TestTrainHeadlessInterrupt(t *testing.T) {
 	}
 	if got := stderr.String(); !strings.HasPrefix(got, "lcttop: interrupted after step ") || strings.Count(got, "\n") != 1 {
 		t.Fatalf("stderr %q, want one line saying it was interrupted", got)
+	}
+}
+
+// lcttop and lcttop train describe --backend and --model alike, and both
+// leave them to be chosen (the GPU where one is usable, the backend's
+// model).
+func TestTrainAndRootDefaultsAgree(t *testing.T) {
+	var train *cobra.Command
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "train" {
+			train = c
+		}
+	}
+	for _, name := range []string{"backend", "model"} {
+		root, sub := rootCmd.Flags().Lookup(name), train.Flags().Lookup(name)
+		if root.Usage != sub.Usage || root.DefValue != sub.DefValue || root.DefValue != "" {
+			t.Errorf("--%s: lcttop says %q (default %q), lcttop train %q (default %q)", name, root.Usage, root.DefValue, sub.Usage, sub.DefValue)
+		}
+	}
+	// Headless training on a machine without a GPU trains tiny on the CPU.
+	if g, err := gpu.Open(); err == nil {
+		g.Close()
+		return // a GPU (or its emulation) is usable here: the choice is the GPU
+	}
+	if out := mustRun(t, "train", "--headless", "--steps", "1", "--batch", "1", "--seq-len", "8", "--val-every", "0"); !strings.HasPrefix(out, "model tiny") || !strings.Contains(out, ", cpu, ") {
+		t.Errorf("train --headless without --backend on a machine without a GPU: %q", strings.SplitN(out, "\n", 2)[0])
 	}
 }

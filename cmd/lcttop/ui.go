@@ -75,8 +75,8 @@ func init() {
 
 func (f *uiFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.backend, "backend", "", "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)")
-	fs.StringVar(&f.model, "model", "", "model to train: "+modelNames()+" (default: "+defaultCPUModel+" on the CPU, "+defaultGPUModel+" on the GPU)")
+	fs.StringVar(&f.backend, "backend", "", backendUsage)
+	fs.StringVar(&f.model, "model", "", modelUsage())
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
 	registerTrainingCodec(cmd, &f.preset, &f.dist)
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
@@ -85,6 +85,14 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
 	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
 	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
+}
+
+// backendUsage and modelUsage describe --backend and --model, the same for
+// lcttop and lcttop train, which choose alike.
+const backendUsage = "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)"
+
+func modelUsage() string {
+	return "model to train: " + modelNames() + " (default: " + defaultCPUModel + " on the CPU, " + defaultGPUModel + " on the GPU)"
 }
 
 func modelNames() string {
