@@ -155,6 +155,10 @@ scripts/lcttop_dump.py writes such a folder from a PyTorch training loop.`,
 
 // runFileUI runs the UI on a file session until q.
 func runFileUI(cmd *cobra.Command, s *filesource.Session, opt ui.Options) error {
+	if err := checkTerminal(cmd); err != nil {
+		s.Stop()
+		return err
+	}
 	prog := tea.NewProgram(ui.New(s, opt), tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup

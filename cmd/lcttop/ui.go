@@ -255,6 +255,9 @@ func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err 
 // UI; a GPU asked for and missing, or a failing terminal, ends the command
 // with an error.
 func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
+	if err := checkTerminal(cmd); err != nil {
+		return err
+	}
 	src, closeSession, startErr, err := openSession(&cfg)
 	if err != nil {
 		return err
