@@ -20,6 +20,9 @@ safetensors file (through a temporary file renamed into place).`,
 			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
 			}
+			if err := unpackInputKind(args[0]); err != nil {
+				return err
+			}
 			backend, release, err := bf.open()
 			if err != nil {
 				return err
