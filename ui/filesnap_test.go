@@ -42,13 +42,13 @@ func TestFileSnapshotPanels(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{
 		"[watch]", "2 files", "2 checkpoints", "sampled, exact pass 33", "file 4.00 MiB → LCT 3.00 MiB", "1/3 tensors",
-		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312",
+		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312", "all tensors 1.3333×",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q", want)
 		}
 	}
-	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow"} {
+	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow", "whole file"} {
 		if strings.Contains(v, absent) {
 			t.Errorf("a checkpoint's view shows %q", absent)
 		}

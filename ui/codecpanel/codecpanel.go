@@ -183,7 +183,10 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 	lines := []string{
 		l(state) + box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " " + v(format.Percent(p.Fraction())) +
 			l(fmt.Sprintf(" · %d/%d tensors · ", p.TensorsDone, p.Tensors)) + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes)),
-		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · whole file ") + v(fileRatio(s.File)),
+		// "all tensors", not "whole file": the file's header and an .lct
+		// file's container are in neither figure (lcttop inspect's file
+		// ratio counts them).
+		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · all tensors ") + v(fileRatio(s.File)),
 	}
 	if !p.Done() {
 		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
