@@ -102,10 +102,21 @@ func TestEveryPanelRenders(t *testing.T) {
 	// 80×24: the overview holds table and histogram and names the rest.
 	m, _ = newTestModel(t, 80, 24, 5)
 	v = m.View()
-	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, codec, history"} {
+	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, history"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("80×24 overview lacks %q:\n%s", want, v)
 		}
+	}
+	// The histogram has no view that tab reaches: the notice says what
+	// does show it where there is room, and at 40×12 names the views whole.
+	m60, _ := newTestModel(t, 80, 16, 5)
+	if v := m60.View(); !strings.Contains(v, "tab: memory, history · histogram: a taller window") {
+		t.Errorf("80×16 notice:\n%s", v)
+	}
+	m40, _ := newTestModel(t, 40, 12, 5)
+	lines := strings.Split(m40.View(), "\n")
+	if status := lines[len(lines)-2]; !strings.Contains(status, "tab: memory, history") || strings.Contains(status, "…") || strings.Contains(status, "tab: histogram") {
+		t.Errorf("40×12 status line %q", status)
 	}
 	for view, wants := range map[View][]string{
 		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},

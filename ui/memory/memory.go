@@ -90,7 +90,16 @@ func device(st styles.Styles, d *msgs.Device, w int) []string {
 		if why == "" {
 			why = "not available"
 		}
-		return []string{st.Label.Render("GPU  ") + st.Dim.Render("none: "+why)}
+		// The reason whole, on as many lines as it takes.
+		var out []string
+		for i, l := range box.Wrap("none: "+why, max(w-5, 10)) {
+			lead := "     "
+			if i == 0 {
+				lead = "GPU  "
+			}
+			out = append(out, st.Label.Render(lead)+st.Dim.Render(l))
+		}
+		return out
 	}
 	used := float64(d.MemUsed) / float64(max(d.MemTotal, 1))
 	barW := max(min(w-50, 20), 5)

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/trainer"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
@@ -33,5 +35,15 @@ func TestViewRowsAndDevice(t *testing.T) {
 	}
 	if v := View(styles.New(nil), nil, &msgs.Device{Err: "NVML not found"}, 60, 5); !strings.Contains(v, "waiting for the first snapshot") || !strings.Contains(v, "none: NVML not found") {
 		t.Errorf("empty view:\n%s", v)
+	}
+}
+
+// A long reason for there being no GPU is shown whole, wrapped.
+func TestDeviceReasonWraps(t *testing.T) {
+	s := &trainer.Snapshot{Step: 1}
+	why := "NVML not found: no NVIDIA driver (libnvidia-ml.so.1 missing)"
+	v := ansi.Strip(View(styles.New(nil), s, &msgs.Device{Err: why}, 56, 14))
+	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), why) {
+		t.Errorf("reason cut:\n%s", v)
 	}
 }
