@@ -97,3 +97,15 @@ func TestExportWritesPlan(t *testing.T) {
 		t.Errorf("plan: adam_v %s", got)
 	}
 }
+
+// A checkpoint takes no steps, so its footer does not offer pause or step.
+func TestFileFooterOffersNoSteps(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 200, Height: 48})
+	m = update(t, m, msgs.Snapshot{Snapshot: fileSnapshot(src)})
+	lines := strings.Split(m.View(), "\n")
+	if footer := lines[len(lines)-1]; strings.Contains(footer, "pause") || strings.Contains(footer, "n step") || !strings.Contains(footer, "export") {
+		t.Errorf("footer %q", footer)
+	}
+}

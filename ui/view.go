@@ -311,6 +311,9 @@ func (m Model) footer() string {
 	h.Styles = m.st.Help
 	h.Width = m.width
 	keys := m.keys.ShortHelp()
+	if m.isFile() {
+		keys = m.keys.FileHelp()
+	}
 	switch {
 	case m.showHelp:
 	case m.view == Teaching:
