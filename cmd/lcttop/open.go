@@ -14,6 +14,7 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
+	"lcttop/ui/compare"
 )
 
 func init() { rootCmd.AddCommand(newOpenCmd(), newWatchCmd()) }
@@ -159,6 +160,7 @@ func runFileUI(cmd *cobra.Command, s *filesource.Session, opt ui.Options) error 
 		s.Stop()
 		return err
 	}
+	go compare.Warm()
 	prog := tea.NewProgram(ui.New(s, opt), tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup

@@ -16,6 +16,7 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
+	"lcttop/ui/compare"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
 )
@@ -263,6 +264,7 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 		return err
 	}
 	defer closeSession()
+	go compare.Warm() // the first c then opens without building the codec's tables
 	opt.StartErr = startErr
 	var uiSrc ui.Source
 	if src != nil {

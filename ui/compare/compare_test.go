@@ -99,3 +99,4 @@ func TestErrorWraps(t *testing.T) {
 		t.Errorf("error at 80 columns:\n%s", v)
 	}
 }
+
