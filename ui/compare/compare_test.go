@@ -99,4 +99,3 @@ func TestErrorWraps(t *testing.T) {
 		t.Errorf("error at 80 columns:\n%s", v)
 	}
 }
-
