@@ -199,7 +199,11 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · all tensors ") + v(fileRatio(s.File)),
 	}
 	if !p.Done() {
-		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
+		note := "~ marks figures estimated from a 4,096-value sample"
+		if ansi.StringWidth(note) > w {
+			note = "~ estimated from a 4,096-value sample"
+		}
+		lines = append(lines, st.Dim.Render(note))
 	}
 	if s.File.Notice != "" {
 		lines = append(lines, st.Warn.Render(s.File.Notice))

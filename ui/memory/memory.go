@@ -28,7 +28,7 @@ func View(st styles.Styles, s *trainer.Snapshot, dev *msgs.Device, w, h int) str
 		return ""
 	}
 	if s != nil && s.File != nil {
-		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File)...)
+		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File, w)...)
 		return box.Fit(strings.Join(append(lines, device(st, dev, w)...), "\n"), w, h)
 	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "Memory", "LCT vs shadow", w)}

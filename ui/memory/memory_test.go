@@ -47,3 +47,14 @@ func TestDeviceReasonWraps(t *testing.T) {
 		t.Errorf("reason cut:\n%s", v)
 	}
 }
+
+// A checkpoint's dtypes are listed whole in a narrow panel, wrapped.
+func TestFileDTypesWrap(t *testing.T) {
+	s := &trainer.Snapshot{File: &trainer.FileStats{Files: 1, FileBytes: 4 << 30, LCTBytes: 3 << 30,
+		Classes: []trainer.ClassBytes{{Class: trainer.ClassWeight, Tensors: 97, FileBytes: 4 << 30, LCTBytes: 3 << 30}},
+		DTypes:  []trainer.DTypeBytes{{DType: "BF16", Tensors: 96, Bytes: 4<<30 - 320<<10}, {DType: "F32", Tensors: 1, Bytes: 320 << 10}}}}
+	v := ansi.Strip(View(styles.New(nil), s, nil, 56, 14))
+	if strings.Contains(v, "…") || !strings.Contains(v, "F32 320 KiB") || !strings.Contains(v, "only BF16 is coded") {
+		t.Errorf("dtypes cut:\n%s", v)
+	}
+}
