@@ -256,14 +256,15 @@ func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err 
 // UI; a GPU asked for and missing, or a failing terminal, ends the command
 // with an error.
 func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
-	if err := checkTerminal(cmd); err != nil {
-		return err
-	}
 	src, closeSession, startErr, err := openSession(&cfg)
 	if err != nil {
 		return err
 	}
 	defer closeSession()
+	// After the session: a GPU asked for and missing is the first thing to say.
+	if err := checkTerminal(cmd); err != nil {
+		return err
+	}
 	go compare.Warm() // the first c then opens without building the codec's tables
 	opt.StartErr = startErr
 	var uiSrc ui.Source
