@@ -1,30 +1,9 @@
 #include "textflag.h"
+#include "vec_amd64.h"
 
 // Fused element-wise loops over BF16 rows, sixteen values a pass (AVX-512)
 // or eight (AVX2); the Go versions in elementwise.go are the same
 // operations one value at a time.
-
-#define LOADW512(ptr, z) \
-	VPMOVZXWD (ptr), z; \
-	VPSLLD $16, z, z
-
-#define RCONST512 \
-	MOVL $0x7fff, AX; VPBROADCASTD AX, Z10; \
-	MOVL $1, AX; VPBROADCASTD AX, Z11; \
-	MOVL $0x7fffffff, AX; VPBROADCASTD AX, Z12; \
-	MOVL $0x7f800000, AX; VPBROADCASTD AX, Z13; \
-	MOVL $0x40, AX; VPBROADCASTD AX, Z14
-
-// out = BF16 of x (constants in Z10–Z14, Z15 and Z16 used).
-#define R512(x, out) \
-	VPSRLD $16, x, Z15; \
-	VPANDD Z11, Z15, out; \
-	VPADDD out, x, out; \
-	VPADDD Z10, out, out; \
-	VPSRLD $16, out, out; \
-	VPANDD Z12, x, Z16; \
-	VPCMPUD $6, Z13, Z16, K1; \
-	VPORD Z14, Z15, K1, out
 
 // func addAVX512(dst, a, b *uint16, n int)
 TEXT ·addAVX512(SB), NOSPLIT, $0-32
@@ -32,12 +11,12 @@ TEXT ·addAVX512(SB), NOSPLIT, $0-32
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
-	RCONST512
+	RCONST512(Z10, Z11, Z12, Z13, Z14)
 add512loop:
 	LOADW512(SI, Z0)
 	LOADW512(DX, Z1)
 	VADDPS Z1, Z0, Z0
-	R512(Z0, Z17)
+	ROUND512(Z0, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
 	VPMOVDW Z17, (DI)
 	ADDQ $32, DI
 	ADDQ $32, SI
@@ -74,7 +53,7 @@ TEXT ·normRowAVX512(SB), NOSPLIT, $0-48
 	MOVQ k+40(FP), AX
 	VBROADCASTSS 0(AX), Z20 // mean
 	VBROADCASTSS 4(AX), Z21 // rstd
-	RCONST512
+	RCONST512(Z10, Z11, Z12, Z13, Z14)
 norm512loop:
 	LOADW512(SI, Z0)
 	VSUBPS Z20, Z0, Z0 // x − mean
@@ -83,7 +62,7 @@ norm512loop:
 	VMULPS Z1, Z0, Z0  // ·g
 	VMOVUPS (BX), Z1
 	VADDPS Z1, Z0, Z0  // + b
-	R512(Z0, Z17)
+	ROUND512(Z0, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
 	VPMOVDW Z17, (DI)
 	ADDQ $32, DI
 	ADDQ $32, SI
@@ -106,7 +85,7 @@ TEXT ·normGradRowAVX512(SB), NOSPLIT, $0-48
 	VBROADCASTSS 4(AX), Z21  // rstd
 	VBROADCASTSS 8(AX), Z22  // Σdnorm/C
 	VBROADCASTSS 12(AX), Z23 // Σ(dnorm·norm)/C
-	RCONST512
+	RCONST512(Z10, Z11, Z12, Z13, Z14)
 ngrad512loop:
 	LOADW512(SI, Z0)
 	VSUBPS Z20, Z0, Z0 // x − mean
@@ -118,7 +97,7 @@ ngrad512loop:
 	VMULPS Z23, Z0, Z0 // norm·sdn
 	VSUBPS Z0, Z1, Z1  // − norm·sdn
 	VMULPS Z1, Z21, Z1 // rstd·(…)
-	R512(Z1, Z17)
+	ROUND512(Z1, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
 	VPMOVDW Z17, (DI)
 	ADDQ $32, DI
 	ADDQ $32, SI
@@ -162,54 +141,6 @@ npgrad512loop:
 
 // ---- AVX2 ----
 
-DATA ew7fff<>+0(SB)/8, $0x00007fff00007fff
-DATA ew7fff<>+8(SB)/8, $0x00007fff00007fff
-DATA ew7fff<>+16(SB)/8, $0x00007fff00007fff
-DATA ew7fff<>+24(SB)/8, $0x00007fff00007fff
-GLOBL ew7fff<>(SB), RODATA|NOPTR, $32
-DATA ewOne<>+0(SB)/8, $0x0000000100000001
-DATA ewOne<>+8(SB)/8, $0x0000000100000001
-DATA ewOne<>+16(SB)/8, $0x0000000100000001
-DATA ewOne<>+24(SB)/8, $0x0000000100000001
-GLOBL ewOne<>(SB), RODATA|NOPTR, $32
-DATA ewAbs<>+0(SB)/8, $0x7fffffff7fffffff
-DATA ewAbs<>+8(SB)/8, $0x7fffffff7fffffff
-DATA ewAbs<>+16(SB)/8, $0x7fffffff7fffffff
-DATA ewAbs<>+24(SB)/8, $0x7fffffff7fffffff
-GLOBL ewAbs<>(SB), RODATA|NOPTR, $32
-DATA ewInf<>+0(SB)/8, $0x7f8000007f800000
-DATA ewInf<>+8(SB)/8, $0x7f8000007f800000
-DATA ewInf<>+16(SB)/8, $0x7f8000007f800000
-DATA ewInf<>+24(SB)/8, $0x7f8000007f800000
-GLOBL ewInf<>(SB), RODATA|NOPTR, $32
-DATA ewQuiet<>+0(SB)/8, $0x0000004000000040
-DATA ewQuiet<>+8(SB)/8, $0x0000004000000040
-DATA ewQuiet<>+16(SB)/8, $0x0000004000000040
-DATA ewQuiet<>+24(SB)/8, $0x0000004000000040
-GLOBL ewQuiet<>(SB), RODATA|NOPTR, $32
-
-#define LOADW2(ptr, y) \
-	VPMOVZXWD (ptr), y; \
-	VPSLLD $16, y, y
-
-// x rounded to BF16 in place, using Y12–Y14.
-#define R2(x) \
-	VPSRLD $16, x, Y12; \
-	VPAND ewOne<>(SB), Y12, Y13; \
-	VPADDD Y13, x, Y13; \
-	VPADDD ew7fff<>(SB), Y13, Y13; \
-	VPSRLD $16, Y13, Y13; \
-	VPAND ewAbs<>(SB), x, Y14; \
-	VPCMPGTD ewInf<>(SB), Y14, Y14; \
-	VPOR ewQuiet<>(SB), Y12, Y12; \
-	VPBLENDVB Y14, Y12, Y13, x
-
-// Eight rounded values of x (xlow: its low half) as words at ptr.
-#define STORE2W(x, xlow, ptr) \
-	VPACKUSDW x, x, x; \
-	VPERMQ $0x08, x, x; \
-	VMOVDQU xlow, (ptr)
-
 // func addAVX2(dst, a, b *uint16, n int)
 TEXT ·addAVX2(SB), NOSPLIT, $0-32
 	MOVQ dst+0(FP), DI
@@ -220,7 +151,7 @@ add2loop:
 	LOADW2(SI, Y0)
 	LOADW2(DX, Y1)
 	VADDPS Y1, Y0, Y0
-	R2(Y0)
+	ROUND2(Y0)
 	STORE2W(Y0, X0, DI)
 	ADDQ $16, DI
 	ADDQ $16, SI
@@ -265,7 +196,7 @@ norm2loop:
 	VMULPS Y1, Y0, Y0
 	VMOVUPS (BX), Y1
 	VADDPS Y1, Y0, Y0
-	R2(Y0)
+	ROUND2(Y0)
 	STORE2W(Y0, X0, DI)
 	ADDQ $16, DI
 	ADDQ $16, SI
@@ -299,7 +230,7 @@ ngrad2loop:
 	VMULPS Y11, Y0, Y0
 	VSUBPS Y0, Y1, Y1
 	VMULPS Y1, Y9, Y1
-	R2(Y1)
+	ROUND2(Y1)
 	STORE2W(Y1, X1, DI)
 	ADDQ $16, DI
 	ADDQ $16, SI

@@ -1,26 +1,19 @@
 package vec
 
 import (
-	"math"
 	"unsafe"
+
+	"lcttop/trainer/bf16"
 )
 
 // goImpl is the plain Go implementation: 4×4 tiles with the sixteen sums in
 // locals.
 var goImpl = impl{name: "go", mr: 4, nr: 4, tile: tileGo, tileBF16: tileBF16Go, step: 1, widen: widenGo, round: roundGo}
 
-func widenOne(v uint16) float32 { return math.Float32frombits(uint32(v) << 16) }
+// widenOne and roundOne are trainer/bf16's, which the assembly repeats.
+func widenOne(v uint16) float32 { return bf16.ToFloat32(v) }
 
-// roundOne is trainer/bf16's FromFloat32 (this package may not import the
-// trainer's packages).
-func roundOne(f float32) uint16 {
-	b := math.Float32bits(f)
-	if b&0x7fffffff > 0x7f800000 {
-		return uint16(b>>16) | 0x0040
-	}
-	b += 0x7fff + (b>>16)&1
-	return uint16(b >> 16)
-}
+func roundOne(f float32) uint16 { return bf16.FromFloat32(f) }
 
 // sums4x4 is the 4×4 tile in float32; each product is converted on its own
 // so that the compiler never fuses it into the sum.

@@ -1,4 +1,5 @@
 #include "textflag.h"
+#include "vec_amd64.h"
 
 // Products are VMULPS and sums VADDPS, never an FMA: each product is
 // rounded to float32 before it is added, as the plain Go code does. The
@@ -38,34 +39,14 @@ label: \
 	DECQ CX; \
 	JNZ label
 
-// Constants of BF16 rounding in Z22–Z26.
-#define ROUNDCONST512 \
-	MOVL $0x7fff, AX; VPBROADCASTD AX, Z22; \
-	MOVL $1, AX; VPBROADCASTD AX, Z23; \
-	MOVL $0x7fffffff, AX; VPBROADCASTD AX, Z24; \
-	MOVL $0x7f800000, AX; VPBROADCASTD AX, Z25; \
-	MOVL $0x40, AX; VPBROADCASTD AX, Z26
-
-// Z19 = the sixteen float32 of x rounded to BF16 (one per dword): add
-// 0x7fff plus the lowest kept bit, keep the top half; a NaN keeps its top
-// half with the quiet bit set.
-#define ROUND512(x) \
-	VPSRLD $16, x, Z18; \
-	VPANDD Z23, Z18, Z19; \
-	VPADDD Z19, x, Z19; \
-	VPADDD Z22, Z19, Z19; \
-	VPSRLD $16, Z19, Z19; \
-	VPANDD Z24, x, Z21; \
-	VPCMPUD $6, Z25, Z21, K1; \
-	VPORD Z26, Z18, K1, Z19
-
-// Row of the BF16 epilogue: add the bias (Z28, Z29), round, store at DX.
+// Row of the BF16 epilogue: add the bias (Z28, Z29), round (constants in
+// Z22–Z26), store at DX.
 #define OUT512(s0, s1) \
 	VADDPS Z28, s0, s0; \
 	VADDPS Z29, s1, s1; \
-	ROUND512(s0); \
+	ROUND512(s0, Z19, Z18, Z21, Z22, Z23, Z24, Z25, Z26); \
 	VPMOVDW Z19, (DX); \
-	ROUND512(s1); \
+	ROUND512(s1, Z19, Z18, Z21, Z22, Z23, Z24, Z25, Z26); \
 	VPMOVDW Z19, 32(DX); \
 	ADDQ R9, DX
 
@@ -108,7 +89,7 @@ TEXT ·tileBF16AVX512(SB), NOSPLIT, $0-64
 	MOVQ bias+40(FP), BX
 	VMOVUPS (BX), Z28
 	VMOVUPS 64(BX), Z29
-	ROUNDCONST512
+	RCONST512(Z22, Z23, Z24, Z25, Z26)
 	MOVQ out+48(FP), DX
 	MOVQ ldo+56(FP), R9
 	SHLQ $1, R9
@@ -144,10 +125,10 @@ TEXT ·roundAVX512(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	ROUNDCONST512
+	RCONST512(Z22, Z23, Z24, Z25, Z26)
 round512loop:
 	VMOVUPS (SI), Z0
-	ROUND512(Z0)
+	ROUND512(Z0, Z19, Z18, Z21, Z22, Z23, Z24, Z25, Z26)
 	VPMOVDW Z19, (DI)
 	ADDQ $64, SI
 	ADDQ $32, DI
@@ -184,44 +165,6 @@ label: \
 	ADDQ R10, DI; \
 	DECQ CX; \
 	JNZ label
-
-DATA round7fff<>+0(SB)/8, $0x00007fff00007fff
-DATA round7fff<>+8(SB)/8, $0x00007fff00007fff
-DATA round7fff<>+16(SB)/8, $0x00007fff00007fff
-DATA round7fff<>+24(SB)/8, $0x00007fff00007fff
-GLOBL round7fff<>(SB), RODATA|NOPTR, $32
-DATA roundOne<>+0(SB)/8, $0x0000000100000001
-DATA roundOne<>+8(SB)/8, $0x0000000100000001
-DATA roundOne<>+16(SB)/8, $0x0000000100000001
-DATA roundOne<>+24(SB)/8, $0x0000000100000001
-GLOBL roundOne<>(SB), RODATA|NOPTR, $32
-DATA roundAbs<>+0(SB)/8, $0x7fffffff7fffffff
-DATA roundAbs<>+8(SB)/8, $0x7fffffff7fffffff
-DATA roundAbs<>+16(SB)/8, $0x7fffffff7fffffff
-DATA roundAbs<>+24(SB)/8, $0x7fffffff7fffffff
-GLOBL roundAbs<>(SB), RODATA|NOPTR, $32
-DATA roundInf<>+0(SB)/8, $0x7f8000007f800000
-DATA roundInf<>+8(SB)/8, $0x7f8000007f800000
-DATA roundInf<>+16(SB)/8, $0x7f8000007f800000
-DATA roundInf<>+24(SB)/8, $0x7f8000007f800000
-GLOBL roundInf<>(SB), RODATA|NOPTR, $32
-DATA roundQuiet<>+0(SB)/8, $0x0000004000000040
-DATA roundQuiet<>+8(SB)/8, $0x0000004000000040
-DATA roundQuiet<>+16(SB)/8, $0x0000004000000040
-DATA roundQuiet<>+24(SB)/8, $0x0000004000000040
-GLOBL roundQuiet<>(SB), RODATA|NOPTR, $32
-
-// x = its eight float32 rounded to BF16 (one per dword), using Y12–Y14.
-#define ROUND2(x) \
-	VPSRLD $16, x, Y12; \
-	VPAND roundOne<>(SB), Y12, Y13; \
-	VPADDD Y13, x, Y13; \
-	VPADDD round7fff<>(SB), Y13, Y13; \
-	VPSRLD $16, Y13, Y13; \
-	VPAND roundAbs<>(SB), x, Y14; \
-	VPCMPGTD roundInf<>(SB), Y14, Y14; \
-	VPOR roundQuiet<>(SB), Y12, Y12; \
-	VPBLENDVB Y14, Y12, Y13, x
 
 // Sixteen rounded values of s0, s1 as words at DX.
 #define STORE2(s0, s1) \
