@@ -100,7 +100,13 @@ func Open() (*Device, error) {
 // OpenEmulated opens the CPU emulation of a GPU: the same kernels, run on
 // the CPU one CTA after another (package kernels), with host memory as
 // device memory. It is slow, and there to test the GPU code without a GPU.
-func OpenEmulated() (*Device, error) { return newDevice(openEmuDriver()) }
+func OpenEmulated() (*Device, error) {
+	drv, err := openEmuDriver()
+	if err != nil {
+		return nil, err
+	}
+	return newDevice(drv)
+}
 
 func newDevice(drv driver) (*Device, error) {
 	d := &Device{drv: drv, info: drv.info(), live: map[Ptr]Buffer{}}

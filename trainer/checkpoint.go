@@ -1,9 +1,12 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -56,7 +59,7 @@ func (t *Trainer) saveCheckpoint(path string) error {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if err := lctfile.WriteFileAtomic(path, packed); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return fmt.Errorf("checkpoint %w", err) // the error starts with the path
 	}
 	return nil
 }
@@ -69,6 +72,26 @@ func (t *Trainer) checkpointPath() string {
 		return filepath.Join(t.cfg.CheckpointDir, fmt.Sprintf("step_%08d.lct", t.step))
 	}
 	return t.cfg.CheckpointPath
+}
+
+// checkCheckpointPath says, before any step is taken, whether a checkpoint
+// can be written at path: not over a folder, and in a folder that takes a
+// new file (the checkpoint goes through a temporary file there, renamed
+// into place), tried with a file made and removed at once.
+func checkCheckpointPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("checkpoint %s: cannot write: is a directory", path)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("checkpoint %s: cannot write: %w", path, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // checkpointSettings are the settings that decide the training's numbers:
@@ -97,7 +120,7 @@ func readCheckpoint(path string, rc resolved, d *Dataset) (map[string][]uint16, 
 	}
 	packed, err := lctfile.ReadInput(path)
 	if err != nil {
-		return fail("%v", err)
+		return nil, 0, fmt.Errorf("resume %w", err) // the error starts with the path
 	}
 	raw, err := lctfile.Unpack(packed, nil)
 	if err != nil {

@@ -88,6 +88,7 @@ type Snapshot struct {
 	LossLCT         float32       `json:"loss_lct"`
 	LossShadow      float32       `json:"loss_shadow"`
 	ValLoss         float32       `json:"val_loss,omitempty"` // latest validation loss, 0 until measured
+	ValStep         int           `json:"val_step,omitempty"` // the step ValLoss was measured after
 	BitIdentical    bool          `json:"bit_identical"`      // losses so far, and weights when checked
 	Mismatch        string        `json:"mismatch,omitempty"` // the first difference found, when not identical
 	WeightsChecked  int           `json:"weights_checked"`    // step of the last full weight comparison

@@ -39,6 +39,9 @@ type slot struct {
 	dense  []uint16 // dense run: the values (nil while an activation is not held)
 	chunks []chunk  // LCT run: nil while an activation is not held
 	stats  TensorStats
+	// settled: the LCT run encoded this activation early and settled it
+	// before its commit, which then only frees the dense buffer.
+	settled bool
 }
 
 func (s *slot) chunkCount() int { return (s.n + chunkElems - 1) / chunkElems }
@@ -88,6 +91,7 @@ type store struct {
 	pool     *overflowPool
 	workers  []*codecWorker
 	clock    codecClock
+	early    *earlyEncode // an activation encoding while ops run (early.go)
 
 	errMu sync.Mutex
 	err   error
@@ -226,6 +230,10 @@ func (st *store) commit(s *slot, buf []uint16, keep bool) {
 	case !keep:
 		st.freeBuf(s.cat, buf)
 		s.dense = nil
+	case st.compress && (st.earlyFor(s) || s.settled):
+		st.settleEarly()
+		s.settled = false
+		st.freeBuf(s.cat, buf)
 	case st.compress:
 		st.encodeAll(s, buf)
 		st.freeBuf(s.cat, buf)
@@ -369,6 +377,7 @@ func (st *store) decodeChunk(w *codecWorker, s *slot, i int, dst []uint16) error
 
 // encodeAll encodes vals as the whole content of s, chunks side by side.
 func (st *store) encodeAll(s *slot, vals []uint16) {
+	st.settleEarly()
 	if s.chunks == nil {
 		s.chunks = make([]chunk, s.chunkCount())
 	}
@@ -389,6 +398,7 @@ func (st *store) encodeAll(s *slot, vals []uint16) {
 
 // encodeChunks encodes chunk i of each slot from vals[j], slots side by side.
 func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
+	st.settleEarly()
 	errs := make([]error, len(slots))
 	n := 0
 	for _, v := range vals {

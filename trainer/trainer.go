@@ -33,6 +33,7 @@ type Trainer struct {
 	mismatch       string
 	weightsChecked int
 	valLoss        float32
+	valStep        int // the step valLoss was measured after
 	last           Snapshot
 	finalSaved     int // step of the last checkpoint FinalCheckpoint wrote
 
@@ -61,6 +62,11 @@ func New(cfg Config) (*Trainer, error) {
 	rc, err := cfg.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if rc.CheckpointPath != "" {
+		if err := checkCheckpointPath(rc.CheckpointPath); err != nil {
+			return nil, err
+		}
 	}
 	data, err := LoadData(rc.DataPath, rc.SeqLen)
 	if err != nil {
@@ -166,6 +172,7 @@ func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
 		if t.valLoss, err = t.validate(); err != nil {
 			return t.failed(err)
 		}
+		t.valStep = step
 	}
 	if t.cfg.CheckpointEvery > 0 && step%t.cfg.CheckpointEvery == 0 {
 		if err := t.saveCheckpoint(t.checkpointPath()); err != nil {
@@ -242,7 +249,7 @@ func (t *Trainer) snapshot(lossL, lossS float32, timeL, timeS time.Duration, clo
 	memL, memS := t.lct.ledger.Memory(), t.shadow.ledger.Memory()
 	s := Snapshot{
 		Step: t.step, Time: time.Now(), Backend: t.cfg.Backend, Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Data: t.data.Name,
-		LossLCT: lossL, LossShadow: lossS, ValLoss: t.valLoss,
+		LossLCT: lossL, LossShadow: lossS, ValLoss: t.valLoss, ValStep: t.valStep,
 		BitIdentical: t.identical, Mismatch: t.mismatch, WeightsChecked: t.weightsChecked,
 		StepTimeLCT: timeL, StepTimeShadow: timeS, CodecTime: clock.encode + clock.decode,
 		EncodeGBps: gbps(clock.encodeBytes, clock.encode), DecodeGBps: gbps(clock.decodeBytes, clock.decode),

@@ -42,13 +42,13 @@ func TestFileSnapshotPanels(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{
 		"[watch]", "2 files", "2 checkpoints", "sampled, exact pass 33", "file 4.00 MiB → LCT 3.00 MiB", "1/3 tensors",
-		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312",
+		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312", "all tensors 1.3333×",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q", want)
 		}
 	}
-	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow"} {
+	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow", "whole file"} {
 		if strings.Contains(v, absent) {
 			t.Errorf("a checkpoint's view shows %q", absent)
 		}
@@ -95,5 +95,17 @@ func TestExportWritesPlan(t *testing.T) {
 	}
 	if got := p.Classes[trainer.ClassAdamV].String(); got != "auto/empirical" {
 		t.Errorf("plan: adam_v %s", got)
+	}
+}
+
+// A checkpoint takes no steps, so its footer does not offer pause or step.
+func TestFileFooterOffersNoSteps(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 200, Height: 48})
+	m = update(t, m, msgs.Snapshot{Snapshot: fileSnapshot(src)})
+	lines := strings.Split(m.View(), "\n")
+	if footer := lines[len(lines)-1]; strings.Contains(footer, "pause") || strings.Contains(footer, "n step") || !strings.Contains(footer, "export") {
+		t.Errorf("footer %q", footer)
 	}
 }

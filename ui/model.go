@@ -98,6 +98,7 @@ type Model struct {
 
 	width, height int
 	view          View
+	back          View // where esc (or c, t again) leaves compare and teaching for
 	hidden        [numPanels]bool
 	showHelp      bool
 	helpOffset    int // the help's first line shown

@@ -102,10 +102,21 @@ func TestEveryPanelRenders(t *testing.T) {
 	// 80×24: the overview holds table and histogram and names the rest.
 	m, _ = newTestModel(t, 80, 24, 5)
 	v = m.View()
-	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, codec, history"} {
+	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, history"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("80×24 overview lacks %q:\n%s", want, v)
 		}
+	}
+	// The histogram has no view that tab reaches: the notice says what
+	// does show it where there is room, and at 40×12 names the views whole.
+	m60, _ := newTestModel(t, 80, 16, 5)
+	if v := m60.View(); !strings.Contains(v, "tab: memory, history · histogram: a taller window") {
+		t.Errorf("80×16 notice:\n%s", v)
+	}
+	m40, _ := newTestModel(t, 40, 12, 5)
+	lines := strings.Split(m40.View(), "\n")
+	if status := lines[len(lines)-2]; !strings.Contains(status, "tab: memory, history") || strings.Contains(status, "…") || strings.Contains(status, "tab: histogram") {
+		t.Errorf("40×12 status line %q", status)
 	}
 	for view, wants := range map[View][]string{
 		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},
@@ -205,6 +216,9 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			if !strings.Contains(a.View(), "stored: [") {
 				t.Errorf("teaching view not drawn:\n%s", a.View())
 			}
+		}},
+		"esc": {setup: func(m Model) Model { return press(t, m, "c") }, check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			wantView(t, a, Overview) // TestBackFromCompareAndTeaching has the rest
 		}},
 		"1": {check: hidesPanel(PanelTable, "─ Tensors")},
 		"2": {check: hidesPanel(PanelHistogram, "─ Exponents")},
@@ -672,5 +686,37 @@ func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
 	m = press(t, m, "enter")
 	if m.table.Filter != "qkv" {
 		t.Errorf("filter %q", m.table.Filter)
+	}
+}
+
+// Compare and teaching have a way back besides tab: esc, or their own key
+// again, to the view they were opened from; esc from a full-size panel
+// goes to the overview. The footers say esc.
+func TestBackFromCompareAndTeaching(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40, 5)
+	for _, c := range []struct {
+		keys []string
+		want View
+	}{
+		{[]string{"c"}, Compare},
+		{[]string{"c", "c"}, Overview},
+		{[]string{"c", "esc"}, Overview},
+		{[]string{"t", "t"}, Overview},
+		{[]string{"t", "esc"}, Overview},
+		{[]string{"tab", "c", "esc"}, Resources},
+		{[]string{"tab", "tab", "t", "t"}, History},
+		{[]string{"c", "t", "esc"}, Overview},
+		{[]string{"tab", "esc"}, Overview},
+	} {
+		got := m
+		for _, k := range c.keys {
+			got = press(t, got, k)
+		}
+		if got.view != c.want {
+			t.Errorf("keys %v: view %s, want %s", c.keys, got.view, c.want)
+		}
+		if lines := strings.Split(got.View(), "\n"); (got.view == Compare || got.view == Teaching) && !strings.Contains(lines[len(lines)-1], "esc back") {
+			t.Errorf("keys %v: footer %q does not say esc", c.keys, lines[len(lines)-1])
+		}
 	}
 }

@@ -306,8 +306,13 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.CycleTensorPreset):
 		return m.cycleTensorCodec(false)
 	case key.Matches(msg, k.Compare):
-		m.view = Compare
+		if m.view == Compare {
+			return m.goBack()
+		}
+		m.back, m.view = m.view, Compare
 		return m, m.followSelection()
+	case key.Matches(msg, k.Back):
+		return m.goBack()
 	case (key.Matches(msg, k.Pause) || key.Matches(msg, k.Step)) && m.isFile():
 		m.status = "a checkpoint takes no steps: pause and step are for training"
 		return m, nil
@@ -341,7 +346,10 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.view = (m.view + numViews - 1) % numViews
 		return m, m.followSelection()
 	case key.Matches(msg, k.Teach):
-		m.view = Teaching
+		if m.view == Teaching {
+			return m.goBack()
+		}
+		m.back, m.view = m.view, Teaching
 		return m, m.followSelection()
 	case key.Matches(msg, k.ToggleTable):
 		m.toggle(PanelTable)
@@ -370,6 +378,21 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, m.maybeLoadGrid(true)
 	}
 	return m, nil
+}
+
+// goBack leaves compare or teaching for the view they were opened from,
+// and any other view but the overview for the overview.
+func (m Model) goBack() (tea.Model, tea.Cmd) {
+	switch {
+	case m.view == Overview:
+		return m, nil
+	case (m.view == Compare || m.view == Teaching) && m.back != Compare && m.back != Teaching:
+		m.view = m.back
+	default:
+		m.view = Overview
+	}
+	m.back = Overview
+	return m, m.followSelection()
 }
 
 // overNotice answers a key that would train when the run is over.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -258,13 +259,8 @@ func (m Model) viewNames(all bool) string {
 func (m Model) notice() string {
 	msg := m.status
 	if msg == "" && m.view == Overview {
-		if om := m.omitted(); len(om) > 0 {
-			names := make([]string, len(om))
-			for i, p := range om {
-				names[i] = p.String()
-			}
-			msg = "tab: " + strings.Join(names, ", ")
-		}
+		room := m.width - ansi.StringWidth(m.viewNames(false)) - 2
+		msg = omittedNotice(m.omitted(), m.width, room)
 	}
 	if msg == "" && m.state == header.Paused {
 		msg = "paused: n steps once, space resumes"
@@ -275,11 +271,49 @@ func (m Model) notice() string {
 	return msg
 }
 
+// omittedNotice says where the panels the overview left out are: the
+// views tab reaches for memory, codec and history; the histogram has no
+// view of its own, so a taller window is what shows it. It is whole in
+// room columns: the histogram's part goes first, then the rest.
+func omittedNotice(om []Panel, width, room int) string {
+	var tabs []string
+	histogram := false
+	add := func(v View) {
+		if l := v.label(width); !slices.Contains(tabs, l) {
+			tabs = append(tabs, l)
+		}
+	}
+	for _, p := range om {
+		switch p {
+		case PanelHistogram:
+			histogram = true
+		case PanelMemory, PanelCodec:
+			add(Resources)
+		case PanelCharts:
+			add(History)
+		}
+	}
+	var parts []string
+	if len(tabs) > 0 {
+		parts = append(parts, "tab: "+strings.Join(tabs, ", "))
+	}
+	if histogram {
+		parts = append(parts, "histogram: a taller window")
+	}
+	for len(parts) > 0 && ansi.StringWidth(strings.Join(parts, " · ")) > room {
+		parts = parts[:len(parts)-1]
+	}
+	return strings.Join(parts, " · ")
+}
+
 func (m Model) footer() string {
 	h := help.New()
 	h.Styles = m.st.Help
 	h.Width = m.width
 	keys := m.keys.ShortHelp()
+	if m.isFile() {
+		keys = m.keys.FileHelp()
+	}
 	switch {
 	case m.showHelp:
 	case m.view == Teaching:

@@ -14,6 +14,7 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
+	"lcttop/ui/compare"
 	"lcttop/ui/export"
 )
 
@@ -156,6 +157,11 @@ scripts/lcttop_dump.py writes such a folder from a PyTorch training loop.`,
 
 // runFileUI runs the UI on a file session until q.
 func runFileUI(cmd *cobra.Command, s *filesource.Session, opt ui.Options) error {
+	if err := checkTerminal(cmd); err != nil {
+		s.Stop()
+		return err
+	}
+	go compare.Warm()
 	prog := tea.NewProgram(ui.New(s, opt), tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup

@@ -56,6 +56,9 @@ as lcttop open classifies it) the class's; the rest take --preset and --dist.`,
 			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
 			}
+			if err := packInputKind(args[0]); err != nil {
+				return err
+			}
 			perTensor, err := readPlan(planPath)
 			if err != nil {
 				return err

@@ -256,13 +256,16 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if asJSON {
 		err = enc.Encode(summary)
 	} else {
-		_, err = fmt.Fprintf(out, "summary: %v\n", summary)
+		_, err = fmt.Fprintln(out, cudaSummaryLine(sum, lct != nil, compared, opts.WarmupTiming, time.Since(start)))
 	}
 	if err != nil {
 		return err
 	}
 	if compared && !sum.AllIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
+	}
+	if ctx.Err() != nil {
+		return interrupted{fmt.Sprintf("after step %d", sum.Steps)}
 	}
 	return nil
 }
@@ -284,7 +287,7 @@ func copyFloorFlags(cf cudaFlags) error {
 // shadowLine is the readable summary of a step of the shadow run alone.
 func shadowLine(r cudabackend.StepReport) string {
 	val := ""
-	if r.ValLoss != 0 {
+	if r.ValStep == r.Step && r.ValStep > 0 { // measured after this step
 		val = fmt.Sprintf("  val %.4f", r.ValLoss)
 	}
 	return fmt.Sprintf("step %5d  loss %.4f (shadow only)%s  peak %s  step %.3fs",
@@ -410,4 +413,37 @@ func (p *nvmlPeak) stop() (empty, most uint64) {
 	close(p.done)
 	p.wg.Wait()
 	return p.empty, p.most.Load()
+}
+
+// cudaSummaryLine is the text form of a CUDA training's summary, like the
+// CPU trainer's: what was trained, whether the runs agreed, their peaks and
+// median steps.
+func cudaSummaryLine(sum cudabackend.Summary, lct, compared bool, warmup int, wall time.Duration) string {
+	if sum.Steps == 0 {
+		return "summary: no step taken"
+	}
+	median := fmt.Sprintf("median step %.3fs vs %.3fs", sum.MedianStepLCT.Seconds(), sum.MedianStepShadow.Seconds())
+	if !lct {
+		median = fmt.Sprintf("median step %.3fs", sum.MedianStepShadow.Seconds())
+	}
+	if sum.Steps <= warmup {
+		median = fmt.Sprintf("median step not measured (all %d steps within --timing-warmup %d)", sum.Steps, warmup)
+	}
+	switch {
+	case !lct:
+		return fmt.Sprintf("summary: %d steps (shadow only), loss %.4f → %.4f; peak %s; %s; %.1fs in all",
+			sum.Steps, sum.FirstLoss, sum.LastLoss, mib(sum.PeakShadow), median, wall.Seconds())
+	case !compared:
+		return fmt.Sprintf("summary: %d steps, loss %.4f → %.4f, not compared; peak %s vs %s (%s); %s; %.1fs in all",
+			sum.Steps, sum.FirstLoss, sum.LastLoss, mib(sum.PeakLCT), mib(sum.PeakShadow), peakChange(sum.PeakLCT, sum.PeakShadow), median, wall.Seconds())
+	}
+	verdict := "bit-identical throughout"
+	if !sum.AllIdentical {
+		verdict = "DIFFERENT: " + sum.Mismatch
+	}
+	if sum.WeightsChecked > 0 {
+		verdict += fmt.Sprintf(" (all weights compared at step %d)", sum.WeightsChecked)
+	}
+	return fmt.Sprintf("summary: %d steps, loss %.4f → %.4f, %s; peak %s vs %s (%s); %s; %.1fs in all",
+		sum.Steps, sum.FirstLoss, sum.LastLoss, verdict, mib(sum.PeakLCT), mib(sum.PeakShadow), peakChange(sum.PeakLCT, sum.PeakShadow), median, wall.Seconds())
 }

@@ -16,6 +16,7 @@ import (
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
+	"lcttop/ui/compare"
 	"lcttop/ui/export"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
@@ -76,8 +77,8 @@ func init() {
 
 func (f *uiFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.backend, "backend", "", "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)")
-	fs.StringVar(&f.model, "model", "", "model to train: "+modelNames()+" (default: "+defaultCPUModel+" on the CPU, "+defaultGPUModel+" on the GPU)")
+	fs.StringVar(&f.backend, "backend", "", backendUsage)
+	fs.StringVar(&f.model, "model", "", modelUsage())
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
 	registerTrainingCodec(cmd, &f.preset, &f.dist)
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
@@ -86,6 +87,14 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
 	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots to (the default is made at the first export)")
 	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
+}
+
+// backendUsage and modelUsage describe --backend and --model, the same for
+// lcttop and lcttop train, which choose alike.
+const backendUsage = "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)"
+
+func modelUsage() string {
+	return "model to train: " + modelNames() + " (default: " + defaultCPUModel + " on the CPU, " + defaultGPUModel + " on the GPU)"
 }
 
 func modelNames() string {
@@ -256,6 +265,11 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 		return err
 	}
 	defer closeSession()
+	// After the session: a GPU asked for and missing is the first thing to say.
+	if err := checkTerminal(cmd); err != nil {
+		return err
+	}
+	go compare.Warm() // the first c then opens without building the codec's tables
 	opt.StartErr = startErr
 	var uiSrc ui.Source
 	if src != nil {

@@ -27,6 +27,9 @@ standard output is written as the tensors come, and an error ends it there.`,
 			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
 			}
+			if err := unpackInputKind(args[0]); err != nil {
+				return err
+			}
 			if workers < 0 {
 				return fmt.Errorf("--workers %d: must not be negative", workers)
 			}

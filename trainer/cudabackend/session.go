@@ -153,7 +153,7 @@ func (s *Session) snapshot(res stepResult, figures bool) (trainer.Snapshot, erro
 	} else {
 		snap = s.last
 		snap.Step, snap.Time = res.Step, time.Now()
-		snap.LossShadow, snap.LossLCT, snap.ValLoss = res.LossShadow, res.LossLCT, t.valLoss
+		snap.LossShadow, snap.LossLCT, snap.ValLoss, snap.ValStep = res.LossShadow, res.LossLCT, t.valLoss, t.valStep
 		snap.StepTimeShadow, snap.StepTimeLCT = res.TimeShadow, res.TimeLCT
 		snap.MemShadow, snap.PeakBytesShadow = t.b.Shadow.Memory(), res.PeakShadow
 		snap.MemLCT, snap.PeakBytesLCT = t.b.LCT.Memory(), res.PeakLCT

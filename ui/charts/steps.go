@@ -58,7 +58,9 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "History", right, w)}
 	if len(pts) < 2 {
-		lines = append(lines, st.Dim.Render("  one checkpoint: lcttop watch DIR follows a run's checkpoints and draws them over steps"))
+		for _, l := range box.Wrap("one checkpoint: lcttop watch DIR follows a run's checkpoints and draws them over steps", w-2) {
+			lines = append(lines, st.Dim.Render("  "+l))
+		}
 		return box.Fit(strings.Join(lines, "\n"), w, ht)
 	}
 	const gw = 9

@@ -180,13 +180,30 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 	if p.Done() {
 		state = "exact      "
 	}
+	// The longest form that fits whole: the bytes go first, then the bar.
+	pct, tensors := v(format.Percent(p.Fraction())), l(fmt.Sprintf(" · %d/%d tensors", p.TensorsDone, p.Tensors))
+	bytes := l(" · ") + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes))
+	bar := box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " "
+	exact := l(state) + pct + tensors
+	for _, f := range []string{l(state) + bar + pct + tensors + bytes, l(state) + pct + tensors + bytes, l(state) + bar + pct + tensors} {
+		if ansi.StringWidth(f) <= w {
+			exact = f
+			break
+		}
+	}
 	lines := []string{
-		l(state) + box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " " + v(format.Percent(p.Fraction())) +
-			l(fmt.Sprintf(" · %d/%d tensors · ", p.TensorsDone, p.Tensors)) + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes)),
-		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · whole file ") + v(fileRatio(s.File)),
+		exact,
+		// "all tensors", not "whole file": the file's header and an .lct
+		// file's container are in neither figure (lcttop inspect's file
+		// ratio counts them).
+		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · all tensors ") + v(fileRatio(s.File)),
 	}
 	if !p.Done() {
-		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
+		note := "~ marks figures estimated from a 4,096-value sample"
+		if ansi.StringWidth(note) > w {
+			note = "~ estimated from a 4,096-value sample"
+		}
+		lines = append(lines, st.Dim.Render(note))
 	}
 	if s.File.Notice != "" {
 		lines = append(lines, st.Warn.Render(s.File.Notice))

@@ -48,3 +48,17 @@ func TestGPUFigures(t *testing.T) {
 		t.Errorf("panel shows the CPU pool on the GPU:\n%s", out)
 	}
 }
+
+// A checkpoint's exact-pass line keeps its figures whole in a narrow panel
+// (the bytes go first), and the ratio of every tensor is not called the
+// whole file's.
+func TestFileLinesWhole(t *testing.T) {
+	s := &trainer.Snapshot{Tensors: []trainer.TensorStats{{Elements: 100, StoredBytes: 133}}, File: &trainer.FileStats{
+		FileBytes: 200, LCTBytes: 133, Progress: trainer.Progress{Tensors: 4, TensorsDone: 4, Bytes: 393216, BytesDone: 393216}}}
+	for _, w := range []int{45, 70, 100} {
+		v := ansi.Strip(View(styles.New(nil), s, nil, w, 8))
+		if strings.Contains(v, "…") || !strings.Contains(v, "4/4 tensors") || !strings.Contains(v, "all tensors 1.5038×") || strings.Contains(v, "whole file") {
+			t.Errorf("%d columns:\n%s", w, v)
+		}
+	}
+}

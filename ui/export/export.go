@@ -10,7 +10,9 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -160,13 +162,13 @@ func writeAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("export: %w", err)
+		return fmt.Errorf("export: cannot write %s: %w", path, reason(err))
 	}
 	name := tmp.Name()
 	fail := func(err error) error {
 		tmp.Close()
 		os.Remove(name)
-		return fmt.Errorf("export: writing %s: %w", path, err)
+		return fmt.Errorf("export: cannot write %s: %w", path, reason(err))
 	}
 	if _, err := tmp.Write(data); err != nil {
 		return fail(err)
@@ -179,11 +181,26 @@ func writeAtomic(path string, data []byte) error {
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(name)
-		return fmt.Errorf("export: writing %s: %w", path, err)
+		return fmt.Errorf("export: cannot write %s: %w", path, reason(err))
 	}
 	if err := os.Rename(name, path); err != nil {
 		os.Remove(name)
-		return fmt.Errorf("export: writing %s: %w", path, err)
+		return fmt.Errorf("export: cannot write %s: %w", path, reason(err))
 	}
 	return nil
+}
+
+// reason is what the system said, without the operation and the file name
+// that *fs.PathError and *os.LinkError carry: there, the temporary file's,
+// which the user never asked for.
+func reason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }

@@ -125,3 +125,24 @@ func TestDefaultFolderMadeAtFirstExport(t *testing.T) {
 		t.Errorf("the current folder holds %v", es)
 	}
 }
+
+// A failed write names the file asked for, never the temporary file, and
+// leaves no temporary file behind.
+func TestWriteErrorNamesTheTarget(t *testing.T) {
+	dir := t.TempDir()
+	s := sample()
+	jsonPath, _, _ := Names(dir, s)
+	if err := os.Mkdir(jsonPath, 0o755); err != nil { // the rename onto it fails
+		t.Fatal(err)
+	}
+	_, err := Write(dir, s, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "export: cannot write "+jsonPath+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Fatalf("err = %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("left %s", e.Name())
+		}
+	}
+}

@@ -48,6 +48,10 @@ func TestViewKeepsBadgeWhenNarrow(t *testing.T) {
 		if !strings.Contains(lines[0], "✓ BIT-IDENTICAL") {
 			t.Errorf("w=%d: badge lost: %q", w, lines[0])
 		}
+		// The step number stays whole: parts of the line go, it is not cut.
+		if !strings.Contains(lines[0], "step 1234") || strings.Contains(lines[0], "…") {
+			t.Errorf("w=%d: step cut: %q", w, lines[0])
+		}
 	}
 	v := View(styles.New(nil), d, 160)
 	for _, want := range []string{"step 1234", "12.3 steps/s", "cuda/gpt162m/adamw", "NVIDIA H200", "ratio 1.450×", "mem saved 30.0%"} {

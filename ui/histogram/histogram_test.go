@@ -183,3 +183,50 @@ func TestTitleFitsLongName(t *testing.T) {
 		}
 	}
 }
+
+// A tensor of zeros and values near 2^-10 (an embedding's Adam state, most
+// rows never touched): exponent 0 gets a bar of its own, the empty
+// exponents up to the values are left out (a dotted gap), so the values
+// keep the width; and the codebook's mark is not drawn over exponents that
+// never occur, where it would be a flat line like an axis.
+func TestZerosBesideValuesLeaveTheGapOut(t *testing.T) {
+	s := stats()
+	s.Histogram[0] = 10000
+	v := View(styles.New(nil), s, true, 74, 24)
+	lines := strings.Split(v, "\n")
+	var axisRow string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "exp") {
+			axisRow = l
+		}
+	}
+	if !strings.HasPrefix(axisRow, "exp   0") || !strings.Contains(axisRow, "110") || !strings.Contains(axisRow, "125") {
+		t.Errorf("axis %q: want 0, then the values' 110..125", axisRow)
+	}
+	if !strings.Contains(v, "┊") {
+		t.Errorf("no gap drawn:\n%s", v)
+	}
+	// 16 value exponents in the 68 columns less exponent 0 and the gap: 3 each.
+	if body := []rune(axisRow)[gutter:]; strings.Count(string(body), " ") < 40 {
+		t.Errorf("the values are squeezed: %q", axisRow)
+	}
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "len") {
+			break
+		}
+		if strings.Count(l, "━") > 2*3*2 {
+			t.Errorf("a long run of codebook marks, like an axis: %q", l)
+		}
+	}
+}
+
+// The stats line never writes "exp" for expected bits: the axis above it
+// is the exponents'.
+func TestStatsSayExpected(t *testing.T) {
+	for _, w := range []int{50, 74, 90} {
+		v := View(styles.New(nil), stats(), true, w, 16)
+		if !strings.Contains(v, "expected ") || strings.Contains(v, " exp ") {
+			t.Errorf("%d columns:\n%s", w, v)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func View(st styles.Styles, s *trainer.Snapshot, dev *msgs.Device, w, h int) str
 		return ""
 	}
 	if s != nil && s.File != nil {
-		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File)...)
+		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File, w)...)
 		return box.Fit(strings.Join(append(lines, device(st, dev, w)...), "\n"), w, h)
 	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "Memory", "LCT vs shadow", w)}
@@ -90,7 +90,16 @@ func device(st styles.Styles, d *msgs.Device, w int) []string {
 		if why == "" {
 			why = "not available"
 		}
-		return []string{st.Label.Render("GPU  ") + st.Dim.Render("none: "+why)}
+		// The reason whole, on as many lines as it takes.
+		var out []string
+		for i, l := range box.Wrap("none: "+why, max(w-5, 10)) {
+			lead := "     "
+			if i == 0 {
+				lead = "GPU  "
+			}
+			out = append(out, st.Label.Render(lead)+st.Dim.Render(l))
+		}
+		return out
 	}
 	used := float64(d.MemUsed) / float64(max(d.MemTotal, 1))
 	barW := max(min(w-50, 20), 5)

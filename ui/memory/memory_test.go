@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"lcttop/trainer"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
@@ -33,5 +35,26 @@ func TestViewRowsAndDevice(t *testing.T) {
 	}
 	if v := View(styles.New(nil), nil, &msgs.Device{Err: "NVML not found"}, 60, 5); !strings.Contains(v, "waiting for the first snapshot") || !strings.Contains(v, "none: NVML not found") {
 		t.Errorf("empty view:\n%s", v)
+	}
+}
+
+// A long reason for there being no GPU is shown whole, wrapped.
+func TestDeviceReasonWraps(t *testing.T) {
+	s := &trainer.Snapshot{Step: 1}
+	why := "NVML not found: no NVIDIA driver (libnvidia-ml.so.1 missing)"
+	v := ansi.Strip(View(styles.New(nil), s, &msgs.Device{Err: why}, 56, 14))
+	if strings.Contains(v, "…") || !strings.Contains(strings.Join(strings.Fields(v), " "), why) {
+		t.Errorf("reason cut:\n%s", v)
+	}
+}
+
+// A checkpoint's dtypes are listed whole in a narrow panel, wrapped.
+func TestFileDTypesWrap(t *testing.T) {
+	s := &trainer.Snapshot{File: &trainer.FileStats{Files: 1, FileBytes: 4 << 30, LCTBytes: 3 << 30,
+		Classes: []trainer.ClassBytes{{Class: trainer.ClassWeight, Tensors: 97, FileBytes: 4 << 30, LCTBytes: 3 << 30}},
+		DTypes:  []trainer.DTypeBytes{{DType: "BF16", Tensors: 96, Bytes: 4<<30 - 320<<10}, {DType: "F32", Tensors: 1, Bytes: 320 << 10}}}}
+	v := ansi.Strip(View(styles.New(nil), s, nil, 56, 14))
+	if strings.Contains(v, "…") || !strings.Contains(v, "F32 320 KiB") || !strings.Contains(v, "only BF16 is coded") {
+		t.Errorf("dtypes cut:\n%s", v)
 	}
 }

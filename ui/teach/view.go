@@ -78,8 +78,14 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	case v.Exp > 0:
 		binade = fmt.Sprintf("|x| in [2^%d, 2^%d)", int(v.Exp)-127, int(v.Exp)-126)
 	}
+	// What happens to e, as step 3 says it: coded, or escaped where the
+	// codebook has no code for it.
+	fate := " → entropy-coded"
+	if v.Escaped {
+		fate = " → escaped (no code)"
+	}
 	lines = append(lines, l(strings.Repeat(" ", 9)+"e  = ")+hi(fmt.Sprintf("%08b", v.Exp))+
-		l(" = ")+val(fmt.Sprint(v.Exp))+l(" → "+binade+" → entropy-coded"))
+		l(" = ")+val(fmt.Sprint(v.Exp))+l(" → "+binade+fate))
 
 	// 3. the code.
 	if v.Escaped {

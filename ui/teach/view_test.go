@@ -42,6 +42,13 @@ func TestEscapeAndOneBitCode(t *testing.T) {
 	if !strings.Contains(v, want) {
 		t.Errorf("escaped value: want %q in\n%s", want, v)
 	}
+	// The split says what step 3 says: escaped, not entropy-coded.
+	if strings.Contains(v, "entropy-coded") || !strings.Contains(v, "→ escaped (no code)") {
+		t.Errorf("the split does not say the exponent is escaped:\n%s", v)
+	}
+	if v := viewOf(t, a, 0); !strings.Contains(v, "→ entropy-coded") {
+		t.Errorf("a coded exponent's split:\n%s", v)
+	}
 	if !strings.Contains(v, fmt.Sprintf("e3:%0*b|00000011", esc.CodeLen, a.Esc)) {
 		t.Errorf("the stream's list does not show the escape as ESC|literal:\n%s", v)
 	}

@@ -3,6 +3,7 @@ package tensortable
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"lcttop/trainer"
@@ -158,7 +159,8 @@ func columns(w int) []column {
 			}
 			return fmt.Sprintf("%.3f×", t.Ratio)
 		}},
-		column{head: "used/alloc", sort: ByUsedBits, width: 10, right: true, cell: func(t trainer.TensorStats) string {
+		// 11 wide: the heading and the sort's arrow ("used/alloc↓").
+		column{head: "used/alloc", sort: ByUsedBits, width: 11, right: true, cell: func(t trainer.TensorStats) string {
 			return fmt.Sprintf("%.2f/%.2f", t.UsedBits, t.AllocatedBits)
 		}},
 	)
@@ -176,7 +178,27 @@ func columns(w int) []column {
 			return format.Percent(t.SpillStreamRate)
 		}})
 	}
+	// Where the columns and a name of minNameWidth do not fit, whole
+	// columns go, the least telling first; the ratio stays.
+	for _, drop := range []string{"ovf", "esc", "used/alloc", "elems", "class"} {
+		if fixedWidth(cols)+minNameWidth <= w {
+			break
+		}
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.head == drop })
+	}
 	return cols
+}
+
+// minNameWidth is the narrowest the name column gets.
+const minNameWidth = 8
+
+// fixedWidth is what the cursor mark and the columns take besides names.
+func fixedWidth(cols []column) int {
+	fixed := 2 // cursor mark
+	for _, c := range cols {
+		fixed += c.width + 1
+	}
+	return fixed
 }
 
 func pad(s string, w int, right bool) string {
@@ -211,11 +233,7 @@ func (m *Model) View(st styles.Styles, w, h int) string {
 	}
 
 	cols := columns(w)
-	fixed := 2 // cursor mark
-	for _, c := range cols {
-		fixed += c.width + 1
-	}
-	nameW := max(w-fixed, 8)
+	nameW := max(w-fixedWidth(cols), minNameWidth)
 
 	head := "  " + pad(heading("name", ByName, m), nameW, false)
 	for _, c := range cols {

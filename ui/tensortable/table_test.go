@@ -138,3 +138,26 @@ func TestRawByDesignShown(t *testing.T) {
 		t.Errorf("a tensor kept as BF16 by design should read as-is, not raw!:\n%s", v)
 	}
 }
+
+// Cells are whole: a narrow table leaves columns out rather than cut them,
+// and a heading keeps its sort arrow (used/alloc↓) whole.
+func TestColumnsWhole(t *testing.T) {
+	var m Model
+	m.SetRows([]trainer.TensorStats{{Name: "blk0.qkv.w", Class: trainer.ClassWeight, Elements: 49152, Ratio: 1.485, UsedBits: 2.63, AllocatedBits: 2.77, EscapeRate: 0.0013, OverflowRate: 0.0123}})
+	m.SetHeight(4)
+	for m.Sort != ByUsedBits {
+		m.CycleSort()
+	}
+	for _, w := range []int{40, 60, 86, 120, 160} {
+		v := m.View(styles.New(nil), w, 4)
+		if strings.Contains(v, "…") {
+			t.Errorf("%d columns: a cell is cut:\n%s", w, v)
+		}
+		if w >= 86 && !strings.Contains(v, "used/alloc↓") {
+			t.Errorf("%d columns: no whole used/alloc↓ heading:\n%s", w, v)
+		}
+		if !strings.Contains(v, "1.485×") {
+			t.Errorf("%d columns: the ratio left out:\n%s", w, v)
+		}
+	}
+}
