@@ -182,9 +182,8 @@ class Dumper:
             tensors.append((self._label("param", p), self._local(p)))
             if self._label("grad", p) in grads:
                 tensors.append((self._label("grad", p), grads[self._label("grad", p)]))
-            for key, value in self.optimizer.state.get(p, {}).items():
-                if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1:
-                    tensors.append((self._label(key, p), self._local(value)))
+            for key, value in dumped_states(self.optimizer.state.get(p, {})):
+                tensors.append((self._label(key, p), self._local(value)))
         self._stage(step, tensors)
 
     def _dump_bytes(self):
@@ -192,9 +191,8 @@ class Dumper:
         for p in self.names:
             if self._mine(p):
                 n += 2 * self._local(p).numel()  # weight and gradient
-                for value in self.optimizer.state.get(p, {}).values():
-                    if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1:
-                        n += self._local(value).numel()
+                for _, value in dumped_states(self.optimizer.state.get(p, {})):
+                    n += self._local(value).numel()
         return 2 * n
 
     def _new_buffer(self, nbytes):
@@ -279,6 +277,27 @@ class Dumper:
         if self._pending_states is not None:
             torch.cuda.current_stream().wait_event(self._pending_states)
         return self
+
+
+def dumped_states(state):
+    """What a dump holds of one parameter's optimizer state (a dict, optimizer.state[p]), as
+    [(key, tensor)]: the floating-point tensors of more than one element (not Adam's step)."""
+    return [(key, value) for key, value in state.items()
+            if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1]
+
+
+def write_bf16(path, tensors, metadata):
+    """Writes [(name, tensor)] as a BF16 safetensors file the way a dump is written: other float
+    types rounded to BF16, through a hidden temporary name, synced, then renamed."""
+    header, parts, off = {}, [], 0
+    for name, t in tensors:
+        flat = t.detach().to("cpu", torch.bfloat16).contiguous().reshape(-1)
+        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [off, off + 2 * flat.numel()]}
+        parts.append(flat)
+        off += 2 * flat.numel()
+    header["__metadata__"] = dict(metadata)
+    data = torch.cat(parts).view(torch.uint8) if parts else torch.empty(0, dtype=torch.uint8)
+    _write_safetensors(path, header, data)
 
 
 def _write_safetensors(path, header, data):
