@@ -29,9 +29,10 @@ exp_avg.<name>, exp_avg_sq.<name>, momentum_buffer.<name>. Floating-point values
 BF16 (values of other float types are rounded to BF16); integer and one-element states (Adam's
 step counter) are left out.
 
-Sharding: under DDP every rank holds the whole model, so rank r writes the parameters p_i with
-i % world == r (together the ranks write each once); under FSDP (a DTensor parameter, or a model
-wrapped in FullyShardedDataParallel) each rank writes its own shard of every parameter, named
+Sharding: under DDP every rank holds the whole model, so the ranks split the parameters, each
+writing about as many bytes (the largest parameter first, each to the rank with the fewest bytes
+so far; together they write each once); under FSDP (a DTensor parameter, or a model wrapped in
+FullyShardedDataParallel) each rank writes its own shard of every parameter, named
 <kind>.<name>.shard<r>. shard="all" makes every rank write everything.
 """
 
@@ -63,6 +64,7 @@ class Dumper:
         for i, (name, p) in enumerate(model.named_parameters()):
             self.names[p] = (i, name)
         self.mode = self._shard_mode(shard)
+        self._owner = self._split() if self.mode == "split" else {}
         self.step = 0  # optimizer steps seen by the hooks
         self.written, self.skipped = 0, 0
         self.errors = []
@@ -92,9 +94,18 @@ class Dumper:
             return "local"
         return "split" if self.world > 1 else "all"
 
+    def _split(self):
+        """Which rank writes each parameter under DDP: the largest first, each to the rank with
+        the fewest bytes so far (every rank works out the same)."""
+        load, owner = [0] * self.world, {}
+        for p, _ in sorted(self.names.items(), key=lambda item: (-item[0].numel(), item[1][0])):
+            r = min(range(self.world), key=lambda r: (load[r], r))
+            owner[p] = r
+            load[r] += p.numel()
+        return owner
+
     def _mine(self, p):
-        i, _ = self.names[p]
-        return self.mode != "split" or i % self.world == self.rank
+        return self.mode != "split" or self._owner[p] == self.rank
 
     def _local(self, t):
         if type(t).__name__ == "DTensor":

@@ -249,7 +249,7 @@ func checkShardedRun(t *testing.T, dump, fullDir string) int {
 			continue
 		}
 		checkWatchMerges(t, m)
-		t.Logf("step %d: %d rank files put together are the gathered state, bit for bit: %d tensors (%d from pieces), %d bytes; watch merged them into one checkpoint of %d tensors with the gathered exponents",
+		t.Logf("step %d: the files of %d ranks put together are the gathered state, bit for bit: %d tensors (%d from pieces), %d bytes; watch merged them into one checkpoint of %d tensors with the gathered exponents",
 			m.step, m.world, m.tensors, m.sharded, m.bytes, len(m.dumped))
 		n++
 	}
