@@ -149,3 +149,33 @@ func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
 		t.Errorf("a run on the host codec has a fence, %T", h.pool.fence)
 	}
 }
+
+// The copy floor's copies beside the trainer write only its sink, which
+// nothing reads; but when the sink grows, the old one goes back to the
+// pool, and the trainer's next use of that block waits for the copies
+// into it (the floor's settle holds the trainer's stream).
+func TestCopyFloorSinkReusedAfterItsCopies(t *testing.T) {
+	h := newTDev(t)
+	s, err := OpenCopyStream(freshGPU(t))
+	h.check(err)
+	const small, large = 40000, 90000
+	src := h.bf16(h.randBF16(large, 0, 1))
+	for round := range 6 {
+		c := &copyFloorStore{denseStore: &denseStore{mem: h.mem, ops: h.ops}, beside: s, views: map[gpu.Ptr]uint64{}}
+		h.check(c.code(&slot{n: small}, src, false))
+		old := c.sink
+		h.check(c.code(&slot{n: large}, src, false)) // a larger sink: the old one is freed
+		bytes := floorCopyBytes(small)
+		q, err := h.mem.Alloc(scratchCat, bytes)
+		h.check(err)
+		if q != old {
+			t.Fatalf("round %d: the pool handed out another block than the old sink", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, bytes))
+		h.check(h.d.Sync())
+		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the old sink", round), q, int(bytes/2))
+		h.mem.Free(q)
+		h.check(c.settle())
+		h.mem.Free(c.sink)
+	}
+}
