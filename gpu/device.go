@@ -18,7 +18,9 @@ import (
 // the host at SyncStatus.
 type Device struct {
 	mu sync.Mutex
-	// computeMu serializes the compute view's calls (compute.go).
+	// computeMu serializes the compute view's calls (compute.go); Close
+	// takes it after mu, as the codec's work does when it allocates through
+	// the view.
 	computeMu sync.Mutex
 	drv       driver
 	info      deviceInfo
@@ -49,6 +51,8 @@ type Device struct {
 	// side is the side stream's state, when the device queues its work
 	// there (side.go).
 	side sideState
+	// driverMem counts what every allocation path holds from the driver.
+	driverMem driverMemory
 }
 
 // tablesFor returns cb's kernel tables, built once per codebook.
@@ -119,10 +123,14 @@ func (d *Device) Name() string { return d.info.Name }
 // Emulated reports whether d is the CPU emulation (OpenEmulated).
 func (d *Device) Emulated() bool { return d.info.Emulated }
 
-// Close frees every buffer the device still holds and releases the GPU.
+// Close frees every buffer the device still holds and releases the GPU. It
+// waits for a call of the compute view that is running, and the view's
+// later calls fail.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.computeMu.Lock()
+	defer d.computeMu.Unlock()
 	if d.closed {
 		return nil
 	}
@@ -195,6 +203,7 @@ func (d *Device) alloc(bytes int, cat Category) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, fmt.Errorf("gpu: alloc %d bytes of %s: %w", bytes, cat, err)
 	}
+	d.driverMem.add(p, max(bytes, 1))
 	b := Buffer{ptr: p, size: bytes, cat: cat}
 	d.live[b.ptr] = b
 	d.current[cat] += int64(bytes)
@@ -222,6 +231,7 @@ func (d *Device) free(b Buffer) error {
 	delete(d.live, b.ptr)
 	d.current[b.cat] -= int64(b.size)
 	d.total -= int64(b.size)
+	d.driverMem.remove(b.ptr)
 	return d.drv.free(Ptr(b.ptr))
 }
 

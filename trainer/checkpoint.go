@@ -64,6 +64,16 @@ func (t *Trainer) saveCheckpoint(path string) error {
 	return nil
 }
 
+// checkpointPath is where the checkpoint of the current step goes: the
+// configured file, or a step-named file in the configured folder; "" when
+// neither is set.
+func (t *Trainer) checkpointPath() string {
+	if t.cfg.CheckpointDir != "" {
+		return filepath.Join(t.cfg.CheckpointDir, fmt.Sprintf("step_%08d.lct", t.step))
+	}
+	return t.cfg.CheckpointPath
+}
+
 // checkCheckpointPath says, before any step is taken, whether a checkpoint
 // can be written at path: not over a folder, and in a folder that takes a
 // new file (the checkpoint goes through a temporary file there, renamed

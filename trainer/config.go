@@ -42,7 +42,10 @@ type Config struct {
 
 	CheckpointPath  string // where checkpoints go (.lct)
 	CheckpointEvery int    // write one every so many steps (0: only when asked)
-	ResumePath      string // start from this checkpoint
+	// CheckpointDir, instead of CheckpointPath, gives each checkpoint a file
+	// of its own, DIR/step_NNNNNNNN.lct: the folder lcttop watch follows.
+	CheckpointDir string
+	ResumePath    string // start from this checkpoint
 }
 
 // DefaultClassCodec is the LCT run's default setting for each class: AUTO
@@ -132,8 +135,10 @@ func (cfg Config) resolve() (resolved, error) {
 		return r, fmt.Errorf("pool budget %d: must not be negative", r.PoolBudget)
 	case r.ValEvery > 0 && r.ValBatches < 1:
 		return r, fmt.Errorf("validation every %d steps needs at least one validation batch", r.ValEvery)
-	case r.CheckpointEvery > 0 && r.CheckpointPath == "":
-		return r, fmt.Errorf("checkpoint every %d steps needs a checkpoint path", r.CheckpointEvery)
+	case r.CheckpointEvery > 0 && r.CheckpointPath == "" && r.CheckpointDir == "":
+		return r, fmt.Errorf("checkpoint every %d steps needs a checkpoint path or folder", r.CheckpointEvery)
+	case r.CheckpointPath != "" && r.CheckpointDir != "":
+		return r, fmt.Errorf("a checkpoint path and a checkpoint folder: give one")
 	}
 	codecs := maps.Clone(DefaultClassCodec)
 	for _, c := range slices.Sorted(maps.Keys(cfg.Codec)) {

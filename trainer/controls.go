@@ -76,10 +76,10 @@ func (t *Trainer) FinalCheckpoint() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	every := t.cfg.CheckpointEvery
-	if t.cfg.CheckpointPath == "" || t.step == 0 || every > 0 && t.step%every == 0 || t.step == t.finalSaved {
+	if t.checkpointPath() == "" || t.step == 0 || every > 0 && t.step%every == 0 || t.step == t.finalSaved {
 		return nil
 	}
-	if err := t.saveCheckpoint(t.cfg.CheckpointPath); err != nil {
+	if err := t.saveCheckpoint(t.checkpointPath()); err != nil {
 		return err
 	}
 	t.finalSaved = t.step

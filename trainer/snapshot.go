@@ -61,10 +61,14 @@ type TensorStats struct {
 	OverflowRate    float64     `json:"overflow_rate"`     // spilled exponents / elements
 	SpillStreamRate float64     `json:"spill_stream_rate"` // spilling streams / streams
 	Fallback        bool        `json:"fallback"`          // kept uncompressed this step (pool full)
-	Raw             bool        `json:"raw"`               // kept as BF16 by design: LCT would not make it smaller, or too small to pay (cudabackend)
-	Histogram       [256]uint64 `json:"histogram"`
-	CodeLengths     [256]uint8  `json:"code_lengths"` // 0 = escaped
-	EscapeLength    uint8       `json:"escape_length"`
+	// Error is set on the row of a checkpoint file that could not be read
+	// (lcttop open of a folder): Name is the file, Error why.
+	Error        string      `json:"error,omitempty"`
+	Raw          bool        `json:"raw"`                  // kept as BF16 by design: LCT would not make it smaller, or too small to pay (cudabackend)
+	RawReason    string      `json:"raw_reason,omitempty"` // why Raw, where it is not that LCT would not make it smaller
+	Histogram    [256]uint64 `json:"histogram"`
+	CodeLengths  [256]uint8  `json:"code_lengths"` // 0 = escaped
+	EscapeLength uint8       `json:"escape_length"`
 
 	// Checkpoint files only: the stored dtype (only BF16 is coded, others
 	// are kept as they are), and whether the figures are still estimates

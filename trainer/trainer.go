@@ -175,7 +175,7 @@ func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
 		t.valStep = step
 	}
 	if t.cfg.CheckpointEvery > 0 && step%t.cfg.CheckpointEvery == 0 {
-		if err := t.saveCheckpoint(t.cfg.CheckpointPath); err != nil {
+		if err := t.saveCheckpoint(t.checkpointPath()); err != nil {
 			return t.failed(err)
 		}
 	}

@@ -211,6 +211,9 @@ func (f *backendFlag) open() (lctfile.Backend, func(), error) {
 // distinctFiles refuses an output that is the input (the same path, or
 // another name of the same file): writing it would replace what is read.
 func distinctFiles(in, out string) error {
+	if in == "-" || out == "-" {
+		return nil
+	}
 	same := filepath.Clean(in) == filepath.Clean(out)
 	if fi, err := os.Stat(in); err == nil {
 		if fo, err := os.Stat(out); err == nil && os.SameFile(fi, fo) {

@@ -11,8 +11,12 @@ import (
 )
 
 // fileKind is what a file's first bytes say it is: "lct", "safetensors",
-// or "" (neither, or unreadable: the command's own read says why).
+// or "" (neither, unreadable, or not a regular file, whose bytes a look
+// would take from the command: the command's own read says why).
 func fileKind(path string) string {
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ""

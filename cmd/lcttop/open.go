@@ -15,6 +15,7 @@ import (
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
 	"lcttop/ui/compare"
+	"lcttop/ui/export"
 )
 
 func init() { rootCmd.AddCommand(newOpenCmd(), newWatchCmd()) }
@@ -39,7 +40,7 @@ func (f *fileFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.headless, "headless", false, "no UI: progress lines, then a summary, on stdout")
 	fs.BoolVar(&f.json, "json", false, "with --headless: the final snapshot as one JSON line (the UI's figures)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
-	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots and codec plans to")
+	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots and codec plans to (the default is made at the first export)")
 }
 
 // options checks the flags and builds the session's options; release frees

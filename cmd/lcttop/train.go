@@ -34,6 +34,7 @@ type trainFlags struct {
 	checkEvery         int
 	valEvery, valBatch int
 	checkpointEvery    int
+	checkpointDir      string
 	workers            int
 	lr                 float64
 	poolBudget         int64
@@ -55,6 +56,8 @@ type cudaFlags struct {
 	// alone trains the LCT run without its shadow; nvmlPeak follows the
 	// process's device memory as NVML reports it (lcttop bench step).
 	alone, nvmlPeak bool
+	// poolTrace names a file for the device pool's traffic (bench step).
+	poolTrace string
 }
 
 func newTrainCmd() *cobra.Command {
@@ -118,6 +121,7 @@ tensor's figures and histogram), then the summary object.`,
 	f.registerTraining(cmd, def)
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
+	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "write each checkpoint to its own step-named file in this folder (step_NNNNNNNN.lct): the folder lcttop watch follows")
 	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
 	fs.Int64Var(&f.poolBudget, "pool-budget", 0, "LCT overflow pool in bytes (0: sized from the model)")
 	fs.Float64Var(&f.cuda.memBudgetGiB, "mem-budget", 0, "--backend cuda: device memory budget per run in GiB, as the allocator counts it (0: none)")
@@ -153,7 +157,7 @@ func (f *trainFlags) registerTraining(cmd *cobra.Command, def trainer.Config) {
 // cudaOnly and cpuOnly are the flags one backend takes and the other does not.
 var (
 	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup"}
-	cpuOnly  = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
+	cpuOnly  = []string{"checkpoint", "checkpoint-every", "checkpoint-dir", "resume", "pool-budget"}
 )
 
 // chooseBackend settles --backend where it was not given, as lcttop with no
@@ -230,6 +234,12 @@ func (f *trainFlags) config() (trainer.Config, error) {
 	cfg.CheckEvery, cfg.PoolBudget = f.checkEvery, f.poolBudget
 	cfg.ValEvery, cfg.ValBatches = f.valEvery, f.valBatch
 	cfg.CheckpointPath, cfg.CheckpointEvery, cfg.ResumePath = f.checkpoint, f.checkpointEvery, f.resume
+	if cfg.CheckpointDir = f.checkpointDir; cfg.CheckpointDir != "" {
+		// Made before training starts, so that an unwritable folder is said first.
+		if err := os.MkdirAll(cfg.CheckpointDir, 0o755); err != nil {
+			return cfg, fmt.Errorf("--checkpoint-dir %s: %v", cfg.CheckpointDir, err)
+		}
+	}
 	if f.backend == "" { // the UI chooses (openSession)
 		return cfg, applyTrainingCodec(&cfg, f.preset, f.dist)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,25 @@ import (
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
 func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
-	g, err := gpu.Open()
+	g, err := openGPU()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
 	defer g.Close()
 	return trainOnDevice(ctx, out, g, cfg, cf, mode)
+}
+
+// openGPU opens the GPU (gpu.Open) and says on stderr when the driver
+// could not keep the kernels it compiled, so that each start waits for
+// the compiler again.
+func openGPU() (*gpu.Device, error) {
+	g, err := gpu.Open()
+	if err == nil {
+		if note := g.JITCacheNote(); note != "" {
+			fmt.Fprintln(os.Stderr, "lcttop: note:", note)
+		}
+	}
+	return g, err
 }
 
 // deviceLine is a step's JSON line: the headless line of the trainer's
@@ -167,6 +181,18 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if opts.Steps == 0 {
 		opts.Steps = math.MaxInt32 // until interrupted
 	}
+	if cf.poolTrace != "" {
+		tf, err := os.Create(cf.poolTrace)
+		if err != nil {
+			return fmt.Errorf("--pool-trace: %w", err)
+		}
+		w := bufio.NewWriterSize(tf, 1<<20)
+		defer func() {
+			w.Flush()
+			tf.Close()
+		}()
+		opts.PoolTrace = w
+	}
 	batch, seqLen := opts.Batch, opts.SeqLen
 	if !asJSON {
 		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s, LCT codec %s\n",
@@ -216,9 +242,13 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		"lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
 	}
+	// What the device lent the process at its most, by three counts: the
+	// ledger's (peak_bytes_*), the pool's, and every driver allocation's.
+	_, driverPeak, _ := g.DriverMemory()
+	summary["pool_held_peak_bytes"], summary["driver_alloc_peak_bytes"] = poolPeak, driverPeak
 	if peak != nil {
 		empty, most := peak.stop()
-		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"], summary["pool_held_peak_bytes"] = empty, most, poolPeak
+		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"] = empty, most
 	}
 	if compared {
 		summary["all_bit_identical"], summary["mismatch"], summary["weights_checked"] = sum.AllIdentical, sum.Mismatch, sum.WeightsChecked

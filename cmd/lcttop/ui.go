@@ -17,6 +17,7 @@ import (
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
 	"lcttop/ui/compare"
+	"lcttop/ui/export"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
 )
@@ -70,7 +71,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: ".", Styles: &st})
+		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: export.DefaultDir, Styles: &st})
 	}
 }
 
@@ -84,7 +85,7 @@ func (f *uiFlags) register(cmd *cobra.Command) {
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for weights and batches")
 	fs.IntVar(&f.steps, "steps", 0, "steps to train (0: until q)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
-	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
+	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots to (the default is made at the first export)")
 	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
 }
 
@@ -188,6 +189,9 @@ func checkStatic(cfg trainer.Config) error {
 
 // checkExportDir refuses an export folder that is not there.
 func checkExportDir(dir string) error {
+	if dir == export.DefaultDir {
+		return nil // made at the first export
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case err != nil:
@@ -222,7 +226,7 @@ func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err 
 	closeFn = func() {}
 	if cfg.Backend == "" || cfg.Backend == "cuda" {
 		model := cfg.Model
-		g, gerr := gpu.Open()
+		g, gerr := openGPU()
 		switch {
 		case gerr == nil:
 			cfg.Backend = "cuda"

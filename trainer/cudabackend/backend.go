@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -48,6 +49,7 @@ type lockstep struct {
 // starting values vals; lct, if not nil, adds the LCT run.
 func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*lockstep, error) {
 	b := &lockstep{dev: dev, pool: newDevicePool(dev)}
+	b.pool.trace = cfg.PoolTrace
 	var err error
 	if lct == nil || !lct.Alone {
 		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
@@ -214,22 +216,71 @@ func (b *lockstep) CheckWeights() (string, error) {
 	if b.LCT == nil || b.Shadow == nil {
 		return "", nil
 	}
-	for _, name := range b.Shadow.Names() {
-		want, err := b.Shadow.Read(name)
-		if err != nil {
+	// Compared on the device, each tensor's first differing index into a
+	// slot of its own, read back once: nothing but the verdict crosses to
+	// the host.
+	want, got := b.Shadow.slots(), b.LCT.slots()
+	firsts, err := b.LCT.mem.Alloc(trainer.CodecScratch, 8*int64(len(want)))
+	if err != nil {
+		return "", err
+	}
+	defer b.LCT.mem.Free(firsts)
+	if err := b.dev.Memset(firsts, 0xFF, 8*int64(len(want))); err != nil {
+		return "", err
+	}
+	for i, s := range want {
+		if err := b.compareOnDevice(firsts.Add(8*int64(i)), s, got[i]); err != nil {
 			return "", err
-		}
-		got, err := b.LCT.Read(name)
-		if err != nil {
-			return "", err
-		}
-		for i := range want {
-			if got[i] != want[i] {
-				return fmt.Sprintf("%s[%d] = %#04x (LCT) vs %#04x (shadow)", name, i, got[i], want[i]), nil
-			}
 		}
 	}
+	raw := make([]byte, 8*len(want))
+	if err := b.dev.Download(raw, firsts); err != nil {
+		return "", err
+	}
+	// A corrupt tensor shows in the status the codec reads.
+	if err := b.LCT.st.settle(); err != nil {
+		return "", err
+	}
+	for i := range want {
+		at := binary.LittleEndian.Uint64(raw[8*i:])
+		if at == ^uint64(0) {
+			continue
+		}
+		// The two values, read for the message only.
+		w, err := b.Shadow.st.get(want[i])
+		if err != nil {
+			return "", err
+		}
+		g, err := b.LCT.st.get(got[i])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s[%d] = %#04x (LCT) vs %#04x (shadow)", want[i].name, at, g[at], w[at]), nil
+	}
 	return "", nil
+}
+
+// compareOnDevice queues the comparison of the shadow's tensor s with the
+// LCT run's l, the first index where they differ into *first.
+func (b *lockstep) compareOnDevice(first gpu.Ptr, s, l *slot) error {
+	if s.name != l.name || s.n != l.n {
+		return fmt.Errorf("the runs' tensors differ in order: %s (%d values) vs %s (%d)", s.name, s.n, l.name, l.n)
+	}
+	a := b.Shadow.read(s)
+	v := b.LCT.read(l)
+	if b.Shadow.err == nil && b.LCT.err == nil {
+		b.LCT.keep(b.dev.Launch("gpt_first_mismatch", gridFor(int64(s.n), elemThreads), elemThreads, first, a, v, int64(s.n)))
+	}
+	b.Shadow.done(s, a)
+	b.LCT.done(l, v)
+	for _, r := range []*modelRun{b.Shadow, b.LCT} {
+		if r.err != nil {
+			err := r.err
+			r.err = nil
+			return err
+		}
+	}
+	return nil
 }
 
 // Tensors reports the LCT run's stored tensors (nil without it).

@@ -905,6 +905,9 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 	}
 	if h.enc == nil {
 		ts.Ratio, ts.StoredBytes, ts.Fallback, ts.Raw = 1, 2*s.n, false, true
+		if s.n <= st.rawBelow {
+			ts.RawReason = smallReason
+		}
 	}
 	return ts, true, nil
 }

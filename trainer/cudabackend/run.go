@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"lcttop/gpu"
@@ -47,6 +48,10 @@ type Config struct {
 	// (0: no cap); an allocation past it fails the step with an error that
 	// says so.
 	Budget int64
+	// PoolTrace, when set, receives a line for every block the device pool
+	// hands out or takes back and every step's end (a measurement: the
+	// allocator's traffic, to replay under other policies).
+	PoolTrace io.Writer
 }
 
 func (c Config) check() error {
@@ -218,11 +223,18 @@ func (r *modelRun) Read(name string) ([]uint16, error) {
 // Names lists the parameters and optimizer states, in the CPU trainer's order.
 func (r *modelRun) Names() []string {
 	var out []string
+	for _, s := range r.slots() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// slots is the parameters' and optimizer states' slots, in Names' order.
+func (r *modelRun) slots() []*slot {
+	var out []*slot
 	for _, p := range r.params {
-		out = append(out, p.w.name)
-		for _, s := range p.state {
-			out = append(out, s.name)
-		}
+		out = append(out, p.w)
+		out = append(out, p.state...)
 	}
 	return out
 }

@@ -329,7 +329,7 @@ func TestOpenErrors(t *testing.T) {
 		filepath.Join(dir, "missing"): "no such file",
 		notST:                         "not a safetensors file",
 		dup:                           "is in both",
-		empty:                         "no .safetensors or .lct file",
+		empty:                         "no checkpoint in this folder",
 	} {
 		if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), filepath.Base(path)) && want != "is in both" {
 			t.Errorf("Open(%s): %v, want an error naming it with %q", path, err, want)

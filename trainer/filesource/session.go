@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -67,6 +68,7 @@ type Session struct {
 	view    *view      // the checkpoint shown; nil until watch finds one
 	hist    history
 	notice  string
+	skipped map[string]string // files of a watched folder left out, and why
 	stopped bool
 	timer   *time.Timer // a snapshot due
 	last    time.Time   // when the last snapshot went out
@@ -139,7 +141,7 @@ func Open(path string, opt Options) (*Session, error) {
 // openPath opens what Open is given; a folder whose checkpoints' names say
 // their step (step_100, checkpoint-100, ...) opens the newest complete one.
 func openPath(path string) (*checkpoint, error) {
-	if cks, err := scanFolder(path, nil); err == nil && len(cks) > 0 {
+	if cks, _, err := scanFolder(path, nil); err == nil && len(cks) > 0 {
 		newest := cks[len(cks)-1]
 		if stepWord.MatchString(filepath.Base(newest.path)) {
 			return openCheckpoint(newest.path, newest.files, newest.step)
@@ -149,7 +151,16 @@ func openPath(path string) (*checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openCheckpoint(path, files, -1)
+	fi, err := os.Stat(path)
+	tolerant := err == nil && fi.IsDir() && len(files) > 1 && !hasIndex(path)
+	return openFiles(path, files, -1, tolerant)
+}
+
+// hasIndex reports whether a folder holds a Hugging Face index, whose
+// shards must all be there.
+func hasIndex(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+hfIndexSuffix))
+	return len(m) > 0
 }
 
 // Snapshots delivers the newest snapshot; it is closed after Stop.
@@ -432,6 +443,7 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 		Time: time.Now(), Backend: "file", Model: filepath.Base(s.path), Workers: s.opt.workers(),
 		File: &trainer.FileStats{Mode: s.mode, Path: s.path, Notice: s.notice},
 	}
+	snap.File.Skipped = s.skippedLocked()
 	v := s.view
 	if v == nil {
 		return snap
@@ -439,10 +451,14 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 	snap.Step = v.ck.step
 	snap.Model = filepath.Base(v.ck.path)
 	snap.Tensors = slices.Clone(v.stats)
+	for _, b := range v.ck.bad { // error rows: the files that could not be read
+		snap.Tensors = append(snap.Tensors, trainer.TensorStats{Name: filepath.Base(b.Path), Class: trainer.ClassOther, DType: "—", Raw: true, Error: b.Reason})
+	}
 	f := snap.File
 	f.Path, f.Files = v.ck.path, len(v.ck.files)
 	f.Progress = v.progress()
 	f.Checkpoints = s.hist.list()
+	f.Skipped = append(slices.Clone(v.ck.bad), f.Skipped...)
 	byClass := map[trainer.TensorClass]*trainer.ClassBytes{}
 	byDType := map[string]*trainer.DTypeBytes{}
 	for i, t := range v.ck.tensors {

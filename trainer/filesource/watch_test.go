@@ -88,12 +88,12 @@ func TestWatchMergesRankShards(t *testing.T) {
 	dir := t.TempDir()
 	ts := modelTensors(50)
 	writeFile(t, filepath.Join(dir, "lcttop-step00000100-rank0-of-2.safetensors"), encode(t, ts[:3], nil))
-	found, err := scanFolder(dir, map[string]int64{})
+	found, _, err := scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 0 {
 		t.Fatalf("one rank of two: %v %v", found, err)
 	}
 	writeFile(t, filepath.Join(dir, "lcttop-step00000100-rank1-of-2.safetensors"), encode(t, ts[3:], nil))
-	found, err = scanFolder(dir, map[string]int64{})
+	found, _, err = scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 1 || found[0].step != 100 || len(found[0].files) != 2 {
 		t.Fatalf("both ranks: %+v %v", found, err)
 	}
@@ -123,13 +123,13 @@ func TestWatchFolders(t *testing.T) {
 	os.Mkdir(b, 0o755)
 	writeFile(t, filepath.Join(b, "model.safetensors"), encode(t, ts, nil))
 	os.WriteFile(filepath.Join(b, "optimizer.safetensors.tmp"), []byte("partial"), 0o644)
-	found, err := scanFolder(dir, map[string]int64{})
+	found, _, err := scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 0 {
 		t.Fatalf("a shard missing and a temporary file: %+v %v", found, err)
 	}
 	writeFile(t, filepath.Join(a, "model-00002-of-00002.safetensors"), encode(t, ts[2:3], nil))
 	os.Remove(filepath.Join(b, "optimizer.safetensors.tmp"))
-	found, err = scanFolder(dir, map[string]int64{})
+	found, _, err = scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 2 || found[0].step != 100 || len(found[0].files) != 2 || found[1].step != 200 {
 		t.Fatalf("complete: %+v %v", found, err)
 	}

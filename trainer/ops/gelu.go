@@ -42,6 +42,12 @@ var (
 	geluSlopes []float32
 )
 
+// GELUTables is GELU's output and gradient for every BF16 input, as
+// GELUForward and GELUBackward look them up (the GPU's kernels look up the
+// same tables): fwd[x] = bf16(gelu(x)), slope[x] = gelu'(x) in float32.
+// The tables are shared: do not change them.
+func GELUTables() (fwd []uint16, slope []float32) { return geluTables() }
+
 func geluTables() ([]uint16, []float32) {
 	geluOnce.Do(func() {
 		geluTable, geluSlopes = make([]uint16, 1<<16), make([]float32, 1<<16)

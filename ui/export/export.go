@@ -22,6 +22,25 @@ import (
 	"lcttop/ui/charts"
 )
 
+// DefaultDir is the folder exports go to unless told otherwise: one that
+// says what it holds, made at the first export, so that the current folder
+// is never cluttered unasked.
+const DefaultDir = "lcttop-exports"
+
+// prepare makes the default folder at the first export; any other folder
+// must exist.
+func prepare(dir string) error {
+	if dir == DefaultDir {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("export: making the folder %s: %w", dir, err)
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("export: the folder %s does not exist (--export-dir)", dir)
+	}
+	return nil
+}
+
 // Names returns the snapshot's JSON and CSV paths and the history's CSV
 // path for snapshot s in dir.
 func Names(dir string, s *trainer.Snapshot) (jsonPath, csvPath, historyPath string) {
@@ -31,8 +50,8 @@ func Names(dir string, s *trainer.Snapshot) (jsonPath, csvPath, historyPath stri
 
 // Write exports s and the history h into dir and returns the paths written.
 func Write(dir string, s *trainer.Snapshot, h []charts.Sample) ([]string, error) {
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("export: the folder %s does not exist (--export-dir)", dir)
+	if err := prepare(dir); err != nil {
+		return nil, err
 	}
 	jsonPath, csvPath, historyPath := Names(dir, s)
 	j, err := JSON(s)
@@ -67,6 +86,9 @@ func WritePlan(dir string, s *trainer.Snapshot, p trainer.Plan) (string, error) 
 	b, err := p.Encode()
 	if err != nil {
 		return "", fmt.Errorf("export: encoding the plan: %w", err)
+	}
+	if err := prepare(dir); err != nil {
+		return "", err
 	}
 	path := PlanName(dir, s)
 	return path, writeAtomic(path, b)

@@ -101,6 +101,31 @@ func TestWriteReportsMissingDir(t *testing.T) {
 	}
 }
 
+// The default folder is made at the first export, and only then: the
+// current folder gets that one folder, named for what it holds.
+func TestDefaultFolderMadeAtFirstExport(t *testing.T) {
+	wd, _ := os.Getwd()
+	dir := t.TempDir()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	s := &trainer.Snapshot{Step: 3}
+	paths, err := Write(DefaultDir, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if filepath.Dir(p) != DefaultDir {
+			t.Errorf("%s written outside %s", p, DefaultDir)
+		}
+	}
+	es, _ := os.ReadDir(dir)
+	if len(es) != 1 || es[0].Name() != DefaultDir || !es[0].IsDir() {
+		t.Errorf("the current folder holds %v", es)
+	}
+}
+
 // A failed write names the file asked for, never the temporary file, and
 // leaves no temporary file behind.
 func TestWriteErrorNamesTheTarget(t *testing.T) {

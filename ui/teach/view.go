@@ -282,6 +282,9 @@ func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
 	}
 	why := "This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is no code, stream or overflow to follow. " +
 		"LCT would not make it smaller: a coded block carries its codebook, 256 stream lengths and an overflow area, which a tensor this small cannot pay back."
+	if t.RawReason != "" {
+		why = "This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is no code, stream or overflow to follow. " + t.RawReason
+	}
 	if t.DType != "" && t.DType != "BF16" {
 		why = "This tensor is stored as " + t.DType + ". LCT codes BF16 tensors only, so it is kept as it is, byte for byte: there is no code, stream or overflow to follow."
 	}

@@ -128,12 +128,14 @@ func TestFillChartSpansTheFills(t *testing.T) {
 func TestAsIsExplained(t *testing.T) {
 	small := trainer.TensorStats{Name: "ln.g", Class: trainer.ClassWeight, Elements: 128, Raw: true}
 	f32 := trainer.TensorStats{Name: "scale", Class: trainer.ClassWeight, Elements: 1 << 20, Raw: true, DType: "F32"}
+	fast := trainer.TensorStats{Name: "wte", Class: trainer.ClassWeight, Elements: 262144, Raw: true, RawReason: "kept for the step's sake."}
 	for _, c := range []struct {
 		t    trainer.TensorStats
 		want string
 	}{
 		{small, "LCT would not make it smaller"},
 		{f32, "stored as F32. LCT codes BF16 tensors only"},
+		{fast, "nothing is coded, so there is no code, stream or overflow to follow. kept for the step's sake."},
 	} {
 		v := ansi.Strip(AsIsView(styles.New(nil), c.t, 80, 20))
 		if text := strings.Join(strings.Fields(v), " "); !strings.Contains(text, c.want) || strings.Contains(v, "…") || strings.Contains(v, "2 split") {

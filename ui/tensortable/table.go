@@ -260,14 +260,18 @@ func (m *Model) View(st styles.Styles, w, h int) string {
 			mark = "▶ "
 		}
 		row := mark + pad(t.Name, nameW, false)
-		for _, c := range cols {
-			row += " " + pad(c.cell(t), c.width, c.right)
+		if t.Error != "" { // a file that could not be read: why, across the columns
+			row += " error: " + t.Error
+		} else {
+			for _, c := range cols {
+				row += " " + pad(c.cell(t), c.width, c.right)
+			}
 		}
 		row = box.Line(row, w)
 		switch {
 		case i == m.cursor:
 			row = st.Selected.Render(row)
-		case t.Fallback:
+		case t.Fallback || t.Error != "":
 			row = st.Warn.Render(row)
 		}
 		lines = append(lines, row)

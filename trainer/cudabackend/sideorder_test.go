@@ -1,0 +1,151 @@
+package cudabackend
+
+import (
+	"fmt"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/trainer"
+)
+
+// readPending hands a block of bytes back to the run's pool while the
+// trainer's stream still has a read of it queued (a copy into a buffer of
+// its own, returned): the block's next user, if it is the codec's side
+// stream, must wait for that read. The block holds 0x3c3c... before.
+func readPending(h *tdev, bytes int64) (copied gpu.Ptr) {
+	h.t.Helper()
+	block := h.alloc(bytes)
+	h.check(h.d.Memset(block, 0x3c, bytes))
+	copied = h.alloc(bytes)
+	h.check(h.d.Sync())
+	h.check(h.d.Copy(copied, block, bytes)) // queued, not waited for
+	h.mem.Free(block)
+	return copied
+}
+
+// checkPending checks that the trainer's queued read saw the block as it
+// was: n BF16 values of 0x3c3c.
+func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
+	h.t.Helper()
+	want := make([]uint16, n)
+	for i := range want {
+		want[i] = 0x3c3c
+	}
+	assertSameBF16(h.t, what, h.get16(copied, n), want)
+}
+
+// The codec's scratch for a fused output's histogram (histogramOf) is a
+// block the trainer may still be reading: the decode into it waits.
+func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	v := h.randBF16(5000, 0, 0.02)
+	src := h.bf16(v)
+	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	var want codec.Histogram
+	for _, x := range v {
+		want[(x>>7)&0xFF]++
+	}
+	for round := range 4 {
+		copied := readPending(h, 2*int64(len(v)))
+		got, err := gc.histogramOf(ct.(*gpuTensor))
+		h.check(err)
+		if got != want {
+			t.Errorf("round %d: the histogram of the decoded values differs from theirs", round)
+		}
+		checkPending(h, "the trainer's read of the block the codec decoded into next", copied, len(v))
+	}
+	gc.Free(h.mem, ct)
+}
+
+// When a window's histogram arena grows, the copy into its new block
+// waits for the trainer's last use of that block.
+func TestGPUCodecArenaAfterTrainerRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	a := &gc.arena
+	for range 64 {
+		_, err := a.take(h.mem, gc.dev)
+		h.check(err)
+	}
+	grown := int64(128 * histSlotBytes)
+	copied := readPending(h, grown)
+	_, err := a.take(h.mem, gc.dev) // grows the arena into the block, copying 64 slots
+	h.check(err)
+	h.check(gc.dev.Synchronize())
+	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
+	h.mem.Free(a.buf)
+}
+
+// A block the codec's side stream read, given back to the pool, is handed
+// to the trainer only behind the side stream's work up to that read (the
+// pool's fence, gpuCodec.Hold): the trainer's write into it waits.
+func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	first := h.bf16(h.randBF16(5000, 0, 0.02))
+	ct, err := gc.Encode(h.mem, "w", trainer.Weights, first, 5000, cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: first}})) // the key's code and overflow room
+	gc.Free(h.mem, ct)
+	for round := range 4 {
+		v := h.randBF16(5000, 0, 0.02)
+		kept := h.bf16(v) // for an encode made again at the settle
+		src := h.bf16(v)
+		ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+		h.check(err)
+		h.check(gc.flush()) // the encode reading src is queued on the side stream
+		h.mem.Free(src)
+		again, err := h.mem.Alloc(scratchCat, 2*int64(len(v)))
+		h.check(err)
+		if again != src {
+			t.Fatalf("round %d: the pool handed out another block", round)
+		}
+		h.check(h.d.Memset(again, 0, 2*int64(len(v)))) // the trainer's write into it
+		var one [2]byte
+		h.check(h.d.Download(one[:], again)) // the trainer's stream runs its work so far
+		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: kept}}))
+		out := h.alloc(2 * int64(len(v)))
+		h.check(gc.Decode(out, ct))
+		h.check(gc.Settle(h.mem, nil))
+		h.check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded from a block the trainer took back", round), h.get16(out, len(v)), v)
+		gc.Free(h.mem, ct)
+		for _, p := range []gpu.Ptr{again, kept, out} {
+			h.mem.Free(p)
+		}
+	}
+}
+
+// An LCT run on a codec with a side stream gives the shared pool the
+// codec's fence (TestPoolHoldsTrainerAfterCodecRead is what the fence
+// keeps right), and a run on a codec without one leaves the pool's alone.
+func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
+	dev := testDevice(t)
+	gc := testGPUCodec(t)
+	cfg := Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, "sgd")}
+	vals := trainer.InitialValues(codecModel, 4)
+	b, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: gc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if f, ok := b.pool.fence.(*gpuCodec); !ok || f != gc {
+		t.Errorf("the LCT run's pool has fence %T, want its GPU codec", b.pool.fence)
+	}
+	h, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: &HostCodec{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if h.pool.fence != nil {
+		t.Errorf("a run on the host codec has a fence, %T", h.pool.fence)
+	}
+}
