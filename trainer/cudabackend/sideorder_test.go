@@ -6,6 +6,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -42,8 +43,8 @@ func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
 	gc := testGPUCodec(t)
 	v := h.randBF16(5000, 0, 0.02)
 	src := h.bf16(v)
-	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	var want codec.Histogram
@@ -89,9 +90,9 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 	gc := testGPUCodec(t)
 	h.mem.pool.SetFence(gc)
 	defer h.mem.pool.SetFence(nil)
-	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
 	first := h.bf16(h.randBF16(5000, 0, 0.02))
-	ct, err := gc.Encode(h.mem, "w", trainer.Weights, first, 5000, cc, nil)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, first, 5000, cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: first}})) // the key's code and overflow room
 	gc.Free(h.mem, ct)
@@ -99,7 +100,7 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 		v := h.randBF16(5000, 0, 0.02)
 		kept := h.bf16(v) // for an encode made again at the settle
 		src := h.bf16(v)
-		ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+		ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 		h.check(err)
 		h.check(gc.flush()) // the encode reading src is queued on the side stream
 		h.mem.Free(src)
