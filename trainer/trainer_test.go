@@ -11,6 +11,7 @@ import (
 	"lcttop/codec"
 	"lcttop/session"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // quickConfig is tiny on short sequences: the lockstep tests' setting.
@@ -318,4 +319,30 @@ func ExampleNew() {
 	// Output:
 	// step 1: identical true, LCT peak below shadow true
 	// step 2: identical true, LCT peak below shadow true
+}
+
+// TestSameLossesUnderEveryImplementation trains a few steps under each of
+// the vector implementations this machine runs (the plain Go one
+// included, as a machine without AVX2 would): the same losses bit for bit.
+func TestSameLossesUnderEveryImplementation(t *testing.T) {
+	run := func(name string) []float32 {
+		restore, err := vec.Use(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		cfg := quickConfig("adamw")
+		cfg.Batch, cfg.SeqLen = 2, 24
+		var losses []float32
+		for _, s := range steps(t, newTrainer(t, cfg), 3) {
+			losses = append(losses, s.LossLCT, s.LossShadow)
+		}
+		return losses
+	}
+	want := run("go")
+	for _, name := range vec.Names() {
+		if got := run(name); !slices.Equal(got, want) {
+			t.Errorf("%s: losses %v, the plain Go loops give %v", name, got, want)
+		}
+	}
 }

@@ -2,12 +2,14 @@ package cudabackend
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/gpu"
 	"lcttop/session"
 	"lcttop/trainer"
+	"lcttop/trainer/bf16"
 )
 
 // readPending hands a block of bytes back to the run's pool while the
@@ -149,4 +151,90 @@ func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
 	if h.pool.fence != nil {
 		t.Errorf("a run on the host codec has a fence, %T", h.pool.fence)
 	}
+}
+
+// The copy floor's copies beside the trainer write only its sink, which
+// nothing reads; but when the sink grows, the old one goes back to the
+// pool, and the trainer's next use of that block waits for the copies
+// into it (the floor's settle holds the trainer's stream).
+func TestCopyFloorSinkReusedAfterItsCopies(t *testing.T) {
+	h := newTDev(t)
+	s, err := OpenCopyStream(freshGPU(t))
+	h.check(err)
+	const small, large = 40000, 90000
+	src := h.bf16(h.randBF16(large, 0, 1))
+	for round := range 6 {
+		c := &copyFloorStore{denseStore: &denseStore{mem: h.mem, ops: h.ops}, beside: s, views: map[gpu.Ptr]uint64{}}
+		h.check(c.code(&slot{n: small}, src, false))
+		old := c.sink
+		h.check(c.code(&slot{n: large}, src, false)) // a larger sink: the old one is freed
+		bytes := floorCopyBytes(small)
+		q, err := h.mem.Alloc(scratchCat, bytes)
+		h.check(err)
+		if q != old {
+			t.Fatalf("round %d: the pool handed out another block than the old sink", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, bytes))
+		h.check(h.d.Sync())
+		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the old sink", round), q, int(bytes/2))
+		h.mem.Free(q)
+		h.check(c.settle())
+		h.mem.Free(c.sink)
+	}
+}
+
+// A section a tensor gives back while the side stream may still read it
+// (its overflow buffer, replaced by a larger one while a decode of the
+// tensor is queued) goes back to the pool marked with the side stream's
+// point, and the trainer's write into that block waits for the decode.
+func TestGPUCodecGrownSectionFreedAfterItsDecode(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	cc := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	v := make([]uint16, 20000) // exponents over a wide range: the streams spill
+	for i := range v {
+		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(80)-40)))
+	}
+	src := h.bf16(v)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	gc.keys["w"].ovRoom = 8192 // an overflow buffer, spill or not
+	ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	for round := range 3 {
+		g := ct.(*gpuTensor)
+		oldCap := g.t.OverflowCap()
+		if oldCap == 0 {
+			t.Fatal("the tensor has no overflow buffer")
+		}
+		out := h.alloc(2 * int64(len(v)))
+		h.check(gc.Decode(out, ct)) // reads the overflow buffer on the side stream
+		class := sizeClass(alignUp(int64(oldCap)))
+		freed := len(h.mem.pool.free[class])
+		gc.keys["w"].ovRoom = 2*oldCap + 4096 // the next encode into the tensor grows its overflow buffer
+		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
+		h.check(err)
+		l := h.mem.pool.free[class]
+		if len(l) != freed+1 {
+			t.Fatalf("round %d: the old overflow buffer did not go back to the pool", round)
+		}
+		if l[len(l)-1].side == 0 {
+			t.Errorf("round %d: the old overflow buffer went back with no side-stream point", round)
+		}
+		q, err := h.mem.Alloc(scratchCat, int64(oldCap)) // that block, for the trainer
+		h.check(err)
+		h.check(h.d.Memset(q, 0x3c, int64(oldCap)))
+		var one [2]byte
+		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the decode queued before the overflow buffer was replaced", round), h.get16(out, len(v)), v)
+		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+		h.mem.Free(q)
+		h.mem.Free(out)
+	}
+	gc.Free(h.mem, ct)
 }
