@@ -7,6 +7,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/bf16"
 )
@@ -44,8 +45,8 @@ func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
 	gc := testGPUCodec(t)
 	v := h.randBF16(5000, 0, 0.02)
 	src := h.bf16(v)
-	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	var want codec.Histogram
@@ -91,9 +92,9 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 	gc := testGPUCodec(t)
 	h.mem.pool.SetFence(gc)
 	defer h.mem.pool.SetFence(nil)
-	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
 	first := h.bf16(h.randBF16(5000, 0, 0.02))
-	ct, err := gc.Encode(h.mem, "w", trainer.Weights, first, 5000, cc, nil)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, first, 5000, cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: first}})) // the key's code and overflow room
 	gc.Free(h.mem, ct)
@@ -101,7 +102,7 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 		v := h.randBF16(5000, 0, 0.02)
 		kept := h.bf16(v) // for an encode made again at the settle
 		src := h.bf16(v)
-		ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+		ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 		h.check(err)
 		h.check(gc.flush()) // the encode reading src is queued on the side stream
 		h.mem.Free(src)
@@ -200,17 +201,17 @@ func TestGPUCodecGrownSectionFreedAfterItsDecode(t *testing.T) {
 	gc := testGPUCodec(t)
 	h.mem.pool.SetFence(gc)
 	defer h.mem.pool.SetFence(nil)
-	cc := trainer.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	cc := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
 	v := make([]uint16, 20000) // exponents over a wide range: the streams spill
 	for i := range v {
 		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(80)-40)))
 	}
 	src := h.bf16(v)
-	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	gc.keys["w"].ovRoom = 8192 // an overflow buffer, spill or not
-	ct, err = gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, ct)
+	ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	trainerRounds := 0 // rounds where the trainer took the old block
@@ -227,7 +228,7 @@ func TestGPUCodecGrownSectionFreedAfterItsDecode(t *testing.T) {
 			inUse[p] = b.size
 		}
 		gc.keys["w"].ovRoom = 2*oldCap + 4096 // the next encode into the tensor grows its overflow buffer
-		ct, err = gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, ct)
+		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
 		h.check(err)
 		var old gpu.Ptr // the old overflow buffer's block, given back
 		for p, size := range inUse {
