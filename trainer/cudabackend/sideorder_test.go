@@ -237,3 +237,37 @@ func TestGPUCodecGrownSectionFreedAfterItsDecode(t *testing.T) {
 	}
 	gc.Free(h.mem, ct)
 }
+
+// A view the codec decoded into and the trainer frees without using it
+// (decoded ahead, then not needed) goes back to the pool marked with the
+// decode's point: the trainer's next write into the block waits for the
+// decode, which would land over it.
+func TestGPUCodecViewFreedUnusedAfterItsDecode(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	cc := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	v := h.randBF16(8000, 0, 0.02)
+	src := h.bf16(v)
+	ct, err := gc.Encode(h.mem, "w", trainer.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	bytes := 2 * int64(len(v))
+	for round := range 3 {
+		view := h.alloc(bytes)
+		h.check(gc.Decode(view, ct)) // queued on the side stream, never waited for
+		h.mem.Free(view)
+		q, err := h.mem.Alloc(scratchCat, bytes)
+		h.check(err)
+		if q != view {
+			t.Fatalf("round %d: the pool handed out another block than the view", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, bytes))
+		var one [2]byte
+		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the block of a view decoded into", round), q, len(v))
+		h.mem.Free(q)
+	}
+	gc.Free(h.mem, ct)
+}
