@@ -153,7 +153,7 @@ var drops = []drop{
 		old: "\t\tg.mem.Touch(p, pt)\n\t\tc.decoded[p] = pt", new: "\t\tc.decoded[p] = pt",
 		why: "decodedInto: a decode's view written by the side stream up to its point"},
 	{name: "point-arena", file: "trainer/cudabackend/gpucodec.go",
-		old: "\t\t\tmem.Touch(a.buf, pt)\n", new: "",
+		old: "\t\t\tmem.Touch(a.buf, pt)\n", new: "\t\t\t_ = pt\n",
 		why: "the histogram arena's old block read by the side stream's copy up to its point"},
 	{name: "point-free-tag", file: "trainer/cudabackend/mem.go",
 		old: "\tm.freeTag = max(prev, point)\n", new: "",

@@ -1,6 +1,7 @@
 package cudabackend
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
@@ -295,4 +296,76 @@ func freeBlockHolding(pool *devicePool, p gpu.Ptr) *block {
 		}
 	}
 	return nil
+}
+
+// A view the codec decoded into and the trainer frees without using it
+// (decoded ahead, then not needed) goes back to the pool marked with the
+// decode's point: the trainer's next write into the block waits for the
+// decode, which would land over it.
+func TestGPUCodecViewFreedUnusedAfterItsDecode(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	v := h.randBF16(8000, 0, 0.02)
+	src := h.bf16(v)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	bytes := 2 * int64(len(v))
+	for round := range 3 {
+		view := h.alloc(bytes)
+		h.check(gc.Decode(view, ct)) // queued on the side stream, never waited for
+		h.mem.Free(view)
+		q, err := h.mem.Alloc(scratchCat, bytes)
+		h.check(err)
+		if q != view {
+			t.Fatalf("round %d: the pool handed out another block than the view", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, bytes))
+		var one [2]byte
+		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the block of a view decoded into", round), q, len(v))
+		h.mem.Free(q)
+	}
+	gc.Free(h.mem, ct)
+}
+
+// When a window's histogram arena grows, its old block goes back to the
+// pool marked with the point of the copy out of it: the trainer's write
+// into that block waits for the copy.
+func TestGPUCodecArenaOldBlockFreedAfterItsCopy(t *testing.T) {
+	h := newTDev(t)
+	gc := testGPUCodec(t)
+	h.mem.pool.SetFence(gc)
+	defer h.mem.pool.SetFence(nil)
+	a := &gc.arena
+	for range 64 {
+		_, err := a.take(h.mem, gc.dev)
+		h.check(err)
+	}
+	old, size := a.buf, 64*histSlotBytes
+	counts := make([]byte, size) // the window's histograms so far
+	for i := range counts {
+		counts[i] = byte(i % 251)
+	}
+	h.check(gc.dev.Upload(gpu.External(old, size), counts))
+	h.check(gc.dev.Synchronize())
+	_, err := a.take(h.mem, gc.dev) // grows the arena, copying the 64 slots out of old
+	h.check(err)
+	q, err := h.mem.Alloc(scratchCat, int64(size))
+	h.check(err)
+	if q != old {
+		t.Fatal("the pool handed out another block than the arena's old one")
+	}
+	h.check(h.d.Memset(q, 0, int64(size)))
+	var one [2]byte
+	h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+	got := make([]byte, size)
+	h.check(gc.dev.Download(got, gpu.External(a.buf, size)))
+	if !bytes.Equal(got, counts) {
+		t.Error("the grown arena does not hold the histograms counted before it grew")
+	}
+	h.mem.Free(q)
 }
