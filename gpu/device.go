@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // Device is one GPU with its module of kernels loaded. Its methods may be
@@ -249,7 +250,7 @@ func (d *Device) Memory() MemoryReport {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := MemoryReport{Current: d.total, Peak: d.peakAll}
-	for _, c := range Categories {
+	for _, c := range session.Categories {
 		r.ByCategory = append(r.ByCategory, MemoryUse{Category: c, Current: d.current[c], Peak: d.peak[c]})
 	}
 	return r

@@ -13,6 +13,7 @@ import (
 
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
+	"lcttop/session"
 )
 
 // checkpointFormat names the metadata layout of trainer checkpoints.
@@ -53,7 +54,7 @@ func (t *Trainer) saveCheckpoint(path string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	cc := t.lct.st.classes[ClassWeight]
+	cc := t.lct.st.classes[session.ClassWeight]
 	packed, err := lctfile.Pack(file, lctfile.Options{Preset: cc.Preset, Dist: cc.Dist})
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)

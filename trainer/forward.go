@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 
+	"lcttop/session"
 	"lcttop/trainer/ops"
 )
 
@@ -14,11 +15,13 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 	m := r.model
 	N, C := r.B*r.T, m.Dim
 	ln := ops.LayerNorm{N: N, C: C}
-	stats := func() ([]float32, []float32) { return st.newF32(Activations, N), st.newF32(Activations, N) }
+	stats := func() ([]float32, []float32) {
+		return st.newF32(session.Activations, N), st.newF32(session.Activations, N)
+	}
 	dropStats := func(mean, rstd []float32) {
 		if !train {
-			st.freeF32(Activations, mean)
-			st.freeF32(Activations, rstd)
+			st.freeF32(session.Activations, mean)
+			st.freeF32(session.Activations, rstd)
 		}
 	}
 
@@ -71,7 +74,7 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 		}
 		x = st.begin(next)
 		r.linear(ops.Linear{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
-		st.freeBuf(Activations, gl)
+		st.freeBuf(session.Activations, gl)
 		ops.Add(x, x, mid)
 		st.commit(a.mid, mid, train)
 	}
@@ -83,7 +86,7 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 	dropStats(r.meanf, r.rstdf)
 	st.commit(r.lnfIn, x, train)
 	st.encodeEarly(r.lnf, lnf, train)
-	logits := st.newBuf(Activations, N*Vocab)
+	logits := st.newBuf(session.Activations, N*Vocab)
 	head := r.readParam("head.w")
 	ops.Linear{N: N, In: C, Out: Vocab}.Forward(logits, lnf, head, nil)
 	r.doneParam("head.w", head)
@@ -91,15 +94,15 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 
 	// The loss gradient replaces the logits in place: from here the buffer
 	// is a gradient.
-	losses := st.newF32(Activations, N)
+	losses := st.newF32(session.Activations, N)
 	ops.CrossEntropy{N: N, V: Vocab}.ForwardBackward(logits, losses, logits, b.Targets, 1/float32(N))
 	loss := ops.MeanLoss(losses)
-	st.freeF32(Activations, losses)
+	st.freeF32(session.Activations, losses)
 	if train {
-		st.relabel(Activations, Gradients, logits)
+		st.relabel(session.Activations, session.Gradients, logits)
 		r.dlogits = logits
 	} else {
-		st.freeBuf(Activations, logits)
+		st.freeBuf(session.Activations, logits)
 	}
 	return loss, st.takeErr()
 }

@@ -7,16 +7,9 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer/internal/par"
 )
-
-// ClassCodec is the codec setting of one tensor class in the LCT run.
-type ClassCodec struct {
-	Preset codec.Preset
-	Dist   codec.Distribution
-}
-
-func (cc ClassCodec) String() string { return cc.Preset.String() + "/" + cc.Dist.String() }
 
 // chunkElems is how many elements the LCT run encodes as one codec tensor. A
 // stored tensor is a run of such chunks, so the fused optimizer update needs
@@ -32,13 +25,13 @@ const chunkElems = 32768
 // activation saved for the backward pass.
 type slot struct {
 	name  string
-	class TensorClass
-	cat   Category
+	class session.TensorClass
+	cat   session.Category
 	n     int
 
 	dense  []uint16 // dense run: the values (nil while an activation is not held)
 	chunks []chunk  // LCT run: nil while an activation is not held
-	stats  TensorStats
+	stats  session.TensorStats
 	// settled: the LCT run encoded this activation early and settled it
 	// before its commit, which then only frees the dense buffer.
 	settled bool
@@ -86,8 +79,8 @@ type codecClock struct {
 type store struct {
 	compress bool
 	alloc    Allocator
-	classes  map[TensorClass]ClassCodec
-	tensors  map[string]ClassCodec // per-tensor overrides of classes
+	classes  map[session.TensorClass]session.ClassCodec
+	tensors  map[string]session.ClassCodec // per-tensor overrides of classes
 	pool     *overflowPool
 	workers  []*codecWorker
 	clock    codecClock
@@ -97,13 +90,13 @@ type store struct {
 	err   error
 }
 
-func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
-	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]ClassCodec{}}
+func newStore(compress bool, alloc Allocator, classes map[session.TensorClass]session.ClassCodec, poolBudget int64) (*store, error) {
+	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]session.ClassCodec{}}
 	if !compress {
 		return st, nil
 	}
 	st.pool = &overflowPool{budget: poolBudget}
-	if err := alloc.Alloc(OverflowPool, poolBudget); err != nil {
+	if err := alloc.Alloc(session.OverflowPool, poolBudget); err != nil {
 		return nil, err
 	}
 	st.growWorkers()
@@ -112,7 +105,7 @@ func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec
 
 // codecOf is the setting slot s is encoded with: its own override, else
 // its class's.
-func (st *store) codecOf(s *slot) ClassCodec {
+func (st *store) codecOf(s *slot) session.ClassCodec {
 	if cc, ok := st.tensors[s.name]; ok {
 		return cc
 	}
@@ -150,7 +143,7 @@ func (st *store) takeErr() error {
 func (st *store) growWorkers() {
 	for len(st.workers) < par.Workers() {
 		st.workers = append(st.workers, new(codecWorker))
-		st.fail(st.alloc.Alloc(CodecScratch, codecWorkerScratch))
+		st.fail(st.alloc.Alloc(session.CodecScratch, codecWorkerScratch))
 	}
 }
 
@@ -161,26 +154,26 @@ func (st *store) each(n int, fn func(w *codecWorker, i int)) {
 }
 
 // newBuf allocates n BF16 values charged to category c.
-func (st *store) newBuf(c Category, n int) []uint16 {
+func (st *store) newBuf(c session.Category, n int) []uint16 {
 	st.fail(st.alloc.Alloc(c, 2*int64(n)))
 	return make([]uint16, n)
 }
 
-func (st *store) freeBuf(c Category, b []uint16) { st.alloc.Free(c, 2*int64(len(b))) }
+func (st *store) freeBuf(c session.Category, b []uint16) { st.alloc.Free(c, 2*int64(len(b))) }
 
 // relabel moves buffer b's charge from category from to category to.
-func (st *store) relabel(from, to Category, b []uint16) {
+func (st *store) relabel(from, to session.Category, b []uint16) {
 	st.alloc.Free(from, 2*int64(len(b)))
 	st.fail(st.alloc.Alloc(to, 2*int64(len(b))))
 }
 
 // newF32 allocates n float32 values charged to category c.
-func (st *store) newF32(c Category, n int) []float32 {
+func (st *store) newF32(c session.Category, n int) []float32 {
 	st.fail(st.alloc.Alloc(c, 4*int64(n)))
 	return make([]float32, n)
 }
 
-func (st *store) freeF32(c Category, b []float32) { st.alloc.Free(c, 4*int64(len(b))) }
+func (st *store) freeF32(c session.Category, b []float32) { st.alloc.Free(c, 4*int64(len(b))) }
 
 // set stores vals (copied) as the content of s.
 func (st *store) set(s *slot, vals []uint16) {
@@ -201,7 +194,7 @@ func (st *store) read(s *slot) []uint16 {
 	if !st.compress {
 		return s.dense
 	}
-	buf := st.newBuf(CodecScratch, s.n)
+	buf := st.newBuf(session.CodecScratch, s.n)
 	st.decodeAll(s, buf)
 	return buf
 }
@@ -209,7 +202,7 @@ func (st *store) read(s *slot) []uint16 {
 // done ends a read.
 func (st *store) done(s *slot, view []uint16) {
 	if st.compress {
-		st.freeBuf(CodecScratch, view)
+		st.freeBuf(session.CodecScratch, view)
 	}
 }
 
@@ -268,7 +261,7 @@ func (st *store) take(s *slot) []uint16 {
 	if !st.compress {
 		return s.dense
 	}
-	buf := st.newBuf(CodecScratch, s.n)
+	buf := st.newBuf(session.CodecScratch, s.n)
 	st.decodeAll(s, buf)
 	for i := range s.chunks {
 		st.uncharge(s, &s.chunks[i])
@@ -284,7 +277,7 @@ func (st *store) drop(s *slot, vals []uint16) {
 		s.dense = nil
 		return
 	}
-	st.freeBuf(CodecScratch, vals)
+	st.freeBuf(session.CodecScratch, vals)
 }
 
 // update applies fn to the values of slots (a parameter and its optimizer
@@ -303,7 +296,7 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 	}
 	n := slots[0].n
 	m := min(chunkElems, n)
-	scratch := st.newBuf(CodecScratch, len(slots)*m)
+	scratch := st.newBuf(session.CodecScratch, len(slots)*m)
 	for i := range slots[0].chunkCount() {
 		lo, hi := slots[0].chunkRange(i)
 		for j := range slots {
@@ -318,7 +311,7 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 	for _, s := range slots {
 		s.stats = st.tensorStats(s)
 	}
-	st.freeBuf(CodecScratch, scratch)
+	st.freeBuf(session.CodecScratch, scratch)
 }
 
 // forEachChunk calls fn with s's values piece by piece (the whole tensor in
@@ -328,13 +321,13 @@ func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
 		fn(0, s.dense)
 		return
 	}
-	buf := st.newBuf(CodecScratch, min(chunkElems, s.n))
+	buf := st.newBuf(session.CodecScratch, min(chunkElems, s.n))
 	for i := range s.chunkCount() {
 		lo, hi := s.chunkRange(i)
 		st.fail(st.decodeChunk(st.workers[0], s, i, buf[:hi-lo]))
 		fn(lo, buf[:hi-lo])
 	}
-	st.freeBuf(CodecScratch, buf)
+	st.freeBuf(session.CodecScratch, buf)
 }
 
 // reencode encodes s again under its class's current setting.

@@ -7,25 +7,25 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/fake"
 	"lcttop/ui/msgs"
 )
 
 // fileSnapshot is a fake snapshot turned into a checkpoint's: File set,
 // figures exact, two checkpoints of history.
-func fileSnapshot(src *fake.Source) trainer.Snapshot {
+func fileSnapshot(src *fake.Source) session.Snapshot {
 	src.Emit()
 	s := <-src.Snapshots()
 	s.Backend, s.Model, s.Optimizer = "file", "model.safetensors", ""
-	s.File = &trainer.FileStats{
+	s.File = &session.FileStats{
 		Mode: "watch", Path: "run/step_000200.safetensors", Files: 2, FileBytes: 4 << 20, LCTBytes: 3 << 20,
-		Classes:  []trainer.ClassBytes{{Class: trainer.ClassWeight, Tensors: 3, FileBytes: 3 << 20, LCTBytes: 2 << 20}, {Class: trainer.ClassOther, Tensors: 1, FileBytes: 1 << 20, LCTBytes: 1 << 20}},
-		DTypes:   []trainer.DTypeBytes{{DType: "BF16", Tensors: 3, Bytes: 3 << 20}, {DType: "F32", Tensors: 1, Bytes: 1 << 20}},
-		Progress: trainer.Progress{Tensors: 3, TensorsDone: 1, Bytes: 3 << 20, BytesDone: 1 << 20},
-		Checkpoints: []trainer.CheckpointPoint{
-			{Step: 100, Ratio: 1.40, ClassRatio: map[trainer.TensorClass]float64{trainer.ClassWeight: 1.40}, TensorRatio: map[string]float64{"wte": 1.41}},
-			{Step: 200, Ratio: 1.45, ClassRatio: map[trainer.TensorClass]float64{trainer.ClassWeight: 1.45}, TensorRatio: map[string]float64{"wte": 1.47}, Drift: map[string]float64{"wte": 0.0312}},
+		Classes:  []session.ClassBytes{{Class: session.ClassWeight, Tensors: 3, FileBytes: 3 << 20, LCTBytes: 2 << 20}, {Class: session.ClassOther, Tensors: 1, FileBytes: 1 << 20, LCTBytes: 1 << 20}},
+		DTypes:   []session.DTypeBytes{{DType: "BF16", Tensors: 3, Bytes: 3 << 20}, {DType: "F32", Tensors: 1, Bytes: 1 << 20}},
+		Progress: session.Progress{Tensors: 3, TensorsDone: 1, Bytes: 3 << 20, BytesDone: 1 << 20},
+		Checkpoints: []session.CheckpointPoint{
+			{Step: 100, Ratio: 1.40, ClassRatio: map[session.TensorClass]float64{session.ClassWeight: 1.40}, TensorRatio: map[string]float64{"wte": 1.41}},
+			{Step: 200, Ratio: 1.45, ClassRatio: map[session.TensorClass]float64{session.ClassWeight: 1.45}, TensorRatio: map[string]float64{"wte": 1.47}, Drift: map[string]float64{"wte": 0.0312}},
 		},
 	}
 	return s
@@ -70,7 +70,7 @@ func TestFileSnapshotPanels(t *testing.T) {
 // tensor's own.
 func TestExportWritesPlan(t *testing.T) {
 	m, src := newTestModel(t, 120, 40, 1)
-	if err := src.SetTensorCodec("wte", trainer.ClassCodec{Preset: 2, Dist: 1}); err != nil {
+	if err := src.SetTensorCodec("wte", session.ClassCodec{Preset: 2, Dist: 1}); err != nil {
 		t.Fatal(err)
 	}
 	nm, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e")})
@@ -86,14 +86,14 @@ func TestExportWritesPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := trainer.ParsePlan(b)
+	p, err := session.ParsePlan(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Tensors["wte"].String(); got != "high/laplace" {
 		t.Errorf("plan: wte %s", got)
 	}
-	if got := p.Classes[trainer.ClassAdamV].String(); got != "auto/empirical" {
+	if got := p.Classes[session.ClassAdamV].String(); got != "auto/empirical" {
 		t.Errorf("plan: adam_v %s", got)
 	}
 }

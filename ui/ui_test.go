@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 	"lcttop/ui/fake"
 	"lcttop/ui/header"
@@ -307,11 +307,11 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}},
 		"D": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) }, check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "SetTensorCodec wte.m auto/gaussian")
-			if c := src.ClassCodec(trainer.ClassAdamM); c.Dist.String() != "empirical" {
+			if c := src.ClassCodec(session.ClassAdamM); c.Dist.String() != "empirical" {
 				t.Errorf("D changed the class: %v", c)
 			}
 			a = feed(t, a, src)
-			if r := tensorRow(t, a, "wte.m"); r.Distribution != "gaussian" || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != "empirical" {
+			if r := tensorRow(t, a, "wte.m"); r.Distribution != codec.Gaussian || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != codec.Empirical {
 				t.Errorf("wte.m on %s, its class-mate on %s", r.Distribution, tensorRow(t, a, "h0.attn.qkv.w.m").Distribution)
 			}
 			if !strings.Contains(a.View(), "wte.m now auto/gaussian (this tensor alone)") {
@@ -329,14 +329,14 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"P": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "SetTensorCodec wte clean/empirical")
 			a = feed(t, a, src)
-			if r := tensorRow(t, a, "wte"); r.Preset != "clean" || tensorRow(t, a, "h0.mlp.fc.w").Preset != "auto" {
+			if r := tensorRow(t, a, "wte"); r.Preset != codec.Clean || tensorRow(t, a, "h0.mlp.fc.w").Preset != codec.Auto {
 				t.Errorf("wte on %s", r.Preset)
 			}
 			// The paper's default, CLEAN/gaussian, is a codec a tensor can
 			// have alone like any other.
 			a = press(t, a, "D")
 			wantCall(t, src, "SetTensorCodec wte clean/gaussian")
-			if cc, ok := src.TensorCodec("wte"); !ok || cc != (trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}) {
+			if cc, ok := src.TensorCodec("wte"); !ok || cc != (session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}) {
 				t.Errorf("wte's override: %v, %v", cc, ok)
 			}
 		}},
@@ -499,7 +499,7 @@ func itoa(i int) string { return fmt.Sprint(i) }
 
 func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m, src := newTestModel(t, 160, 48, 3)
-	if r := tensorRow(t, m, "wte"); r.Preset != "auto" || r.Distribution != "empirical" {
+	if r := tensorRow(t, m, "wte"); r.Preset != codec.Auto || r.Distribution != codec.Empirical {
 		t.Fatalf("starts on %s/%s", r.Preset, r.Distribution)
 	}
 	m = press(t, m, "p")
@@ -519,7 +519,7 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	// range, a parametric one as no bytes at all), less than 128 bytes a
 	// tensor.
 	shrank := before.StoredBytes - after.StoredBytes
-	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || shrank <= 0 || shrank >= 128 {
+	if after.Distribution != codec.Gaussian || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || shrank <= 0 || shrank >= 128 {
 		t.Fatalf("figures: used %v → %v, escapes %v → %v, stored %d → %d bytes", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.StoredBytes, after.StoredBytes)
 	}
 	v := m.View()
@@ -536,14 +536,14 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	wantCall(t, src, "SetClassCodec weight auto/gaussian")
 	m = feed(t, m, src)
 	auto := tensorRow(t, m, "wte")
-	if auto.Preset != "auto" || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
+	if auto.Preset != codec.Auto || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
 		t.Errorf("auto: ratio %v (was %v) not shown", auto.Ratio, after.Ratio)
 	}
 	// Every class member moved, other classes did not.
-	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != "gaussian" {
+	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != codec.Gaussian {
 		t.Errorf("another weight stayed on %s", r.Distribution)
 	}
-	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "empirical" {
+	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != codec.Empirical {
 		t.Errorf("adam_m changed too: %s", r.Distribution)
 	}
 	// Pressing d twice before a snapshot cycles on from the pending choice.
@@ -554,7 +554,7 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
 
-func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
+func tensorRow(t *testing.T, m Model, name string) session.TensorStats {
 	t.Helper()
 	for _, r := range m.Snapshot().Tensors {
 		if r.Name == name {
@@ -562,7 +562,7 @@ func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
 		}
 	}
 	t.Fatalf("no tensor %s", name)
-	return trainer.TensorStats{}
+	return session.TensorStats{}
 }
 
 func TestErrorsRender(t *testing.T) {
@@ -652,9 +652,9 @@ func TestErrorsRender(t *testing.T) {
 }
 
 func TestWaitSnapshotCoalesces(t *testing.T) {
-	ch := make(chan trainer.Snapshot, 4)
+	ch := make(chan session.Snapshot, 4)
 	for i := 1; i <= 4; i++ {
-		ch <- trainer.Snapshot{Step: i}
+		ch <- session.Snapshot{Step: i}
 	}
 	msg := waitSnapshot(ch, 0)()
 	if s, ok := msg.(msgs.Snapshot); !ok || s.Snapshot.Step != 4 {

@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
@@ -61,7 +61,7 @@ func (m Model) compareView(w, h int) string {
 	if !ok {
 		return compare.View(m.st, compare.State{Err: fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)}, w, h)
 	}
-	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.Preset + "/" + t.Distribution, Err: m.cmpErr}, w, h)
+	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.CodecLabel(), Err: m.cmpErr}, w, h)
 }
 
 func (m Model) teachError() error {
@@ -156,10 +156,10 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	if m.snap == nil {
 		return nil
 	}
-	seen := map[trainer.TensorClass]string{}
-	own := map[trainer.TensorClass][]codecpanel.TensorInfo{}
+	seen := map[session.TensorClass]string{}
+	own := map[session.TensorClass][]codecpanel.TensorInfo{}
 	for _, t := range m.snap.Tensors {
-		codec := t.Preset + "/" + t.Distribution
+		codec := t.CodecLabel()
 		override := false
 		if m.src != nil {
 			_, override = m.src.TensorCodec(t.Name)
@@ -211,7 +211,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	}
 	sort.Strings(extra)
 	for _, c := range extra {
-		out = append(out, codecpanel.ClassInfo{Class: trainer.TensorClass(c), Codec: seen[trainer.TensorClass(c)]})
+		out = append(out, codecpanel.ClassInfo{Class: session.TensorClass(c), Codec: seen[session.TensorClass(c)]})
 	}
 	return out
 }

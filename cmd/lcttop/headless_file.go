@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/filesource"
 	"lcttop/ui/format"
 )
@@ -57,7 +57,7 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 	shown, exactAt := -1, -1
 	said := map[string]bool{}
 	// lines prints a snapshot's news: the checkpoint shown, its exact figures.
-	lines := func(snap trainer.Snapshot) {
+	lines := func(snap session.Snapshot) {
 		f := snap.File
 		saySkipped(cmd, snap, said)
 		if f.Files == 0 {
@@ -103,7 +103,7 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 }
 
 // saySkipped names on stderr, once each, the files left out and why.
-func saySkipped(cmd *cobra.Command, snap trainer.Snapshot, said map[string]bool) {
+func saySkipped(cmd *cobra.Command, snap session.Snapshot, said map[string]bool) {
 	for _, sk := range snap.File.Skipped {
 		if key := sk.Path + "\x00" + sk.Reason; !said[key] {
 			said[key] = true
@@ -113,7 +113,7 @@ func saySkipped(cmd *cobra.Command, snap trainer.Snapshot, said map[string]bool)
 }
 
 // fileSummary prints the checkpoint by class and dtype, and its history.
-func fileSummary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
+func fileSummary(w io.Writer, snap session.Snapshot, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(snap)
 		if err != nil {
@@ -159,7 +159,7 @@ func fileSummary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
 	return nil
 }
 
-func bf16Ratio(s trainer.Snapshot) float64 {
+func bf16Ratio(s session.Snapshot) float64 {
 	var raw, stored int64
 	for _, t := range s.Tensors {
 		if t.DType == "BF16" {

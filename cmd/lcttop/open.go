@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
 	"lcttop/ui/compare"
@@ -61,7 +61,7 @@ func (f *fileFlags) options() (filesource.Options, func(), error) {
 	if err != nil {
 		return filesource.Options{}, nil, err
 	}
-	cc := trainer.ClassCodec{Preset: p, Dist: d}
+	cc := session.ClassCodec{Preset: p, Dist: d}
 	return filesource.Options{Codec: &cc, Workers: f.workers, Backend: backend}, release, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -93,7 +94,7 @@ func readPlan(path string) (func(string, map[string]string) (codec.Preset, codec
 	if err != nil {
 		return nil, fmt.Errorf("--plan %v", err)
 	}
-	plan, err := trainer.ParsePlan(b)
+	plan, err := session.ParsePlan(b)
 	if err != nil {
 		return nil, fmt.Errorf("--plan %s: %v", path, err)
 	}

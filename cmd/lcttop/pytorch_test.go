@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"lcttop/codec/safetensors"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // pythonTorch is Debian's python3 with PyTorch (python3-torch). Where it is
@@ -57,11 +57,11 @@ func runLoop(t *testing.T, args ...string) (string, expected) {
 }
 
 // snapshotJSON runs lcttop with --json and returns its last line's snapshot.
-func snapshotJSON(t *testing.T, args ...string) trainer.Snapshot {
+func snapshotJSON(t *testing.T, args ...string) session.Snapshot {
 	t.Helper()
 	out := mustRun(t, args...)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	var snap trainer.Snapshot
+	var snap session.Snapshot
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &snap); err != nil {
 		t.Fatalf("lcttop %v: %v", args, err)
 	}
@@ -71,7 +71,7 @@ func snapshotJSON(t *testing.T, args ...string) trainer.Snapshot {
 // checkDump checks the dump of the last step: its rank files hold the
 // bytes PyTorch held, and watch merges them into one checkpoint with every
 // tensor, each of the elements and exponents PyTorch held.
-func checkDump(t *testing.T, out string, want expected) trainer.Snapshot {
+func checkDump(t *testing.T, out string, want expected) session.Snapshot {
 	t.Helper()
 	dump := filepath.Join(out, "dump")
 	files, _ := filepath.Glob(filepath.Join(dump, "lcttop-step00000004*.safetensors"))
@@ -103,7 +103,7 @@ func checkDump(t *testing.T, out string, want expected) trainer.Snapshot {
 	if snap.Step != want.Step || snap.File.Files != want.World {
 		t.Fatalf("watch shows step %d from %d files, want step %d from %d", snap.Step, snap.File.Files, want.Step, want.World)
 	}
-	got := map[string]trainer.TensorStats{}
+	got := map[string]session.TensorStats{}
 	for _, ts := range snap.Tensors {
 		got[ts.Name] = ts
 	}
@@ -124,7 +124,7 @@ func checkDump(t *testing.T, out string, want expected) trainer.Snapshot {
 
 // sameFigures checks that a checkpoint's tensor shows the figures the dump
 // shows for the same values.
-func sameFigures(t *testing.T, what string, got, dumped trainer.TensorStats) {
+func sameFigures(t *testing.T, what string, got, dumped session.TensorStats) {
 	t.Helper()
 	if got.Elements != dumped.Elements || got.StoredBytes != dumped.StoredBytes || got.Ratio != dumped.Ratio || got.Histogram != dumped.Histogram || got.Estimated {
 		t.Errorf("%s: %d elements, %d bytes, ratio %.6f; the dump's %s: %d, %d, %.6f (histograms equal: %v)",
@@ -138,13 +138,13 @@ func sameFigures(t *testing.T, what string, got, dumped trainer.TensorStats) {
 func TestRealPyTorchLoop(t *testing.T) {
 	out, want := runLoop(t)
 	snap := checkDump(t, out, want)
-	dumped := map[string]trainer.TensorStats{}
+	dumped := map[string]session.TensorStats{}
 	for _, ts := range snap.Tensors {
 		dumped[ts.Name] = ts
 	}
 	for _, src := range []string{filepath.Join(out, "ckpt.pt"), filepath.Join(out, "dcp")} {
 		opened := snapshotJSON(t, "open", "--headless", "--json", src)
-		byName := map[string]trainer.TensorStats{}
+		byName := map[string]session.TensorStats{}
 		for _, ts := range opened.Tensors {
 			byName[ts.Name] = ts
 		}
@@ -177,7 +177,7 @@ func TestRealPyTorchLoop(t *testing.T) {
 func TestRealPyTorchDDP(t *testing.T) {
 	out, want := runLoop(t, "--ddp")
 	snap := checkDump(t, out, want)
-	var embed trainer.TensorStats
+	var embed session.TensorStats
 	for _, ts := range snap.Tensors {
 		if ts.Name == "param.embed.weight" {
 			embed = ts

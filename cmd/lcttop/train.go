@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -306,7 +307,7 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, mode js
 }
 
 // stepLine is the readable summary of one step.
-func stepLine(s trainer.Snapshot, compared bool) string {
+func stepLine(s session.Snapshot, compared bool) string {
 	verdict := "identical"
 	switch {
 	case !compared:

@@ -12,8 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lcttop/codec"
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // quick makes training runs short enough for tests.
@@ -60,13 +61,13 @@ func TestTrainHeadlessJSON(t *testing.T) {
 	// --tensors: every tensor, with the per-class setting applied.
 	full := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "1", "--json", "--tensors", "--dist", "weight=laplace")...)), "\n")
 	var s struct {
-		Tensors []trainer.TensorStats `json:"tensors"`
+		Tensors []session.TensorStats `json:"tensors"`
 	}
 	if err := json.Unmarshal([]byte(full[0]), &s); err != nil || len(s.Tensors) == 0 {
 		t.Fatalf("--tensors line: %v, %d tensors", err, len(s.Tensors))
 	}
 	for _, ts := range s.Tensors {
-		if ts.Class == trainer.ClassWeight && ts.Distribution != "laplace" {
+		if ts.Class == session.ClassWeight && ts.Distribution != codec.Laplace {
 			t.Fatalf("%s on %s", ts.Name, ts.Distribution)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
@@ -211,9 +212,9 @@ func pathReason(err error) error {
 	return err
 }
 
-// session is a training the UI drives and a goroutine runs.
-type session interface {
-	trainer.Session
+// runnable is a training the UI drives and a goroutine runs.
+type runnable interface {
+	session.Session
 	Run(ctx context.Context) error
 }
 
@@ -222,7 +223,7 @@ type session interface {
 // the GPU where one is usable for backend "" (else on the CPU), on the CPU
 // for cpu. What the CPU trainer rejects is returned as startErr, for the UI
 // to show. closeFn releases the GPU once the session has returned.
-func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err error) {
+func openSession(cfg *trainer.Config) (s runnable, closeFn func(), startErr, err error) {
 	closeFn = func() {}
 	if cfg.Backend == "" || cfg.Backend == "cuda" {
 		model := cfg.Model

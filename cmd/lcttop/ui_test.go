@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -71,8 +72,8 @@ func TestUIFlagsSetEveryClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Codec[trainer.ClassAdamV].Preset != codec.Clean || cfg.Codec[trainer.ClassWeight].Preset != codec.Medium ||
-		cfg.Codec[trainer.ClassAdamM].Dist != codec.Laplace || cfg.Codec[trainer.ClassWeight].Dist != def.Codec[trainer.ClassWeight].Dist {
+	if cfg.Codec[session.ClassAdamV].Preset != codec.Clean || cfg.Codec[session.ClassWeight].Preset != codec.Medium ||
+		cfg.Codec[session.ClassAdamM].Dist != codec.Laplace || cfg.Codec[session.ClassWeight].Dist != def.Codec[session.ClassWeight].Dist {
 		t.Errorf("per-class flags: %v", cfg.Codec)
 	}
 }

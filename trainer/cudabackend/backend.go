@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -21,7 +22,7 @@ type LCTOptions struct {
 	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
-	Classes map[trainer.TensorClass]trainer.ClassCodec
+	Classes map[session.TensorClass]session.ClassCodec
 	// Alone trains the LCT run without the shadow beside it, to measure
 	// its memory by itself: nothing is compared.
 	Alone bool
@@ -220,7 +221,7 @@ func (b *lockstep) CheckWeights() (string, error) {
 	// slot of its own, read back once: nothing but the verdict crosses to
 	// the host.
 	want, got := b.Shadow.slots(), b.LCT.slots()
-	firsts, err := b.LCT.mem.Alloc(trainer.CodecScratch, 8*int64(len(want)))
+	firsts, err := b.LCT.mem.Alloc(session.CodecScratch, 8*int64(len(want)))
 	if err != nil {
 		return "", err
 	}
@@ -284,7 +285,7 @@ func (b *lockstep) compareOnDevice(first gpu.Ptr, s, l *slot) error {
 }
 
 // Tensors reports the LCT run's stored tensors (nil without it).
-func (b *lockstep) Tensors() ([]trainer.TensorStats, error) {
+func (b *lockstep) Tensors() ([]session.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
@@ -292,7 +293,7 @@ func (b *lockstep) Tensors() ([]trainer.TensorStats, error) {
 	if !ok {
 		return nil, nil // the copy floor: nothing compressed
 	}
-	var out []trainer.TensorStats
+	var out []session.TensorStats
 	for _, p := range b.LCT.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
 			ts, ok, err := ls.tensorStats(s)
@@ -321,12 +322,12 @@ func (b *lockstep) Close() error {
 // the headless mode show it: both losses, the verdict, times, memory by
 // category for both runs and the LCT run's tensors. valLoss and mismatch
 // (the first difference found, "" if none) come from the caller's loop.
-func (b *lockstep) Snapshot(res stepResult, model, optimizer string, valLoss float32, mismatch string) (trainer.Snapshot, error) {
+func (b *lockstep) Snapshot(res stepResult, model, optimizer string, valLoss float32, mismatch string) (session.Snapshot, error) {
 	tensors, err := b.Tensors()
 	if err != nil {
-		return trainer.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)
+		return session.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)
 	}
-	s := trainer.Snapshot{
+	s := session.Snapshot{
 		Step: res.Step, Time: time.Now(), Backend: "cuda", Model: model, Optimizer: optimizer,
 		LossShadow: res.LossShadow, LossLCT: res.LossLCT, ValLoss: valLoss,
 		BitIdentical: b.LCT != nil && mismatch == "", Mismatch: mismatch,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -71,7 +72,7 @@ func (m *Mem) Live() int64 { return m.live }
 
 type allocation struct {
 	bytes int64
-	cat   trainer.Category
+	cat   session.Category
 }
 
 // newRunMem returns a run's memory with its own ledger (budget 0: none).
@@ -87,7 +88,7 @@ func (m *Mem) Dev() Device { return m.pool.dev }
 
 // Alloc returns bytes of device memory counted in category c; it fails
 // when the ledger's budget would be exceeded or the device is full.
-func (m *Mem) Alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
+func (m *Mem) Alloc(c session.Category, bytes int64) (gpu.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
@@ -96,14 +97,14 @@ func (m *Mem) Alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
 
 // AllocSide is Alloc for memory only the codec's side stream uses (it
 // orders that use after the default stream's work itself).
-func (m *Mem) AllocSide(c trainer.Category, bytes int64) (gpu.Ptr, error) {
+func (m *Mem) AllocSide(c session.Category, bytes int64) (gpu.Ptr, error) {
 	if bytes <= 0 {
 		return 0, fmt.Errorf("device allocation of %d bytes of %s", bytes, c)
 	}
 	return m.alloc(c, bytes, true)
 }
 
-func (m *Mem) alloc(c trainer.Category, bytes int64, side bool) (gpu.Ptr, error) {
+func (m *Mem) alloc(c session.Category, bytes int64, side bool) (gpu.Ptr, error) {
 	// The ledger counts what the block takes in the pool, not the bytes
 	// asked for.
 	bytes = alignUp(bytes)
@@ -143,7 +144,7 @@ func (m *Mem) Free(ptr gpu.Ptr) {
 // Charge counts delta bytes more (or fewer, when negative) in category c
 // of the run's ledger: memory the run uses that it did not allocate itself
 // (its codec device's own buffers).
-func (m *Mem) Charge(c trainer.Category, delta int64) error {
+func (m *Mem) Charge(c session.Category, delta int64) error {
 	switch {
 	case delta > 0:
 		if err := m.ledger.Alloc(c, delta); err != nil {
@@ -161,7 +162,7 @@ func (m *Mem) Charge(c trainer.Category, delta int64) error {
 
 // Relabel moves an allocation to another category (the logits buffer
 // becomes the loss gradient in place).
-func (m *Mem) Relabel(ptr gpu.Ptr, to trainer.Category) error {
+func (m *Mem) Relabel(ptr gpu.Ptr, to session.Category) error {
 	a, ok := m.sizes[ptr]
 	if !ok {
 		return fmt.Errorf("relabel of %#x, not allocated by this run", uintptr(ptr))

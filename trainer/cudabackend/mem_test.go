@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // recordingFence records the side stream points the default stream was
@@ -31,9 +31,9 @@ func TestPoolOrdersSideStreamBlocks(t *testing.T) {
 		var p gpu.Ptr
 		var err error
 		if side {
-			p, err = mem.AllocSide(trainer.CodecScratch, 1<<20)
+			p, err = mem.AllocSide(session.CodecScratch, 1<<20)
 		} else {
-			p, err = mem.Alloc(trainer.Activations, 1<<20)
+			p, err = mem.Alloc(session.Activations, 1<<20)
 		}
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 
 	"lcttop/gpu"
 	"lcttop/kernels"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/ops"
 	"lcttop/trainer/optim"
 )
@@ -37,7 +37,7 @@ const geluTableBytes = 2<<16 + 4<<16
 // of the model's function, held alike by both runs).
 func (o *gptOps) geluTables() (fwd, slope gpu.Ptr, err error) {
 	if o.gelu == 0 {
-		p, err := o.mem.Alloc(trainer.Weights, geluTableBytes)
+		p, err := o.mem.Alloc(session.Weights, geluTableBytes)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -56,7 +56,7 @@ func (o *gptOps) geluTables() (fwd, slope gpu.Ptr, err error) {
 }
 
 // alloc is scratch memory for one op.
-func (o *gptOps) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
+func (o *gptOps) alloc(c session.Category, bytes int64) (gpu.Ptr, error) {
 	if o.beforeAlloc != nil {
 		if err := o.beforeAlloc(bytes); err != nil {
 			return 0, err

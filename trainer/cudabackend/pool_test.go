@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // addressSpace is a Device that hands out addresses and nothing else: the
@@ -125,20 +125,20 @@ func TestPoolReusesSpaceOfOtherSizes(t *testing.T) {
 	dev := newAddressSpace()
 	pool := newDevicePool(dev)
 	mem := newRunMem(pool, 0)
-	a, err := mem.Alloc(trainer.Weights, 5<<20+1000)
+	a, err := mem.Alloc(session.Weights, 5<<20+1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem.Free(a)
 	for _, n := range []int64{5<<20 + 3000, 4 << 20, 6<<20 + 17} {
-		b, err := mem.Alloc(trainer.Weights, n)
+		b, err := mem.Alloc(session.Weights, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if b != a {
 			t.Errorf("%d bytes after %d: a new place, not the freed one", n, 5<<20+1000)
 		}
-		if got := mem.Ledger().Memory().Live[trainer.Weights]; got != alignUp(n) {
+		if got := mem.Ledger().Memory().Live[session.Weights]; got != alignUp(n) {
 			t.Errorf("ledger counts %d bytes for %d, want %d", got, n, alignUp(n))
 		}
 		mem.Free(b)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -29,11 +30,11 @@ type StepReport struct {
 	stepResult
 	ValLoss        float32 // latest validation loss (0 until measured)
 	ValStep        int     // the step ValLoss was measured after
-	Shadow, LCT    trainer.Memory
+	Shadow, LCT    session.Memory
 	Mismatch       string // the first difference between the runs so far
 	WeightsChecked int
 	// Snapshot is the step as the trainer's UI and headless mode show it.
-	Snapshot trainer.Snapshot
+	Snapshot session.Snapshot
 }
 
 // Summary is a whole training's figures.

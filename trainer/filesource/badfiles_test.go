@@ -1,13 +1,12 @@
 package filesource
 
 import (
+	"lcttop/session"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"lcttop/trainer"
 )
 
 // A folder with one bad file opens the rest and names the bad one, with
@@ -65,7 +64,7 @@ func TestWatchOnceMeasuresAlike(t *testing.T) {
 	}
 	defer s.Stop()
 	<-s.Scanned()
-	snap := waitFor(t, s, "both exact", func(sn trainer.Snapshot) bool {
+	snap := waitFor(t, s, "both exact", func(sn session.Snapshot) bool {
 		return len(sn.File.Checkpoints) == 2 && sn.File.Checkpoints[0].Exact && sn.File.Checkpoints[1].Exact
 	})
 	for name, d := range snap.File.Checkpoints[1].Drift {

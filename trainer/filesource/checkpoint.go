@@ -19,6 +19,7 @@ import (
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
 	"lcttop/codec/torchfile"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -28,7 +29,7 @@ const hfIndexSuffix = ".safetensors.index.json"
 // tensor is one tensor of a checkpoint, where its bytes lie.
 type tensor struct {
 	name  string
-	class trainer.TensorClass
+	class session.TensorClass
 	dtype string
 	n     int   // elements
 	bytes int64 // as a safetensors file stores it
@@ -39,7 +40,7 @@ type tensor struct {
 	// header says (the codec and bytes it was stored with), shown until the
 	// exact pass has decoded it.
 	lct    []byte
-	stored trainer.TensorStats
+	stored session.TensorStats
 }
 
 // coded reports whether the codec takes the tensor: BF16, not empty, not
@@ -91,11 +92,11 @@ type checkpoint struct {
 
 	// stored is, for an .lct file, each class's codec and each tensor's
 	// where it differs (a plan that pack applied), to start from.
-	stored *trainer.Plan
+	stored *session.Plan
 
 	// bad are the files of a folder that could not be read, and why: the
 	// rest is shown, these are named.
-	bad []trainer.SkippedFile
+	bad []session.SkippedFile
 
 	refs   sync.WaitGroup // readers of the mappings
 	closed sync.Once
@@ -237,7 +238,7 @@ func openFiles(path string, files []string, step int, tolerant bool) (*checkpoin
 			}
 			c.files = c.files[:mapped]
 			if tolerant { // one bad file of a folder: named, the rest shown
-				c.bad = append(c.bad, trainer.SkippedFile{Path: f, Reason: reasonOf(err, f)})
+				c.bad = append(c.bad, session.SkippedFile{Path: f, Reason: reasonOf(err, f)})
 				continue
 			}
 			return fail(err)
@@ -278,7 +279,7 @@ func openFiles(path string, files []string, step int, tolerant bool) (*checkpoin
 
 // readFile maps a file of the checkpoint (or the files of a checkpoint
 // folder) and lists its tensors.
-func (c *checkpoint) readFile(f string) ([]*tensor, map[string]string, *trainer.Plan, error) {
+func (c *checkpoint) readFile(f string) ([]*tensor, map[string]string, *session.Plan, error) {
 	if fi, err := os.Stat(f); err == nil && fi.IsDir() {
 		ts, meta, err := c.readTorch(f)
 		return ts, meta, nil, err
@@ -350,7 +351,7 @@ func (c *checkpoint) readTorch(path string) ([]*tensor, map[string]string, error
 
 // readTensors lists a mapped file's tensors: a safetensors file, or an .lct
 // file (told by its magic).
-func readTensors(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
+func readTensors(m *mapping) ([]*tensor, map[string]string, *session.Plan, error) {
 	b := m.bytes()
 	if bytes.HasPrefix(b, []byte(lctfile.Magic)) {
 		return readLCT(m)
@@ -373,7 +374,7 @@ func readTensors(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error
 // container's CRCs); the codec's parser copies each LCT tensor, so those
 // copies are dropped at once and each tensor is parsed again from the
 // mapping when its values are needed.
-func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
+func readLCT(m *mapping) ([]*tensor, map[string]string, *session.Plan, error) {
 	a, err := lctfile.ReadArchive(m.bytes())
 	m.release(m.bytes())
 	if err != nil {
@@ -389,8 +390,8 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 	}
 	// Which codec each class was stored with, most often; tensors stored
 	// otherwise keep theirs as overrides.
-	counts := map[trainer.TensorClass]map[trainer.ClassCodec]int{}
-	storedAs := map[string]trainer.ClassCodec{}
+	counts := map[session.TensorClass]map[session.ClassCodec]int{}
+	storedAs := map[string]session.ClassCodec{}
 	var out []*tensor
 	for i := range a.Segments {
 		s := &a.Segments[i]
@@ -415,10 +416,10 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 		if s.Encoding == lctfile.EncodingLCT {
 			t.lct = s.Payload
 			t.stored = storedStats(t, s.Tensor, len(s.Payload))
-			cc := trainer.ClassCodec{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist}
+			cc := session.ClassCodec{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist}
 			storedAs[t.name] = cc
 			if counts[t.class] == nil {
-				counts[t.class] = map[trainer.ClassCodec]int{}
+				counts[t.class] = map[session.ClassCodec]int{}
 			}
 			counts[t.class][cc]++
 		} else {
@@ -426,9 +427,9 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 		}
 		out = append(out, t)
 	}
-	plan := &trainer.Plan{Classes: map[trainer.TensorClass]trainer.ClassCodec{}, Tensors: map[string]trainer.ClassCodec{}}
+	plan := &session.Plan{Classes: map[session.TensorClass]session.ClassCodec{}, Tensors: map[string]session.ClassCodec{}}
 	for c, byCodec := range counts {
-		best, bestN := trainer.ClassCodec{}, -1
+		best, bestN := session.ClassCodec{}, -1
 		for cc, k := range byCodec {
 			if k > bestN || k == bestN && cc.String() < best.String() {
 				best, bestN = cc, k
@@ -447,11 +448,11 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 // storedStats are an LCT segment's figures from its header alone: its
 // codec, codebook and stored bytes; the histogram and rates wait for the
 // exact pass to decode it.
-func storedStats(t *tensor, ct *codec.Tensor, stored int) trainer.TensorStats {
+func storedStats(t *tensor, ct *codec.Tensor, stored int) session.TensorStats {
 	n := float64(t.n)
-	return trainer.TensorStats{
+	return session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype, Estimated: true,
-		Preset: ct.Layout.Preset.String(), Distribution: ct.Codebook.Dist.String(),
+		Preset: ct.Layout.Preset, Distribution: ct.Codebook.Dist,
 		StoredBytes: stored, Ratio: 2 * n / float64(stored), AllocatedBits: 8 * float64(stored-t.n) / n,
 		CodeLengths: ct.Codebook.Lengths, EscapeLength: ct.Codebook.EscLen,
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // sampleIndices are the elements the codec samples from an n-element tensor
@@ -55,12 +55,12 @@ func sampleHistogram(t *tensor) codec.Histogram {
 // choice is what the codec does with a tensor under one setting: the
 // codebook fitted to its sample and the layout chosen from both.
 type choice struct {
-	cc     trainer.ClassCodec
+	cc     session.ClassCodec
 	cb     codec.Codebook
 	layout codec.Layout
 }
 
-func choose(cc trainer.ClassCodec, sample *codec.Histogram) choice {
+func choose(cc session.ClassCodec, sample *codec.Histogram) choice {
 	cb := codec.FitCodebook(cc.Dist, sample)
 	return choice{cc: cc, cb: cb, layout: codec.ChooseLayout(cc.Preset, &cb, sample)}
 }
@@ -80,7 +80,7 @@ func storedWithoutOverflow(n int, ch choice) int {
 // expectation under a normal approximation of each full stream's code bits
 // (the model AUTO chooses its capacity with): a spilling stream costs its
 // marker byte and a byte per exponent past the capacity.
-func estimate(t *tensor, sample *codec.Histogram, ch choice) trainer.TensorStats {
+func estimate(t *tensor, sample *codec.Histogram, ch choice) session.TensorStats {
 	ts := baseStats(t, ch)
 	ts.Estimated = true
 	ts.Histogram = *sample
@@ -144,10 +144,10 @@ func normalTail(m, s, c float64) (p, excess float64) {
 }
 
 // baseStats are the fields every tensor's figures share.
-func baseStats(t *tensor, ch choice) trainer.TensorStats {
-	ts := trainer.TensorStats{
+func baseStats(t *tensor, ch choice) session.TensorStats {
+	ts := session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype,
-		Preset: ch.cc.Preset.String(), Distribution: ch.cc.Dist.String(),
+		Preset: ch.cc.Preset, Distribution: ch.cc.Dist,
 		CodeLengths: ch.cb.Lengths, EscapeLength: ch.cb.EscLen,
 	}
 	return ts
@@ -155,7 +155,7 @@ func baseStats(t *tensor, ch choice) trainer.TensorStats {
 
 // rawStats marks a BF16 tensor that LCT would keep as it is (too small to
 // gain, as lcttop pack decides): its bytes count as stored.
-func rawStats(ts trainer.TensorStats, t *tensor) trainer.TensorStats {
+func rawStats(ts session.TensorStats, t *tensor) session.TensorStats {
 	ts.Raw = true
 	ts.StoredBytes = int(t.bytes)
 	ts.Ratio = 1
@@ -166,9 +166,9 @@ func rawStats(ts trainer.TensorStats, t *tensor) trainer.TensorStats {
 
 // storedAsIs are the figures of a tensor the codec does not take (another
 // dtype, or empty): listed with its bytes, stored as they are.
-func storedAsIs(t *tensor) trainer.TensorStats {
-	return trainer.TensorStats{
+func storedAsIs(t *tensor) session.TensorStats {
+	return session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype,
-		Preset: "as-is", Distribution: t.dtype, Raw: true, StoredBytes: int(t.bytes), Ratio: 1,
+		AsIs: true, Raw: true, StoredBytes: int(t.bytes), Ratio: 1,
 	}
 }

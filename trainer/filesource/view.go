@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // view is a checkpoint with its figures: estimates from the samples, made
@@ -14,7 +14,7 @@ type view struct {
 	ck      *checkpoint
 	samples []codec.Histogram // per tensor, when sampled[i]
 	sampled []bool            // an .lct file's LCT tensors are sampled once decoded
-	stats   []trainer.TensorStats
+	stats   []session.TensorStats
 	jobs    []job
 	cursor  int  // tensors before it need no more pieces handed out
 	pointed bool // its exact figures are in the history
@@ -39,7 +39,7 @@ type job struct {
 // stored.
 func (s *Session) newView(ck *checkpoint) (*view, error) {
 	n := len(ck.tensors)
-	v := &view{ck: ck, samples: make([]codec.Histogram, n), sampled: make([]bool, n), stats: make([]trainer.TensorStats, n), jobs: make([]job, n)}
+	v := &view{ck: ck, samples: make([]codec.Histogram, n), sampled: make([]bool, n), stats: make([]session.TensorStats, n), jobs: make([]job, n)}
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -110,8 +110,8 @@ func (s *Session) resetJob(v *view, i int) {
 }
 
 // progress counts the exact pass over the coded tensors.
-func (v *view) progress() trainer.Progress {
-	var p trainer.Progress
+func (v *view) progress() session.Progress {
+	var p session.Progress
 	for i, t := range v.ck.tensors {
 		if !t.coded() {
 			continue

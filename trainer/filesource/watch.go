@@ -16,7 +16,7 @@ import (
 
 	"lcttop/codec/lctfile"
 	"lcttop/codec/torchfile"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // found is a complete checkpoint in a watched folder.
@@ -66,12 +66,12 @@ func stepOf(name string) (int, bool) {
 // stable is kept for callers and unused). A step file that never became
 // whole is returned in skipped, with why. Hidden and temporary names are
 // skipped.
-func scanFolder(dir string, stable map[string]int64) ([]found, []trainer.SkippedFile, error) {
+func scanFolder(dir string, stable map[string]int64) ([]found, []session.SkippedFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot read: %w", dir, pathReason(err))
 	}
-	var skipped []trainer.SkippedFile
+	var skipped []session.SkippedFile
 	type group struct {
 		files []string
 		want  int // files the names promise (0: not said)
@@ -107,7 +107,7 @@ func scanFolder(dir string, stable map[string]int64) ([]found, []trainer.Skipped
 		whole, problem := fileCheck(path, stable)
 		g.whole = g.whole && whole
 		if problem != "" {
-			skipped = append(skipped, trainer.SkippedFile{Path: path, Reason: problem})
+			skipped = append(skipped, session.SkippedFile{Path: path, Reason: problem})
 		}
 		if m := shardOf.FindStringSubmatch(name); m != nil {
 			n, _ := strconv.Atoi(m[2])
@@ -446,12 +446,12 @@ func (s *Session) skip(path, reason string) {
 }
 
 // skippedLocked lists the files skipped, by name; mu is held.
-func (s *Session) skippedLocked() []trainer.SkippedFile {
-	var out []trainer.SkippedFile
+func (s *Session) skippedLocked() []session.SkippedFile {
+	var out []session.SkippedFile
 	for p, r := range s.skipped {
-		out = append(out, trainer.SkippedFile{Path: p, Reason: r})
+		out = append(out, session.SkippedFile{Path: p, Reason: r})
 	}
-	slices.SortFunc(out, func(a, b trainer.SkippedFile) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(out, func(a, b session.SkippedFile) int { return strings.Compare(a.Path, b.Path) })
 	return out
 }
 

@@ -34,8 +34,8 @@ type Grid struct {
 }
 
 // Warm builds what the first Compute would otherwise build while the user
-// waits: each parametric family's tables (seconds of work, once per
-// process). The command runs it in the background when its UI starts.
+// waits: each parametric family's tables, built once per process. The
+// command runs it in the background when its UI starts.
 func Warm() {
 	var h codec.Histogram
 	for e := 100; e < 128; e++ {

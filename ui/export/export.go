@@ -18,7 +18,7 @@ import (
 	"strconv"
 	"time"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 )
 
@@ -43,13 +43,13 @@ func prepare(dir string) error {
 
 // Names returns the snapshot's JSON and CSV paths and the history's CSV
 // path for snapshot s in dir.
-func Names(dir string, s *trainer.Snapshot) (jsonPath, csvPath, historyPath string) {
+func Names(dir string, s *session.Snapshot) (jsonPath, csvPath, historyPath string) {
 	base := filepath.Join(dir, fmt.Sprintf("lcttop-step%06d", s.Step))
 	return base + ".json", base + ".csv", base + "-history.csv"
 }
 
 // Write exports s and the history h into dir and returns the paths written.
-func Write(dir string, s *trainer.Snapshot, h []charts.Sample) ([]string, error) {
+func Write(dir string, s *session.Snapshot, h []charts.Sample) ([]string, error) {
 	if err := prepare(dir); err != nil {
 		return nil, err
 	}
@@ -76,13 +76,13 @@ func Write(dir string, s *trainer.Snapshot, h []charts.Sample) ([]string, error)
 }
 
 // PlanName is the path of snapshot s's codec plan in dir.
-func PlanName(dir string, s *trainer.Snapshot) string {
+func PlanName(dir string, s *session.Snapshot) string {
 	return filepath.Join(dir, fmt.Sprintf("lcttop-step%06d-plan.json", s.Step))
 }
 
 // WritePlan writes the codec plan (the codec of each class and each
 // tensor's override) beside snapshot s's export, for lcttop pack --plan.
-func WritePlan(dir string, s *trainer.Snapshot, p trainer.Plan) (string, error) {
+func WritePlan(dir string, s *session.Snapshot, p session.Plan) (string, error) {
 	b, err := p.Encode()
 	if err != nil {
 		return "", fmt.Errorf("export: encoding the plan: %w", err)
@@ -95,7 +95,7 @@ func WritePlan(dir string, s *trainer.Snapshot, p trainer.Plan) (string, error) 
 }
 
 // JSON encodes the snapshot on one line, as headless JSON lines are.
-func JSON(s *trainer.Snapshot) ([]byte, error) {
+func JSON(s *session.Snapshot) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("export: encoding snapshot of step %d: %w", s.Step, err)
@@ -111,7 +111,7 @@ var CSVHeader = []string{
 }
 
 // CSV writes one row per tensor.
-func CSV(s *trainer.Snapshot) ([]byte, error) {
+func CSV(s *session.Snapshot) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -119,8 +119,12 @@ func CSV(s *trainer.Snapshot) ([]byte, error) {
 		return nil, fmt.Errorf("export: csv: %w", err)
 	}
 	for _, t := range s.Tensors {
+		preset, dist := t.Preset.String(), t.Distribution.String()
+		if t.AsIs {
+			preset, dist = "as-is", t.DType
+		}
 		row := []string{
-			strconv.Itoa(s.Step), t.Name, string(t.Class), strconv.Itoa(t.Elements), t.Preset, t.Distribution,
+			strconv.Itoa(s.Step), t.Name, string(t.Class), strconv.Itoa(t.Elements), preset, dist,
 			f(t.Ratio), strconv.Itoa(t.StoredBytes), f(t.AllocatedBits), f(t.UsedBits), f(t.Entropy),
 			f(t.ExpectedBits), f(t.EscapeRate), f(t.OverflowRate), f(t.SpillStreamRate), strconv.FormatBool(t.Fallback),
 		}

@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"lcttop/trainer"
+	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/charts"
 )
 
-func sample() *trainer.Snapshot {
-	s := &trainer.Snapshot{Step: 42, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "cpu", Model: "tiny",
+func sample() *session.Snapshot {
+	s := &session.Snapshot{Step: 42, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "cpu", Model: "tiny",
 		LossLCT: 3.25, LossShadow: 3.25, BitIdentical: true}
-	s.Tensors = []trainer.TensorStats{
-		{Name: "wte", Class: trainer.ClassWeight, Elements: 65536, Preset: "clean", Distribution: "gaussian", Ratio: 1.43, StoredBytes: 91657, EscapeRate: 0.001},
-		{Name: "h.0.attn, with comma", Class: trainer.ClassAdamV, Elements: 256, Preset: "auto", Distribution: "powerlaw", Ratio: 0.9, Fallback: true},
+	s.Tensors = []session.TensorStats{
+		{Name: "wte", Class: session.ClassWeight, Elements: 65536, Preset: codec.Clean, Distribution: codec.Gaussian, Ratio: 1.43, StoredBytes: 91657, EscapeRate: 0.001},
+		{Name: "h.0.attn, with comma", Class: session.ClassAdamV, Elements: 256, Preset: codec.Auto, Distribution: codec.PowerLaw, Ratio: 0.9, Fallback: true},
 	}
 	return s
 }
@@ -53,7 +54,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	if strings.Count(string(jb), "\n") != 1 || !strings.HasSuffix(string(jb), "}\n") {
 		t.Errorf("JSON is not one compact line: %q", jb)
 	}
-	var back trainer.Snapshot
+	var back session.Snapshot
 	if err := json.Unmarshal(jb, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +111,7 @@ func TestDefaultFolderMadeAtFirstExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.Chdir(wd)
-	s := &trainer.Snapshot{Step: 3}
+	s := &session.Snapshot{Step: 3}
 	paths, err := Write(DefaultDir, s, nil)
 	if err != nil {
 		t.Fatal(err)

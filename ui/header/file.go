@@ -5,7 +5,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -65,7 +65,7 @@ func fileView(st styles.Styles, d Data, w int) string {
 }
 
 // FileBadge says whether a checkpoint's figures are exact yet.
-func FileBadge(st styles.Styles, f *trainer.FileStats) string {
+func FileBadge(st styles.Styles, f *session.FileStats) string {
 	if f.Files == 0 {
 		return st.BadgeWait.Render("… waiting")
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/msgs"
@@ -34,7 +34,7 @@ func (s State) String() string { return stateNames[s] }
 
 // Data is what the header shows.
 type Data struct {
-	Snap     *trainer.Snapshot
+	Snap     *session.Snapshot
 	Device   *msgs.Device
 	State    State
 	StepsSec float64
@@ -43,7 +43,7 @@ type Data struct {
 }
 
 // Badge is the bit-identity badge: text that reads the same without colour.
-func Badge(st styles.Styles, s *trainer.Snapshot, state State) string {
+func Badge(st styles.Styles, s *session.Snapshot, state State) string {
 	switch {
 	case s == nil && state == Failed:
 		return st.Dim.Render("no run to compare")

@@ -8,7 +8,7 @@ import (
 	"math"
 	"strings"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -22,7 +22,7 @@ const gutter = 6 // left label column: the peak's share ("31.7%") and a space
 // span returns the range of exponents worth drawing: every exponent that
 // occurs. It does not depend on the codebook, so the axis stays put while
 // the distributions are cycled; with no values it is the coded exponents.
-func span(t trainer.TensorStats) (lo, hi int, ok bool) {
+func span(t session.TensorStats) (lo, hi int, ok bool) {
 	lo, hi = 256, -1
 	for e := 0; e < 256; e++ {
 		if t.Histogram[e] > 0 {
@@ -59,7 +59,7 @@ const zeroGap = 8
 // columns lays the drawn exponents out in at most cols bins: lo..hi, or,
 // where exponent 0 occurs and the next that does is at least zeroGap
 // further, exponent 0, a gap and the rest.
-func columns(t trainer.TensorStats, lo, hi, cols int) []bin {
+func columns(t session.TensorStats, lo, hi, cols int) []bin {
 	if lo != 0 || t.Histogram[0] == 0 {
 		return bins(t, lo, hi, cols)
 	}
@@ -75,7 +75,7 @@ func columns(t trainer.TensorStats, lo, hi, cols int) []bin {
 	return append(out, bins(t, next, hi, cols-2)...)
 }
 
-func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
+func bins(t session.TensorStats, lo, hi, cols int) []bin {
 	k := (hi - lo + cols) / cols // ceil((hi-lo+1)/cols)
 	k = max(k, 1)
 	var out []bin
@@ -101,7 +101,7 @@ func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
 }
 
 // View draws the panel for tensor t in w columns and h lines.
-func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
+func View(st styles.Styles, t session.TensorStats, ok bool, w, h int) string {
 	if h <= 0 {
 		return ""
 	}
@@ -110,7 +110,7 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	}
 	var lines []string
 	// The title's right side as long as fits beside the name.
-	title, codec := "Exponents · "+t.Name, t.Preset+"/"+t.Distribution
+	title, codec := "Exponents · "+t.Name, t.CodecLabel()
 	right := ""
 	for _, r := range []string{codec + " · log scale · ━ codebook 2^-len", codec + " · log · ━ 2^-len", codec} {
 		if len([]rune(title))+len([]rune(r))+7 <= w {
@@ -236,7 +236,7 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 
 // ZeroShare is the share of a tensor's values whose exponent is 0: exact
 // zeros and subnormals, which in training tensors are zeros.
-func ZeroShare(t trainer.TensorStats) float64 {
+func ZeroShare(t session.TensorStats) float64 {
 	var total uint64
 	for _, c := range t.Histogram {
 		total += c
@@ -286,7 +286,7 @@ func axis(bs []bin, k, cw int) string {
 	return string(row)
 }
 
-func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
+func statLines(st styles.Styles, t session.TensorStats, w int) []string {
 	l, v := st.Label.Render, st.Value.Render
 	coded, minLen, maxLen := 0, 9, 0
 	for _, c := range t.CodeLengths {

@@ -6,12 +6,13 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/styles"
 )
 
-func stats() trainer.TensorStats {
-	t := trainer.TensorStats{Name: "w", Preset: "clean", Distribution: "gaussian", EscapeLength: 5, Entropy: 2.5, UsedBits: 2.7, AllocatedBits: 3.1, EscapeRate: 0.001}
+func stats() session.TensorStats {
+	t := session.TensorStats{Name: "w", Preset: codec.Clean, Distribution: codec.Gaussian, EscapeLength: 5, Entropy: 2.5, UsedBits: 2.7, AllocatedBits: 3.1, EscapeRate: 0.001}
 	for e := 110; e <= 125; e++ {
 		t.Histogram[e] = uint64(1 << (e - 108))
 	}
@@ -81,7 +82,7 @@ func TestWideRangeMergesBins(t *testing.T) {
 }
 
 func TestNoSelection(t *testing.T) {
-	if v := View(styles.New(nil), trainer.TensorStats{}, false, 40, 5); !strings.Contains(v, "no tensor selected") {
+	if v := View(styles.New(nil), session.TensorStats{}, false, 40, 5); !strings.Contains(v, "no tensor selected") {
 		t.Errorf("view %q", v)
 	}
 }
@@ -90,7 +91,7 @@ func TestNoSelection(t *testing.T) {
 // scale: for a tensor whose counts are exactly total·2^-len, each coded
 // exponent's mark takes the top cell of its own bar.
 func TestCodebookMarksSitOnFittingBars(t *testing.T) {
-	s := trainer.TensorStats{Name: "w", Preset: "auto", Distribution: "empirical", EscapeLength: 4}
+	s := session.TensorStats{Name: "w", Preset: codec.Auto, Distribution: codec.Empirical, EscapeLength: 4}
 	lens := map[int]uint8{120: 3, 121: 2, 122: 1, 123: 3}
 	for e, l := range lens {
 		s.CodeLengths[e] = l
@@ -127,7 +128,7 @@ func TestCodebookMarksSitOnFittingBars(t *testing.T) {
 func TestAxisStaysWhileCodebookChanges(t *testing.T) {
 	a := stats()
 	b := stats()
-	b.Distribution = "laplace"
+	b.Distribution = codec.Laplace
 	for e := range b.CodeLengths {
 		b.CodeLengths[e] = 0
 	}
@@ -175,7 +176,7 @@ func TestZeroShareShown(t *testing.T) {
 // none where even the codec does not fit beside the name.
 func TestTitleFitsLongName(t *testing.T) {
 	s := stats()
-	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", "auto", "empirical"
+	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", codec.Auto, codec.Empirical
 	for _, w := range []int{60, 80, 100} {
 		title := strings.Split(View(styles.New(nil), s, true, w, 16), "\n")[0]
 		if strings.Contains(title, "…") || w > 60 && !strings.Contains(title, "auto/empirical") {

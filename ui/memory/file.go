@@ -6,7 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
 )
@@ -14,7 +14,7 @@ import (
 // fileTable is the panel for a checkpoint: by class, the bytes the file
 // stores against the bytes LCT would store (BF16 tensors coded, others as
 // they are), and what the file holds in each dtype, in w columns.
-func fileTable(st styles.Styles, f *trainer.FileStats, w int) []string {
+func fileTable(st styles.Styles, f *session.FileStats, w int) []string {
 	head := fmt.Sprintf("%-11s %7s %10s %10s %7s", "class", "tensors", "file", "LCT", "saved")
 	out := []string{st.TableHead.Render(head)}
 	row := func(name string, n int, file, lct int64) string {

@@ -3,7 +3,7 @@
 // coded into, and shows how full the block's 256 streams are.
 //
 // Everything shown is computed with the codec's API on the block of values
-// the trainer hands over (trainer.TensorDetail): the codebook's codes and
+// the trainer hands over (session.TensorDetail): the codebook's codes and
 // costs, the layout's capacity, and an encoding of the block whose stored
 // bytes the view reads back, so what the view explains is what the codec
 // wrote.
@@ -14,12 +14,12 @@ import (
 	"math"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // Analysis is one block walked through the codec.
 type Analysis struct {
-	Detail      trainer.TensorDetail
+	Detail      session.TensorDetail
 	N           int // values in the block
 	StreamBytes int // C_b, bytes per stream of this block
 	Codes       [256]uint16
@@ -46,7 +46,7 @@ func (a *Analysis) CapacityBits() int { return 8 * a.StreamBytes }
 func (a *Analysis) OverflowBytes() int { return a.SpillingStreams + a.Spilled }
 
 // Analyze walks the block of d through the codec.
-func Analyze(d trainer.TensorDetail) (*Analysis, error) {
+func Analyze(d session.TensorDetail) (*Analysis, error) {
 	n := len(d.Values)
 	switch {
 	case n == 0:

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -273,7 +273,7 @@ func bitCount(n int) string {
 
 // AsIsView explains a tensor stored as plain BF16 instead of walking a
 // value through coding: there is none.
-func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
+func AsIsView(st styles.Styles, t session.TensorStats, w, h int) string {
 	l, v := st.Label.Render, st.Value.Render
 	lines := []string{
 		box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", "", w),

@@ -9,7 +9,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/internal/testtensors"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/styles"
 )
 
@@ -126,11 +126,11 @@ func TestFillChartSpansTheFills(t *testing.T) {
 // A tensor kept as it is is explained, not walked, in words that fit the
 // width: a small BF16 one, and one of another dtype in a checkpoint.
 func TestAsIsExplained(t *testing.T) {
-	small := trainer.TensorStats{Name: "ln.g", Class: trainer.ClassWeight, Elements: 128, Raw: true}
-	f32 := trainer.TensorStats{Name: "scale", Class: trainer.ClassWeight, Elements: 1 << 20, Raw: true, DType: "F32"}
-	fast := trainer.TensorStats{Name: "wte", Class: trainer.ClassWeight, Elements: 262144, Raw: true, RawReason: "kept for the step's sake."}
+	small := session.TensorStats{Name: "ln.g", Class: session.ClassWeight, Elements: 128, Raw: true}
+	f32 := session.TensorStats{Name: "scale", Class: session.ClassWeight, Elements: 1 << 20, Raw: true, DType: "F32"}
+	fast := session.TensorStats{Name: "wte", Class: session.ClassWeight, Elements: 262144, Raw: true, RawReason: "kept for the step's sake."}
 	for _, c := range []struct {
-		t    trainer.TensorStats
+		t    session.TensorStats
 		want string
 	}{
 		{small, "LCT would not make it smaller"},

@@ -8,7 +8,7 @@ import (
 
 // goImpl is the plain Go implementation: 4×4 tiles with the sixteen sums in
 // locals.
-var goImpl = impl{name: "go", mr: 4, nr: 4, tile: tileGo, tileBF16: tileBF16Go, step: 1, widen: widenGo, round: roundGo}
+var goImpl = impl{name: "go", mr: 4, nr: 4, tile: tileGo, tileBF16: tileBF16Go, step: 1, widen: widenGo}
 
 // widenOne and roundOne are trainer/bf16's, which the assembly repeats.
 func widenOne(v uint16) float32 { return bf16.ToFloat32(v) }
@@ -69,12 +69,5 @@ func widenGo(dst *float32, src *uint16, n int) {
 	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
 	for i, v := range s {
 		d[i] = widenOne(v)
-	}
-}
-
-func roundGo(dst *uint16, src *float32, n int) {
-	d, s := unsafe.Slice(dst, n), unsafe.Slice(src, n)
-	for i, f := range s {
-		d[i] = roundOne(f)
 	}
 }

@@ -13,10 +13,10 @@ type impl struct {
 	tile func(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
 	// tileBF16: out[r·ldo+j] = bf16(Σ_kk a[kk·ks+r]·b[kk·kb+j] + bias[j]).
 	tileBF16 func(a *float32, ks int, b *float32, kb int, k int, bias *float32, out *uint16, ldo int)
-	// widen and round handle a multiple of step values; the rest runs in Go.
+	// widen and the element-wise loops handle a multiple of step values;
+	// the rest runs in Go.
 	step  int
 	widen func(dst *float32, src *uint16, n int)
-	round func(dst *uint16, src *float32, n int)
 	// transpose: dst[c·ldd+r] = widen(src[r·lds+c]) for r, c < tb (nil:
 	// none, TransposeWiden runs in Go).
 	tb        int
@@ -32,9 +32,6 @@ type impl struct {
 var impls = append(archImpls(), goImpl)
 
 var cur = impls[0]
-
-// Name is the implementation in use ("avx512", "avx2" or "go").
-func Name() string { return cur.name }
 
 // Names lists the implementations this machine can run, fastest first.
 func Names() []string {
@@ -120,19 +117,6 @@ func Widen(dst []float32, src []uint16) {
 	}
 	for i := v; i < n; i++ {
 		dst[i] = widenOne(src[i])
-	}
-}
-
-// Round rounds src to BF16 into dst (len(dst) must be at least len(src)).
-func Round(dst []uint16, src []float32) {
-	n := len(src)
-	dst = dst[:n]
-	v := n / cur.step * cur.step
-	if v > 0 {
-		cur.round(unsafe.SliceData(dst), unsafe.SliceData(src), v)
-	}
-	for i := v; i < n; i++ {
-		dst[i] = roundOne(src[i])
 	}
 }
 

@@ -17,13 +17,13 @@ func archImpls() []impl {
 	}
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ {
 		out = append(out, impl{name: "avx512", mr: 8, nr: 32, tile: tileAVX512, tileBF16: tileBF16AVX512,
-			step: 16, widen: widenAVX512, round: roundAVX512, adamW: adamWAVX512, sgd: sgdAVX512, tb: 16, transpose: transposeAVX512,
+			step: 16, widen: widenAVX512, adamW: adamWAVX512, sgd: sgdAVX512, tb: 16, transpose: transposeAVX512,
 			ew: ew{add: addAVX512, accumulate: accumulateAVX512, normRow: normRowAVX512, normGradRow: normGradRowAVX512,
 				normParamGrad: normParamGradAVX512, expShifted: exp512}})
 	}
 	if cpu.X86.HasAVX2 {
 		out = append(out, impl{name: "avx2", mr: 6, nr: 16, tile: tileAVX2, tileBF16: tileBF16AVX2,
-			step: 16, widen: widenAVX2, round: roundAVX2, adamW: adamWAVX2, sgd: sgdAVX2, tb: 8, transpose: transposeAVX2,
+			step: 16, widen: widenAVX2, adamW: adamWAVX2, sgd: sgdAVX2, tb: 8, transpose: transposeAVX2,
 			ew: ew{add: addAVX2, accumulate: accumulateAVX2, normRow: normRowAVX2, normGradRow: normGradRowAVX2,
 				normParamGrad: normParamGradAVX2, expShifted: exp2}})
 	}
@@ -42,9 +42,6 @@ func tileBF16AVX512(a *float32, ks int, b *float32, kb int, k int, bias *float32
 func widenAVX512(dst *float32, src *uint16, n int)
 
 //go:noescape
-func roundAVX512(dst *uint16, src *float32, n int)
-
-//go:noescape
 func tileAVX2(a *float32, ks int, b *float32, kb int, k int, c *float32, ldc int)
 
 //go:noescape
@@ -52,9 +49,6 @@ func tileBF16AVX2(a *float32, ks int, b *float32, kb int, k int, bias *float32, 
 
 //go:noescape
 func widenAVX2(dst *float32, src *uint16, n int)
-
-//go:noescape
-func roundAVX2(dst *uint16, src *float32, n int)
 
 //go:noescape
 func adamWAVX512(w, m, v, grad *uint16, n int, k *[9]float32)

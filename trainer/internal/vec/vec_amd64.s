@@ -120,23 +120,6 @@ widen512loop:
 	VZEROUPPER
 	RET
 
-// func roundAVX512(dst *uint16, src *float32, n int), n a multiple of 16
-TEXT ·roundAVX512(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	RCONST512(Z22, Z23, Z24, Z25, Z26)
-round512loop:
-	VMOVUPS (SI), Z0
-	ROUND512(Z0, Z19, Z18, Z21, Z22, Z23, Z24, Z25, Z26)
-	VPMOVDW Z19, (DI)
-	ADDQ $64, SI
-	ADDQ $32, DI
-	SUBQ $16, CX
-	JNZ round512loop
-	VZEROUPPER
-	RET
-
 // ---- AVX2: 6×16 tiles, sums in Y0–Y11 (row r: Y2r, Y2r+1) ----
 
 #define ZERO2 \
@@ -243,23 +226,5 @@ widen2loop:
 	ADDQ $64, DI
 	SUBQ $16, CX
 	JNZ widen2loop
-	VZEROUPPER
-	RET
-
-// func roundAVX2(dst *uint16, src *float32, n int), n a multiple of 16
-TEXT ·roundAVX2(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DX
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-round2loop:
-	VMOVUPS (SI), Y0
-	VMOVUPS 32(SI), Y1
-	ROUND2(Y0)
-	ROUND2(Y1)
-	STORE2(Y0, Y1)
-	ADDQ $64, SI
-	ADDQ $32, DX
-	SUBQ $16, CX
-	JNZ round2loop
 	VZEROUPPER
 	RET

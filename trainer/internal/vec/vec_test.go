@@ -116,11 +116,20 @@ func TestWidenAndRoundEveryPattern(t *testing.T) {
 				}
 				f[i] = math.Float32frombits(uint32(i&0xffff)<<16 | lo)
 			}
-			out := make([]uint16, len(f))
-			Round(out, f)
-			for i, x := range f {
-				if want := roundOne(x); out[i] != want {
-					t.Fatalf("Round(%#08x) = %#04x, want %#04x", math.Float32bits(x), out[i], want)
+			// Through the tile's rounding: one inner index, a = 1, b = the
+			// values, no bias, so each output is round((+0 + 1·x) + 0).
+			mr, nr := Tile()
+			ones, bias, tile := make([]float32, mr), make([]float32, nr), make([]uint16, mr*nr)
+			for i := range ones {
+				ones[i] = 1
+			}
+			for p := 0; p+nr <= len(f); p += nr {
+				MulTileBF16(tile, nr, ones, mr, f[p:p+nr], nr, 1, bias)
+				for j, x := range f[p : p+nr] {
+					var zero float32
+					if want := roundOne((zero + float32(x*ones[0])) + bias[j]); !sameBF16(tile[j], want) {
+						t.Fatalf("rounding %#08x = %#04x, want %#04x", math.Float32bits(x), tile[j], want)
+					}
 				}
 			}
 		}
