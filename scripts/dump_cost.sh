@@ -13,7 +13,8 @@
 # exists (go build -o bin/lcttop ./cmd/lcttop), with lcttop watch --headless --once and lcttop
 # open --headless, and shown in the UI under tmux when tmux is there (text captures in $OUT).
 # LAUNCH starts the script (default python3; "torchrun --nproc-per-node 2" for several ranks)
-# and ARGS are added to each run (--fsdp, --ddp, --device cpu): scripts/sharded_check.sh does so.
+# and ARGS are added to each run (--fsdp, --ddp, --device cpu): scripts/sharded_check.sh does so;
+# TIMEOUT (300) is the most seconds a run may take.
 set -uo pipefail
 OUT=${OUT:-device-out}
 BIN=${BIN:-bin}
@@ -24,6 +25,7 @@ MODEL=${MODEL:-gpt162m}
 DUMP=${DUMP:-/tmp/lcttop-dump}
 LAUNCH=${LAUNCH:-python3}
 ARGS=${ARGS:-}
+TIMEOUT=${TIMEOUT:-300}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/dump_cost.log") 2>&1
 stage() { echo; echo "=== $1 ($(date +%T))"; }
@@ -37,7 +39,7 @@ run() { # name, extra args...
   local name=$1
   shift
   # shellcheck disable=SC2086 # LAUNCH and ARGS are words
-  PYTHONUNBUFFERED=1 timeout 300 $LAUNCH scripts/pytorch_reference.py --model "$MODEL" --steps "$STEPS" --warmup 5 $ARGS "$@" \
+  PYTHONUNBUFFERED=1 timeout "$TIMEOUT" $LAUNCH scripts/pytorch_reference.py --model "$MODEL" --steps "$STEPS" --warmup 5 $ARGS "$@" \
     >"$OUT/$name.jsonl" 2>"$OUT/$name.err"
   echo "$name rc=$? $(tail -1 "$OUT/$name.jsonl" | cut -c1-300)"
   tail -2 "$OUT/$name.err"

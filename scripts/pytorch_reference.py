@@ -118,8 +118,11 @@ class GPT(nn.Module):
 
 def fully_shard_api():
     """FSDP2's fully_shard, or None where this PyTorch has none (before 2.4)."""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import torch_compat  # noqa: F401  (PyTorch 1.13's torch.distributed under Python 3.11)
+    if int(torch.__version__.split(".")[0]) < 2:
+        # PyTorch 1.13's torch.distributed does not import under Python 3.11 without it; newer
+        # ones need nothing, and its imports of 1.13's private names are not theirs.
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import torch_compat  # noqa: F401
     try:
         from torch.distributed.fsdp import fully_shard
     except ImportError:

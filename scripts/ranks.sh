@@ -13,6 +13,8 @@ case $n in '' | *[!0-9]* | 0) echo "ranks.sh: N must be a whole number of 1 or m
 [ $# -gt 0 ] || { echo "ranks.sh: no command to start" >&2; exit 2; }
 port=${MASTER_PORT:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 pids=()
+# Stopped (a timeout, ^C): the ranks stop too.
+trap 'kill "${pids[@]}" 2>/dev/null; exit 143' TERM INT
 for ((r = 0; r < n; r++)); do
 	RANK=$r LOCAL_RANK=$r GROUP_RANK=0 WORLD_SIZE=$n LOCAL_WORLD_SIZE=$n MASTER_ADDR=127.0.0.1 MASTER_PORT=$port "$@" &
 	pids+=($!)
