@@ -17,7 +17,7 @@
 #          and the merge check, cmd/lcttop's TestShardedRunFolder through bin/cli.test: at
 #          every gathered step the ranks' files put together are the gathered state bit for
 #          bit, and watch merges them into one checkpoint with that state's elements and
-#          exponents for every tensor.
+#          exponents for every tensor (and open into the same one, with watch's figures).
 #   cost   scripts/dump_cost.sh under the launcher: ROUNDS (2) runs without the helper and with
 #          it, interleaved; the mean step with it against without, per round and the median.
 # STAGES (default "check cost") and MODES ("fsdp ddp") pick. Full logs go to $LOGS (default
@@ -162,7 +162,7 @@ if want check; then
 			mrc=$?
 			grep -E '^(---|ok|FAIL|PASS)|sharded_test.go' "$LOGS/$mode-merge.log" | cut -c1-400 | head -40
 			equal=$(grep -c 'bit for bit' "$LOGS/$mode-merge.log")
-			line="$mode merge check: exit $mrc, $equal of $ngather gathered steps: the ranks' files put together are PyTorch's gathered state bit for bit, and watch merged them"
+			line="$mode merge check: exit $mrc, $equal of $ngather gathered steps: the ranks' files put together are PyTorch's gathered state bit for bit, and watch and open merged them"
 			if [ $mrc -eq 0 ] && [ "$equal" -eq "$ngather" ]; then
 				note "$line"
 				note "  $(grep -m1 'bit for bit' "$LOGS/$mode-merge.log" | sed 's/^ *sharded_test.go:[0-9]*: //' | cut -c1-300)"

@@ -16,6 +16,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/codec/safetensors"
+	"lcttop/session"
 )
 
 // A sharded run's check: at each step scripts/pytorch_reference.py
@@ -197,10 +198,13 @@ func linkStep(t *testing.T, files []string) string {
 // checkWatchMerges runs lcttop watch --headless --once --json on a folder
 // of one step's rank files and checks that it shows one checkpoint of all
 // of them, every dumped tensor with exact figures: its elements and
-// exponent histogram as the gathered state has them.
+// exponent histogram as the gathered state has them; lcttop open on the
+// same folder shows the same checkpoint with the same figures.
 func checkWatchMerges(t *testing.T, m stepMatch) {
 	t.Helper()
-	snap := snapshotJSON(t, "watch", "--headless", "--once", "--json", linkStep(t, m.files))
+	dir := linkStep(t, m.files)
+	snap := snapshotJSON(t, "watch", "--headless", "--once", "--json", dir)
+	defer checkOpenMerges(t, dir, m, snap)
 	if snap.Step != m.step || snap.File == nil || snap.File.Files != m.world {
 		files := -1
 		if snap.File != nil {
@@ -222,6 +226,32 @@ func checkWatchMerges(t *testing.T, m stepMatch) {
 			t.Errorf("step %d: %s: watch counts %d elements (exponents equal: %v), the gathered state %d",
 				m.step, ts.Name, ts.Elements, ts.Histogram == [256]uint64(want.histogram), want.elements)
 		}
+	}
+}
+
+// checkOpenMerges checks that lcttop open on a folder of one step's rank
+// files shows what watch showed of it: one checkpoint of every rank's file,
+// each tensor with watch's figures.
+func checkOpenMerges(t *testing.T, dir string, m stepMatch, watched session.Snapshot) {
+	t.Helper()
+	opened := snapshotJSON(t, "open", "--headless", "--json", dir)
+	if opened.File == nil || opened.File.Files != m.world {
+		t.Fatalf("step %d: open shows %+v, want one checkpoint of %d files", m.step, opened.File, m.world)
+	}
+	if len(opened.Tensors) != len(watched.Tensors) {
+		t.Errorf("step %d: open shows %d tensors, watch %d", m.step, len(opened.Tensors), len(watched.Tensors))
+	}
+	byName := map[string]session.TensorStats{}
+	for _, ts := range watched.Tensors {
+		byName[ts.Name] = ts
+	}
+	for _, ts := range opened.Tensors {
+		w, ok := byName[ts.Name]
+		if !ok {
+			t.Errorf("step %d: open shows %s, which watch did not", m.step, ts.Name)
+			continue
+		}
+		sameFigures(t, fmt.Sprintf("step %d: open's %s", m.step, ts.Name), ts, w)
 	}
 }
 
@@ -249,7 +279,7 @@ func checkShardedRun(t *testing.T, dump, fullDir string) int {
 			continue
 		}
 		checkWatchMerges(t, m)
-		t.Logf("step %d: the files of %d ranks put together are the gathered state, bit for bit: %d tensors (%d from pieces), %d bytes; watch merged them into one checkpoint of %d tensors with the gathered exponents",
+		t.Logf("step %d: the files of %d ranks put together are the gathered state, bit for bit: %d tensors (%d from pieces), %d bytes; watch and open merged them into one checkpoint of %d tensors with the gathered exponents",
 			m.step, m.world, m.tensors, m.sharded, m.bytes, len(m.dumped))
 		n++
 	}
