@@ -9,6 +9,7 @@ in scripts/dump_cost.sh on a GPU machine.
 import json
 import os
 import shutil
+import socket
 import struct
 import sys
 import tempfile
@@ -44,6 +45,13 @@ def read_safetensors(path):
 
 def bits(t):
     return t.detach().to(torch.bfloat16).contiguous().view(torch.int16).clone()
+
+
+def free_port():
+    """A port no one listens on now (the ranks meet there)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def model():
@@ -151,7 +159,7 @@ class DumperTest(unittest.TestCase):
         self.check_files(want)
 
     def test_ranks_split_the_parameters(self):
-        port = 29600 + os.getpid() % 300
+        port = free_port()
         mp.spawn(_rank, args=(2, self.dir, port), nprocs=2)
         names, written = {}, [0, 0]
         for r in range(2):
