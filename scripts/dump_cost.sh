@@ -14,7 +14,7 @@
 # open --headless, and shown in the UI under tmux when tmux is there (text captures in $OUT).
 # LAUNCH starts the script (default python3; "torchrun --nproc-per-node 2" for several ranks)
 # and ARGS are added to each run (--fsdp, --ddp, --device cpu): scripts/sharded_check.sh does so;
-# TIMEOUT (300) is the most seconds a run may take.
+# TIMEOUT (300) is the most seconds a run may take; PYTHON (python3) is the one with PyTorch.
 set -uo pipefail
 OUT=${OUT:-device-out}
 BIN=${BIN:-bin}
@@ -26,13 +26,14 @@ DUMP=${DUMP:-/tmp/lcttop-dump}
 LAUNCH=${LAUNCH:-python3}
 ARGS=${ARGS:-}
 TIMEOUT=${TIMEOUT:-300}
+PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/dump_cost.log") 2>&1
 stage() { echo; echo "=== $1 ($(date +%T))"; }
 
 stage machine
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv
-python3 -c 'import torch; print("torch", torch.__version__)'
+$PYTHON -c 'import torch; print("torch", torch.__version__)'
 df -h "$OUT" | tail -1
 
 run() { # name, extra args...

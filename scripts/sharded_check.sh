@@ -192,13 +192,14 @@ if want cost; then
 		fi
 		[ "$per" -gt 300 ] && per=300
 		LOGS_COST=$LOGS/cost-$mode
-		OUT=$LOGS_COST BIN=none DUMP=$DUMP/cost-$mode LAUNCH=$LAUNCH ARGS="--$mode $DEVARGS" TIMEOUT=$per \
+		OUT=$LOGS_COST BIN=none DUMP=$DUMP/cost-$mode LAUNCH=$LAUNCH ARGS="--$mode $DEVARGS" TIMEOUT=$per PYTHON=$PYTHON \
 			ROUNDS=$ROUNDS STEPS=$STEPS EVERY=$EVERY MODEL=$MODEL bash scripts/dump_cost.sh >/dev/null
 		sed -n '/^=== cost/,$p' "$LOGS_COST/dump_cost.log"
 		cost=$(grep -o 'median of [0-9]* rounds: [-+0-9.]*%' "$LOGS_COST/dump_cost.log")
 		if [ -n "$cost" ]; then
 			note "$mode cost of the helper per step (mean step with it vs without, interleaved): $cost"
-			while IFS= read -r line; do note "  $line"; done < <(grep -E '^  round [0-9]+:' "$LOGS_COST/dump_cost.log")
+			# The table's head and its runs with the helper: files written and dumps skipped.
+			while IFS= read -r line; do note "  $line"; done < <(grep -E '^(run  |dump-[0-9]+ |  round [0-9]+:)' "$LOGS_COST/dump_cost.log")
 		else
 			fail "$mode cost: no figure (see cost-$mode/dump_cost.log)" "$mode cost"
 		fi
