@@ -199,7 +199,7 @@ if want cost; then
 		if [ -n "$cost" ]; then
 			note "$mode cost of the helper per step (mean step with it vs without, interleaved): $cost"
 			# The table's head and its runs with the helper: files written and dumps skipped.
-			while IFS= read -r line; do note "  $line"; done < <(grep -E '^(run  |dump-[0-9]+ |  round [0-9]+:)' "$LOGS_COST/dump_cost.log")
+			while IFS= read -r line; do note "  $line"; done < <(grep -E '^(run  |dump-[0-9]+ +[0-9]|  round [0-9]+:)' "$LOGS_COST/dump_cost.log")
 		else
 			fail "$mode cost: no figure (see cost-$mode/dump_cost.log)" "$mode cost"
 		fi
