@@ -18,6 +18,9 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.checkStructure(); err != nil {
 		return b, fmt.Errorf("codec: marshal: %w", err)
 	}
+	if t.Layout.v3() {
+		return t.appendBinary3(b), nil
+	}
 	var h [fixedHeaderBytes]byte
 	copy(h[0:4], tensorMagic)
 	h[4] = byte(t.Layout.FormatVersion())
@@ -71,11 +74,10 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	}
 	t := &Tensor{}
 	switch b[4] {
-	case FormatVersion1:
-		t.Layout.Version1 = true
-	case FormatVersion2:
+	case FormatVersion1, FormatVersion2, FormatVersion3:
+		t.Layout = t.Layout.WithVersion(int(b[4]))
 	default:
-		return nil, fmt.Errorf("codec: parse: version %d, want %d or %d", b[4], FormatVersion1, FormatVersion2)
+		return nil, fmt.Errorf("codec: parse: version %d, want %d, %d or %d", b[4], FormatVersion1, FormatVersion2, FormatVersion3)
 	}
 	if p := Preset(b[5]); !p.valid() {
 		return nil, fmt.Errorf("codec: parse: preset %d out of range 0..3", b[5])
@@ -96,8 +98,14 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	t.Layout.BlockSize = int(binary.LittleEndian.Uint32(b[16:]))
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
-	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
 	t.Codebook.Shape = b[28]
+	if b[4] == FormatVersion3 {
+		if err := t.parse3(b); err != nil {
+			return nil, fmt.Errorf("codec: parse: %w", err)
+		}
+		return t, nil
+	}
+	overflowLen := int(binary.LittleEndian.Uint32(b[24:]))
 	flags, zeroLevel := b[29], b[30]
 	if flags&^(flagPerBlock|flagCompactCodebook|flagDerivedCodebook) != 0 {
 		return nil, fmt.Errorf("codec: parse: flags (byte 29) %#x, want bits %#x (capacities per block), %#x (compact codebook) and %#x (derived codebook) only",

@@ -167,9 +167,9 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if t.N == 0 {
 		return nil
 	}
-	if t.Layout.Version1 {
+	if v := t.Layout.FormatVersion(); v != codec.FormatVersion2 {
 		if err := c.host.Decode(t, dst); err != nil {
-			return fmt.Errorf("gpu: decode (version 1, on the host): %w", err)
+			return fmt.Errorf("gpu: decode (version %d, on the host): %w", v, err)
 		}
 		return nil
 	}

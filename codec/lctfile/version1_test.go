@@ -83,7 +83,7 @@ func TestVersion1Files(t *testing.T) {
 			}
 			lctSegments++
 			tt := s.Tensor
-			if !tt.Layout.Version1 {
+			if tt.Layout.FormatVersion() != codec.FormatVersion1 {
 				t.Fatalf("%s: %s parsed as version %d", name, s.Name, tt.Layout.FormatVersion())
 			}
 			presets[tt.Layout.Preset] = true
@@ -114,7 +114,7 @@ func TestVersion1Files(t *testing.T) {
 			t.Fatalf("%s packed again: version %v, %v", name, a2, err)
 		}
 		for i := range a2.Segments {
-			if tt := a2.Segments[i].Tensor; tt != nil && tt.Layout.Version1 {
+			if tt := a2.Segments[i].Tensor; tt != nil && (tt.Layout.FormatVersion() == codec.FormatVersion1) {
 				t.Fatalf("%s packed again: %s is version 1", name, a2.Segments[i].Name)
 			}
 		}

@@ -96,12 +96,12 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 
 	// 4. where it lands.
 	stream := fmt.Sprintf("stream j = (%d mod 256 + %d div 256) mod 256 = ", i, i)
-	if a.Detail.Layout.Version1 {
+	if a.Detail.Layout.FormatVersion() == codec.FormatVersion1 {
 		stream = fmt.Sprintf("stream j = %d mod 256 = ", i)
 	}
 	// Short: (i mod 256 + i div 256) mod 256 is (i + p) mod 256.
 	short := l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = (%d + %d) mod 256 = ", i, v.Position)) + hi(fmt.Sprint(v.Stream))
-	if a.Detail.Layout.Version1 {
+	if a.Detail.Layout.FormatVersion() == codec.FormatVersion1 {
 		short = l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = %d mod 256 = ", i)) + hi(fmt.Sprint(v.Stream))
 	}
 	lines = append(lines, fit(w,

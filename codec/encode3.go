@@ -1,0 +1,425 @@
+package codec
+
+import "fmt"
+
+// block3 is one block's bookkeeping in a version 3 encode.
+type block3 struct {
+	c         int    // full-block C
+	cbytes    int    // C_b
+	unit      uint8  // tail unit code (0: no tails)
+	tailBits  int    // the tail region's bits before padding
+	areaStart int    // where its heads start in Streams
+	tailStart int    // where its tail region starts in Overflow
+	codeBits  uint64 // the bits of its codes
+	spilled   int    // codes that end past the head
+	tailed    int    // streams with a tail
+	escaped   int
+}
+
+// encoder3 is an Encoder's state for format version 3.
+type encoder3 struct {
+	blocks  []block3
+	x       []uint32   // per block and stream: the bits of its codes
+	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
+	cbOf    []int      // per block: its table (nil: table 0 for all)
+	search  bool       // choose each block's C
+	scratch []encodeScratch3
+	codes   []uint16
+
+	// The run in progress.
+	src  []uint16
+	dst  *Tensor
+	pass int // 1: measure, 2: encode
+}
+
+// encodeScratch3 is one worker's scratch: a stream's bytes and a histogram.
+type encodeScratch3 struct {
+	buf  [maxStreamCodeBits/8 + 8]byte
+	hist Histogram
+}
+
+// encode3 is EncodeBlocks for format version 3; caps are the blocks' C
+// where layout.PerBlock (nil: search them).
+func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout, caps []uint16) error {
+	if err := cb.validate(FormatVersion3); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	if s := layout.Sign; s != SignMixed {
+		if got := SignOf(src); got != s && !(got == SignPlus && len(src) == 0) {
+			return fmt.Errorf("codec: encode: layout says every sign is %v, the values' are %v", s, got)
+		}
+	}
+	if layout.BlockCodebooks && cb.Dist != Empirical {
+		return fmt.Errorf("codec: encode: codebooks per block for a %s codebook (empirical only)", cb.Dist)
+	}
+	layout = layout.WithVersion(FormatVersion3)
+	n := len(src)
+	nb := layout.Blocks(n)
+	s := &e.v3
+	s.search = layout.PerBlock && len(caps) == 0
+	if layout.PerBlock && !s.search && len(caps) != nb {
+		return fmt.Errorf("codec: encode: %d capacities per block, want %d", len(caps), nb)
+	}
+	dst.N = n
+	dst.Codebook = cb
+	dst.CompactCodebook, dst.DerivedCodebook = false, DerivedCodebook(&cb, layout)
+	dst.Bitmaps, dst.Offsets = nil, nil
+
+	// Codebooks per block, where they pay.
+	dst.BlockCodebooks = dst.BlockCodebooks[:0]
+	if layout.BlockCodebooks {
+		dst.BlockCodebooks = e.blockCodebooks(dst.BlockCodebooks, src, &dst.Codebook, layout)
+		layout.BlockCodebooks = len(dst.BlockCodebooks) > 0
+	}
+	if !layout.BlockCodebooks {
+		dst.BlockCodebooks = nil
+	}
+	s.tables = s.tables[:0]
+	if layout.BlockCodebooks {
+		// The tensor's codebook is then its first block's, for displays.
+		dst.Codebook = dst.BlockCodebooks[0]
+		for i := range dst.BlockCodebooks {
+			s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.BlockCodebooks[i]))
+		}
+	} else {
+		s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.Codebook))
+	}
+	dst.Layout = layout
+
+	s.blocks = resize(s.blocks, nb)
+	s.x = resize(s.x, nb*Streams)
+	for b := range nb {
+		c := layout.StreamBytes
+		if layout.PerBlock && !s.search {
+			c = int(caps[b])
+		}
+		s.blocks[b] = block3{c: c}
+	}
+	workers := workerCount(e.Workers, nb)
+	if len(s.scratch) < workers {
+		s.scratch = append(s.scratch, make([]encodeScratch3, workers-len(s.scratch))...)
+	}
+	for w := range workers {
+		clear(s.scratch[w].hist[:])
+	}
+	s.src, s.dst = src, dst
+	s.pass = 1
+	e.ps.runBlocks(s, workers, nb)
+
+	// Where each block's heads and tails go.
+	area, tail := 0, 0
+	if layout.PerBlock {
+		dst.BlockBytes = resize(dst.BlockBytes, nb)
+		for b := range nb {
+			dst.BlockBytes[b] = uint16(s.blocks[b].c)
+		}
+		if s.search {
+			layout.StreamBytes = maxCapacity(dst.BlockBytes)
+			dst.Layout = layout
+		}
+	} else {
+		dst.BlockBytes = nil
+	}
+	dst.TailUnits = resize(dst.TailUnits, nb)
+	for b := range nb {
+		k := &s.blocks[b]
+		k.areaStart, k.tailStart = area, tail
+		area += Streams * k.cbytes
+		tail += (k.tailBits + 7) / 8
+		dst.TailUnits[b] = k.unit
+	}
+	if err := layout.validate(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	if err := dst.checkBlockBytes(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	w := ResidueBits(&cb, layout.Sign)
+	dst.SF = resize(dst.SF, residueBytes(n, w))
+	dst.Streams = resize(dst.Streams, area)
+	dst.Overflow = resize(dst.Overflow, tail)
+	clear(dst.Overflow)
+	dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
+	clear(dst.TailLens)
+	s.pass = 2
+	e.ps.runBlocks(s, workers, nb)
+	s.src, s.dst = nil, nil
+
+	var st Stats
+	for w := range workers {
+		st.Histogram.add(&s.scratch[w].hist)
+	}
+	var codeBits uint64
+	for b := range nb {
+		k := &s.blocks[b]
+		codeBits += k.codeBits
+		st.Spilled += k.spilled
+		st.SpillingStreams += k.tailed
+		st.Escaped += k.escaped
+	}
+	st.Finish(dst, codeBits)
+	dst.Stats = st
+	return nil
+}
+
+// nextTable is the next table slice to reuse, or nil.
+func (s *encoder3) nextTable() []uint32 {
+	if len(s.tables) < cap(s.tables) {
+		return s.tables[:len(s.tables)+1][len(s.tables)]
+	}
+	return nil
+}
+
+// encodeTable fills t with cb's code of each symbol: code << 5 | length,
+// ESC t and the exponent for an escaped symbol.
+func (s *encoder3) encodeTable(t []uint32, cb *Codebook) []uint32 {
+	c := cb.symCode()
+	var esc [1 << MaxSplit]uint16
+	s.codes, esc = c.codes(s.codes)
+	codes := s.codes
+	t = resize(t, len(c.lens))
+	for s, l := range c.lens {
+		if l != 0 {
+			t[s] = uint32(codes[s])<<5 | uint32(l)
+		} else {
+			x := c.escOf(s)
+			t[s] = (uint32(esc[x])<<literalBits|uint32(c.expOf(s)))<<5 | uint32(c.esc[x]+literalBits)
+		}
+	}
+	return t
+}
+
+func (s *encoder3) table(b int) []uint32 {
+	if len(s.tables) == 1 {
+		return s.tables[0]
+	}
+	return s.tables[b]
+}
+
+func (s *encoder3) runBlock(worker, b int) {
+	if s.pass == 1 {
+		s.measure(worker, b)
+	} else {
+		s.encode(worker, b)
+	}
+}
+
+// measure counts the bits of block b's streams and the exponents, and
+// settles the block's C (where searched), head capacity and tails.
+func (s *encoder3) measure(worker, b int) {
+	t := s.dst
+	l := t.Layout
+	B := l.BlockSize
+	nbLen := l.blockLen(t.N, b)
+	block := s.src[b*B : b*B+nbLen]
+	table := s.table(b)
+	shift, mask := symbolShift(&t.Codebook)
+	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
+	clear(x[:])
+	hist := &s.scratch[worker].hist
+	for base := 0; base < nbLen; base += Streams {
+		turn := base / Streams
+		row := block[base:min(base+Streams, nbLen)]
+		for c, v := range row {
+			hist[byte(v>>7)]++
+			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
+		}
+	}
+	k := &s.blocks[b]
+	if s.search {
+		k.c = leastBytesV3(x, l, t.N, b)
+	}
+	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
+	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+}
+
+// encode writes block b: its residues, heads, tail lengths and tails.
+func (s *encoder3) encode(worker, b int) {
+	t := s.dst
+	l := t.Layout
+	B := l.BlockSize
+	nbLen := l.blockLen(t.N, b)
+	start := b * B
+	block := s.src[start : start+nbLen]
+	k := &s.blocks[b]
+	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
+	cb := &t.Codebook
+	if len(t.BlockCodebooks) > 0 {
+		cb = &t.BlockCodebooks[b]
+	}
+	split := uint(cb.Split)
+	w := uint(ResidueBits(cb, l.Sign))
+	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
+
+	table := s.table(b)
+	shift, mask := symbolShift(cb)
+	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
+	capBits := uint32(8 * k.cbytes)
+	x := s.x[b*Streams : (b+1)*Streams]
+	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
+	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
+	tailPos := 0
+	buf := &s.scratch[worker].buf
+	for j := range Streams {
+		count := l.StreamCount(nbLen, j)
+		var acc uint64
+		var pend, pos uint32
+		out := 0
+		fitted, escaped := 0, 0
+		code := func(v uint16) {
+			c := table[int(v&mask)>>shift]
+			n := c & 31
+			acc = acc<<n | uint64(c>>5)
+			pend += n
+			pos += n
+			if pos <= capBits {
+				fitted++
+			}
+			escaped += int(n+7) >> 4
+			if pend >= 32 {
+				pend -= 32
+				v := uint32(acc >> pend)
+				buf[out], buf[out+1], buf[out+2], buf[out+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
+				out += 4
+			}
+		}
+		// Position p of stream j holds element p·256 + (j − p) mod 256:
+		// j + 255p while p <= j, j + 256 + 255p after.
+		p := 0
+		for i := j; p < count && p <= j; p, i = p+1, i+Streams-1 {
+			code(block[i])
+		}
+		for i := j + Streams + (Streams-1)*p; p < count; p, i = p+1, i+Streams-1 {
+			code(block[i])
+		}
+		for pend >= 8 {
+			pend -= 8
+			buf[out] = byte(acc >> pend)
+			out++
+		}
+		if pend > 0 {
+			buf[out] = byte(acc << (8 - pend))
+			out++
+		}
+		if pos != x[j] {
+			panic("codec: encode: stream bits differ between passes")
+		}
+		k.codeBits += uint64(pos)
+		k.spilled += count - fitted
+		k.escaped += escaped
+		// The head: the stream's first C_b bytes, interleaved.
+		hb := min(out, k.cbytes)
+		for i := range hb {
+			area[i<<8|j] = buf[i]
+		}
+		for i := hb; i < k.cbytes; i++ {
+			area[i<<8|j] = 0
+		}
+		if L := tailLen(int(pos), int(capBits), k.unit); L > 0 {
+			k.tailed++
+			putTailLen(lens, j, L)
+			copyBits(tail, tailPos, buf[:out], int(capBits), int(pos-capBits))
+			tailPos += L << (k.unit - 1)
+		}
+	}
+}
+
+// putTailLen sets field j of a tail length table (5 bits, MSB-first).
+func putTailLen(lens []byte, j, L int) {
+	bit := tailLenBits * j
+	v := uint16(L) << (16 - tailLenBits - bit%8)
+	lens[bit/8] |= byte(v >> 8)
+	if bit%8 > 8-tailLenBits {
+		lens[bit/8+1] |= byte(v)
+	}
+}
+
+// getTailLen reads field j of a tail length table.
+func getTailLen(lens []byte, j int) int {
+	bit := tailLenBits * j
+	v := uint16(lens[bit/8]) << 8
+	if bit/8+1 < len(lens) {
+		v |= uint16(lens[bit/8+1])
+	}
+	return int(v>>(16-tailLenBits-bit%8)) & tailLenMax
+}
+
+// copyBits ORs n bits of src, from bit soff, into dst at bit doff (both
+// MSB-first; dst's bits there are 0).
+func copyBits(dst []byte, doff int, src []byte, soff, n int) {
+	for n > 0 {
+		m := min(n, 24)
+		v := readBits(src, uint(soff), uint(m))
+		// Place m bits at doff: they span at most 4 bytes.
+		sh := 32 - m - doff%8
+		w := uint32(v) << sh
+		at := doff / 8
+		for i := 0; i < 4 && at+i < len(dst); i++ {
+			dst[at+i] |= byte(w >> (24 - 8*i))
+		}
+		n -= m
+		soff += m
+		doff += m
+	}
+}
+
+// blockCodebooks fits block b's own codebook (split cb.Split) to each
+// block's values and returns them where, with their bytes, they code the
+// tensor in fewer bits than cb does; else nothing.
+func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l Layout) []Codebook {
+	nb := l.Blocks(len(src))
+	if nb < 2 {
+		return nil
+	}
+	dst = resize(dst, nb)
+	f := &blockFit{src: src, l: l, cb: cb, out: dst}
+	f.gain = resize(f.gain, nb)
+	workers := workerCount(e.Workers, nb)
+	f.fitters = make([]splitFitter, workers)
+	var ps parallelState
+	ps.runBlocks(f, workers, nb)
+	gain := 8 * codebookBytes3(cb) // the tensor's codebook is not stored then
+	for _, g := range f.gain {
+		gain += g
+	}
+	if gain <= 0 {
+		return nil
+	}
+	return dst
+}
+
+// blockFit fits the codebooks per block.
+type blockFit struct {
+	src     []uint16
+	l       Layout
+	cb      *Codebook
+	out     []Codebook
+	gain    []int // per block: bits the block's own codebook saves, its bytes paid
+	fitters []splitFitter
+}
+
+func (f *blockFit) runBlock(worker, b int) {
+	B := f.l.BlockSize
+	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
+	var h SplitHistogram
+	h.add(block)
+	own, ownBits := f.fitters[worker].fitK(&h, uint(f.cb.Split), f.cb.Signed)
+	f.out[b] = own
+	c := f.cb.symCode()
+	var shared uint64
+	for bin, n := range h {
+		if n != 0 {
+			shared += n * uint64(c.cost(c.symbolOfBin(bin)))
+		}
+	}
+	f.gain[b] = int(shared) - int(ownBits) - 8*codebookBytes3(&own)
+}
+
+// symbolShift gives a value's symbol under cb as (v & mask) >> shift.
+func symbolShift(cb *Codebook) (shift uint, mask uint16) {
+	mask = 0x7FFF
+	if cb.Signed {
+		mask = 0xFFFF
+	}
+	return 7 - uint(cb.Split), mask
+}

@@ -1,0 +1,190 @@
+package codec
+
+import "fmt"
+
+// Sign says whether every value of a tensor has one sign (format version 3,
+// format.md §1): then the header holds it and no value stores it.
+type Sign uint8
+
+// The sign modes, numbered as in the header's residue byte.
+const (
+	SignMixed Sign = iota // each value's residue holds its sign
+	SignPlus              // every sign bit is 0 (Adam's v, squares, norms)
+	SignMinus             // every sign bit is 1
+)
+
+var signNames = [...]string{"mixed", "plus", "minus"}
+
+func (s Sign) String() string {
+	if int(s) < len(signNames) {
+		return signNames[s]
+	}
+	return fmt.Sprintf("sign(%d)", uint8(s))
+}
+
+func (s Sign) valid() bool { return int(s) < len(signNames) }
+
+// SignOf is SignPlus when no value of src has its sign bit set, SignMinus
+// when every one has, else SignMixed. An empty tensor is SignPlus.
+func SignOf(src []uint16) Sign {
+	and, or := uint16(0xFFFF), uint16(0)
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		s := src[i : i+4 : i+4]
+		and &= s[0] & s[1] & s[2] & s[3]
+		or |= s[0] | s[1] | s[2] | s[3]
+		if and>>15 == 0 && or>>15 != 0 {
+			return SignMixed
+		}
+	}
+	for ; i < len(src); i++ {
+		and &= src[i]
+		or |= src[i]
+	}
+	switch {
+	case or>>15 == 0:
+		return SignPlus
+	case and>>15 != 0 && len(src) > 0:
+		return SignMinus
+	}
+	return SignMixed
+}
+
+// MaxSplit is the most fraction bits a version 3 symbol carries beside the
+// exponent (format.md §1).
+const MaxSplit = 3
+
+// ResidueBits is W, the bits each value of sign s stores as they are
+// under codebook cb in format version 3: the 7 fraction bits less those its
+// symbols hold, and the sign where values differ in it and the symbols do
+// not hold it (format.md §1).
+func ResidueBits(cb *Codebook, s Sign) int {
+	w := 7 - int(cb.Split)
+	if s == SignMixed && !cb.Signed {
+		w++
+	}
+	return w
+}
+
+// residueBytes is the size of n residues of w bits, packed.
+func residueBytes(n, w int) int { return (n*w + 7) / 8 }
+
+// residueOf is value v's residue of w bits under split k: the low 7 − k
+// fraction bits, with the sign above them when w = 8 − k.
+func residueOf(v uint16, k uint, w uint) uint64 {
+	r := uint64(v) & (1<<(7-k) - 1)
+	if w == 8-k {
+		r |= uint64(v>>15) << (7 - k)
+	}
+	return r
+}
+
+// packResidues writes the residues of src (w bits each, MSB-first, value i
+// at bit i·w) into dst, which holds residueBytes(len(src), w) bytes.
+func packResidues(dst []byte, src []uint16, k, w uint) {
+	if w == 8 && k == 0 {
+		for i, v := range src {
+			dst[i] = byte(v>>8)&0x80 | byte(v)&0x7F
+		}
+		return
+	}
+	low := uint64(1)<<(7-k) - 1
+	signed := w == 8-k
+	i, out := 0, 0
+	// Eight values make w bytes.
+	for ; i+8 <= len(src); i += 8 {
+		s := src[i : i+8 : i+8]
+		var acc uint64
+		for _, v := range s {
+			r := uint64(v) & low
+			if signed {
+				r |= uint64(v>>15) << (7 - k)
+			}
+			acc = acc<<w | r
+		}
+		for b := int(w) - 1; b >= 0; b-- {
+			dst[out] = byte(acc >> (8 * uint(b)))
+			out++
+		}
+	}
+	var acc uint64
+	var n uint
+	for ; i < len(src); i++ {
+		acc = acc<<w | residueOf(src[i], k, w)
+		n += w
+		if n >= 8 {
+			n -= 8
+			dst[out] = byte(acc >> n)
+			out++
+		}
+	}
+	if n > 0 {
+		dst[out] = byte(acc << (8 - n))
+	}
+}
+
+// unpackResidues sets dst[i] to value i's bits other than its symbol's: the
+// sign (from the residue, or s) and the low 7 − k fraction bits, for the
+// values first .. first+len(dst)−1 of residues res (w bits each).
+func unpackResidues(dst []uint16, res []byte, first int, k, w uint, s Sign) {
+	var sign uint16
+	if s == SignMinus {
+		sign = 0x8000
+	}
+	if w == 8 && k == 0 {
+		for i, x := range res[first : first+len(dst)] {
+			dst[i] = uint16(x&0x80)<<8 | uint16(x&0x7F)
+		}
+		return
+	}
+	low := uint64(1)<<(7-k) - 1
+	signed := w == 8-k
+	i := 0
+	bit := uint(first) * w
+	// Whole groups of eight from a group boundary on.
+	if bit%8 == 0 {
+		at := int(bit / 8)
+		for ; i+8 <= len(dst); i += 8 {
+			g := res[at : at+int(w) : at+int(w)]
+			var acc uint64
+			for _, x := range g {
+				acc = acc<<8 | uint64(x)
+			}
+			d := dst[i : i+8 : i+8]
+			for j := 7; j >= 0; j-- {
+				r := acc & (1<<w - 1)
+				acc >>= w
+				v := uint16(r&low) | sign
+				if signed {
+					v |= uint16(r>>(7-k)) << 15
+				}
+				d[j] = v
+			}
+			at += int(w)
+		}
+		bit += uint(i) * w
+	}
+	for ; i < len(dst); i++ {
+		r := readBits(res, bit, w)
+		bit += w
+		v := uint16(r&low) | sign
+		if signed {
+			v |= uint16(r>>(7-k)) << 15
+		}
+		dst[i] = v
+	}
+}
+
+// readBits reads n <= 32 bits at bit offset off of b (MSB-first); bits past
+// b read as 0.
+func readBits(b []byte, off, n uint) uint64 {
+	var acc uint64
+	at := int(off / 8)
+	for i := 0; i < 5; i++ {
+		acc <<= 8
+		if at+i < len(b) {
+			acc |= uint64(b[at+i])
+		}
+	}
+	return acc >> (40 - n - off%8) & (1<<n - 1)
+}
