@@ -60,14 +60,13 @@ func DerivedCodebook(cb *Codebook, l Layout) bool {
 // HeaderBytes is the size of t's header with its codebook.
 func (t *Tensor) HeaderBytes() int {
 	if t.Layout.v3() {
-		n := fixedHeaderBytes
-		if len(t.BlockCodebooks) > 0 {
-			for i := range t.BlockCodebooks {
-				n += codebookBytes3(&t.BlockCodebooks[i])
+		n := fixedHeaderBytes + codebookBytes3(&t.Codebook)
+		for b := range t.BlockCodebooks {
+			if t.hasOwnCodebook(b) {
+				n += codebookBytes3(&t.BlockCodebooks[b])
 			}
-			return n
 		}
-		return n + codebookBytes3(&t.Codebook)
+		return n
 	}
 	if t.DerivedCodebook {
 		return fixedHeaderBytes

@@ -68,9 +68,7 @@ func lookTable(t []uint32, cb *Codebook, codes *[]uint16) []uint32 {
 func (d *Decoder) decode3(t *Tensor, dst []uint16) error {
 	nb := t.Layout.Blocks(t.N)
 	s := &d.v3
-	if len(t.BlockCodebooks) == 0 {
-		s.look = lookTable(s.look, &t.Codebook, &s.codes)
-	}
+	s.look = lookTable(s.look, &t.Codebook, &s.codes)
 	s.tailStarts = resize(s.tailStarts, nb+1)
 	s.tailStarts[0] = 0
 	for b := range nb {
@@ -118,10 +116,9 @@ func (d *Decoder) runBlock3(worker, b int) {
 	start := b * l.BlockSize
 	nbLen := l.blockLen(t.N, b)
 	dst := d.dst[start : start+nbLen]
-	cb := &t.Codebook
+	cb := t.blockCodebook(b)
 	look := s.look
-	if len(t.BlockCodebooks) > 0 {
-		cb = &t.BlockCodebooks[b]
+	if t.hasOwnCodebook(b) {
 		ws.look = lookTable(ws.look, cb, &ws.codes)
 		look = ws.look
 	}
@@ -216,6 +213,10 @@ func (d *Decoder) runBlock3(worker, b int) {
 			return
 		}
 		longest = max(longest, used-capBits)
+	}
+	if code != 0 && longest <= 0 {
+		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit code %d, but no stream's codes pass its head", b, code)
+		return
 	}
 	if code > 1 && longest <= tailLenMax<<(code-2) {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit of %d bits where %d would hold its longest tail (%d bits)", b, 1<<(code-1), 1<<(code-2), longest)

@@ -19,6 +19,16 @@ func Encode(src []uint16, opt Options) (*Tensor, error) {
 	return t, nil
 }
 
+// PlanOneCapacity is Plan for a tensor encoded again and again into memory
+// budgeted for it (the trainers' tensors): AUTO's one C from the histogram
+// (ChooseSplitLayout in version 3) rather than each block's by the encoder,
+// which keeps the tails short, and no codebooks per block.
+func PlanOneCapacity(src []uint16, opt Options) (Codebook, Layout, error) {
+	cb, l, err := Plan(src, opt)
+	l.PerBlock, l.BlockCodebooks = false, false
+	return cb, l, err
+}
+
 // Plan chooses what Encode codes src with under opt: the codebook and the
 // layout. In format version 3, an empirical codebook is fitted to every
 // value (FitSplitCodebook: the split of fewest bits), a parametric one to
@@ -77,7 +87,8 @@ type Encoder struct {
 	starts    []int          // per block: where its stream area starts, then the area's end
 	capSearch capacitySearch // per block: its C, for a layout with capacities per block
 
-	v3 encoder3 // format version 3's state
+	v3   encoder3 // format version 3's state
+	fit3 blockFit // format version 3's codebooks per block
 
 	// The run in progress.
 	src   []uint16
@@ -141,7 +152,7 @@ func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout La
 	if err := layout.validate(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
-	layout = layout.WithVersion(layout.FormatVersion())
+	layout = layout.Normalized()
 	n := len(src)
 	nb := layout.Blocks(n)
 	dst.N = n

@@ -21,7 +21,7 @@ type encoder3 struct {
 	blocks  []block3
 	x       []uint32   // per block and stream: the bits of its codes
 	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
-	cbOf    []int      // per block: its table (nil: table 0 for all)
+	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
 	search  bool       // choose each block's C
 	scratch []encodeScratch3
 	codes   []uint16
@@ -65,24 +65,25 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	dst.CompactCodebook, dst.DerivedCodebook = false, DerivedCodebook(&cb, layout)
 	dst.Bitmaps, dst.Offsets = nil, nil
 
-	// Codebooks per block, where they pay.
-	dst.BlockCodebooks = dst.BlockCodebooks[:0]
+	// Codebooks of their own for the blocks they pay in.
+	own := dst.BlockCodebooks[:0]
 	if layout.BlockCodebooks {
-		dst.BlockCodebooks = e.blockCodebooks(dst.BlockCodebooks, src, &dst.Codebook, layout)
-		layout.BlockCodebooks = len(dst.BlockCodebooks) > 0
+		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
 	}
-	if !layout.BlockCodebooks {
-		dst.BlockCodebooks = nil
+	dst.BlockCodebooks = nil
+	if len(own) > 0 {
+		dst.BlockCodebooks = own
 	}
+	layout.BlockCodebooks = len(dst.BlockCodebooks) > 0
 	s.tables = s.tables[:0]
-	if layout.BlockCodebooks {
-		// The tensor's codebook is then its first block's, for displays.
-		dst.Codebook = dst.BlockCodebooks[0]
-		for i := range dst.BlockCodebooks {
-			s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.BlockCodebooks[i]))
+	s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.Codebook))
+	s.tableOf = s.tableOf[:0]
+	for b := range dst.BlockCodebooks {
+		s.tableOf = append(s.tableOf, 0)
+		if dst.hasOwnCodebook(b) {
+			s.tableOf[b] = len(s.tables)
+			s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.BlockCodebooks[b]))
 		}
-	} else {
-		s.tables = append(s.tables, s.encodeTable(s.nextTable(), &dst.Codebook))
 	}
 	dst.Layout = layout
 
@@ -190,10 +191,10 @@ func (s *encoder3) encodeTable(t []uint32, cb *Codebook) []uint32 {
 }
 
 func (s *encoder3) table(b int) []uint32 {
-	if len(s.tables) == 1 {
+	if len(s.tableOf) == 0 {
 		return s.tables[0]
 	}
-	return s.tables[b]
+	return s.tables[s.tableOf[b]]
 }
 
 func (s *encoder3) runBlock(worker, b int) {
@@ -213,7 +214,7 @@ func (s *encoder3) measure(worker, b int) {
 	nbLen := l.blockLen(t.N, b)
 	block := s.src[b*B : b*B+nbLen]
 	table := s.table(b)
-	shift, mask := symbolShift(&t.Codebook)
+	shift, mask := symbolShift(t.blockCodebook(b))
 	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
 	clear(x[:])
 	hist := &s.scratch[worker].hist
@@ -243,10 +244,7 @@ func (s *encoder3) encode(worker, b int) {
 	block := s.src[start : start+nbLen]
 	k := &s.blocks[b]
 	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
-	cb := &t.Codebook
-	if len(t.BlockCodebooks) > 0 {
-		cb = &t.BlockCodebooks[b]
-	}
+	cb := t.blockCodebook(b)
 	split := uint(cb.Split)
 	w := uint(ResidueBits(cb, l.Sign))
 	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
@@ -363,29 +361,30 @@ func copyBits(dst []byte, doff int, src []byte, soff, n int) {
 	}
 }
 
-// blockCodebooks fits block b's own codebook (split cb.Split) to each
-// block's values and returns them where, with their bytes, they code the
-// tensor in fewer bits than cb does; else nothing.
+// blockCodebooks fits each block a codebook of its own (split and sign of
+// cb) to its values, and keeps it where, its bytes paid, it codes the block
+// in fewer bits than cb does: one entry per block, the zero Codebook where
+// the block keeps cb; nothing when no block has its own.
 func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l Layout) []Codebook {
 	nb := l.Blocks(len(src))
 	if nb < 2 {
-		return nil
+		return dst[:0]
 	}
 	dst = resize(dst, nb)
-	f := &blockFit{src: src, l: l, cb: cb, out: dst}
-	f.gain = resize(f.gain, nb)
+	f := &e.fit3
+	f.src, f.l, f.cb, f.out = src, l, cb, dst
 	workers := workerCount(e.Workers, nb)
-	f.fitters = make([]splitFitter, workers)
-	var ps parallelState
-	ps.runBlocks(f, workers, nb)
-	gain := 8 * codebookBytes3(cb) // the tensor's codebook is not stored then
-	for _, g := range f.gain {
-		gain += g
+	if len(f.fitters) < workers {
+		f.fitters = append(f.fitters, make([]splitFitter, workers-len(f.fitters))...)
 	}
-	if gain <= 0 {
-		return nil
+	e.ps.runBlocks(f, workers, nb)
+	f.src, f.cb, f.out = nil, nil, nil
+	for b := range dst {
+		if dst[b].EscLen != 0 {
+			return dst
+		}
 	}
-	return dst
+	return dst[:0]
 }
 
 // blockFit fits the codebooks per block.
@@ -394,7 +393,6 @@ type blockFit struct {
 	l       Layout
 	cb      *Codebook
 	out     []Codebook
-	gain    []int // per block: bits the block's own codebook saves, its bytes paid
 	fitters []splitFitter
 }
 
@@ -412,7 +410,22 @@ func (f *blockFit) runBlock(worker, b int) {
 			shared += n * uint64(c.cost(c.symbolOfBin(bin)))
 		}
 	}
-	f.gain[b] = int(shared) - int(ownBits) - 8*codebookBytes3(&own)
+	if int(shared)-int(ownBits) <= 8*codebookBytes3(&own) {
+		f.out[b] = Codebook{}
+	}
+}
+
+// hasOwnCodebook says whether block b has a codebook of its own.
+func (t *Tensor) hasOwnCodebook(b int) bool {
+	return b < len(t.BlockCodebooks) && t.BlockCodebooks[b].EscLen != 0
+}
+
+// blockCodebook is the codebook block b is coded with.
+func (t *Tensor) blockCodebook(b int) *Codebook {
+	if t.hasOwnCodebook(b) {
+		return &t.BlockCodebooks[b]
+	}
+	return &t.Codebook
 }
 
 // symbolShift gives a value's symbol under cb as (v & mask) >> shift.

@@ -227,11 +227,7 @@ func checkStatsInvariants3(t *testing.T, name string, src []uint16, enc *Tensor)
 	s := &enc.Stats
 	escaped, tailed := 0, 0
 	for i, v := range src {
-		cb := &enc.Codebook
-		if len(enc.BlockCodebooks) > 0 {
-			cb = &enc.BlockCodebooks[i/enc.Layout.BlockSize]
-		}
-		c := cb.symCode()
+		c := enc.blockCodebook(i / enc.Layout.BlockSize).symCode()
 		if c.lens[c.symbol(v)] == 0 {
 			escaped++
 		}

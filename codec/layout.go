@@ -13,7 +13,7 @@ type Layout struct {
 	BlockSize   int // B, exponents per block: a multiple of 256, at most 65,536
 	StreamBytes int // C, bytes per stream of a full block
 	// Version is the format version, 0 meaning the current one
-	// (FormatVersion). Version 1 (files written before version 2) deals
+	// (FormatVersion); encoded and parsed tensors hold it written out. Version 1 (files written before version 2) deals
 	// element i of a block to stream i mod 256; versions 2 and 3 put
 	// element p·256 + (j − p) mod 256 at position p of stream j, so that a
 	// column of a matrix whose rows are a multiple of 256 wide is spread
@@ -55,15 +55,16 @@ func (l Layout) v1() bool { return l.Version == FormatVersion1 }
 // v3 says whether the layout is format version 3's (residues, tails).
 func (l Layout) v3() bool { return l.FormatVersion() == FormatVersion3 }
 
-// WithVersion is l in format version v (1, 2 or 3), written as encoded and
-// parsed tensors hold it (the current version as 0).
+// WithVersion is l in format version v (1, 2 or 3), written out as encoded
+// and parsed tensors hold it (never 0).
 func (l Layout) WithVersion(v int) Layout {
 	l.Version = uint8(v)
-	if v == FormatVersion {
-		l.Version = 0
-	}
 	return l
 }
+
+// Normalized is l with its version written out (0 becomes FormatVersion),
+// as encoded and parsed tensors hold it.
+func (l Layout) Normalized() Layout { return l.WithVersion(l.FormatVersion()) }
 
 // The fixed presets' parameters (format.md §4).
 var presetLayouts = [...]Layout{

@@ -11,9 +11,6 @@ func referenceEncode3(src []uint16, cb Codebook, cbs []Codebook, l Layout, caps 
 	nb := l.Blocks(n)
 	t := &Tensor{N: n, Layout: l, Codebook: cb, DerivedCodebook: cb.Dist != Empirical, BlockCodebooks: cbs,
 		Streams: []byte{}, Overflow: []byte{}, TailUnits: []byte{}, TailLens: []byte{}}
-	if len(cbs) > 0 {
-		t.Codebook = cbs[0]
-	}
 	if l.PerBlock {
 		t.BlockBytes = caps
 	}
@@ -34,8 +31,8 @@ func referenceEncode3(src []uint16, cb Codebook, cbs []Codebook, l Layout, caps 
 	t.SF = packBitList(resBits)
 	for b := range nb {
 		bcb := cb
-		if len(cbs) > 0 {
-			bcb = cbs[b]
+		if len(cbs) > 0 && cbs[b].EscLen != 0 {
+			bcb = cbs[b] // the block's own
 		}
 		c := bcb.symCode()
 		codes, esc := c.codes(nil)

@@ -18,7 +18,7 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 // referenceEncodeBlocks is referenceEncode with block b's full-block C
 // caps[b] where l.PerBlock.
 func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *Tensor {
-	l = l.WithVersion(l.FormatVersion())
+	l = l.Normalized()
 	n := len(src)
 	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && l.FormatVersion() == FormatVersion2 && compactOK(&cb), DerivedCodebook: cb.Dist != Empirical && !l.v1(), BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
 	for _, v := range src {

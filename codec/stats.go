@@ -141,11 +141,7 @@ func (t *Tensor) computeStats3(vals []uint16) {
 	var codeBits uint64
 	l := t.Layout
 	for b := range l.Blocks(t.N) {
-		cb := &t.Codebook
-		if len(t.BlockCodebooks) > 0 {
-			cb = &t.BlockCodebooks[b]
-		}
-		c := cb.symCode()
+		c := t.blockCodebook(b).symCode()
 		base := b * l.BlockSize
 		nbLen := l.blockLen(t.N, b)
 		capBits := 8 * t.BlockStreamBytes(b)

@@ -295,8 +295,8 @@ func (h *SplitHistogram) weights(dst []float64, c *symCode) []float64 {
 // histogram of values of sign s: for each split k = 0..3, and where the
 // values' signs differ for k = 0..2 with the sign in the symbol too, the
 // optimal construction over its symbols (format.md §2), and of those the
-// one that stores the values in the fewest bits, codes and residues
-// together (ties: unsigned first, then the smaller k).
+// one that stores the values in the fewest bits, codes, residues and the
+// codebook's own bytes together (ties: unsigned first, then the smaller k).
 func FitSplitCodebook(h *SplitHistogram, s Sign) Codebook {
 	var f splitFitter
 	return f.fitBest(h, s)
@@ -336,7 +336,7 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 				break
 			}
 			cb, bits := f.fitK(h, k, signed)
-			bits += float64(total) * float64(ResidueBits(&cb, s))
+			bits += float64(total)*float64(ResidueBits(&cb, s)) + float64(8*codebookBytes3(&cb))
 			if bits < bestBits {
 				best, bestBits = cb, bits
 			}

@@ -38,8 +38,9 @@ type Tensor struct {
 	// else log2 of its tail unit, plus 1; TailLens holds, for every block,
 	// 256 tail lengths of 5 bits in units (160 bytes, zero where the block
 	// has no tails; the serialisation keeps only those of blocks with
-	// tails). BlockCodebooks holds each block's codebook where
-	// Layout.BlockCodebooks (Codebook is then the tensor's, unused).
+	// tails). Where some block has a codebook of its own
+	// (Layout.BlockCodebooks), BlockCodebooks holds one entry per block:
+	// its own, or the zero Codebook where it uses the tensor's.
 	TailUnits      []byte
 	TailLens       []byte
 	BlockCodebooks []Codebook

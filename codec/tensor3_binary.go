@@ -5,13 +5,13 @@ import (
 	"fmt"
 )
 
-// Format version 3's header (format.md §5): byte 24 is the residue byte
-// (split in bits 0–1, sign in bits 2–3), bytes 25–27 and 31 are 0, and flag
-// bit 3 says that every block has its own codebook.
+// Format version 3's header (format.md §7.5): byte 24 is the residue byte
+// (split in bits 0–1, sign in bits 2–3), bytes 25–27 and 31 are 0; a
+// block's unit byte has bit 7 set where the block has its own codebook.
 const (
 	residueByte             = 24
-	flagBlockCodebooks      = 8
-	flagsV3                 = flagPerBlock | flagDerivedCodebook | flagBlockCodebooks
+	flagsV3                 = flagPerBlock | flagDerivedCodebook
+	ownCodebookBit          = 0x80
 	emptyRangeLo, emptyRang = 0xFF, 0x00
 	// signCodedField is the residue byte's sign field where the symbols
 	// hold the sign (the codebook's Signed).
@@ -153,14 +153,7 @@ func (t *Tensor) tailTables() int {
 
 // v3Bytes is a version 3 tensor's serialised size.
 func (t *Tensor) v3Bytes() int {
-	n := fixedHeaderBytes
-	if len(t.BlockCodebooks) > 0 {
-		for i := range t.BlockCodebooks {
-			n += codebookBytes3(&t.BlockCodebooks[i])
-		}
-	} else {
-		n += codebookBytes3(&t.Codebook)
-	}
+	n := t.HeaderBytes()
 	n += capacityBytes * len(t.BlockBytes)
 	n += len(t.TailUnits) + tailTableBytes*t.tailTables()
 	return n + len(t.SF) + len(t.Streams) + len(t.Overflow)
@@ -193,21 +186,22 @@ func (t *Tensor) appendBinary3(b []byte) []byte {
 		h[29] |= flagDerivedCodebook
 		h[30] = t.Codebook.Lengths[0]
 	}
-	if len(t.BlockCodebooks) > 0 {
-		h[29] |= flagBlockCodebooks
-	}
 	b = append(b, h[:]...)
-	if len(t.BlockCodebooks) > 0 {
-		for i := range t.BlockCodebooks {
-			b = appendCodebook3(b, &t.BlockCodebooks[i])
-		}
-	} else {
-		b = appendCodebook3(b, &t.Codebook)
-	}
+	b = appendCodebook3(b, &t.Codebook)
 	for _, c := range t.BlockBytes {
 		b = binary.LittleEndian.AppendUint16(b, c)
 	}
-	b = append(b, t.TailUnits...)
+	for i, u := range t.TailUnits {
+		if t.hasOwnCodebook(i) {
+			u |= ownCodebookBit
+		}
+		b = append(b, u)
+	}
+	for i := range t.BlockCodebooks {
+		if t.hasOwnCodebook(i) {
+			b = appendCodebook3(b, &t.BlockCodebooks[i])
+		}
+	}
 	for i, u := range t.TailUnits {
 		if u != 0 {
 			b = append(b, t.TailLens[i*tailTableBytes:(i+1)*tailTableBytes]...)
@@ -223,8 +217,8 @@ func (t *Tensor) appendBinary3(b []byte) []byte {
 func (t *Tensor) parse3(h []byte) error {
 	flags, zeroLevel := h[29], h[30]
 	if flags&^flagsV3 != 0 {
-		return fmt.Errorf("flags (byte 29) %#x, want bits %#x (capacities per block), %#x (derived codebook) and %#x (codebooks per block) only",
-			flags, flagPerBlock, flagDerivedCodebook, flagBlockCodebooks)
+		return fmt.Errorf("flags (byte 29) %#x, want bits %#x (capacities per block) and %#x (derived codebook) only",
+			flags, flagPerBlock, flagDerivedCodebook)
 	}
 	for _, i := range []int{25, 26, 27, 31} {
 		if h[i] != 0 {
@@ -243,7 +237,6 @@ func (t *Tensor) parse3(h []byte) error {
 	t.Layout.Sign = sign
 	t.Layout.PerBlock = flags&flagPerBlock != 0
 	t.DerivedCodebook = flags&flagDerivedCodebook != 0
-	t.Layout.BlockCodebooks = flags&flagBlockCodebooks != 0
 	if flags&flagDerivedCodebook == 0 && zeroLevel != 0 {
 		return fmt.Errorf("zero level (byte 30) is %d in a header without a derived codebook, want 0", zeroLevel)
 	}
@@ -258,8 +251,8 @@ func (t *Tensor) parse3(h []byte) error {
 		if !t.DerivedCodebook {
 			return fmt.Errorf("a %s codebook without flag bit 2: version 3 derives every parametric codebook", cb.Dist)
 		}
-		if split != 0 || signed || t.Layout.BlockCodebooks {
-			return fmt.Errorf("a %s codebook with split %d, signed symbols or codebooks per block (empirical only)", cb.Dist, split)
+		if split != 0 || signed {
+			return fmt.Errorf("a %s codebook with split %d or signed symbols (empirical only)", cb.Dist, split)
 		}
 		if err := cb.derive(int(zeroLevel)); err != nil {
 			return err
@@ -270,23 +263,9 @@ func (t *Tensor) parse3(h []byte) error {
 		if h[7] != 0 || h[22] != 0 || h[23] != 0 || h[28] != 0 {
 			return fmt.Errorf("empirical codebook with escLen, shift or shape in the header (bytes 7, 22-23, 28), want 0")
 		}
-		if t.Layout.BlockCodebooks {
-			if nb == 0 {
-				return fmt.Errorf("codebooks per block for an empty tensor")
-			}
-			t.BlockCodebooks = make([]Codebook, nb)
-			for i := range t.BlockCodebooks {
-				var err error
-				if body, err = parseCodebook3(body, &t.BlockCodebooks[i], uint(split), signed); err != nil {
-					return fmt.Errorf("block %d: %w", i, err)
-				}
-			}
-			t.Codebook = t.BlockCodebooks[0]
-		} else {
-			var err error
-			if body, err = parseCodebook3(body, cb, uint(split), signed); err != nil {
-				return err
-			}
+		var err error
+		if body, err = parseCodebook3(body, cb, uint(split), signed); err != nil {
+			return err
 		}
 	}
 	if err := t.Codebook.validate(FormatVersion3); err != nil {
@@ -310,6 +289,23 @@ func (t *Tensor) parse3(h []byte) error {
 	}
 	t.TailUnits = append([]byte(nil), body[:nb]...)
 	body = body[nb:]
+	for b, u := range t.TailUnits {
+		if u&ownCodebookBit == 0 {
+			continue
+		}
+		t.TailUnits[b] = u &^ ownCodebookBit
+		if cb.Dist != Empirical {
+			return fmt.Errorf("block %d: a codebook of its own in a tensor of a %s codebook (empirical only)", b, cb.Dist)
+		}
+		if t.BlockCodebooks == nil {
+			t.BlockCodebooks = make([]Codebook, nb)
+			t.Layout.BlockCodebooks = true
+		}
+		var err error
+		if body, err = parseCodebook3(body, &t.BlockCodebooks[b], uint(split), signed); err != nil {
+			return fmt.Errorf("block %d: %w", b, err)
+		}
+	}
 	t.TailLens = make([]byte, nb*tailTableBytes)
 	for b, u := range t.TailUnits {
 		if u > maxTailUnitCode {
@@ -355,7 +351,15 @@ func (t *Tensor) checkStructure3() error {
 		if !t.Layout.BlockCodebooks || len(t.BlockCodebooks) != nb {
 			return fmt.Errorf("%d codebooks per block for %d blocks (flag %v)", len(t.BlockCodebooks), nb, t.Layout.BlockCodebooks)
 		}
+		owned := 0
 		for b := range t.BlockCodebooks {
+			if !t.hasOwnCodebook(b) {
+				if t.BlockCodebooks[b] != (Codebook{}) {
+					return fmt.Errorf("block %d: a codebook with no ESC length", b)
+				}
+				continue
+			}
+			owned++
 			c := &t.BlockCodebooks[b]
 			if c.Dist != Empirical || c.Split != t.Codebook.Split || c.Signed != t.Codebook.Signed {
 				return fmt.Errorf("block %d: a %s codebook of split %d (signed %v) in a tensor of split %d (signed %v): each block's must be empirical and alike",
@@ -364,6 +368,9 @@ func (t *Tensor) checkStructure3() error {
 			if err := c.validate(FormatVersion3); err != nil {
 				return fmt.Errorf("block %d: %w", b, err)
 			}
+		}
+		if owned == 0 {
+			return fmt.Errorf("codebooks per block, none of them a block's own")
 		}
 	} else if t.Layout.BlockCodebooks {
 		return fmt.Errorf("layout with codebooks per block and none")

@@ -262,7 +262,7 @@ func (b *bencher) newTensor(src Buffer, n int, p codec.Preset, dist codec.Distri
 		return nil, err
 	}
 	cb := codec.FitCodebook(dist, &h)
-	t, err := b.d.NewTensor(n, codec.ChooseLayout(p, &cb, &h), cb, n/64+4096, cat)
+	t, err := b.d.NewTensor(n, codec.ChooseLayout(p, &cb, &h).WithVersion(codec.FormatVersion2), cb, n/64+4096, cat)
 	if err != nil {
 		return nil, err
 	}

@@ -182,6 +182,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error 
 	if v := l.FormatVersion(); v != codec.FormatVersion2 {
 		return fmt.Errorf("gpu: %s: the kernels code format version %d only, not version %d", t.label(), codec.FormatVersion2, v)
 	}
+	l = l.Normalized()
 	shape := &codec.Tensor{N: n, Layout: l, BlockBytes: caps}
 	if err := shape.CheckBlockBytes(); err != nil {
 		return fmt.Errorf("gpu: %s: %w", t.label(), err)

@@ -403,16 +403,18 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 }
 
 // attempt encodes src as chunk i of s with its class's codebook family and
-// preset: sample, fit, choose the layout, encode (format.md §2–4).
+// preset: fit, choose the layout (one C, the sign where the values share
+// one: Adam's v), encode (format.md §2–4, §7).
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
 	cc := st.codecOf(s)
 	c := &s.chunks[i]
 	if c.enc == nil {
 		c.enc = new(codec.Tensor)
 	}
-	h := codec.SampleHistogram(src)
-	cb := codec.FitCodebook(cc.Dist, &h)
-	layout := codec.ChooseLayout(cc.Preset, &cb, &h)
+	cb, layout, err := codec.PlanOneCapacity(src, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	if err != nil {
+		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
+	}
 	if err := w.enc.Encode(c.enc, src, cb, layout); err != nil {
 		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
 	}
