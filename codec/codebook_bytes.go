@@ -79,6 +79,17 @@ func (t *Tensor) HeaderBytes() int {
 	return fixedHeaderBytes + fullCodebookBytes
 }
 
+// TensorHeaderBytes is the part of HeaderBytes a tensor stores once however
+// its blocks are coded: the header and the tensor's codebook, without the
+// codebooks blocks of version 3 have of their own. A tensor coded in pieces
+// of whole blocks stores the pieces' bytes less this for all pieces but one.
+func (t *Tensor) TensorHeaderBytes() int {
+	if t.Layout.v3() {
+		return fixedHeaderBytes + codebookBytes3(&t.Codebook)
+	}
+	return t.HeaderBytes()
+}
+
 // appendCodebook appends t's codebook as the header stores it.
 func (t *Tensor) appendCodebook(b []byte) []byte {
 	lens := &t.Codebook.Lengths

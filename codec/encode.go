@@ -47,28 +47,39 @@ func Plan(src []uint16, opt Options) (Codebook, Layout, error) {
 	if version == 0 {
 		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: format version %d, want %d, %d or %d", opt.Version, FormatVersion1, FormatVersion2, FormatVersion3)
 	}
+	sample := SampleHistogram(src)
 	if version != FormatVersion3 {
-		h := SampleHistogram(src)
-		cb := FitCodebookVersion(opt.Dist, &h, version)
-		layout := ChooseLayout(opt.Preset, &cb, &h).WithVersion(version)
+		cb := FitCodebookVersion(opt.Dist, &sample, version)
+		layout := ChooseLayout(opt.Preset, &cb, &sample).WithVersion(version)
 		return cb, PerBlockLayout(layout, len(src)), nil
 	}
-	sign := SignOf(src)
+	full := FullSplitHistogram(src)
+	return PlanHistograms(len(src), &full, &sample, opt)
+}
+
+// PlanHistograms is Plan in format version 3 for n values from their
+// histograms: the split histogram of every value (which gives the sign and
+// the empirical fit) and the exponent histogram of their sample (the
+// parametric fit), for a caller that counts them itself (a tensor read in
+// pieces).
+func PlanHistograms(n int, full *SplitHistogram, sample *Histogram, opt Options) (Codebook, Layout, error) {
+	if !opt.Preset.valid() || !opt.Dist.valid() {
+		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: preset %d, distribution %d out of range 0..3", uint8(opt.Preset), uint8(opt.Dist))
+	}
+	sign := full.Sign()
 	var cb Codebook
 	var layout Layout
 	if opt.Dist == Empirical {
-		h := FullSplitHistogram(src)
-		cb = FitSplitCodebook(&h, sign)
-		layout = ChooseSplitLayout(opt.Preset, &cb, &h)
-		layout.BlockCodebooks = layout.Blocks(len(src)) > 1
+		cb = FitSplitCodebook(full, sign)
+		layout = ChooseSplitLayout(opt.Preset, &cb, full)
+		layout.BlockCodebooks = layout.Blocks(n) > 1
 	} else {
-		h := SampleHistogram(src)
-		cb = FitCodebook(opt.Dist, &h)
-		layout = ChooseLayout(opt.Preset, &cb, &h)
+		cb = FitCodebook(opt.Dist, sample)
+		layout = ChooseLayout(opt.Preset, &cb, sample)
 	}
 	layout = layout.WithVersion(FormatVersion3)
 	layout.Sign = sign
-	return cb, PerBlockLayout(layout, len(src)), nil
+	return cb, PerBlockLayout(layout, n), nil
 }
 
 // Encoder encodes tensors, keeping its scratch and reusing the slices of the

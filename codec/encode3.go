@@ -401,18 +401,56 @@ func (f *blockFit) runBlock(worker, b int) {
 	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
 	var h SplitHistogram
 	h.add(block)
-	own, ownBits := f.fitters[worker].fitK(&h, uint(f.cb.Split), f.cb.Signed)
-	f.out[b] = own
-	c := f.cb.symCode()
+	f.out[b] = Codebook{}
+	if own, ok := f.fitters[worker].ownCodebook(&h, f.cb); ok {
+		f.out[b] = own
+	}
+}
+
+// ownCodebook fits a block with split histogram h its own codebook (split
+// and sign of cb); ok says it codes the block, its bytes paid, in fewer
+// bits than cb does.
+func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook, ok bool) {
+	own, ownBits := f.fitK(h, uint(cb.Split), cb.Signed)
+	c := cb.symCode()
 	var shared uint64
 	for bin, n := range h {
 		if n != 0 {
 			shared += n * uint64(c.cost(c.symbolOfBin(bin)))
 		}
 	}
-	if int(shared)-int(ownBits) <= 8*codebookBytes3(&own) {
-		f.out[b] = Codebook{}
+	return own, int(shared)-int(ownBits) > 8*codebookBytes3(&own)
+}
+
+// BlockPlan is what the encoder of a tensor under codebook cb and layout l
+// codes one of its blocks, whose values are block, with (for a view of a
+// single block that must be the tensor's block byte for byte): in format
+// version 3 the block's own codebook where l lets blocks have one and it
+// pays, else cb; and where l has capacities per block, the layout of that
+// block's C (one C, no codebooks per block).
+func BlockPlan(cb Codebook, l Layout, block []uint16) (Codebook, Layout) {
+	l = l.Normalized()
+	if !l.v3() {
+		return cb, ChooseBlockLayout(l, &cb, block)
 	}
+	if l.BlockCodebooks && cb.Dist == Empirical {
+		h := FullSplitHistogram(block)
+		var f splitFitter
+		if own, ok := f.ownCodebook(&h, &cb); ok {
+			cb = own
+		}
+	}
+	l.BlockCodebooks = false
+	if l.PerBlock && len(block) > 0 {
+		c := cb.symCode()
+		var x [Streams]uint32
+		for i, v := range block {
+			x[l.Stream(i)] += uint32(c.cost(c.symbol(v)))
+		}
+		l.StreamBytes = leastBytesV3(&x, l, len(block), 0)
+	}
+	l.PerBlock = false
+	return cb, l
 }
 
 // hasOwnCodebook says whether block b has a codebook of its own.

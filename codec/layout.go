@@ -38,7 +38,7 @@ const (
 	FormatVersion1 = 1
 	FormatVersion2 = 2
 	FormatVersion3 = 3
-	FormatVersion  = FormatVersion2
+	FormatVersion  = FormatVersion3
 )
 
 // FormatVersion is the format version of the layout: 1, 2 or 3.

@@ -262,6 +262,26 @@ func SampleSplitHistogram(src []uint16) SplitHistogram {
 	return h
 }
 
+// Sign is the sign of the values h counts (SignOf): plus where none has
+// its sign bit set, minus where all have and there are some, else mixed.
+func (h *SplitHistogram) Sign() Sign {
+	var plus, minus uint64
+	for b, c := range h {
+		if b < len(h)/2 {
+			plus += c
+		} else {
+			minus += c
+		}
+	}
+	switch {
+	case minus == 0:
+		return SignPlus
+	case plus == 0:
+		return SignMinus
+	}
+	return SignMixed
+}
+
 // Exponents is the exponent histogram h counts.
 func (h *SplitHistogram) Exponents() Histogram {
 	var e Histogram
@@ -365,10 +385,15 @@ func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, fl
 
 // optimal is the optimal construction over the symbols of c weighted w
 // with c's ESCs, ESC x weighing the escaped symbols of its sign and
-// fraction bits: for each K the top K symbols (weight descending, ties to
-// the smaller symbol) and the ESCs get package-merge lengths, and the
-// cheapest K wins (ties: the smaller K). With no nonzero weight nothing is
-// coded: escLen 1 unsplit, else every ESC as long as their count needs.
+// fraction bits: the top K symbols (weight descending, ties to the smaller
+// symbol) and the ESCs get package-merge lengths, and the cheapest K wins
+// (ties: the larger K). K is tried from the most symbols down, and the
+// search stops once fitPatience smaller K in a row have cost more than the
+// best: escaping a symbol pays only while it is rare, so the best K is
+// near the top, and a fit costs a few package-merges rather than one per
+// symbol (version 3 fits a codebook per block). With no nonzero weight
+// nothing is coded: escLen 1 unsplit, else every ESC as long as their
+// count needs.
 func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << MaxSplit]uint8, bits float64) {
 	nesc := c.escapes()
 	f.order = f.order[:0]
@@ -411,8 +436,8 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 		f.pm = newPackageMerge(1<<MaxCodeLen, MaxCodeLen)
 	}
 	best := math.Inf(1)
-	bestK := 0
-	for K := 1; K <= maxK; K++ {
+	bestK, worse := 0, 0
+	for K := maxK; K >= 1 && worse < fitPatience; K-- {
 		f.items = f.items[:0]
 		for _, s := range f.order[:K] {
 			f.items = append(f.items, w[s])
@@ -429,8 +454,10 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 			cost += f.rest[x][K] * float64(int(l[K+x])+literalBits)
 		}
 		if cost < best {
-			best, bestK = cost, K
+			best, bestK, worse = cost, K, 0
 			f.best = append(f.best[:0], l...)
+		} else {
+			worse++
 		}
 	}
 	for i, s := range f.order[:bestK] {
@@ -441,6 +468,9 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 	}
 	return lens, esc, best
 }
+
+// fitPatience is how many smaller K in a row optimal tries past the best.
+const fitPatience = 4
 
 // ValueCost is the bits value v's code takes in a stream: its symbol's
 // (exponent and, with Split > 0, the top fraction bits) code length, or its
@@ -454,4 +484,20 @@ func (cb *Codebook) ValueCost(v uint16) int {
 func (cb *Codebook) Escapes(v uint16) bool {
 	c := cb.symCode()
 	return c.lens[c.symbol(v)] == 0
+}
+
+// CodeTable is the code of every symbol of cb, as the encoder writes it:
+// code << 5 | length in bits, the code of an escaped symbol being its ESC
+// followed by the 8-bit exponent. SymbolOf gives a value's symbol.
+func (cb *Codebook) CodeTable() []uint32 {
+	var s encoder3
+	return s.encodeTable(nil, cb)
+}
+
+// SymbolOf is value v's symbol under cb: its exponent (split 0), or the
+// exponent with the top Split fraction bits and, where Signed, the sign
+// (format.md §7.1).
+func (cb *Codebook) SymbolOf(v uint16) int {
+	c := cb.symCode()
+	return c.symbol(v)
 }
