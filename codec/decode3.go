@@ -26,12 +26,100 @@ type decoder3 struct {
 	scratch    []decodeScratch3
 }
 
-// decodeScratch3 is one worker's scratch: a stream's bytes and the tables
-// of a block with its own codebook.
+// decodeScratch3 is one worker's scratch: four streams being decoded and
+// the tables of a block with its own codebook.
 type decodeScratch3 struct {
-	buf   []byte
+	st    [4]stream3
+	sym   []uint16 // a block's symbols, shifted into place, in element order
 	look  []uint32
 	codes []uint16
+}
+
+// stream3 is one stream being decoded: its bytes (head, then tail), its
+// bits (avail, L units of tail), where its next code starts (pos; prev, the
+// last lookup's start) and its symbols so far.
+type stream3 struct {
+	buf            []byte
+	j, count, p, L int
+	avail          int
+	pos, prev      uint
+	syms           [Streams + 1]uint16
+}
+
+// decodeInterleaved decodes four streams a lookup each in turn while every
+// one has room for two more symbols: their lookups do not wait on each
+// other, where one stream's each waits on the one before. finish decodes
+// what is left.
+func decodeInterleaved(sts *[4]stream3, look []uint32, k uint, escMask uint32) {
+	lookup := (*[1 << lookBits]uint32)(look)
+	stop := min(sts[0].count, sts[1].count, sts[2].count, sts[3].count) - 1
+	for {
+		for q := range sts {
+			if st := &sts[q]; st.p >= stop || st.pos > uint(st.avail) {
+				return
+			}
+		}
+		for q := range sts {
+			st := &sts[q]
+			pos := st.pos
+			wd := binary.BigEndian.Uint64(st.buf[pos>>3:]) << (pos & 7)
+			e := lookup[wd>>(64-lookBits)]
+			st.prev = pos
+			if e&(3<<22) == 0 {
+				if e&lookEsc == 0 {
+					return // an invalid code: finish names it
+				}
+				l1 := uint(e >> 24 & 31)
+				lit := uint32(wd << l1 >> 56)
+				x := e & 0xFF
+				st.syms[st.p&(Streams-1)] = uint16((x>>k<<8|lit)<<k | x&escMask)
+				st.p++
+				st.pos = pos + l1 + literalBits
+				continue
+			}
+			p := st.p & (Streams - 1) // < 256 here: bounds-check free
+			st.syms[p] = uint16(e & 0x7FF)
+			st.syms[p+1] = uint16(e >> 11 & 0x7FF)
+			st.p += int(e >> 22 & 3)
+			st.pos = pos + uint(e>>24&31)
+		}
+	}
+}
+
+// finish decodes the rest of a stream's symbols, one lookup at a time.
+func (st *stream3) finish(look []uint32, cb *Codebook, k uint, escMask uint32) error {
+	lookup := (*[1 << lookBits]uint32)(look)
+	for st.p < st.count {
+		if st.pos > uint(st.avail) {
+			break // past the stream's bits: the caller names it
+		}
+		pos := st.pos
+		wd := binary.BigEndian.Uint64(st.buf[pos>>3:]) << (pos & 7)
+		e := lookup[wd>>(64-lookBits)]
+		st.prev = pos
+		if e&(3<<22) == 0 {
+			if e&lookEsc == 0 {
+				return fmt.Errorf("stream %d position %d: invalid code (prefix %08b)", st.j, st.p, wd>>56)
+			}
+			l1 := uint(e >> 24 & 31)
+			lit := uint32(wd << l1 >> 56)
+			x := e & 0xFF
+			st.syms[st.p] = uint16((x>>k<<8|lit)<<k | x&escMask)
+			st.p++
+			st.pos = pos + l1 + literalBits
+			continue
+		}
+		st.syms[st.p] = uint16(e & 0x7FF)
+		st.syms[st.p+1] = uint16(e >> 11 & 0x7FF)
+		st.p += int(e >> 22 & 3)
+		st.pos = pos + uint(e>>24&31)
+	}
+	if st.p > st.count {
+		// The last lookup gave two symbols; the stream holds one more.
+		st.p = st.count
+		st.pos = st.prev + uint(cb.symCodeLen(uint32(st.syms[st.count-1])))
+	}
+	return nil
 }
 
 // lookTable fills t (2^11 entries) for codebook cb; codes is scratch.
@@ -124,8 +212,13 @@ func (d *Decoder) runBlock3(worker, b int) {
 	}
 	k := uint(cb.Split)
 	w := uint(ResidueBits(cb, l.Sign))
-	unpackResidues(dst, t.SF, start, k, w, l.Sign)
 	shift := 7 - k
+	// The symbols land in sym, in element order, and join the residues at
+	// the end in one pass over the block.
+	if cap(ws.sym) < nbLen {
+		ws.sym = make([]uint16, l.BlockSize)
+	}
+	sym := ws.sym[:nbLen]
 
 	area := t.Streams[d.starts[b]:d.starts[b+1]]
 	cbytes := len(area) / Streams
@@ -140,80 +233,80 @@ func (d *Decoder) runBlock3(worker, b int) {
 		}
 		maxTail <<= code - 1
 	}
-	// A stream's bytes, then 8 zero bytes so that a lookup may read past them.
-	need := cbytes + (maxTail+7)/8 + 8
-	if cap(ws.buf) < need {
-		ws.buf = make([]byte, need)
+	// A stream's bytes, then 16 zero bytes so that a lookup may read past
+	// them (a lookup starts at most at its stream's last bit, plus one
+	// symbol's 16 bits in a round of decodeInterleaved).
+	need := cbytes + (maxTail+7)/8 + 16
+	for q := range ws.st {
+		if cap(ws.st[q].buf) < need {
+			ws.st[q].buf = make([]byte, need)
+		}
+		ws.st[q].buf = ws.st[q].buf[:need]
 	}
-	buf := ws.buf[:need]
 	tailPos := 0
 	longest := 0 // the longest tail's bits
 	escMask := uint32(1)<<k - 1
-	for j := range Streams {
-		clear(buf[cbytes:])
+	for j0 := 0; j0 < Streams; j0 += len(ws.st) {
+		// Four neighbouring streams: their head bytes sit side by side.
+		for q := range ws.st {
+			st := &ws.st[q]
+			clear(st.buf[cbytes:])
+			st.j = j0 + q
+			st.count = l.StreamCount(nbLen, st.j)
+			st.pos, st.prev, st.p = 0, 0, 0
+		}
+		b0, b1, b2, b3 := ws.st[0].buf, ws.st[1].buf, ws.st[2].buf, ws.st[3].buf
 		for i := range cbytes {
-			buf[i] = area[i<<8|j]
+			h := area[i<<8|j0 : i<<8|j0+4 : i<<8|j0+4]
+			b0[i], b1[i], b2[i], b3[i] = h[0], h[1], h[2], h[3]
 		}
-		avail := capBits
-		L := 0
-		if code != 0 {
-			L = getTailLen(lens, j)
-			if L > 0 {
-				n := L << (code - 1)
-				copyBits(buf, capBits, tail, tailPos, n)
-				tailPos += n
-				avail += n
+		for q := range ws.st {
+			st := &ws.st[q]
+			st.avail, st.L = capBits, 0
+			if code != 0 {
+				st.L = getTailLen(lens, st.j)
+				if st.L > 0 {
+					n := st.L << (code - 1)
+					copyBits(st.buf, capBits, tail, tailPos, n)
+					tailPos += n
+					st.avail += n
+				}
 			}
 		}
-		count := l.StreamCount(nbLen, j)
-		pos := uint(0)
-		p := 0
-		// put writes the symbol at position p of stream j.
-		put := func(sym uint32) {
-			i := p*Streams + (j-p)&(Streams-1)
-			dst[i] |= uint16(sym) << shift
-			p++
-		}
-		for p < count {
-			if pos > uint(avail) {
-				break // past the stream's bits: the check below names it
-			}
-			wd := binary.BigEndian.Uint64(buf[pos>>3:]) << (pos & 7)
-			e := look[wd>>(64-lookBits)]
-			switch n := e >> 22 & 3; {
-			case n == 2 && p+1 < count:
-				put(e & 0x7FF)
-				put(e >> 11 & 0x7FF)
-				pos += uint(e >> 24 & 31)
-			case n != 0:
-				put(e & 0x7FF)
-				pos += uint(cb.symCodeLen(e & 0x7FF))
-			case e&lookEsc != 0:
-				l1 := uint(e >> 24 & 31)
-				lit := uint32(wd << l1 >> 56)
-				x := e & 0xFF
-				put((x>>k<<8|lit)<<k | x&escMask)
-				pos += l1 + literalBits
-			default:
-				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d position %d: invalid code (prefix %08b)", b, j, p, wd>>56)
+		decodeInterleaved(&ws.st, look, k, escMask)
+		for q := range ws.st {
+			st := &ws.st[q]
+			if err := st.finish(look, cb, k, escMask); err != nil {
+				d.blockErr[b] = fmt.Errorf("codec: decode: block %d %w", b, err)
 				return
 			}
+			j, count, p := st.j, st.count, st.p
+			// Position p of stream j holds element p·256 + (j − p) mod 256.
+			syms := &st.syms
+			first := min(p, j+1)
+			for q, i := 0, j; q < first; q, i = q+1, i+Streams-1 {
+				sym[i] = syms[q] << shift
+			}
+			for q, i := first, j+Streams+(Streams-1)*first; q < p; q, i = q+1, i+Streams-1 {
+				sym[i] = syms[q] << shift
+			}
+			used, L, avail := int(st.pos), st.L, st.avail
+			switch {
+			case p < count:
+				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: %d of its %d codes take more than the %d bits of its head and tail", b, j, p, count, avail)
+				return
+			case L == 0 && used > capBits:
+				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, more than the %d of its head and no tail", b, j, count, used, capBits)
+				return
+			case L > 0 && (used > avail || used <= avail-1<<(code-1)):
+				d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, its head and tail of %d units hold %d..%d",
+					b, j, count, used, L, avail-1<<(code-1)+1, avail)
+				return
+			}
+			longest = max(longest, used-capBits)
 		}
-		used := int(pos)
-		switch {
-		case p < count:
-			d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: %d of its %d codes take more than the %d bits of its head and tail", b, j, p, count, avail)
-			return
-		case L == 0 && used > capBits:
-			d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, more than the %d of its head and no tail", b, j, count, used, capBits)
-			return
-		case L > 0 && (used > avail || used <= avail-1<<(code-1)):
-			d.blockErr[b] = fmt.Errorf("codec: decode: block %d stream %d: its %d codes take %d bits, its head and tail of %d units hold %d..%d",
-				b, j, count, used, L, avail-1<<(code-1)+1, avail)
-			return
-		}
-		longest = max(longest, used-capBits)
 	}
+	unpackResidues(dst, sym, t.SF, start, k, w, l.Sign)
 	if code != 0 && longest <= 0 {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit code %d, but no stream's codes pass its head", b, code)
 		return

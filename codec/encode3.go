@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // block3 is one block's bookkeeping in a version 3 encode.
 type block3 struct {
@@ -32,10 +35,39 @@ type encoder3 struct {
 	pass int // 1: measure, 2: encode
 }
 
-// encodeScratch3 is one worker's scratch: a stream's bytes and a histogram.
+// encodeScratch3 is one worker's scratch: a stream's codes and bytes, and
+// four histograms of exponents (the values of a row go to them in turn, so
+// that a run of equal exponents does not wait on one counter).
 type encodeScratch3 struct {
-	buf  [maxStreamCodeBits/8 + 8]byte
-	hist Histogram
+	syms  [Streams]uint32
+	buf   [maxStreamCodeBits/8 + 8]byte
+	hists [4]Histogram
+}
+
+// measureRows adds each value's code length to its stream's x, row by row
+// (value c of row p goes to stream (c + p) mod 256), and counts exponents.
+func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
+	for base := 0; base < len(block); base += Streams {
+		turn := base / Streams
+		row := block[base:min(base+Streams, len(block))]
+		c := 0
+		for ; c+4 <= len(row); c += 4 {
+			r := row[c : c+4 : c+4]
+			hists[0][byte(r[0]>>7)]++
+			hists[1][byte(r[1]>>7)]++
+			hists[2][byte(r[2]>>7)]++
+			hists[3][byte(r[3]>>7)]++
+			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
+			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
+			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
+			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
+		}
+		for ; c < len(row); c++ {
+			v := row[c]
+			hists[0][byte(v>>7)]++
+			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
+		}
+	}
 }
 
 // encode3 is EncodeBlocks for format version 3; caps are the blocks' C
@@ -101,7 +133,9 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		s.scratch = append(s.scratch, make([]encodeScratch3, workers-len(s.scratch))...)
 	}
 	for w := range workers {
-		clear(s.scratch[w].hist[:])
+		for h := range s.scratch[w].hists {
+			clear(s.scratch[w].hists[h][:])
+		}
 	}
 	s.src, s.dst = src, dst
 	s.pass = 1
@@ -148,7 +182,9 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 
 	var st Stats
 	for w := range workers {
-		st.Histogram.add(&s.scratch[w].hist)
+		for h := range s.scratch[w].hists {
+			st.Histogram.add(&s.scratch[w].hists[h])
+		}
 	}
 	var codeBits uint64
 	for b := range nb {
@@ -178,7 +214,10 @@ func (s *encoder3) encodeTable(t []uint32, cb *Codebook) []uint32 {
 	var esc [1 << MaxSplit]uint16
 	s.codes, esc = c.codes(s.codes)
 	codes := s.codes
-	t = resize(t, len(c.lens))
+	// Every table has the largest alphabet's entries, so that the coding
+	// loops index a fixed-size array (the entries past c's are 0).
+	t = resize(t, maxSymbols)
+	clear(t[len(c.lens):])
 	for s, l := range c.lens {
 		if l != 0 {
 			t[s] = uint32(codes[s])<<5 | uint32(l)
@@ -213,19 +252,12 @@ func (s *encoder3) measure(worker, b int) {
 	B := l.BlockSize
 	nbLen := l.blockLen(t.N, b)
 	block := s.src[b*B : b*B+nbLen]
-	table := s.table(b)
+	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(t.blockCodebook(b))
 	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
 	clear(x[:])
-	hist := &s.scratch[worker].hist
-	for base := 0; base < nbLen; base += Streams {
-		turn := base / Streams
-		row := block[base:min(base+Streams, nbLen)]
-		for c, v := range row {
-			hist[byte(v>>7)]++
-			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
-		}
-	}
+	ws := &s.scratch[worker]
+	measureRows(x, &ws.hists, block, table, shift, mask)
 	k := &s.blocks[b]
 	if s.search {
 		k.c = leastBytesV3(x, l, t.N, b)
@@ -249,7 +281,7 @@ func (s *encoder3) encode(worker, b int) {
 	w := uint(ResidueBits(cb, l.Sign))
 	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
 
-	table := s.table(b)
+	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(cb)
 	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
 	capBits := uint32(8 * k.cbytes)
@@ -258,46 +290,22 @@ func (s *encoder3) encode(worker, b int) {
 	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
 	tailPos := 0
 	buf := &s.scratch[worker].buf
+	syms := &s.scratch[worker].syms
 	for j := range Streams {
 		count := l.StreamCount(nbLen, j)
-		var acc uint64
-		var pend, pos uint32
-		out := 0
-		fitted, escaped := 0, 0
-		code := func(v uint16) {
-			c := table[int(v&mask)>>shift]
-			n := c & 31
-			acc = acc<<n | uint64(c>>5)
-			pend += n
-			pos += n
-			if pos <= capBits {
-				fitted++
+		// The stream's codes in position order: position p of stream j holds
+		// element p·256 + (j − p) mod 256, j + 255p while p <= j and
+		// j + 256 + 255p after.
+		gatherCodes(syms, block, j, count, table, shift, mask)
+		pos, out, escaped := packCodes(buf, syms[:count])
+		fitted := count
+		if pos > capBits {
+			// Codes that end past the head: from the last back while they do.
+			end := pos
+			for p := count - 1; p >= 0 && end > capBits; p-- {
+				fitted--
+				end -= syms[p] & 31
 			}
-			escaped += int(n+7) >> 4
-			if pend >= 32 {
-				pend -= 32
-				v := uint32(acc >> pend)
-				buf[out], buf[out+1], buf[out+2], buf[out+3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-				out += 4
-			}
-		}
-		// Position p of stream j holds element p·256 + (j − p) mod 256:
-		// j + 255p while p <= j, j + 256 + 255p after.
-		p := 0
-		for i := j; p < count && p <= j; p, i = p+1, i+Streams-1 {
-			code(block[i])
-		}
-		for i := j + Streams + (Streams-1)*p; p < count; p, i = p+1, i+Streams-1 {
-			code(block[i])
-		}
-		for pend >= 8 {
-			pend -= 8
-			buf[out] = byte(acc >> pend)
-			out++
-		}
-		if pend > 0 {
-			buf[out] = byte(acc << (8 - pend))
-			out++
 		}
 		if pos != x[j] {
 			panic("codec: encode: stream bits differ between passes")
@@ -320,6 +328,49 @@ func (s *encoder3) encode(worker, b int) {
 			tailPos += L << (k.unit - 1)
 		}
 	}
+}
+
+// gatherCodes sets syms[p] to the code of position p of stream j of a
+// block: element p·256 + (j − p) mod 256, j + 255p while p <= j and
+// j + 256 + 255p after.
+func gatherCodes(syms *[Streams]uint32, block []uint16, j, count int, table *[maxSymbols]uint32, shift uint, mask uint16) {
+	first := min(count, j+1)
+	for p, i := 0, j; p < first; p, i = p+1, i+Streams-1 {
+		syms[p] = table[int(block[i]&mask)>>shift]
+	}
+	for p, i := first, j+Streams+(Streams-1)*first; p < count; p, i = p+1, i+Streams-1 {
+		syms[p] = table[int(block[i]&mask)>>shift]
+	}
+}
+
+// packCodes writes codes (code << 5 | length) one after another into buf,
+// MSB-first, the last byte zero-padded, and returns their bits, the bytes
+// written and how many are escapes (longer than 8 bits).
+func packCodes(buf *[maxStreamCodeBits/8 + 8]byte, codes []uint32) (pos uint32, out, escaped int) {
+	var acc uint64
+	var pend uint32
+	for _, c := range codes {
+		n := c & 31
+		acc = acc<<n | uint64(c>>5)
+		pend += n
+		pos += n
+		escaped += int(n+7) >> 4
+		if pend >= 32 {
+			pend -= 32
+			binary.BigEndian.PutUint32(buf[out:], uint32(acc>>pend))
+			out += 4
+		}
+	}
+	for pend >= 8 {
+		pend -= 8
+		buf[out] = byte(acc >> pend)
+		out++
+	}
+	if pend > 0 {
+		buf[out] = byte(acc << (8 - pend))
+		out++
+	}
+	return pos, out, escaped
 }
 
 // putTailLen sets field j of a tail length table (5 bits, MSB-first).
@@ -465,6 +516,9 @@ func (t *Tensor) blockCodebook(b int) *Codebook {
 	}
 	return &t.Codebook
 }
+
+// maxSymbols is the largest alphabet's symbols (format.md §7.1).
+const maxSymbols = 256 << MaxSplit
 
 // symbolShift gives a value's symbol under cb as (v & mask) >> shift.
 func symbolShift(cb *Codebook) (shift uint, mask uint16) {

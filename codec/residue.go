@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Sign says whether every value of a tensor has one sign (format version 3,
 // format.md §1): then the header holds it and no value stores it.
@@ -89,30 +92,30 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 		return
 	}
 	low := uint64(1)<<(7-k) - 1
-	signed := w == 8-k
+	// With the sign kept, it sits right above the low bits: v >> (15 − (7 − k))
+	// brings it there, and signMask keeps it alone.
+	var signMask uint64
+	if w == 8-k {
+		signMask = 1 << (7 - k)
+	}
+	sh := 8 + k
+	res := func(v uint16) uint64 { return uint64(v)&low | uint64(v>>sh)&signMask }
 	i, out := 0, 0
-	// Eight values make w bytes.
-	for ; i+8 <= len(src); i += 8 {
+	// Eight values make w bytes; one 8-byte store writes them (the bytes
+	// past the group are written again by the next).
+	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
 		s := src[i : i+8 : i+8]
-		var acc uint64
-		for _, v := range s {
-			r := uint64(v) & low
-			if signed {
-				r |= uint64(v>>15) << (7 - k)
-			}
-			acc = acc<<w | r
-		}
-		for b := int(w) - 1; b >= 0; b-- {
-			dst[out] = byte(acc >> (8 * uint(b)))
-			out++
-		}
+		acc := res(s[0])<<(7*w) | res(s[1])<<(6*w) | res(s[2])<<(5*w) | res(s[3])<<(4*w) |
+			res(s[4])<<(3*w) | res(s[5])<<(2*w) | res(s[6])<<w | res(s[7])
+		binary.BigEndian.PutUint64(dst[out:], acc<<(64-8*w))
+		out += int(w)
 	}
 	var acc uint64
 	var n uint
 	for ; i < len(src); i++ {
-		acc = acc<<w | residueOf(src[i], k, w)
+		acc = acc<<w | res(src[i])
 		n += w
-		if n >= 8 {
+		for n >= 8 {
 			n -= 8
 			dst[out] = byte(acc >> n)
 			out++
@@ -123,55 +126,54 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 	}
 }
 
-// unpackResidues sets dst[i] to value i's bits other than its symbol's: the
-// sign (from the residue, or s) and the low 7 − k fraction bits, for the
-// values first .. first+len(dst)−1 of residues res (w bits each).
-func unpackResidues(dst []uint16, res []byte, first int, k, w uint, s Sign) {
+// unpackResidues sets dst[i] to sym[i] (the bits of value i's symbol) and
+// its other bits: the sign (from the residue, or s) and the low 7 − k
+// fraction bits, for the values first .. first+len(dst)−1 of residues res
+// (w bits each).
+func unpackResidues(dst, sym []uint16, res []byte, first int, k, w uint, s Sign) {
 	var sign uint16
 	if s == SignMinus {
 		sign = 0x8000
 	}
+	sym = sym[:len(dst)]
 	if w == 8 && k == 0 {
 		for i, x := range res[first : first+len(dst)] {
-			dst[i] = uint16(x&0x80)<<8 | uint16(x&0x7F)
+			dst[i] = uint16(x&0x80)<<8 | uint16(x&0x7F) | sym[i]
 		}
 		return
 	}
 	low := uint64(1)<<(7-k) - 1
-	signed := w == 8-k
+	var signBit uint64
+	if w == 8-k {
+		signBit = 1 << (7 - k)
+	}
+	sh := 8 + k
+	val := func(r uint64) uint16 { return uint16(r&low) | uint16(r&signBit)<<sh | sign }
+	mask := uint64(1)<<w - 1
 	i := 0
 	bit := uint(first) * w
-	// Whole groups of eight from a group boundary on.
+	// Whole groups of eight from a group boundary on, one 8-byte load each.
 	if bit%8 == 0 {
 		at := int(bit / 8)
-		for ; i+8 <= len(dst); i += 8 {
-			g := res[at : at+int(w) : at+int(w)]
-			var acc uint64
-			for _, x := range g {
-				acc = acc<<8 | uint64(x)
-			}
+		for ; i+8 <= len(dst) && at+8 <= len(res); i += 8 {
+			acc := binary.BigEndian.Uint64(res[at:]) >> (64 - 8*w)
 			d := dst[i : i+8 : i+8]
-			for j := 7; j >= 0; j-- {
-				r := acc & (1<<w - 1)
-				acc >>= w
-				v := uint16(r&low) | sign
-				if signed {
-					v |= uint16(r>>(7-k)) << 15
-				}
-				d[j] = v
-			}
+			y := sym[i : i+8 : i+8]
+			d[0] = val(acc>>(7*w)&mask) | y[0]
+			d[1] = val(acc>>(6*w)&mask) | y[1]
+			d[2] = val(acc>>(5*w)&mask) | y[2]
+			d[3] = val(acc>>(4*w)&mask) | y[3]
+			d[4] = val(acc>>(3*w)&mask) | y[4]
+			d[5] = val(acc>>(2*w)&mask) | y[5]
+			d[6] = val(acc>>w&mask) | y[6]
+			d[7] = val(acc&mask) | y[7]
 			at += int(w)
 		}
 		bit += uint(i) * w
 	}
 	for ; i < len(dst); i++ {
-		r := readBits(res, bit, w)
+		dst[i] = val(readBits(res, bit, w)) | sym[i]
 		bit += w
-		v := uint16(r&low) | sign
-		if signed {
-			v |= uint16(r>>(7-k)) << 15
-		}
-		dst[i] = v
 	}
 }
 

@@ -337,7 +337,13 @@ type splitFitter struct {
 	rest  [1 << MaxSplit][]float64
 	items []float64
 	best  []uint8
+	keys  []uint64
 	pm    *packageMerge
+	// huffman's scratch.
+	hIdx, hParent, hDepth []int
+	hW                    []float64
+	hLens                 []uint8
+	escIdx                []int
 }
 
 func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
@@ -345,8 +351,26 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 	for _, c := range h {
 		total += c
 	}
-	var best Codebook
-	bestBits := math.Inf(1)
+	// No code of an alphabet takes fewer bits than its entropy, and its
+	// codebook at least a nibble for each symbol of its exponents' range:
+	// alphabets are fitted in the order of that bound, and one whose bound
+	// is already above the best fit's bits is not fitted at all (the many
+	// small tensors of a checkpoint do not pay for the large alphabets'
+	// codebooks).
+	type cand struct {
+		k      uint
+		signed bool
+		bound  float64
+	}
+	var cands [2 * (MaxSplit + 1)]cand
+	n := 0
+	lo, hi := 255, 0
+	for b, c := range h {
+		if c != 0 {
+			e := b >> MaxSplit & 0xFF
+			lo, hi = min(lo, e), max(hi, e)
+		}
+	}
 	for _, signed := range []bool{false, true} {
 		if signed && s != SignMixed {
 			break
@@ -355,11 +379,33 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 			if signed && k == MaxSplit {
 				break
 			}
-			cb, bits := f.fitK(h, k, signed)
-			bits += float64(total)*float64(ResidueBits(&cb, s)) + float64(8*codebookBytes3(&cb))
-			if bits < bestBits {
-				best, bestBits = cb, bits
+			cb := Codebook{Split: uint8(k), Signed: signed}
+			c := cb.symCode()
+			f.w = h.weights(f.w, &c)
+			bound := float64(total) * float64(ResidueBits(&cb, s))
+			for _, x := range f.w {
+				if x > 0 {
+					bound -= x * math.Log2(x/float64(total))
+				}
 			}
+			if hi >= lo {
+				bound += float64(8 * (2 + (((hi-lo+1)<<(k+c.sb))+c.escapes()+1)/2))
+			}
+			cands[n] = cand{k, signed, bound}
+			n++
+		}
+	}
+	slices.SortStableFunc(cands[:n], func(a, b cand) int { return cmpFloat(a.bound, b.bound) })
+	var best Codebook
+	bestBits := math.Inf(1)
+	for _, c := range cands[:n] {
+		if c.bound >= bestBits {
+			continue
+		}
+		cb, bits := f.fitK(h, c.k, c.signed)
+		bits += float64(total)*float64(ResidueBits(&cb, s)) + float64(8*codebookBytes3(&cb))
+		if bits < bestBits || bits == bestBits && (c.k < uint(best.Split) || !c.signed && best.Signed) {
+			best, bestBits = cb, bits
 		}
 	}
 	return best
@@ -386,38 +432,35 @@ func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, fl
 // optimal is the optimal construction over the symbols of c weighted w
 // with c's ESCs, ESC x weighing the escaped symbols of its sign and
 // fraction bits: the top K symbols (weight descending, ties to the smaller
-// symbol) and the ESCs get package-merge lengths, and the cheapest K wins
-// (ties: the larger K). K is tried from the most symbols down, and the
-// search stops once fitPatience smaller K in a row have cost more than the
-// best: escaping a symbol pays only while it is rare, so the best K is
-// near the top, and a fit costs a few package-merges rather than one per
-// symbol (version 3 fits a codebook per block). With no nonzero weight
+// symbol) and the ESCs get Huffman lengths (package-merge's where Huffman's
+// pass 8 bits), and the cheapest K wins (ties: the larger K). K is tried
+// from where a symbol's own code stops paying (probability 2^-10) up and
+// down while the cost falls, so that a fit costs a few constructions
+// rather than one per symbol (version 3 fits a codebook per block). With no nonzero weight
 // nothing is coded: escLen 1 unsplit, else every ESC as long as their
 // count needs.
 func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << MaxSplit]uint8, bits float64) {
 	nesc := c.escapes()
-	f.order = f.order[:0]
+	// Rank the symbols by weight descending, ties to the smaller symbol:
+	// one sort of keys weight << 12 | (4095 − symbol) (weights are counts).
+	f.keys = f.keys[:0]
 	for s, x := range w {
 		if x > 0 {
-			f.order = append(f.order, s)
+			f.keys = append(f.keys, uint64(x)<<12|uint64(4095-s))
 		}
 	}
 	lens = make([]uint8, len(w))
-	if len(f.order) == 0 {
+	if len(f.keys) == 0 {
 		for x := range nesc {
 			esc[x] = uint8(max(c.k+c.sb, 1))
 		}
 		return lens, esc, 0
 	}
-	slices.SortStableFunc(f.order, func(a, b int) int {
-		switch wa, wb := w[a], w[b]; {
-		case wa > wb:
-			return -1
-		case wa < wb:
-			return 1
-		}
-		return 0
-	})
+	slices.Sort(f.keys)
+	f.order = f.order[:0]
+	for i := len(f.keys) - 1; i >= 0; i-- {
+		f.order = append(f.order, 4095-int(f.keys[i]&4095))
+	}
 	maxK := min(len(f.order), 1<<MaxCodeLen-nesc)
 	// rest[x][K]: the weight of the symbols ranked K and below under ESC x,
 	// summed from the lightest up.
@@ -436,8 +479,8 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 		f.pm = newPackageMerge(1<<MaxCodeLen, MaxCodeLen)
 	}
 	best := math.Inf(1)
-	bestK, worse := 0, 0
-	for K := maxK; K >= 1 && worse < fitPatience; K-- {
+	bestK := 0
+	try := func(K int) bool {
 		f.items = f.items[:0]
 		for _, s := range f.order[:K] {
 			f.items = append(f.items, w[s])
@@ -445,7 +488,11 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 		for x := range nesc {
 			f.items = append(f.items, f.rest[x][K]) // the ESCs rank last: they are the highest symbols
 		}
-		l := f.pm.lengths(f.items)
+		f.ascending(K, nesc)
+		l, ok := f.huffman(f.items, f.pm.leaves)
+		if !ok {
+			l = f.pm.lengthsSorted(f.items)
+		}
 		cost := 0.0
 		for i, s := range f.order[:K] {
 			cost += w[s] * float64(l[i])
@@ -453,9 +500,35 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 		for x := range nesc {
 			cost += f.rest[x][K] * float64(int(l[K+x])+literalBits)
 		}
-		if cost < best {
-			best, bestK, worse = cost, K, 0
+		if cost < best || cost == best && K > bestK {
+			best, bestK = cost, K
 			f.best = append(f.best[:0], l...)
+			return true
+		}
+		return false
+	}
+	// Start where a symbol's own code would no longer be shorter than an
+	// escape's (probability 2^-10 and above), then walk up and down from
+	// there while the cost falls, fitPatience steps past the best.
+	total := f.rest[0][0]
+	for x := 1; x < nesc; x++ {
+		total += f.rest[x][0]
+	}
+	start := 1
+	for start < maxK && w[f.order[start]] >= total/1024 {
+		start++
+	}
+	try(start)
+	for K, worse := start+1, 0; K <= maxK && worse < fitPatience; K++ {
+		if try(K) {
+			worse = 0
+		} else {
+			worse++
+		}
+	}
+	for K, worse := start-1, 0; K >= 1 && worse < fitPatience; K-- {
+		if try(K) {
+			worse = 0
 		} else {
 			worse++
 		}
@@ -469,8 +542,84 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 	return lens, esc, best
 }
 
-// fitPatience is how many smaller K in a row optimal tries past the best.
-const fitPatience = 4
+// fitPatience is how many K in a row optimal tries past the best.
+const fitPatience = 2
+
+// ascending sets f.pm.leaves to the indices of f.items by weight
+// ascending: the top K symbols come heaviest first, so reversed they
+// ascend, and the nesc ESCs after them are merged in.
+func (f *splitFitter) ascending(K, nesc int) {
+	leaves := f.pm.leaves[:0]
+	f.escIdx = f.escIdx[:0]
+	for x := range nesc {
+		f.escIdx = append(f.escIdx, K+x)
+	}
+	slices.SortStableFunc(f.escIdx, func(a, b int) int { return cmpFloat(f.items[a], f.items[b]) })
+	e := 0
+	for i := K - 1; i >= 0; i-- {
+		for e < nesc && f.items[f.escIdx[e]] <= f.items[i] {
+			leaves = append(leaves, f.escIdx[e])
+			e++
+		}
+		leaves = append(leaves, i)
+	}
+	f.pm.leaves = append(leaves, f.escIdx[e:]...)
+}
+
+// huffman is the Huffman code lengths of items (weights, at least two)
+// whose indices by weight ascending are idx, and whether none is above
+// MaxCodeLen: then they are optimal with or without the limit, and
+// package-merge is not needed. The result is reused by the next call.
+func (f *splitFitter) huffman(items []float64, idx []int) ([]uint8, bool) {
+	n := len(items)
+	f.hIdx = append(f.hIdx[:0], idx...)
+	// Two queues: the leaves by weight, and the merged nodes in the order
+	// they are made (their weights only grow).
+	f.hW = resize(f.hW, 2*n)
+	f.hParent = resize(f.hParent, 2*n)
+	for i, s := range f.hIdx {
+		f.hW[i] = items[s]
+	}
+	leaf, node, next := 0, n, n
+	pop := func() int {
+		if leaf < n && (node >= next || f.hW[leaf] <= f.hW[node]) {
+			leaf++
+			return leaf - 1
+		}
+		node++
+		return node - 1
+	}
+	for next < 2*n-1 {
+		a, b := pop(), pop()
+		f.hW[next] = f.hW[a] + f.hW[b]
+		f.hParent[a], f.hParent[b] = next, next
+		next++
+	}
+	f.hDepth = resize(f.hDepth, 2*n)
+	f.hDepth[2*n-2] = 0
+	for i := 2*n - 3; i >= 0; i-- {
+		f.hDepth[i] = f.hDepth[f.hParent[i]] + 1
+	}
+	f.hLens = resize(f.hLens, n)
+	for i, s := range f.hIdx {
+		d := f.hDepth[i]
+		if d > MaxCodeLen {
+			return nil, false
+		}
+		f.hLens[s] = uint8(d)
+	}
+	return f.hLens, true
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
 
 // ValueCost is the bits value v's code takes in a stream: its symbol's
 // (exponent and, with Split > 0, the top fraction bits) code length, or its
@@ -491,7 +640,8 @@ func (cb *Codebook) Escapes(v uint16) bool {
 // followed by the 8-bit exponent. SymbolOf gives a value's symbol.
 func (cb *Codebook) CodeTable() []uint32 {
 	var s encoder3
-	return s.encodeTable(nil, cb)
+	c := cb.symCode()
+	return s.encodeTable(nil, cb)[:c.symbols()]
 }
 
 // SymbolOf is value v's symbol under cb: its exponent (split 0), or the

@@ -78,7 +78,8 @@ func blockStoredBytes(x *[Streams]uint32, cbytes int) int {
 // of the streams above its head; for units of at most 8 bits (which divide
 // a head's 8·C_b) a stream's tail rounded to the unit is its bits rounded
 // to the unit less the head, so suffix sums of the rounded bits give the
-// tails at once; larger units are summed stream by stream.
+// tails at once. Larger units are summed stream by stream, only where the
+// tails unrounded leave the C a chance.
 func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 	var sorted [Streams]int
 	for j, v := range x {
@@ -94,33 +95,41 @@ func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 		}
 	}
 	top := sorted[Streams-1]
+	// From the smallest C without tails down, so that the C of small units
+	// come first and bound the rest (ties go to the smaller C).
+	hi := autoMinStreamBytes
+	for hi < autoMaxStreamBytes && 8*l.scaledStreamBytes(n, b, hi) < top {
+		hi++
+	}
 	best, bestBytes := 0, 0
-	i := 0 // the first stream above the head
-	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+	i := Streams // the first stream above the head
+	for c := hi; c >= autoMinStreamBytes; c-- {
 		cbytes := l.scaledStreamBytes(n, b, c)
 		capBits := 8 * cbytes
 		bytes := Streams * cbytes
 		if top > capBits {
-			for i < Streams && sorted[i] <= capBits {
-				i++
+			for i > 0 && sorted[i-1] > capBits {
+				i--
 			}
 			code := tailUnitCode(top - capBits)
 			bits := 0
 			if code <= 4 {
 				bits = suffix[code][i] - capBits*(Streams-i)
 			} else {
+				bits = suffix[1][i] - capBits*(Streams-i) // a lower bound
+				if best != 0 && bytes+tailTableBytes+(bits+7)/8 > bestBytes {
+					continue
+				}
 				u := 1 << (code - 1)
+				bits = 0
 				for _, v := range sorted[i:] {
 					bits += (v - capBits + u - 1) / u * u
 				}
 			}
 			bytes += tailTableBytes + (bits+7)/8
 		}
-		if best == 0 || bytes < bestBytes {
+		if best == 0 || bytes <= bestBytes {
 			best, bestBytes = c, bytes
-		}
-		if top <= capBits {
-			break // nothing has a tail: a larger C only adds bytes
 		}
 	}
 	return best

@@ -47,7 +47,7 @@ func TestResidues(t *testing.T) {
 					if !signed {
 						s = SignPlus
 					}
-					unpackResidues(out, got, first, k, w, s)
+					unpackResidues(out, make([]uint16, n), got, first, k, w, s)
 					for i, v := range out {
 						keep := uint16(1)<<(7-k) - 1
 						if signed {
