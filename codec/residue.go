@@ -99,21 +99,28 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 		signMask = 1 << (7 - k)
 	}
 	sh := 8 + k
-	res := func(v uint16) uint64 { return uint64(v)&low | uint64(v>>sh)&signMask }
 	i, out := 0, 0
 	// Eight values make w bytes; one 8-byte store writes them (the bytes
-	// past the group are written again by the next).
+	// past the group are written again by the next). Four values' residues
+	// at a time are the low and sign bits of a 64-bit word of them.
+	keep := low | signMask<<sh
 	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
 		s := src[i : i+8 : i+8]
-		acc := res(s[0])<<(7*w) | res(s[1])<<(6*w) | res(s[2])<<(5*w) | res(s[3])<<(4*w) |
-			res(s[4])<<(3*w) | res(s[5])<<(2*w) | res(s[6])<<w | res(s[7])
+		a := uint64(s[0])&keep | (uint64(s[1])&keep)<<16 | (uint64(s[2])&keep)<<32 | (uint64(s[3])&keep)<<48
+		c := uint64(s[4])&keep | (uint64(s[5])&keep)<<16 | (uint64(s[6])&keep)<<32 | (uint64(s[7])&keep)<<48
+		// Move each lane's sign down beside its low bits.
+		a = a&(low*0x0001000100010001) | a>>sh&(signMask*0x0001000100010001)
+		c = c&(low*0x0001000100010001) | c>>sh&(signMask*0x0001000100010001)
+		acc := (a&0xFFFF)<<(7*w) | (a>>16&0xFFFF)<<(6*w) | (a>>32&0xFFFF)<<(5*w) | (a>>48)<<(4*w) |
+			(c&0xFFFF)<<(3*w) | (c>>16&0xFFFF)<<(2*w) | (c>>32&0xFFFF)<<w | c>>48
 		binary.BigEndian.PutUint64(dst[out:], acc<<(64-8*w))
 		out += int(w)
 	}
 	var acc uint64
 	var n uint
 	for ; i < len(src); i++ {
-		acc = acc<<w | res(src[i])
+		v := src[i]
+		acc = acc<<w | uint64(v)&low | uint64(v>>sh)&signMask
 		n += w
 		for n >= 8 {
 			n -= 8
