@@ -30,7 +30,6 @@ type decoder3 struct {
 // the tables of a block with its own codebook.
 type decodeScratch3 struct {
 	st    [4]stream3
-	sym   []uint16 // a block's symbols, shifted into place, in element order
 	look  []uint32
 	codes []uint16
 }
@@ -213,12 +212,9 @@ func (d *Decoder) runBlock3(worker, b int) {
 	k := uint(cb.Split)
 	w := uint(ResidueBits(cb, l.Sign))
 	shift := 7 - k
-	// The symbols land in sym, in element order, and join the residues at
-	// the end in one pass over the block.
-	if cap(ws.sym) < nbLen {
-		ws.sym = make([]uint16, l.BlockSize)
-	}
-	sym := ws.sym[:nbLen]
+	// The symbols land in dst, in element order, and join the residues
+	// there at the end in one pass over the block.
+	sym := dst
 
 	area := t.Streams[d.starts[b]:d.starts[b+1]]
 	cbytes := len(area) / Streams

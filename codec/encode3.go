@@ -417,8 +417,10 @@ func copyBits(dst []byte, doff int, src []byte, soff, n int) {
 // in fewer bits than cb does: one entry per block, the zero Codebook where
 // the block keeps cb; nothing when no block has its own.
 func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l Layout) []Codebook {
+	// A tensor of one block may be a piece of a larger one (WritePieces),
+	// whose codebook was fitted to more than this block.
 	nb := l.Blocks(len(src))
-	if nb < 2 {
+	if nb == 0 {
 		return dst[:0]
 	}
 	dst = resize(dst, nb)

@@ -88,3 +88,8 @@ func (h *Histogram) add(o *Histogram) {
 		h[e] += o[e]
 	}
 }
+
+// SampleIndex is the element that sample k of an n-element tensor reads
+// (k < SampleSize < n), for a caller that reads the sample from elsewhere
+// than a slice: SampleHistogram counts the exponents at these.
+func SampleIndex(k, n int) int { return sampleIndex(k, n) }

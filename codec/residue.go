@@ -136,7 +136,8 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 // unpackResidues sets dst[i] to sym[i] (the bits of value i's symbol) and
 // its other bits: the sign (from the residue, or s) and the low 7 − k
 // fraction bits, for the values first .. first+len(dst)−1 of residues res
-// (w bits each).
+// (w bits each). sym may be dst itself: each value's symbol is read before
+// its place is written.
 func unpackResidues(dst, sym []uint16, res []byte, first int, k, w uint, s Sign) {
 	var sign uint16
 	if s == SignMinus {

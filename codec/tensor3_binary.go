@@ -161,6 +161,16 @@ func (t *Tensor) v3Bytes() int {
 
 // appendBinary3 appends the version 3 serialisation of a checked tensor.
 func (t *Tensor) appendBinary3(b []byte) []byte {
+	b = t.appendHeader3(b)
+	b = append(b, t.SF...)
+	b = append(b, t.Streams...)
+	return append(b, t.Overflow...)
+}
+
+// appendHeader3 appends what precedes a version 3 tensor's sections: the
+// fixed header, the codebook, the capacities per block, the tail units,
+// the blocks' own codebooks and the tail lengths.
+func (t *Tensor) appendHeader3(b []byte) []byte {
 	var h [fixedHeaderBytes]byte
 	copy(h[0:4], tensorMagic)
 	h[4] = FormatVersion3
@@ -207,28 +217,28 @@ func (t *Tensor) appendBinary3(b []byte) []byte {
 			b = append(b, t.TailLens[i*tailTableBytes:(i+1)*tailTableBytes]...)
 		}
 	}
-	b = append(b, t.SF...)
-	b = append(b, t.Streams...)
-	return append(b, t.Overflow...)
+	return b
 }
 
-// parse3 reads the rest of a version 3 serialisation whose fixed header
-// fields common to every version t already holds; h is the whole input.
-func (t *Tensor) parse3(h []byte) error {
+// parseHeader3 reads the rest of a version 3 header whose fixed fields
+// common to every version t already holds, up to the sections; h is the
+// whole input, body what follows the header and tails the length of the
+// tail area its tables imply.
+func (t *Tensor) parseHeader3(h []byte) (body []byte, tails int, err error) {
 	flags, zeroLevel := h[29], h[30]
 	if flags&^flagsV3 != 0 {
-		return fmt.Errorf("flags (byte 29) %#x, want bits %#x (capacities per block) and %#x (derived codebook) only",
+		return nil, 0, fmt.Errorf("flags (byte 29) %#x, want bits %#x (capacities per block) and %#x (derived codebook) only",
 			flags, flagPerBlock, flagDerivedCodebook)
 	}
 	for _, i := range []int{25, 26, 27, 31} {
 		if h[i] != 0 {
-			return fmt.Errorf("reserved byte %d is %#x, want 0", i, h[i])
+			return nil, 0, fmt.Errorf("reserved byte %d is %#x, want 0", i, h[i])
 		}
 	}
 	rb := h[residueByte]
 	split, sign := rb&3, Sign(rb>>2&3)
 	if rb>>4 != 0 {
-		return fmt.Errorf("residue byte (byte 24) %#x: want split in bits 0-1 and sign in bits 2-3 only", rb)
+		return nil, 0, fmt.Errorf("residue byte (byte 24) %#x: want split in bits 0-1 and sign in bits 2-3 only", rb)
 	}
 	signed := sign == signCodedField
 	if signed {
@@ -238,42 +248,41 @@ func (t *Tensor) parse3(h []byte) error {
 	t.Layout.PerBlock = flags&flagPerBlock != 0
 	t.DerivedCodebook = flags&flagDerivedCodebook != 0
 	if flags&flagDerivedCodebook == 0 && zeroLevel != 0 {
-		return fmt.Errorf("zero level (byte 30) is %d in a header without a derived codebook, want 0", zeroLevel)
+		return nil, 0, fmt.Errorf("zero level (byte 30) is %d in a header without a derived codebook, want 0", zeroLevel)
 	}
 	if err := t.Layout.validate(); err != nil {
-		return err
+		return nil, 0, err
 	}
 	nb := t.Layout.Blocks(t.N)
-	body := h[fixedHeaderBytes:]
+	body = h[fixedHeaderBytes:]
 	cb := &t.Codebook
 	switch {
 	case cb.Dist != Empirical:
 		if !t.DerivedCodebook {
-			return fmt.Errorf("a %s codebook without flag bit 2: version 3 derives every parametric codebook", cb.Dist)
+			return nil, 0, fmt.Errorf("a %s codebook without flag bit 2: version 3 derives every parametric codebook", cb.Dist)
 		}
 		if split != 0 || signed {
-			return fmt.Errorf("a %s codebook with split %d or signed symbols (empirical only)", cb.Dist, split)
+			return nil, 0, fmt.Errorf("a %s codebook with split %d or signed symbols (empirical only)", cb.Dist, split)
 		}
 		if err := cb.derive(int(zeroLevel)); err != nil {
-			return err
+			return nil, 0, err
 		}
 	case t.DerivedCodebook:
-		return fmt.Errorf("derived codebook for an empirical codebook (parametric only)")
+		return nil, 0, fmt.Errorf("derived codebook for an empirical codebook (parametric only)")
 	default:
 		if h[7] != 0 || h[22] != 0 || h[23] != 0 || h[28] != 0 {
-			return fmt.Errorf("empirical codebook with escLen, shift or shape in the header (bytes 7, 22-23, 28), want 0")
+			return nil, 0, fmt.Errorf("empirical codebook with escLen, shift or shape in the header (bytes 7, 22-23, 28), want 0")
 		}
-		var err error
 		if body, err = parseCodebook3(body, cb, uint(split), signed); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
 	if err := t.Codebook.validate(FormatVersion3); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if t.Layout.PerBlock {
 		if len(body) < capacityBytes*nb {
-			return fmt.Errorf("%d bytes after the codebook, fewer than the %d of %d capacities per block", len(body), capacityBytes*nb, nb)
+			return nil, 0, fmt.Errorf("%d bytes after the codebook, fewer than the %d of %d capacities per block", len(body), capacityBytes*nb, nb)
 		}
 		t.BlockBytes = make([]uint16, nb)
 		for i := range t.BlockBytes {
@@ -282,10 +291,10 @@ func (t *Tensor) parse3(h []byte) error {
 		body = body[capacityBytes*nb:]
 	}
 	if err := t.checkBlockBytes(); err != nil {
-		return err
+		return nil, 0, err
 	}
 	if len(body) < nb {
-		return fmt.Errorf("%d bytes left, fewer than the %d blocks' tail units", len(body), nb)
+		return nil, 0, fmt.Errorf("%d bytes left, fewer than the %d blocks' tail units", len(body), nb)
 	}
 	t.TailUnits = append([]byte(nil), body[:nb]...)
 	body = body[nb:]
@@ -295,43 +304,50 @@ func (t *Tensor) parse3(h []byte) error {
 		}
 		t.TailUnits[b] = u &^ ownCodebookBit
 		if cb.Dist != Empirical {
-			return fmt.Errorf("block %d: a codebook of its own in a tensor of a %s codebook (empirical only)", b, cb.Dist)
+			return nil, 0, fmt.Errorf("block %d: a codebook of its own in a tensor of a %s codebook (empirical only)", b, cb.Dist)
 		}
 		if t.BlockCodebooks == nil {
 			t.BlockCodebooks = make([]Codebook, nb)
 			t.Layout.BlockCodebooks = true
 		}
-		var err error
 		if body, err = parseCodebook3(body, &t.BlockCodebooks[b], uint(split), signed); err != nil {
-			return fmt.Errorf("block %d: %w", b, err)
+			return nil, 0, fmt.Errorf("block %d: %w", b, err)
 		}
 	}
 	t.TailLens = make([]byte, nb*tailTableBytes)
 	for b, u := range t.TailUnits {
 		if u > maxTailUnitCode {
-			return fmt.Errorf("block %d: tail unit code %d out of range 0..%d", b, u, maxTailUnitCode)
+			return nil, 0, fmt.Errorf("block %d: tail unit code %d out of range 0..%d", b, u, maxTailUnitCode)
 		}
 		if u == 0 {
 			continue
 		}
 		if len(body) < tailTableBytes {
-			return fmt.Errorf("block %d: %d bytes left, fewer than its tail lengths' %d", b, len(body), tailTableBytes)
+			return nil, 0, fmt.Errorf("block %d: %d bytes left, fewer than its tail lengths' %d", b, len(body), tailTableBytes)
 		}
 		copy(t.TailLens[b*tailTableBytes:], body[:tailTableBytes])
 		body = body[tailTableBytes:]
 	}
-	tails := 0
 	for b := range nb {
 		tails += t.tailRegionBytes(b)
 	}
+	return body, tails, nil
+}
+
+// cutSections3 cuts the sections of a version 3 tensor whose header
+// parseHeader3 read out of body (what follows the header in h, the whole
+// input), after checking its length: with copyOut, copies of them in one
+// allocation (capacities capped, so that reusing one, as an Encoder writing
+// into t does, cannot clobber the next), else slices of h.
+func (t *Tensor) cutSections3(h, body []byte, tails int, copyOut bool) error {
 	w := ResidueBits(&t.Codebook, t.Layout.Sign)
 	res, area := residueBytes(t.N, w), t.StreamAreaBytes()
 	if want := res + area + tails; len(body) != want {
 		return fmt.Errorf("%d bytes, the header and tables imply %d", len(h), len(h)-len(body)+want)
 	}
-	// One copy holds the byte sections; capacities are capped so that
-	// reusing one (an Encoder writing into t) cannot clobber the next.
-	body = append([]byte(nil), body...)
+	if copyOut {
+		body = append([]byte(nil), body...)
+	}
 	cut := func(size int) []byte {
 		s := body[:size:size]
 		body = body[size:]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -228,6 +229,9 @@ func (b *bencher) realTensors() error {
 				err = b.codec(src, n, filepath.Base(f), c.p, c.d)
 			}
 		}
+		if err == nil {
+			err = b.codecPerBlock(src, tiled, filepath.Base(f)+" C/block")
+		}
 		if ferr := b.d.Free(src); err == nil {
 			err = ferr
 		}
@@ -290,12 +294,43 @@ func (t *Tensor) deviceBytes() int64 { return int64(t.StoredBytes() - t.hostShap
 
 // codec measures encode and decode of src, and checks the round trip.
 func (b *bencher) codec(src Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
-	d := b.d
 	t, err := b.newTensor(src, n, p, dist, Weights)
 	if err != nil {
 		return err
 	}
 	defer t.Free()
+	return b.measure(t, src, n, data, p, dist)
+}
+
+// codecPerBlock is codec's AUTO/empirical row with a capacity per block, as
+// pack stores a tensor (codec.BlockCapacities, searched on the host from
+// vals, src's values), beside the row with one capacity for the tensor:
+// what the capacities cost the kernels in speed, and buy in ratio.
+func (b *bencher) codecPerBlock(src Buffer, vals []uint16, data string) error {
+	n := len(vals)
+	h, err := b.d.SampleHistogram(src, n)
+	if err != nil {
+		return err
+	}
+	cb := codec.FitCodebook(codec.Empirical, &h)
+	l := codec.ChooseLayout(codec.Auto, &cb, &h).WithVersion(codec.FormatVersion2)
+	l.PerBlock = true
+	caps := codec.BlockCapacities(&cb, l, vals)
+	l.StreamBytes = int(slices.Max(caps))
+	t, err := b.d.newTensorBlocks(nil, n, l, caps, cb, n/64+4096, Weights)
+	if err != nil {
+		return err
+	}
+	defer t.Free()
+	if err := b.encodeChecked(t, src); err != nil {
+		return err
+	}
+	return b.measure(t, src, n, data, codec.Auto, codec.Empirical)
+}
+
+// measure times encode and decode of src into t, and checks the round trip.
+func (b *bencher) measure(t *Tensor, src Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
+	d := b.d
 	med, lo, hi, err := b.time(func() error { return d.Encode(t, src) })
 	if err != nil {
 		return err

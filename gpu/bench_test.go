@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/internal/testtensors"
 )
 
 // gaussianTensor makes n gaussian values (seed) on d and an empty CLEAN
@@ -105,7 +106,7 @@ func TestBenchBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 256*300 + 100*7
-	if emulated(t) {
+	if d.info.Emulated { // the bench shrinks its shapes for the emulation only
 		n = 256*300>>8 + 4321 + 100*7>>8 + 4321
 	}
 	var ops []string
@@ -180,4 +181,47 @@ func BenchmarkDeviceDecodeBatch(b *testing.B) {
 	if err := d.SyncStatus(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// The bench's row with a capacity per block encodes and decodes a real
+// tensor exactly (measure checks the round trip), beside the row with one
+// capacity for the tensor.
+func TestBenchCapacityPerBlock(t *testing.T) {
+	d := device(t)
+	timer, err := d.NewTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timer.Close()
+	b := &bencher{d: d, timer: timer, opt: BenchOptions{Reps: 1}, rep: &BenchReport{CopyGBps: 1}}
+	var vals []uint16 // the first file's largest tensor
+	for _, nt := range testtensors.LoadBF16(t, testtensors.Files(t)[0]) {
+		if len(nt.Values) > len(vals) {
+			vals = nt.Values
+		}
+	}
+	n := min(len(vals), 1<<20)
+	vals = vals[:n]
+	src, err := d.Alloc(2*n, Activations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free(src)
+	if err := d.UploadBF16(src, vals); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.codec(src, n, "one", codec.Auto, codec.Empirical); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.codecPerBlock(src, vals, "per block"); err != nil {
+		t.Fatal(err)
+	}
+	r := b.rep.Results
+	if len(r) != 4 || r[2].Data != "per block" || r[2].Op != "encode" || r[3].Op != "decode" {
+		t.Fatalf("rows %+v", r)
+	}
+	if r[2].Ratio <= 1 || r[0].Ratio <= 1 {
+		t.Errorf("ratio %.4f with a capacity per block, %.4f with one", r[2].Ratio, r[0].Ratio)
+	}
+	t.Logf("ratio %.4f with a capacity per block, %.4f with one", r[2].Ratio, r[0].Ratio)
 }

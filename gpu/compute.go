@@ -41,6 +41,9 @@ func (c *Compute) Device() *Device { return c.d }
 func (c *Compute) call(f func() error) error {
 	c.d.computeMu.Lock()
 	defer c.d.computeMu.Unlock()
+	if c.d.closed {
+		return errClosed
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := c.d.drv.makeCurrent(); err != nil {
@@ -60,7 +63,9 @@ func (c *Compute) Alloc(bytes int64) (Ptr, error) {
 	var p Ptr
 	err := c.call(func() error {
 		var err error
-		p, err = c.d.drv.alloc(int(bytes))
+		if p, err = c.d.drv.alloc(int(bytes)); err == nil {
+			c.d.driverMem.add(p, int(bytes))
+		}
 		return err
 	})
 	if err != nil {
@@ -70,7 +75,12 @@ func (c *Compute) Alloc(bytes int64) (Ptr, error) {
 }
 
 // Free releases memory from Alloc.
-func (c *Compute) Free(p Ptr) error { return c.call(func() error { return c.d.drv.free(p) }) }
+func (c *Compute) Free(p Ptr) error {
+	return c.call(func() error {
+		c.d.driverMem.remove(p)
+		return c.d.drv.free(p)
+	})
+}
 
 // Upload copies src to dst behind the work queued before it; src may be
 // reused when Upload returns.

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // Device is one GPU with its module of kernels loaded. Its methods may be
@@ -18,7 +19,9 @@ import (
 // the host at SyncStatus.
 type Device struct {
 	mu sync.Mutex
-	// computeMu serializes the compute view's calls (compute.go).
+	// computeMu serializes the compute view's calls (compute.go); Close
+	// takes it after mu, as the codec's work does when it allocates through
+	// the view.
 	computeMu sync.Mutex
 	drv       driver
 	info      deviceInfo
@@ -49,6 +52,8 @@ type Device struct {
 	// side is the side stream's state, when the device queues its work
 	// there (side.go).
 	side sideState
+	// driverMem counts what every allocation path holds from the driver.
+	driverMem driverMemory
 }
 
 // tablesFor returns cb's kernel tables, built once per codebook.
@@ -96,7 +101,13 @@ func Open() (*Device, error) {
 // OpenEmulated opens the CPU emulation of a GPU: the same kernels, run on
 // the CPU one CTA after another (package kernels), with host memory as
 // device memory. It is slow, and there to test the GPU code without a GPU.
-func OpenEmulated() (*Device, error) { return newDevice(openEmuDriver()) }
+func OpenEmulated() (*Device, error) {
+	drv, err := openEmuDriver()
+	if err != nil {
+		return nil, err
+	}
+	return newDevice(drv)
+}
 
 func newDevice(drv driver) (*Device, error) {
 	d := &Device{drv: drv, info: drv.info(), live: map[Ptr]Buffer{}}
@@ -113,10 +124,14 @@ func (d *Device) Name() string { return d.info.Name }
 // Emulated reports whether d is the CPU emulation (OpenEmulated).
 func (d *Device) Emulated() bool { return d.info.Emulated }
 
-// Close frees every buffer the device still holds and releases the GPU.
+// Close frees every buffer the device still holds and releases the GPU. It
+// waits for a call of the compute view that is running, and the view's
+// later calls fail.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.computeMu.Lock()
+	defer d.computeMu.Unlock()
 	if d.closed {
 		return nil
 	}
@@ -189,6 +204,7 @@ func (d *Device) alloc(bytes int, cat Category) (Buffer, error) {
 	if err != nil {
 		return Buffer{}, fmt.Errorf("gpu: alloc %d bytes of %s: %w", bytes, cat, err)
 	}
+	d.driverMem.add(p, max(bytes, 1))
 	b := Buffer{ptr: p, size: bytes, cat: cat}
 	d.live[b.ptr] = b
 	d.current[cat] += int64(bytes)
@@ -216,6 +232,7 @@ func (d *Device) free(b Buffer) error {
 	delete(d.live, b.ptr)
 	d.current[b.cat] -= int64(b.size)
 	d.total -= int64(b.size)
+	d.driverMem.remove(b.ptr)
 	return d.drv.free(Ptr(b.ptr))
 }
 
@@ -233,7 +250,7 @@ func (d *Device) Memory() MemoryReport {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := MemoryReport{Current: d.total, Peak: d.peakAll}
-	for _, c := range Categories {
+	for _, c := range session.Categories {
 		r.ByCategory = append(r.ByCategory, MemoryUse{Category: c, Current: d.current[c], Peak: d.peak[c]})
 	}
 	return r

@@ -58,8 +58,9 @@ var kernelNames = [numKernels]string{
 type deviceInfo struct {
 	Name            string
 	SMs             int
-	MaxSmemPerBlock int  // dynamic shared memory a CTA may have, bytes
-	Emulated        bool // the CPU emulation, not a GPU
+	MaxSmemPerBlock int    // dynamic shared memory a CTA may have, bytes
+	Emulated        bool   // the CPU emulation, not a GPU
+	JITNote         string // why the driver's JIT cache cannot keep the compiled kernels, or ""
 }
 
 // driver is what Device needs of CUDA: the driver API (cudaDriver) or the

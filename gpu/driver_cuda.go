@@ -1,7 +1,10 @@
+//go:build cgo
+
 package gpu
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -102,7 +105,7 @@ func (d *cudaDriver) load() error {
 		}
 		d.fns[k] = f
 	}
-	d.inf = deviceInfo{Name: name, SMs: sms, MaxSmemPerBlock: optin}
+	d.inf = deviceInfo{Name: name, SMs: sms, MaxSmemPerBlock: optin, JITNote: jitCacheNote(os.Getenv)}
 	return nil
 }
 
@@ -252,7 +255,8 @@ func (d *cudaDriver) newSyncEvent() (syncEvent, error) {
 func (e *cudaEvent) wait() error { return e.ev.Synchronize() }
 
 // useSideStream creates the side stream and its events; the driver's work
-// goes there from now on.
+// goes there from now on. It is all or nothing: on a failure the driver
+// keeps queuing on the legacy default stream, with nothing half made.
 func (d *cudaDriver) useSideStream(ring int) error {
 	if d.stream != 0 {
 		return nil
@@ -261,19 +265,33 @@ func (d *cudaDriver) useSideStream(ring int) error {
 	if err != nil {
 		return fmt.Errorf("side stream: %w", err)
 	}
-	d.stream = s
-	if d.side.fromDefault, err = cuda.NewEvent(false); err != nil {
+	var ev sideEvents
+	undo := func() {
+		for _, e := range append(ev.ring, ev.fromDefault) {
+			if e != 0 {
+				e.Destroy()
+			}
+		}
+		s.Destroy()
+	}
+	if ev.fromDefault, err = newCUDAEvent(false); err != nil {
+		undo()
 		return fmt.Errorf("side stream event: %w", err)
 	}
 	for range ring {
-		e, err := cuda.NewEvent(false)
+		e, err := newCUDAEvent(false)
 		if err != nil {
-			return fmt.Errorf("side stream event: %w", err)
+			undo()
+			return fmt.Errorf("side stream event %d of %d: %w", len(ev.ring)+1, ring, err)
 		}
-		d.side.ring = append(d.side.ring, e)
+		ev.ring = append(ev.ring, e)
 	}
+	d.stream, d.side = s, ev
 	return nil
 }
+
+// newCUDAEvent is cuda.NewEvent; tests make it fail.
+var newCUDAEvent = cuda.NewEvent
 
 // dropSideStream waits for the side stream and releases it.
 func (d *cudaDriver) dropSideStream() error {

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package gpu
 
 /*
@@ -40,7 +42,7 @@ var emuMemory struct {
 // emuAlign is the alignment of emulated allocations, as cuMemAlloc's.
 const emuAlign = 256
 
-func openEmuDriver() driver { return &emuDriver{own: map[Ptr]bool{}} }
+func openEmuDriver() (driver, error) { return &emuDriver{own: map[Ptr]bool{}}, nil }
 
 // host turns a device address of the emulation into a pointer; written with
 // a pointer conversion so that vet sees no uintptr arithmetic.

@@ -53,7 +53,8 @@ type Gemm struct {
 	Batch          int
 }
 
-// Check reports a product whose shapes do not fit together.
+// Check reports a product whose shapes do not fit together, or do not fit
+// the int that cuBLAS takes them as.
 func (g Gemm) Check() error {
 	ar, br := g.M, g.K // rows of A and B as stored
 	if g.TransA {
@@ -65,6 +66,10 @@ func (g Gemm) Check() error {
 	switch {
 	case g.M < 1 || g.N < 1 || g.K < 1:
 		return fmt.Errorf("gemm %dx%dx%d: sizes must be positive", g.M, g.N, g.K)
+	case g.M > math.MaxInt32 || g.N > math.MaxInt32 || g.K > math.MaxInt32:
+		return fmt.Errorf("gemm %dx%dx%d: sizes must fit cuBLAS's int", g.M, g.N, g.K)
+	case g.A.LD > math.MaxInt32 || g.B.LD > math.MaxInt32 || g.C.LD > math.MaxInt32:
+		return fmt.Errorf("gemm: leading dimensions %d, %d, %d must fit cuBLAS's int", g.A.LD, g.B.LD, g.C.LD)
 	case g.A.Type != BF16 || g.B.Type != BF16:
 		return fmt.Errorf("gemm: A and B must be bf16 (are %s, %s)", g.A.Type, g.B.Type)
 	case g.A.LD < ar:

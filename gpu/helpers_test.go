@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -55,9 +56,17 @@ func freshDevice(t testing.TB) *Device {
 	return d
 }
 
-// emulated says the tests run on the CPU emulation, which is slow: tests
-// then cover fewer sizes and tensors (the device run covers them all).
-func emulated(t testing.TB) bool { return device(t).info.Emulated }
+// emulated says the kernels run on the CPU, which is slow: on the CPU
+// emulation, or through the driver binding on the stand-in driver
+// (gpu/internal/fakecuda). Tests then cover fewer sizes and tensors (the
+// device run covers them all).
+func emulated(t testing.TB) bool {
+	d := device(t)
+	return d.info.Emulated || standIn(d)
+}
+
+// standIn reports whether d is the stand-in driver's device.
+func standIn(d *Device) bool { return strings.HasPrefix(d.info.Name, "lcttop stand-in") }
 
 func testCodec(t testing.TB) *Codec {
 	t.Helper()

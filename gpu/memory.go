@@ -1,33 +1,21 @@
 package gpu
 
-import "fmt"
+import "lcttop/session"
 
 // Category says what a device allocation holds, for the memory accounting
-// the UI shows.
-type Category int
+// the UI shows: the one category type every ledger shares.
+type Category = session.Category
 
 // The categories, in the order reports list them.
 const (
-	Weights Category = iota
-	Gradients
-	OptimizerState
-	Activations
-	CodecScratch
-	OverflowPool
-	numCategories
+	Weights        = session.Weights
+	Gradients      = session.Gradients
+	OptimizerState = session.OptimizerState
+	Activations    = session.Activations
+	CodecScratch   = session.CodecScratch
+	OverflowPool   = session.OverflowPool
+	numCategories  = OverflowPool + 1
 )
-
-var categoryNames = [numCategories]string{"weights", "gradients", "optimizer state", "activations", "codec scratch", "overflow pool"}
-
-func (c Category) String() string {
-	if c < 0 || c >= numCategories {
-		return fmt.Sprintf("category(%d)", int(c))
-	}
-	return categoryNames[c]
-}
-
-// Categories lists every category.
-var Categories = []Category{Weights, Gradients, OptimizerState, Activations, CodecScratch, OverflowPool}
 
 // MemoryUse is the device memory of one category, in bytes.
 type MemoryUse struct {

@@ -44,5 +44,6 @@ extern const EmuKernel emu_gpt_kernels[] = {
     EMU_KERNEL(gpt_adamw),
     EMU_KERNEL(gpt_adamw_v8),
     EMU_KERNEL(gpt_sgd),
+    EMU_KERNEL(gpt_first_mismatch),
 };
 extern const int emu_gpt_kernel_count = sizeof(emu_gpt_kernels) / sizeof(emu_gpt_kernels[0]);

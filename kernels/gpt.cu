@@ -35,11 +35,10 @@ __device__ __forceinline__ bf16_t f2bf(float f) {
   return (bf16_t)(b >> 16);
 }
 
-// exp32, log32, tanh32: float64 functions rounded to float32, as Go's
+// exp32, log32: float64 functions rounded to float32, as Go's
 // float32(math.Exp(float64(x))).
 __device__ __forceinline__ float exp32(float x) { return (float)exp((double)x); }
 __device__ __forceinline__ float log32(float x) { return (float)log((double)x); }
-__device__ __forceinline__ float tanh32(float x) { return (float)tanh((double)x); }
 
 #define GRID_STRIDE(i, n) \
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (long long)gridDim.x * blockDim.x)
@@ -138,95 +137,96 @@ extern "C" __global__ void gpt_add_v8(bf16_t* dst, const bf16_t* a, const bf16_t
   }
 }
 
-#define GELU_K 0.7978845608028654f  // sqrt(2/π)
-#define GELU_A 0.044715f
+// GELU by lookup: GELU and its gradient depend on the 16-bit input alone,
+// so the host computes them once for all 65,536 patterns (ops.GELUTables,
+// the tanh approximation of GPT-2 in float32): fwd[x] = bf16(gelu(x)) and
+// slope[x] = gelu'(x); a lookup gives those bits without a tanh per element.
 
-// tanh(k·(v + a·v³)), the one transcendental of GELU and its gradient.
-__device__ __forceinline__ float gelu_tanh(float v) {
-  float v3 = (v * v) * v;
-  float u = GELU_K * (v + GELU_A * v3);
-  return tanh32(u);
+// y = fwd[x]; y may be x (ops.GELUForward).
+extern "C" __global__ void gpt_gelu_forward(bf16_t* y, const bf16_t* x, const bf16_t* fwd, long long n) {
+  GRID_STRIDE(i, n) { y[i] = fwd[x[i]]; }
 }
 
-// gelu(v) = 0.5·v·(1 + t) and gelu'(v), from t = gelu_tanh(v).
-__device__ __forceinline__ float gelu_from(float v, float t) { return (0.5f * v) * (1.0f + t); }
-__device__ __forceinline__ float gelu_grad_from(float v, float t) {
-  float v2 = v * v;
-  float du = GELU_K * (1.0f + (3.0f * GELU_A) * v2);
-  return 0.5f * (1.0f + t) + ((0.5f * v) * (1.0f - t * t)) * du;
+__device__ __forceinline__ void ldbits8(unsigned* b, const bf16_t* p) {
+  uint4 u = *(const uint4*)p;
+  unsigned w[4] = {u.x, u.y, u.z, u.w};
+  for (int j = 0; j < 4; j++) {
+    b[2 * j] = w[j] & 0xffffu;
+    b[2 * j + 1] = w[j] >> 16;
+  }
+}
+__device__ __forceinline__ void stbits8(bf16_t* p, const unsigned* b) {
+  unsigned w[4];
+  for (int j = 0; j < 4; j++) w[j] = b[2 * j] | (b[2 * j + 1] << 16);
+  *(uint4*)p = make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-__device__ __forceinline__ float gelu1(float v) { return gelu_from(v, gelu_tanh(v)); }
-__device__ __forceinline__ float gelu_grad1(float v) { return gelu_grad_from(v, gelu_tanh(v)); }
-
-// y = bf16(0.5·x·(1 + tanh(k·(x + a·x³)))); y may be x (ops.GELUForward).
-extern "C" __global__ void gpt_gelu_forward(bf16_t* y, const bf16_t* x, long long n) {
-  GRID_STRIDE(i, n) { y[i] = f2bf(gelu1(bf2f(x[i]))); }
-}
-
-extern "C" __global__ void gpt_gelu_forward_v8(bf16_t* y, const bf16_t* x, long long n) {
+extern "C" __global__ void gpt_gelu_forward_v8(bf16_t* y, const bf16_t* x, const bf16_t* fwd, long long n) {
   GRID_STRIDE8(i, n) {
     if (VEC8(i, n)) {
-      float v[8];
-      ld8(v, x + i);
-      for (int j = 0; j < 8; j++) v[j] = gelu1(v[j]);
-      st8(y + i, v);
+      unsigned b[8];
+      ldbits8(b, x + i);
+      for (int j = 0; j < 8; j++) b[j] = fwd[b[j]];
+      stbits8(y + i, b);
     } else {
-      for (long long k = i; k < n; k++) y[k] = f2bf(gelu1(bf2f(x[k])));
+      for (long long k = i; k < n; k++) y[k] = fwd[x[k]];
     }
   }
 }
 
-// dx = bf16(dy·gelu'(x)); dx may be dy (ops.GELUBackward).
-extern "C" __global__ void gpt_gelu_backward(bf16_t* dx, const bf16_t* dy, const bf16_t* x, long long n) {
-  GRID_STRIDE(i, n) { dx[i] = f2bf(bf2f(dy[i]) * gelu_grad1(bf2f(x[i]))); }
+// dx = bf16(dy·slope[x]); dx may be dy (ops.GELUBackward).
+extern "C" __global__ void gpt_gelu_backward(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const float* slope,
+                                             long long n) {
+  GRID_STRIDE(i, n) { dx[i] = f2bf(bf2f(dy[i]) * slope[x[i]]); }
 }
 
-extern "C" __global__ void gpt_gelu_backward_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, long long n) {
+extern "C" __global__ void gpt_gelu_backward_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const float* slope,
+                                                long long n) {
   GRID_STRIDE8(i, n) {
     if (VEC8(i, n)) {
-      float v[8], d[8];
-      ld8(v, x + i);
+      unsigned b[8];
+      float d[8];
+      ldbits8(b, x + i);
       ld8(d, dy + i);
-      for (int j = 0; j < 8; j++) v[j] = d[j] * gelu_grad1(v[j]);
-      st8(dx + i, v);
+      for (int j = 0; j < 8; j++) d[j] = d[j] * slope[b[j]];
+      st8(dx + i, d);
     } else {
-      for (long long k = i; k < n; k++) dx[k] = f2bf(bf2f(dy[k]) * gelu_grad1(bf2f(x[k])));
+      for (long long k = i; k < n; k++) dx[k] = f2bf(bf2f(dy[k]) * slope[x[k]]);
     }
   }
 }
 
-// The backward's two GELU passes over the fc output in one, tanh taken once:
-// dy = bf16(dy·gelu'(x)) and x = bf16(gelu(x)), each as gpt_gelu_backward
-// and gpt_gelu_forward compute it.
-extern "C" __global__ void gpt_gelu_backward_forward(bf16_t* dy, bf16_t* x, long long n) {
+// The backward's two GELU passes over the fc output in one: dy =
+// bf16(dy·slope[x]) and x = fwd[x], each as gpt_gelu_backward and
+// gpt_gelu_forward compute it.
+extern "C" __global__ void gpt_gelu_backward_forward(bf16_t* dy, bf16_t* x, const bf16_t* fwd, const float* slope,
+                                                     long long n) {
   GRID_STRIDE(i, n) {
-    float v = bf2f(x[i]);
-    float t = gelu_tanh(v);
-    dy[i] = f2bf(bf2f(dy[i]) * gelu_grad_from(v, t));
-    x[i] = f2bf(gelu_from(v, t));
+    bf16_t v = x[i];
+    dy[i] = f2bf(bf2f(dy[i]) * slope[v]);
+    x[i] = fwd[v];
   }
 }
 
-extern "C" __global__ void gpt_gelu_backward_forward_v8(bf16_t* dy, bf16_t* x, long long n) {
+extern "C" __global__ void gpt_gelu_backward_forward_v8(bf16_t* dy, bf16_t* x, const bf16_t* fwd, const float* slope,
+                                                        long long n) {
   GRID_STRIDE8(i, n) {
     if (VEC8(i, n)) {
-      float v[8], d[8];
-      ld8(v, x + i);
+      unsigned b[8];
+      float d[8];
+      ldbits8(b, x + i);
       ld8(d, dy + i);
       for (int j = 0; j < 8; j++) {
-        float t = gelu_tanh(v[j]);
-        d[j] = d[j] * gelu_grad_from(v[j], t);
-        v[j] = gelu_from(v[j], t);
+        d[j] = d[j] * slope[b[j]];
+        b[j] = fwd[b[j]];
       }
       st8(dy + i, d);
-      st8(x + i, v);
+      stbits8(x + i, b);
     } else {
       for (long long k = i; k < n; k++) {
-        float v = bf2f(x[k]);
-        float t = gelu_tanh(v);
-        dy[k] = f2bf(bf2f(dy[k]) * gelu_grad_from(v, t));
-        x[k] = f2bf(gelu_from(v, t));
+        bf16_t v = x[k];
+        dy[k] = f2bf(bf2f(dy[k]) * slope[v]);
+        x[k] = fwd[v];
       }
     }
   }
@@ -1140,5 +1140,18 @@ extern "C" __global__ void gpt_sgd(bf16_t* w, bf16_t* m, const bf16_t* g, long l
     float mi = momentum * bf2f(m[i]) + d;
     m[i] = f2bf(mi);
     w[i] = f2bf(wi - lr * mi);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The runs' comparison: *first = min(*first, the first i < n where a[i] and
+// b[i] differ bit for bit); *first starts at ~0 (all equal).
+extern "C" __global__ void gpt_first_mismatch(unsigned long long* first, const unsigned short* a,
+                                              const unsigned short* b, long long n) {
+  GRID_STRIDE(i, n) {
+    if (a[i] != b[i]) {
+      atomicMin(first, (unsigned long long)i);
+      return;
+    }
   }
 }

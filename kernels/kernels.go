@@ -78,6 +78,7 @@ var GPTKernels = []string{
 	"gpt_adamw",
 	"gpt_adamw_v8",
 	"gpt_sgd",
+	"gpt_first_mismatch",
 }
 
 // Launch shapes the host code and the kernels agree on.

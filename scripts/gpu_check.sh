@@ -3,15 +3,19 @@
 # machine with an NVIDIA GPU and no Go toolchain. Build first, where Go is
 # (scripts/gpu_build.sh), and take devrun/ along; then run
 #   bash scripts/gpu_check.sh
-# from the repository root. STAGES picks stages (default: all); full logs go
-# to $OUT (default devrun/out); a short table is printed last. Exits non-zero
-# if a stage failed.
+# from the repository root. STAGES picks stages (default: all but ui and
+# dump, which run scripts/ui_check.sh and scripts/dump_cost.sh); full logs go
+# to $LOGS (default devrun/out), packed into $ARCHIVE as well when it is set
+# (a device call brings back few files); a short table is printed last.
+# Exits non-zero if a stage failed.
 set -uo pipefail
 root=$(pwd)
-OUT=${OUT:-$root/devrun/out}
-mkdir -p "$OUT"
+LOGS=${LOGS:-$root/devrun/out}
+mkdir -p "$LOGS"
 [ -d bin ] || tar xzf devrun/bin.tgz
 export LCTTOP_TENSORS=${LCTTOP_TENSORS:-$root/devrun/tensors}
+# On a GPU machine a test must not pass on the CPU emulation unseen.
+export LCTTOP_REQUIRE_GPU=1
 STAGES=${STAGES:-tests pack train memory bench fuzz}
 want() { case " $STAGES " in *" $1 "*) return 0 ;; esac; return 1; }
 failed=()
@@ -21,59 +25,94 @@ step() { # step NAME LOG COMMAND...: run, log, remember a failure
 	local t0=$SECONDS
 	"$@" >"$log" 2>&1
 	local rc=$?
-	echo "$name: exit $rc in $((SECONDS - t0)) s" | tee -a "$OUT/steps.txt"
+	echo "$name: exit $rc in $((SECONDS - t0)) s" | tee -a "$LOGS/steps.txt"
 	[ $rc -eq 0 ] || failed+=("$name")
 }
-nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv >"$OUT/nvidia-smi.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv >"$LOGS/nvidia-smi.txt" 2>&1
 
 if want tests; then
-	step "kernels tests" "$OUT/kernels-test.log" bash -c "cd kernels && '$root/bin/kernels.test' -test.v -test.timeout 5m"
-	step "gpu tests" "$OUT/gpu-test.log" bash -c "cd gpu && '$root/bin/gpu.test' -test.v -test.timeout 10m"
-	step "cudabackend tests" "$OUT/cudabackend-test.log" bash -c "cd trainer/cudabackend && '$root/bin/cudabackend.test' -test.v -test.timeout 10m"
-	step "ui tests (GPU)" "$OUT/ui-test.log" bash -c "cd ui && '$root/bin/ui.test' -test.v -test.run 'TestRealTrainer' -test.timeout 5m"
-	step "cli tests (GPU)" "$OUT/cli-test.log" bash -c "cd cmd/lcttop && LCTTOP_BIN='$root/bin/lcttop' '$root/bin/cli.test' -test.v -test.run 'CUDA|GPU' -test.timeout 10m"
+	# The test binaries at once: correctness, not timing.
+	tests() { # name dir binary args...
+		local name=$1 dir=$2
+		shift 2
+		(cd "$dir" && "$@") >"$LOGS/$name-test.log" 2>&1
+		echo $? >"$LOGS/$name-test.rc"
+	}
+	tests kernels kernels "$root/bin/kernels.test" -test.v -test.timeout 5m &
+	tests gpu gpu "$root/bin/gpu.test" -test.v -test.timeout 10m &
+	tests cudabackend trainer/cudabackend "$root/bin/cudabackend.test" -test.v -test.timeout 10m &
+	tests ui ui "$root/bin/ui.test" -test.v -test.run 'TestRealTrainer' -test.timeout 5m &
+	LCTTOP_BIN="$root/bin/lcttop" tests cli cmd/lcttop "$root/bin/cli.test" -test.v -test.run 'CUDA|GPU' -test.timeout 10m &
+	wait
+	for n in kernels gpu cudabackend ui cli; do
+		rc=$(cat "$LOGS/$n-test.rc")
+		echo "$n tests: exit $rc" | tee -a "$LOGS/steps.txt"
+		[ "$rc" -eq 0 ] || failed+=("$n tests")
+	done
 fi
 if want pack; then
-	# the GPU codec writes the CPU codec's bytes for every shared file
+	# The GPU codec writes the CPU codec's bytes for every shared file under
+	# four codecs, and unpacks them to the original bytes.
 	pack_all() {
-		local bad=0
+		local bad=0 f p d s u
 		for f in "$LCTTOP_TENSORS"/*.safetensors; do
-			"$root/bin/lcttop" pack "$f" "$OUT/cpu.lct" && "$root/bin/lcttop" pack --backend cuda "$f" "$OUT/gpu.lct" || return 1
-			if cmp -s "$OUT/cpu.lct" "$OUT/gpu.lct"; then echo "same bytes: $(basename "$f")"; else echo "DIFFER: $(basename "$f")"; bad=1; fi
+			for pd in auto/empirical clean/gaussian clean/empirical high/laplace; do
+				p=${pd%/*} d=${pd#*/}
+				"$root/bin/lcttop" pack --preset "$p" --dist "$d" "$f" "$LOGS/cpu.lct" >/dev/null &&
+					"$root/bin/lcttop" pack --backend cuda --preset "$p" --dist "$d" "$f" "$LOGS/gpu.lct" >/dev/null || return 1
+				cmp -s "$LOGS/cpu.lct" "$LOGS/gpu.lct" && s="same bytes" || { s=DIFFER; bad=1; }
+				rm -f "$LOGS/back.safetensors"
+				"$root/bin/lcttop" unpack --backend cuda "$LOGS/gpu.lct" "$LOGS/back.safetensors" >/dev/null &&
+					cmp -s "$LOGS/back.safetensors" "$f" && u="unpacks to the original" || { u="UNPACK DIFFERS"; bad=1; }
+				echo "$s, $u: $(basename "$f") $pd"
+			done
 		done
-		rm -f "$OUT/cpu.lct" "$OUT/gpu.lct"
+		rm -f "$LOGS/cpu.lct" "$LOGS/gpu.lct" "$LOGS/back.safetensors"
 		return $bad
 	}
-	step "pack cuda = cpu" "$OUT/pack.log" pack_all
+	step "pack cuda = cpu" "$LOGS/pack.log" pack_all
 fi
 if want train; then
-	step "train gpt162m 200" "$OUT/train.jsonl" "$root/bin/lcttop" train --headless --backend cuda --model gpt162m --steps 200 \
+	step "train gpt162m 200" "$LOGS/train.jsonl" "$root/bin/lcttop" train --headless --backend cuda --model gpt162m --steps 200 \
 		--check-every 50 --val-every 50 --val-batches 4 --timing-warmup 3 --json
 fi
 if want memory; then
-	# the ledger's peak beside NVML's, each run alone (bench step --alone and --shadow-only)
-	step "memory: dense alone" "$OUT/mem-dense.jsonl" "$root/bin/lcttop" bench step --shadow-only --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
-	step "memory: LCT alone" "$OUT/mem-lct.jsonl" "$root/bin/lcttop" bench step --alone --model gpt162m --steps 30 --check-every 0 --val-every 0 --json
+	# the ledger's peak beside the pool's, the driver allocations' and NVML's, each run alone
+	# (and the pool's traffic, to replay under other policies)
+	step "memory: dense alone" "$LOGS/mem-dense.jsonl" "$root/bin/lcttop" bench step --shadow-only --model gpt162m --steps 30 --check-every 0 --val-every 0 --json --pool-trace "$LOGS/pool-dense.trace"
+	step "memory: LCT alone" "$LOGS/mem-lct.jsonl" "$root/bin/lcttop" bench step --alone --model gpt162m --steps 30 --check-every 0 --val-every 0 --json --pool-trace "$LOGS/pool-lct.trace"
 fi
 if want bench; then
-	step "bench" "$OUT/bench.log" bash -c "'$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '$LCTTOP_TENSORS' --real-size 67108864 >'$OUT/bench.txt'"
+	step "bench" "$LOGS/bench.log" bash -c "'$root/bin/lcttop' bench --sizes 256Mi --step-sizes 256Mi --tensors '$LCTTOP_TENSORS' --real-size 67108864 >'$LOGS/bench.txt'"
 fi
 if want fuzz; then
 	# the GPU decoder on corrupt streams: 1M executions (no coverage guidance
 	# in a prebuilt test binary; the mutations still reach every byte)
-	step "fuzz gpu decode 1M" "$OUT/fuzz.log" bash -c "cd gpu && timeout ${FUZZ_SECONDS:-150} '$root/bin/gpu.test' -test.run '^$' -test.fuzz '^FuzzDecodeCorrupt$' -test.fuzztime 1000000x -test.parallel 8 -test.fuzzcachedir '$OUT/fuzzcache'"
+	step "fuzz gpu decode 1M" "$LOGS/fuzz.log" bash -c "cd gpu && timeout ${FUZZ_SECONDS:-150} '$root/bin/gpu.test' -test.run '^$' -test.fuzz '^FuzzDecodeCorrupt$' -test.fuzztime 1000000x -test.parallel 8 -test.fuzzcachedir /tmp/lcttop-fuzzcache"
+fi
+if want ui; then
+	step "ui" "$LOGS/ui_check.log" env OUT="$LOGS/ui" STAGES="screen cost" bash scripts/ui_check.sh
+fi
+if want dump; then
+	step "dump helper" "$LOGS/dump.log" env OUT="$LOGS/dump" BIN="$root/bin" bash scripts/dump_cost.sh
 fi
 
-echo
-echo "== summary"
-grep -hE "^(--- (FAIL|SKIP)|FAIL|ok |panic)" "$OUT"/*-test.log 2>/dev/null | sort | uniq -c
-for f in "$OUT"/*-test.log; do [ -f "$f" ] && echo "$(basename "$f"): $(grep -c '^--- PASS' "$f") PASS, $(grep -c '^--- SKIP' "$f") SKIP, $(grep -c '^--- FAIL' "$f") FAIL"; done
-grep -hE "DIFFER|same bytes" "$OUT/pack.log" 2>/dev/null | sort | uniq -c | head
-tail -1 "$OUT/train.jsonl" 2>/dev/null | cut -c1-1500
-for f in "$OUT"/mem-*.jsonl; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"; done
-cat "$OUT/bench.txt" 2>/dev/null | head -60
-tail -3 "$OUT/fuzz.log" 2>/dev/null
-cat "$OUT/steps.txt"
+summary() {
+	echo
+	echo "== summary"
+	grep -hE "^(--- (FAIL|SKIP)|FAIL|panic)" "$LOGS"/*-test.log 2>/dev/null | sort | uniq -c
+	for f in "$LOGS"/*-test.log; do [ -f "$f" ] && echo "$(basename "$f"): $(grep -c -- '--- PASS' "$f") PASS, $(grep -c -- '--- SKIP' "$f") SKIP, $(grep -c -- '--- FAIL' "$f") FAIL"; done
+	sed 's/: .*//' "$LOGS/pack.log" 2>/dev/null | sort | uniq -c
+	tail -1 "$LOGS/train.jsonl" 2>/dev/null | cut -c1-1500
+	for f in "$LOGS"/mem-*.jsonl; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"; done
+	sed -n '/^lcttop bench:/,$p' "$LOGS/bench.txt" 2>/dev/null
+	tail -3 "$LOGS/fuzz.log" 2>/dev/null
+	tail -4 "$LOGS/ui_check.log" 2>/dev/null
+	grep -A12 "=== cost" "$LOGS/dump/dump_cost.log" 2>/dev/null
+	cat "$LOGS/steps.txt"
+}
+summary | tee "$LOGS/summary.txt"
+[ -n "${ARCHIVE:-}" ] && tar czf "$ARCHIVE" -C "$LOGS" .
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "FAILED: ${failed[*]}"
 	exit 1

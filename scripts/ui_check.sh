@@ -4,9 +4,12 @@
 # devrun/ along, then run `bash scripts/ui_check.sh` from the repository root.
 #   screen  lcttop --backend cuda --model gpt162m under a 160x48 pseudo-
 #           terminal (devrun/ptyrun.py): after 40 s the filter shows the
-#           adam_v tensors, d changes their class's distribution, c compares
-#           every codec on the first, t opens the teaching view and > > walk
-#           to block 2; the capture replays in tmux (docs/ui.md).
+#           adam_v tensors, the down arrow picks the second (wpe.v: the first,
+#           wte.v, is one of the small tensors kept as they are), d changes
+#           their class's distribution, c compares every codec on it, t opens
+#           the teaching view and > > walk to block 2; the capture replays in
+#           tmux with echo off (stty -echo: the program's terminal queries
+#           would otherwise be answered onto the screen) (docs/ui.md).
 #   cost    steps per second with the UI at its default refresh against
 #           lcttop train --headless, same model, ROUNDS interleaved rounds:
 #           the UI's rate from two snapshots exported (e) 30 s apart, the
@@ -26,7 +29,7 @@ pty=$root/devrun/ptyrun.py
 
 if want screen; then
 	mkdir -p "$OUT/screen"
-	python3 "$pty" "$OUT/screen/ui.cap" 75 160 48 "/@42,adam_v@43,\r@44,d@46,c@52,t@60,>@64,>@67" -- \
+	python3 "$pty" "$OUT/screen/ui.cap" 75 160 48 "/@42,adam_v@43,\r@44,\x1b[B@45,d@46,c@52,t@60,>@64,>@67" -- \
 		"$bin" --backend cuda --model "$MODEL" --export-dir "$OUT/screen" >"$OUT/screen/pty.log" 2>&1
 	echo "screen: $(ls "$OUT/screen" | tr '\n' ' ')"
 fi

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"lcttop/session"
 	"maps"
 	"sync"
 )
@@ -13,11 +14,11 @@ import (
 type Allocator interface {
 	// Alloc records bytes newly allocated in category c. It fails, recording
 	// nothing, when a budget would be exceeded.
-	Alloc(c Category, bytes int64) error
+	Alloc(c session.Category, bytes int64) error
 	// Free records bytes released in category c.
-	Free(c Category, bytes int64)
+	Free(c session.Category, bytes int64)
 	// Memory returns the live and peak bytes so far.
-	Memory() Memory
+	Memory() session.Memory
 }
 
 // Ledger is the Allocator's accounting: live and peak bytes per category and
@@ -27,20 +28,20 @@ type Ledger struct {
 	Budget int64
 
 	mu        sync.Mutex
-	live      map[Category]int64
-	peak      map[Category]int64
-	atPeak    map[Category]int64 // live by category when the total peaked
+	live      map[session.Category]int64
+	peak      map[session.Category]int64
+	atPeak    map[session.Category]int64 // live by category when the total peaked
 	liveTotal int64
 	peakTotal int64
 }
 
 // NewLedger returns an empty ledger with the given budget (0: none).
 func NewLedger(budget int64) *Ledger {
-	return &Ledger{Budget: budget, live: map[Category]int64{}, peak: map[Category]int64{}, atPeak: map[Category]int64{}}
+	return &Ledger{Budget: budget, live: map[session.Category]int64{}, peak: map[session.Category]int64{}, atPeak: map[session.Category]int64{}}
 }
 
 // Alloc implements Allocator.
-func (l *Ledger) Alloc(c Category, bytes int64) error {
+func (l *Ledger) Alloc(c session.Category, bytes int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.Budget > 0 && l.liveTotal+bytes > l.Budget {
@@ -57,7 +58,7 @@ func (l *Ledger) Alloc(c Category, bytes int64) error {
 }
 
 // Free implements Allocator.
-func (l *Ledger) Free(c Category, bytes int64) {
+func (l *Ledger) Free(c session.Category, bytes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.live[c] -= bytes
@@ -68,11 +69,11 @@ func (l *Ledger) Free(c Category, bytes int64) {
 }
 
 // Memory implements Allocator; every category appears in both maps.
-func (l *Ledger) Memory() Memory {
+func (l *Ledger) Memory() session.Memory {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	m := Memory{Live: maps.Clone(l.live), Peak: maps.Clone(l.peak), AtPeak: maps.Clone(l.atPeak), LiveTotal: l.liveTotal, PeakTotal: l.peakTotal}
-	for _, c := range Categories {
+	m := session.Memory{Live: maps.Clone(l.live), Peak: maps.Clone(l.peak), AtPeak: maps.Clone(l.atPeak), LiveTotal: l.liveTotal, PeakTotal: l.peakTotal}
+	for _, c := range session.Categories {
 		m.Live[c] += 0
 		m.Peak[c] += 0
 		m.AtPeak[c] += 0

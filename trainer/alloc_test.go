@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"lcttop/session"
 	"testing"
 )
 
@@ -12,35 +13,35 @@ func TestLedgerPeaks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(l.Alloc(Weights, 100))
-	must(l.Alloc(Activations, 50))
-	l.Free(Activations, 50)
-	must(l.Alloc(Gradients, 30))
+	must(l.Alloc(session.Weights, 100))
+	must(l.Alloc(session.Activations, 50))
+	l.Free(session.Activations, 50)
+	must(l.Alloc(session.Gradients, 30))
 	m := l.Memory()
 	if m.LiveTotal != 130 || m.PeakTotal != 150 {
 		t.Fatalf("live %d peak %d, want 130 and 150", m.LiveTotal, m.PeakTotal)
 	}
-	if m.Peak[Activations] != 50 || m.Live[Activations] != 0 || m.Peak[Gradients] != 30 {
+	if m.Peak[session.Activations] != 50 || m.Live[session.Activations] != 0 || m.Peak[session.Gradients] != 30 {
 		t.Fatalf("by category: %+v", m)
 	}
-	if m.AtPeak[Weights] != 100 || m.AtPeak[Activations] != 50 || m.AtPeak[Gradients] != 0 {
+	if m.AtPeak[session.Weights] != 100 || m.AtPeak[session.Activations] != 50 || m.AtPeak[session.Gradients] != 0 {
 		t.Fatalf("at the peak: %+v", m.AtPeak)
 	}
-	if _, ok := m.Live[OverflowPool]; !ok {
+	if _, ok := m.Live[session.OverflowPool]; !ok {
 		t.Fatal("every category must be listed")
 	}
 	l.ResetPeak()
-	if m := l.Memory(); m.PeakTotal != 130 || m.Peak[Activations] != 0 {
+	if m := l.Memory(); m.PeakTotal != 130 || m.Peak[session.Activations] != 0 {
 		t.Fatalf("after reset: %+v", m)
 	}
 }
 
 func TestLedgerBudget(t *testing.T) {
 	l := NewLedger(100)
-	if err := l.Alloc(Weights, 80); err != nil {
+	if err := l.Alloc(session.Weights, 80); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Alloc(Activations, 21); err == nil {
+	if err := l.Alloc(session.Activations, 21); err == nil {
 		t.Fatal("allocation over the budget succeeded")
 	}
 	if m := l.Memory(); m.LiveTotal != 80 {
@@ -50,11 +51,11 @@ func TestLedgerBudget(t *testing.T) {
 
 func ExampleLedger() {
 	l := NewLedger(0)
-	_ = l.Alloc(Weights, 1000)
-	_ = l.Alloc(Activations, 500) // saved for backward
-	l.Free(Activations, 500)
-	_ = l.Alloc(Gradients, 200)
+	_ = l.Alloc(session.Weights, 1000)
+	_ = l.Alloc(session.Activations, 500) // saved for backward
+	l.Free(session.Activations, 500)
+	_ = l.Alloc(session.Gradients, 200)
 	m := l.Memory()
-	fmt.Println("live", m.LiveTotal, "peak", m.PeakTotal, "activations at the peak", m.AtPeak[Activations])
+	fmt.Println("live", m.LiveTotal, "peak", m.PeakTotal, "activations at the peak", m.AtPeak[session.Activations])
 	// Output: live 1200 peak 1500 activations at the peak 500
 }

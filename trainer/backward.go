@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 
+	"lcttop/session"
 	"lcttop/trainer/ops"
 )
 
@@ -16,7 +17,7 @@ func (r *run) backward(b *Batch, step int) error {
 	m := r.model
 	N, C := r.B*r.T, m.Dim
 	ln := ops.LayerNorm{N: N, C: C}
-	grad := func(n int) []uint16 { return st.newBuf(Gradients, n) }
+	grad := func(n int) []uint16 { return st.newBuf(session.Gradients, n) }
 
 	// Head: logits = lnf · headᵀ.
 	head := ops.Linear{N: N, In: C, Out: Vocab}
@@ -28,14 +29,14 @@ func (r *run) backward(b *Batch, step int) error {
 	dw := grad(Vocab * C)
 	head.BackwardWeight(dw, nil, r.dlogits, lnf)
 	st.drop(r.lnf, lnf)
-	st.freeBuf(Gradients, r.dlogits)
+	st.freeBuf(session.Gradients, r.dlogits)
 	r.dlogits = nil
 	r.update(step, "head.w", dw)
 
 	// Final LayerNorm; dres is the gradient of the residual stream from here down.
 	dres := grad(N * C)
 	r.layerNormBackward(ln, step, "lnf", dres, dx, r.lnfIn, r.meanf, r.rstdf)
-	st.freeBuf(Gradients, dx)
+	st.freeBuf(session.Gradients, dx)
 
 	for l := m.Layers - 1; l >= 0; l-- {
 		a := &r.blocks[l]
@@ -60,13 +61,13 @@ func (r *run) backward(b *Batch, step int) error {
 		fc.BackwardInput(dln, dh, w)
 		r.doneParam(p+"fc.w", w)
 		r.linearWeightGrad(fc, step, p+"fc", dh, a.ln2, st.take(a.ln2))
-		st.freeBuf(Gradients, dh)
+		st.freeBuf(session.Gradients, dh)
 
 		dx := grad(N * C)
 		r.layerNormBackward(ln, step, p+"ln2", dx, dln, a.mid, a.mean2, a.rstd2)
 		ops.Add(dres, dres, dx)
-		st.freeBuf(Gradients, dx)
-		st.freeBuf(Gradients, dln)
+		st.freeBuf(session.Gradients, dx)
+		st.freeBuf(session.Gradients, dln)
 
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
 		proj := ops.Linear{N: N, In: C, Out: C}
@@ -80,7 +81,7 @@ func (r *run) backward(b *Batch, step int) error {
 		qkv := st.take(a.qkv)
 		ops.Attention{B: r.B, T: r.T, C: C, H: m.Heads}.Backward(dqkv, dy, qkv)
 		st.drop(a.qkv, qkv)
-		st.freeBuf(Gradients, dy)
+		st.freeBuf(session.Gradients, dy)
 
 		lin := ops.Linear{N: N, In: C, Out: 3 * C}
 		dln = grad(N * C)
@@ -88,19 +89,19 @@ func (r *run) backward(b *Batch, step int) error {
 		lin.BackwardInput(dln, dqkv, w)
 		r.doneParam(p+"qkv.w", w)
 		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1))
-		st.freeBuf(Gradients, dqkv)
+		st.freeBuf(session.Gradients, dqkv)
 
 		dx = grad(N * C)
 		r.layerNormBackward(ln, step, p+"ln1", dx, dln, a.in, a.mean1, a.rstd1)
 		ops.Add(dres, dres, dx)
-		st.freeBuf(Gradients, dx)
-		st.freeBuf(Gradients, dln)
+		st.freeBuf(session.Gradients, dx)
+		st.freeBuf(session.Gradients, dln)
 	}
 
 	// Embeddings; position rows past T (a shorter sequence) get zero gradient.
 	dwte, dwpe := grad(Vocab*C), grad(m.Context*C)
 	ops.Embedding{B: r.B, T: r.T, C: C, V: Vocab}.Backward(dwte, dwpe, dres, b.Tokens)
-	st.freeBuf(Gradients, dres)
+	st.freeBuf(session.Gradients, dres)
 	r.update(step, "wte", dwte)
 	r.update(step, "wpe", dwpe)
 	return st.takeErr()
@@ -110,7 +111,7 @@ func (r *run) backward(b *Batch, step int) error {
 // from dy and its saved input x (taken from slot in, dropped here: its last
 // use), then applies the optimizer to both.
 func (r *run) linearWeightGrad(l ops.Linear, step int, prefix string, dy []uint16, in *slot, x []uint16) {
-	dw, db := r.st.newBuf(Gradients, l.Out*l.In), r.st.newBuf(Gradients, l.Out)
+	dw, db := r.st.newBuf(session.Gradients, l.Out*l.In), r.st.newBuf(session.Gradients, l.Out)
 	l.BackwardWeight(dw, db, dy, x)
 	r.st.drop(in, x)
 	r.update(step, prefix+".w", dw)
@@ -122,14 +123,14 @@ func (r *run) linearWeightGrad(l ops.Linear, step int, prefix string, dy []uint1
 // optimizer to the gain and the bias.
 func (r *run) layerNormBackward(ln ops.LayerNorm, step int, prefix string, dx, dy []uint16, in *slot, mean, rstd []float32) {
 	st := r.st
-	dg, db := st.newBuf(Gradients, ln.C), st.newBuf(Gradients, ln.C)
+	dg, db := st.newBuf(session.Gradients, ln.C), st.newBuf(session.Gradients, ln.C)
 	x := st.take(in)
 	g := r.readParam(prefix + ".g")
 	ln.Backward(dx, dg, db, dy, x, g, mean, rstd)
 	r.doneParam(prefix+".g", g)
 	st.drop(in, x)
-	st.freeF32(Activations, mean)
-	st.freeF32(Activations, rstd)
+	st.freeF32(session.Activations, mean)
+	st.freeF32(session.Activations, rstd)
 	r.update(step, prefix+".g", dg)
 	r.update(step, prefix+".b", db)
 }

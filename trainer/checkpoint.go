@@ -1,14 +1,19 @@
 package trainer
 
 import (
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
+	"lcttop/session"
 )
 
 // checkpointFormat names the metadata layout of trainer checkpoints.
@@ -49,15 +54,45 @@ func (t *Trainer) saveCheckpoint(path string) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	cc := t.lct.st.classes[ClassWeight]
+	cc := t.lct.st.classes[session.ClassWeight]
 	packed, err := lctfile.Pack(file, lctfile.Options{Preset: cc.Preset, Dist: cc.Dist})
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	if err := lctfile.WriteFileAtomic(path, packed); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+		return fmt.Errorf("checkpoint %w", err) // the error starts with the path
 	}
 	return nil
+}
+
+// checkpointPath is where the checkpoint of the current step goes: the
+// configured file, or a step-named file in the configured folder; "" when
+// neither is set.
+func (t *Trainer) checkpointPath() string {
+	if t.cfg.CheckpointDir != "" {
+		return filepath.Join(t.cfg.CheckpointDir, fmt.Sprintf("step_%08d.lct", t.step))
+	}
+	return t.cfg.CheckpointPath
+}
+
+// checkCheckpointPath says, before any step is taken, whether a checkpoint
+// can be written at path: not over a folder, and in a folder that takes a
+// new file (the checkpoint goes through a temporary file there, renamed
+// into place), tried with a file made and removed at once.
+func checkCheckpointPath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("checkpoint %s: cannot write: is a directory", path)
+	}
+	probe, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".probe-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("checkpoint %s: cannot write: %w", path, err)
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
 }
 
 // checkpointSettings are the settings that decide the training's numbers:
@@ -86,7 +121,7 @@ func readCheckpoint(path string, rc resolved, d *Dataset) (map[string][]uint16, 
 	}
 	packed, err := lctfile.ReadInput(path)
 	if err != nil {
-		return fail("%v", err)
+		return nil, 0, fmt.Errorf("resume %w", err) // the error starts with the path
 	}
 	raw, err := lctfile.Unpack(packed, nil)
 	if err != nil {

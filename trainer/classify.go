@@ -1,6 +1,9 @@
 package trainer
 
-import "strings"
+import (
+	"lcttop/session"
+	"strings"
+)
 
 // ClassifyTensor places a tensor of a checkpoint file in a class from its
 // name, the way training frameworks name what they save: optimizer states
@@ -12,32 +15,32 @@ import "strings"
 // class to the tensors whose names do not say otherwise. Anything else is
 // ClassOther. lcttop open and pack --plan share it, so a plan's class
 // entries reach the same tensors in both.
-func ClassifyTensor(name string, metadata map[string]string) TensorClass {
+func ClassifyTensor(name string, metadata map[string]string) session.TensorClass {
 	c := classifyName(name, metadata)
-	if c == ClassWeight || c == ClassOther {
+	if c == session.ClassWeight || c == session.ClassOther {
 		if k := metadata["kind"]; k != "" {
-			if kc := classifyName(k, nil); kc != ClassOther {
+			if kc := classifyName(k, nil); kc != session.ClassOther {
 				return kc
 			}
 			if k == "weight" || k == "weights" || k == "params" {
-				return ClassWeight
+				return session.ClassWeight
 			}
 		}
 	}
 	return c
 }
 
-func classifyName(name string, metadata map[string]string) TensorClass {
+func classifyName(name string, metadata map[string]string) session.TensorClass {
 	if strings.HasPrefix(metadata["lcttop.format"], "lcttop-trainer/") {
 		switch {
 		case strings.HasSuffix(name, ".m"):
-			return ClassAdamM
+			return session.ClassAdamM
 		case strings.HasSuffix(name, ".v"):
-			return ClassAdamV
+			return session.ClassAdamV
 		case strings.HasSuffix(name, ".mom"):
-			return ClassMomentum
+			return session.ClassMomentum
 		}
-		return ClassWeight
+		return session.ClassWeight
 	}
 	parts := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool {
 		return r == '.' || r == '/' || r == ':' || r == '#' || r == '@' || r == '[' || r == ']'
@@ -54,17 +57,17 @@ func classifyName(name string, metadata map[string]string) TensorClass {
 	}
 	switch {
 	case has("exp_avg_sq", "exp_avg_sqs", "max_exp_avg_sq", "adam_v", "second_moment", "exp_avg_sq_row", "exp_avg_sq_col"):
-		return ClassAdamV
+		return session.ClassAdamV
 	case has("exp_avg", "exp_avgs", "adam_m", "first_moment"):
-		return ClassAdamM
+		return session.ClassAdamM
 	case has("momentum_buffer", "momentum", "momentum_buffers"):
-		return ClassMomentum
+		return session.ClassMomentum
 	case has("grad", "grads", "gradient", "gradients") || strings.HasSuffix(strings.ToLower(name), "_grad"):
-		return ClassGradient
+		return session.ClassGradient
 	case has("act", "acts", "activation", "activations"):
-		return ClassActivation
+		return session.ClassActivation
 	case has("weight", "weights", "bias", "param", "params", "parameters", "model", "module", "model_state_dict"):
-		return ClassWeight
+		return session.ClassWeight
 	}
-	return ClassOther
+	return session.ClassOther
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // Config is one training: the model, the optimizer, the data, and how the
@@ -20,7 +21,7 @@ type Config struct {
 	DataPath  string // "": the built-in corpus
 
 	// Codec is the LCT run's setting per tensor class.
-	Codec map[TensorClass]ClassCodec
+	Codec map[session.TensorClass]session.ClassCodec
 	// CheckEvery compares every weight and optimizer state of the two runs
 	// every so many steps (0: never; losses are compared every step).
 	CheckEvery int
@@ -42,22 +43,25 @@ type Config struct {
 
 	CheckpointPath  string // where checkpoints go (.lct)
 	CheckpointEvery int    // write one every so many steps (0: only when asked)
-	ResumePath      string // start from this checkpoint
+	// CheckpointDir, instead of CheckpointPath, gives each checkpoint a file
+	// of its own, DIR/step_NNNNNNNN.lct: the folder lcttop watch follows.
+	CheckpointDir string
+	ResumePath    string // start from this checkpoint
 }
 
 // DefaultClassCodec is the LCT run's default setting for each class: AUTO
 // capacity and an empirical codebook, the combination that stores every
 // class in the fewest bytes on this trainer's tensors (docs/trainer.md).
-var DefaultClassCodec = map[TensorClass]ClassCodec{
-	ClassWeight:     {Preset: codec.Auto, Dist: codec.Empirical},
-	ClassMomentum:   {Preset: codec.Auto, Dist: codec.Empirical},
-	ClassAdamM:      {Preset: codec.Auto, Dist: codec.Empirical},
-	ClassAdamV:      {Preset: codec.Auto, Dist: codec.Empirical},
-	ClassActivation: {Preset: codec.Auto, Dist: codec.Empirical},
+var DefaultClassCodec = map[session.TensorClass]session.ClassCodec{
+	session.ClassWeight:     {Preset: codec.Auto, Dist: codec.Empirical},
+	session.ClassMomentum:   {Preset: codec.Auto, Dist: codec.Empirical},
+	session.ClassAdamM:      {Preset: codec.Auto, Dist: codec.Empirical},
+	session.ClassAdamV:      {Preset: codec.Auto, Dist: codec.Empirical},
+	session.ClassActivation: {Preset: codec.Auto, Dist: codec.Empirical},
 }
 
 // TensorClasses lists the classes in display order.
-var TensorClasses = []TensorClass{ClassWeight, ClassMomentum, ClassAdamM, ClassAdamV, ClassActivation}
+var TensorClasses = []session.TensorClass{session.ClassWeight, session.ClassMomentum, session.ClassAdamM, session.ClassAdamV, session.ClassActivation}
 
 // DefaultConfig is the live demo: tiny model, CPU, AdamW, built-in corpus.
 func DefaultConfig() Config {
@@ -75,7 +79,7 @@ func DefaultConfig() Config {
 }
 
 // ParseClass reads a tensor class name.
-func ParseClass(s string) (TensorClass, error) {
+func ParseClass(s string) (session.TensorClass, error) {
 	for _, c := range TensorClasses {
 		if string(c) == s {
 			return c, nil
@@ -132,8 +136,10 @@ func (cfg Config) resolve() (resolved, error) {
 		return r, fmt.Errorf("pool budget %d: must not be negative", r.PoolBudget)
 	case r.ValEvery > 0 && r.ValBatches < 1:
 		return r, fmt.Errorf("validation every %d steps needs at least one validation batch", r.ValEvery)
-	case r.CheckpointEvery > 0 && r.CheckpointPath == "":
-		return r, fmt.Errorf("checkpoint every %d steps needs a checkpoint path", r.CheckpointEvery)
+	case r.CheckpointEvery > 0 && r.CheckpointPath == "" && r.CheckpointDir == "":
+		return r, fmt.Errorf("checkpoint every %d steps needs a checkpoint path or folder", r.CheckpointEvery)
+	case r.CheckpointPath != "" && r.CheckpointDir != "":
+		return r, fmt.Errorf("a checkpoint path and a checkpoint folder: give one")
 	}
 	codecs := maps.Clone(DefaultClassCodec)
 	for _, c := range slices.Sorted(maps.Keys(cfg.Codec)) {
@@ -150,7 +156,7 @@ func (cfg Config) resolve() (resolved, error) {
 }
 
 // CheckClassCodec reports a preset or distribution codec does not know.
-func CheckClassCodec(cc ClassCodec) error {
+func CheckClassCodec(cc session.ClassCodec) error {
 	if !slices.Contains(codec.Presets, cc.Preset) {
 		return fmt.Errorf("preset %d out of range", cc.Preset)
 	}

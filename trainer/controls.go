@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"lcttop/session"
 )
 
 // Run trains until cfg.Steps steps are done (0: until stopped), Stop is
@@ -76,10 +77,10 @@ func (t *Trainer) FinalCheckpoint() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	every := t.cfg.CheckpointEvery
-	if t.cfg.CheckpointPath == "" || t.step == 0 || every > 0 && t.step%every == 0 || t.step == t.finalSaved {
+	if t.checkpointPath() == "" || t.step == 0 || every > 0 && t.step%every == 0 || t.step == t.finalSaved {
 		return nil
 	}
-	if err := t.saveCheckpoint(t.cfg.CheckpointPath); err != nil {
+	if err := t.saveCheckpoint(t.checkpointPath()); err != nil {
 		return err
 	}
 	t.finalSaved = t.step
@@ -124,8 +125,8 @@ func (t *Trainer) waitTurn(ctx context.Context) (turn, error) {
 }
 
 // emit replaces whatever snapshot is waiting with s: the channel holds one.
-func (t *Trainer) emit(s Snapshot) {
-	SendNewest(t.snaps, s)
+func (t *Trainer) emit(s session.Snapshot) {
+	session.SendNewest(t.snaps, s)
 }
 
 func (t *Trainer) signal() {
@@ -178,7 +179,7 @@ func (t *Trainer) setControl(f func()) {
 // and the next snapshot shows the new figures; activations take the setting
 // as they are next saved. The values, and so the training, do not change:
 // the codec is lossless.
-func (t *Trainer) SetClassCodec(c TensorClass, cc ClassCodec) error {
+func (t *Trainer) SetClassCodec(c session.TensorClass, cc session.ClassCodec) error {
 	if _, err := ParseClass(string(c)); err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (t *Trainer) SetClassCodec(c TensorClass, cc ClassCodec) error {
 }
 
 // ClassCodec returns the setting of class c (the latest asked for).
-func (t *Trainer) ClassCodec(c TensorClass) ClassCodec {
+func (t *Trainer) ClassCodec(c session.TensorClass) session.ClassCodec {
 	t.ctl.Lock()
 	defer t.ctl.Unlock()
 	return t.desired[c]
@@ -202,7 +203,7 @@ func (t *Trainer) ClassCodec(c TensorClass) ClassCodec {
 // SetTensorCodec gives one tensor of the LCT run its own preset and
 // distribution, over its class's. It is applied as SetClassCodec's changes
 // are.
-func (t *Trainer) SetTensorCodec(name string, cc ClassCodec) error {
+func (t *Trainer) SetTensorCodec(name string, cc session.ClassCodec) error {
 	if !t.names[name] {
 		return fmt.Errorf("no tensor named %q", name)
 	}
@@ -230,7 +231,7 @@ func (t *Trainer) ClearTensorCodec(name string) error {
 
 // TensorCodec returns tensor name's override (the latest asked for); ok is
 // false when it follows its class.
-func (t *Trainer) TensorCodec(name string) (ClassCodec, bool) {
+func (t *Trainer) TensorCodec(name string) (session.ClassCodec, bool) {
 	t.ctl.Lock()
 	defer t.ctl.Unlock()
 	cc, ok := t.tensorDesired[name]
@@ -241,7 +242,7 @@ func (t *Trainer) TensorCodec(name string) (ClassCodec, bool) {
 func (t *Trainer) applyPending() error {
 	t.ctl.Lock()
 	classes, tensors := t.pending, t.tensorPending
-	t.pending, t.tensorPending = map[TensorClass]ClassCodec{}, map[string]*ClassCodec{}
+	t.pending, t.tensorPending = map[session.TensorClass]session.ClassCodec{}, map[string]*session.ClassCodec{}
 	t.ctl.Unlock()
 	if len(classes) == 0 && len(tensors) == 0 {
 		return nil
@@ -269,7 +270,7 @@ func (t *Trainer) applyPending() error {
 
 // refreshTensors updates a snapshot's tensor figures and memory after a
 // re-encoding between steps; t.mu is held.
-func (t *Trainer) refreshTensors(s *Snapshot) {
+func (t *Trainer) refreshTensors(s *session.Snapshot) {
 	fresh := t.snapshot(s.LossLCT, s.LossShadow, s.StepTimeLCT, s.StepTimeShadow, codecClock{})
 	s.Time = fresh.Time
 	s.Tensors, s.Fallbacks = fresh.Tensors, fresh.Fallbacks

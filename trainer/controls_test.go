@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // next waits for a snapshot from Run.
-func next(t *testing.T, ch <-chan Snapshot) Snapshot {
+func next(t *testing.T, ch <-chan session.Snapshot) session.Snapshot {
 	t.Helper()
 	select {
 	case s, ok := <-ch:
@@ -21,7 +22,7 @@ func next(t *testing.T, ch <-chan Snapshot) Snapshot {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("no snapshot")
 	}
-	return Snapshot{}
+	return session.Snapshot{}
 }
 
 func TestRunControls(t *testing.T) {
@@ -47,11 +48,11 @@ func TestRunControls(t *testing.T) {
 	}
 
 	// A codec change while paused is applied at once and shown.
-	want := ClassCodec{Preset: codec.High, Dist: codec.Laplace}
-	if err := tr.SetClassCodec(ClassWeight, want); err != nil {
+	want := session.ClassCodec{Preset: codec.High, Dist: codec.Laplace}
+	if err := tr.SetClassCodec(session.ClassWeight, want); err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.ClassCodec(ClassWeight); got != want {
+	if got := tr.ClassCodec(session.ClassWeight); got != want {
 		t.Fatalf("ClassCodec = %v, want %v", got, want)
 	}
 	s := next(t, ch)
@@ -59,7 +60,7 @@ func TestRunControls(t *testing.T) {
 		t.Fatalf("re-encoding took a step: %d", s.Step)
 	}
 	for _, ts := range s.Tensors {
-		if ts.Class == ClassWeight && (ts.Preset != "high" || ts.Distribution != "laplace") {
+		if ts.Class == session.ClassWeight && (ts.Preset != codec.High || ts.Distribution != codec.Laplace) {
 			t.Fatalf("%s still %s/%s after the change", ts.Name, ts.Preset, ts.Distribution)
 		}
 	}
@@ -90,7 +91,7 @@ func TestRunStopsAtStepsAndCheckpoints(t *testing.T) {
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	last := Snapshot{}
+	last := session.Snapshot{}
 	for s := range tr.Snapshots() {
 		last = s
 	}
@@ -106,7 +107,7 @@ func TestRunStopsAtStepsAndCheckpoints(t *testing.T) {
 func TestEmitKeepsNewest(t *testing.T) {
 	tr := newTrainer(t, quickConfig("sgd"))
 	for i := range 5 {
-		tr.emit(Snapshot{Step: i})
+		tr.emit(session.Snapshot{Step: i})
 	}
 	if s := <-tr.Snapshots(); s.Step != 4 {
 		t.Fatalf("coalesced snapshot is step %d, want 4", s.Step)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // storedSlot finds a parameter or optimizer state of the LCT run; t.mu is
@@ -27,22 +28,22 @@ func (t *Trainer) storedSlot(name string) (*slot, error) {
 // run stores a tensor as chunks of at most one codec block each, so block b
 // is chunk b. It waits for the step in progress, so call it off the UI's
 // goroutine.
-func (t *Trainer) Detail(name string, block int) (TensorDetail, error) {
+func (t *Trainer) Detail(name string, block int) (session.TensorDetail, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, err := t.storedSlot(name)
 	if err != nil {
-		return TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
 	blocks := s.chunkCount()
 	if block < 0 || block >= blocks {
-		return TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range (it has %d)", name, block, blocks)
+		return session.TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range (it has %d)", name, block, blocks)
 	}
 	st := t.lct.st
 	lo, hi := s.chunkRange(block)
-	d := TensorDetail{Name: s.name, Class: s.class, Block: block, Blocks: blocks, N: s.n, Values: make([]uint16, hi-lo)}
+	d := session.TensorDetail{Name: s.name, Class: s.class, Block: block, Blocks: blocks, N: s.n, Values: make([]uint16, hi-lo)}
 	if err := st.decodeChunk(st.workers[0], s, block, d.Values); err != nil {
-		return TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
 	if c := &s.chunks[block]; c.enc != nil {
 		d.Codebook, d.Layout = c.enc.Codebook, c.enc.Layout

@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 
+	"lcttop/session"
 	"lcttop/trainer/ops"
 )
 
@@ -14,11 +15,13 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 	m := r.model
 	N, C := r.B*r.T, m.Dim
 	ln := ops.LayerNorm{N: N, C: C}
-	stats := func() ([]float32, []float32) { return st.newF32(Activations, N), st.newF32(Activations, N) }
+	stats := func() ([]float32, []float32) {
+		return st.newF32(session.Activations, N), st.newF32(session.Activations, N)
+	}
 	dropStats := func(mean, rstd []float32) {
 		if !train {
-			st.freeF32(Activations, mean)
-			st.freeF32(Activations, rstd)
+			st.freeF32(session.Activations, mean)
+			st.freeF32(session.Activations, rstd)
 		}
 	}
 
@@ -28,29 +31,37 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 	r.doneParam("wte", wte)
 	r.doneParam("wpe", wpe)
 
+	// The LCT run encodes each saved activation while the ops that read it
+	// run (encodeEarly), and settles it where the shadow run lets go of it.
 	for l := range m.Layers {
 		a := &r.blocks[l]
 		p := fmt.Sprintf("blk%d.", l)
+		st.encodeEarly(a.in, x, train)
 		a.mean1, a.rstd1 = stats()
 		ln1 := st.begin(a.ln1)
 		r.layerNorm(ln, p+"ln1", ln1, a.mean1, a.rstd1, x)
 		dropStats(a.mean1, a.rstd1)
+		st.encodeEarly(a.ln1, ln1, train)
 		qkv := st.begin(a.qkv)
 		r.linear(ops.Linear{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
 		st.commit(a.ln1, ln1, train)
+		st.encodeEarly(a.qkv, qkv, train)
 		y := st.begin(a.attn)
 		ops.Attention{B: r.B, T: r.T, C: C, H: m.Heads}.Forward(y, qkv)
 		st.commit(a.qkv, qkv, train)
+		st.encodeEarly(a.attn, y, train)
 		mid := st.begin(a.mid)
 		r.linear(ops.Linear{N: N, In: C, Out: C}, p+"proj", mid, y)
 		st.commit(a.attn, y, train)
 		ops.Add(mid, mid, x)
 		st.commit(a.in, x, train)
 
+		st.encodeEarly(a.mid, mid, train)
 		a.mean2, a.rstd2 = stats()
 		ln2 := st.begin(a.ln2)
 		r.layerNorm(ln, p+"ln2", ln2, a.mean2, a.rstd2, mid)
 		dropStats(a.mean2, a.rstd2)
+		st.encodeEarly(a.ln2, ln2, train)
 		h := st.begin(a.fc)
 		r.linear(ops.Linear{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
 		st.commit(a.ln2, ln2, train)
@@ -63,17 +74,19 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 		}
 		x = st.begin(next)
 		r.linear(ops.Linear{N: N, In: 4 * C, Out: C}, p+"fcproj", x, gl)
-		st.freeBuf(Activations, gl)
+		st.freeBuf(session.Activations, gl)
 		ops.Add(x, x, mid)
 		st.commit(a.mid, mid, train)
 	}
 
+	st.encodeEarly(r.lnfIn, x, train)
 	r.meanf, r.rstdf = stats()
 	lnf := st.begin(r.lnf)
 	r.layerNorm(ln, "lnf", lnf, r.meanf, r.rstdf, x)
 	dropStats(r.meanf, r.rstdf)
 	st.commit(r.lnfIn, x, train)
-	logits := st.newBuf(Activations, N*Vocab)
+	st.encodeEarly(r.lnf, lnf, train)
+	logits := st.newBuf(session.Activations, N*Vocab)
 	head := r.readParam("head.w")
 	ops.Linear{N: N, In: C, Out: Vocab}.Forward(logits, lnf, head, nil)
 	r.doneParam("head.w", head)
@@ -81,15 +94,15 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 
 	// The loss gradient replaces the logits in place: from here the buffer
 	// is a gradient.
-	losses := st.newF32(Activations, N)
+	losses := st.newF32(session.Activations, N)
 	ops.CrossEntropy{N: N, V: Vocab}.ForwardBackward(logits, losses, logits, b.Targets, 1/float32(N))
 	loss := ops.MeanLoss(losses)
-	st.freeF32(Activations, losses)
+	st.freeF32(session.Activations, losses)
 	if train {
-		st.relabel(Activations, Gradients, logits)
+		st.relabel(session.Activations, session.Gradients, logits)
 		r.dlogits = logits
 	} else {
-		st.freeBuf(Activations, logits)
+		st.freeBuf(session.Activations, logits)
 	}
 	return loss, st.takeErr()
 }

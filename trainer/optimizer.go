@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 
+	"lcttop/session"
 	"lcttop/trainer/optim"
 )
 
@@ -18,14 +19,14 @@ type optimizer interface {
 }
 
 type stateSpec struct {
-	class  TensorClass
+	class  session.TensorClass
 	suffix string
 }
 
 type adamW struct{ optim.AdamW }
 
 func (adamW) states() []stateSpec {
-	return []stateSpec{{ClassAdamM, ".m"}, {ClassAdamV, ".v"}}
+	return []stateSpec{{session.ClassAdamM, ".m"}, {session.ClassAdamV, ".v"}}
 }
 
 func (o adamW) apply(step int, decay bool, vals [][]uint16, g []uint16) {
@@ -34,7 +35,7 @@ func (o adamW) apply(step int, decay bool, vals [][]uint16, g []uint16) {
 
 type sgd struct{ optim.SGD }
 
-func (sgd) states() []stateSpec { return []stateSpec{{ClassMomentum, ".mom"}} }
+func (sgd) states() []stateSpec { return []stateSpec{{session.ClassMomentum, ".mom"}} }
 
 func (o sgd) apply(step int, decay bool, vals [][]uint16, g []uint16) {
 	o.Step(step, decay).Update(vals[0], vals[1], g)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
 // TestReportClassCodecs prints, for every preset and distribution, the
@@ -33,13 +34,13 @@ func TestReportClassCodecs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	classes := []TensorClass{ClassWeight, ClassAdamM, ClassAdamV, ClassActivation}
+	classes := []session.TensorClass{session.ClassWeight, session.ClassAdamM, session.ClassAdamV, session.ClassActivation}
 	var b strings.Builder
 	fmt.Fprintf(&b, "| preset/dist | %s |\n|---|---|---|---|---|\n", strings.Join([]string{"weight", "adam_m", "adam_v", "activation"}, " | "))
 	for _, p := range codec.Presets {
 		for _, d := range codec.Distributions {
 			for _, c := range TensorClasses {
-				if err := tr.SetClassCodec(c, ClassCodec{p, d}); err != nil {
+				if err := tr.SetClassCodec(c, session.ClassCodec{Preset: p, Dist: d}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -47,7 +48,7 @@ func TestReportClassCodecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stored, spilled, n := map[TensorClass]float64{}, map[TensorClass]float64{}, map[TensorClass]float64{}
+			stored, spilled, n := map[session.TensorClass]float64{}, map[session.TensorClass]float64{}, map[session.TensorClass]float64{}
 			for _, ts := range s.Tensors {
 				stored[ts.Class] += float64(ts.StoredBytes)
 				spilled[ts.Class] += ts.OverflowRate * float64(ts.Elements)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"lcttop/session"
 	"lcttop/trainer/bf16"
 )
 
@@ -40,7 +41,7 @@ type run struct {
 	dlogits []uint16 // from the forward pass to the backward pass
 }
 
-func newRun(name string, compress bool, m ModelConfig, B, T int, opt optimizer, classes map[TensorClass]ClassCodec, poolBudget int64) (*run, error) {
+func newRun(name string, compress bool, m ModelConfig, B, T int, opt optimizer, classes map[session.TensorClass]session.ClassCodec, poolBudget int64) (*run, error) {
 	ledger := NewLedger(0)
 	st, err := newStore(compress, ledger, classes, poolBudget)
 	if err != nil {
@@ -48,16 +49,16 @@ func newRun(name string, compress bool, m ModelConfig, B, T int, opt optimizer, 
 	}
 	r := &run{name: name, model: m, B: B, T: T, st: st, ledger: ledger, opt: opt, byName: map[string]*param{}}
 	for _, ps := range m.Params() {
-		p := &param{spec: ps, w: &slot{name: ps.Name, class: ClassWeight, cat: Weights, n: ps.Elements()}}
+		p := &param{spec: ps, w: &slot{name: ps.Name, class: session.ClassWeight, cat: session.Weights, n: ps.Elements()}}
 		for _, s := range opt.states() {
-			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: OptimizerState, n: ps.Elements()})
+			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: session.OptimizerState, n: ps.Elements()})
 		}
 		r.params = append(r.params, p)
 		r.byName[ps.Name] = p
 	}
 	N, C := B*T, m.Dim
 	act := func(name string, n int) *slot {
-		return &slot{name: "act." + name, class: ClassActivation, cat: Activations, n: n}
+		return &slot{name: "act." + name, class: session.ClassActivation, cat: session.Activations, n: n}
 	}
 	for l := range m.Layers {
 		p := fmt.Sprintf("blk%d.", l)
@@ -155,5 +156,5 @@ func (r *run) update(step int, name string, g []uint16) {
 	r.st.update(append([]*slot{p.w}, p.state...), g, func(vals [][]uint16, g []uint16) {
 		r.opt.apply(step, p.spec.Decay, vals, g)
 	})
-	r.st.freeBuf(Gradients, g)
+	r.st.freeBuf(session.Gradients, g)
 }

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/session"
 )
 
-func statsOf(t *testing.T, s Snapshot, name string) TensorStats {
+func statsOf(t *testing.T, s session.Snapshot, name string) session.TensorStats {
 	t.Helper()
 	for _, ts := range s.Tensors {
 		if ts.Name == name {
@@ -18,12 +19,12 @@ func statsOf(t *testing.T, s Snapshot, name string) TensorStats {
 		}
 	}
 	t.Fatalf("no tensor %s in step %d's snapshot", name, s.Step)
-	return TensorStats{}
+	return session.TensorStats{}
 }
 
-func wantCodec(t *testing.T, s Snapshot, name string, cc ClassCodec) {
+func wantCodec(t *testing.T, s session.Snapshot, name string, cc session.ClassCodec) {
 	t.Helper()
-	if ts := statsOf(t, s, name); ts.Preset != cc.Preset.String() || ts.Distribution != cc.Dist.String() {
+	if ts := statsOf(t, s, name); ts.Preset != cc.Preset || ts.Distribution != cc.Dist {
 		t.Fatalf("step %d: %s on %s/%s, want %s", s.Step, name, ts.Preset, ts.Distribution, cc)
 	}
 }
@@ -37,12 +38,12 @@ func TestTensorCodecKeepsRunsIdentical(t *testing.T) {
 	cfg := quickConfig("adamw")
 	cfg.CheckEvery = 1
 	tr := newTrainer(t, cfg)
-	class := tr.ClassCodec(ClassAdamV)
+	class := tr.ClassCodec(session.ClassAdamV)
 	steps(t, tr, 2)
 
-	laplaceHigh := ClassCodec{Preset: codec.High, Dist: codec.Laplace}
-	powerMedium := ClassCodec{Preset: codec.Medium, Dist: codec.PowerLaw}
-	for name, cc := range map[string]ClassCodec{"blk0.fc.w.v": laplaceHigh, "wte": powerMedium, "act.blk1.qkv": laplaceHigh} {
+	laplaceHigh := session.ClassCodec{Preset: codec.High, Dist: codec.Laplace}
+	powerMedium := session.ClassCodec{Preset: codec.Medium, Dist: codec.PowerLaw}
+	for name, cc := range map[string]session.ClassCodec{"blk0.fc.w.v": laplaceHigh, "wte": powerMedium, "act.blk1.qkv": laplaceHigh} {
 		if err := tr.SetTensorCodec(name, cc); err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestTensorCodecKeepsRunsIdentical(t *testing.T) {
 	wantCodec(t, s, "wte", powerMedium)
 	wantCodec(t, s, "act.blk1.qkv", laplaceHigh)
 	wantCodec(t, s, "blk0.qkv.w.v", class) // same class, no override
-	wantCodec(t, s, "act.blk0.qkv", tr.ClassCodec(ClassActivation))
+	wantCodec(t, s, "act.blk0.qkv", tr.ClassCodec(session.ClassActivation))
 	if !s.BitIdentical || s.WeightsChecked != s.Step {
 		t.Fatalf("step %d: identical %v, weights checked at %d: %s", s.Step, s.BitIdentical, s.WeightsChecked, s.Mismatch)
 	}
@@ -70,8 +71,8 @@ func TestTensorCodecKeepsRunsIdentical(t *testing.T) {
 	}
 
 	// A class change leaves the override alone; removing it follows the class.
-	other := ClassCodec{Preset: codec.Clean, Dist: codec.Empirical}
-	if err := tr.SetClassCodec(ClassAdamV, other); err != nil {
+	other := session.ClassCodec{Preset: codec.Clean, Dist: codec.Empirical}
+	if err := tr.SetClassCodec(session.ClassAdamV, other); err != nil {
 		t.Fatal(err)
 	}
 	s = steps(t, tr, 1)[0]
@@ -95,7 +96,7 @@ func TestTensorCodecKeepsRunsIdentical(t *testing.T) {
 	if err := tr.SetTensorCodec("nope", laplaceHigh); err == nil {
 		t.Fatal("unknown tensor accepted")
 	}
-	if err := tr.SetTensorCodec("wte", ClassCodec{Preset: 7}); err == nil {
+	if err := tr.SetTensorCodec("wte", session.ClassCodec{Preset: 7}); err == nil {
 		t.Fatal("preset 7 accepted")
 	}
 }
@@ -112,7 +113,7 @@ func TestTensorCodecWhilePaused(t *testing.T) {
 	if s := next(t, ch); s.Step != 1 {
 		t.Fatalf("StepOnce gave step %d", s.Step)
 	}
-	cc := ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	cc := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
 	if err := tr.SetTensorCodec("wpe.m", cc); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestTensorCodecWhilePaused(t *testing.T) {
 		t.Fatalf("re-encoding took a step: %d", s.Step)
 	}
 	wantCodec(t, s, "wpe.m", cc)
-	wantCodec(t, s, "wte.m", tr.ClassCodec(ClassAdamM))
+	wantCodec(t, s, "wte.m", tr.ClassCodec(session.ClassAdamM))
 	tr.Stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -146,8 +147,8 @@ func TestHoldAtEnd(t *testing.T) {
 		t.Fatalf("finished at step %d, want 2", s.Step)
 	}
 	tr.StepOnce()
-	cc := ClassCodec{Preset: codec.Medium, Dist: codec.Laplace}
-	if err := tr.SetClassCodec(ClassWeight, cc); err != nil {
+	cc := session.ClassCodec{Preset: codec.Medium, Dist: codec.Laplace}
+	if err := tr.SetClassCodec(session.ClassWeight, cc); err != nil {
 		t.Fatal(err)
 	}
 	s = next(t, ch)
@@ -186,7 +187,7 @@ func TestDetailBlocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.Block != b || d.Blocks != 2 || d.N != len(shadow) || d.Class != ClassAdamM {
+		if d.Block != b || d.Blocks != 2 || d.N != len(shadow) || d.Class != session.ClassAdamM {
 			t.Fatalf("block %d: Block %d Blocks %d N %d class %s", b, d.Block, d.Blocks, d.N, d.Class)
 		}
 		want := slices.Clone(shadow[b*chunkElems : (b+1)*chunkElems])

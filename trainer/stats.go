@@ -1,16 +1,19 @@
 package trainer
 
-import "lcttop/codec"
+import (
+	"lcttop/codec"
+	"lcttop/session"
+)
 
 // tensorStats sums the chunks of an LCT slot into the figures the UI shows.
 // A chunk kept as it is counts 2 bytes a value, 8 allocated and used bits
 // per exponent, and nothing escaped or spilled; the histogram is always the
 // values'. The code lengths shown are the first chunk's.
-func (st *store) tensorStats(s *slot) TensorStats {
+func (st *store) tensorStats(s *slot) session.TensorStats {
 	cc := st.codecOf(s)
-	ts := TensorStats{
+	ts := session.TensorStats{
 		Name: s.name, Class: s.class, Elements: s.n,
-		Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
+		Preset: cc.Preset, Distribution: cc.Dist,
 	}
 	var hist codec.Histogram
 	var stored, escaped, spilled, spillStreams, streams int

@@ -7,16 +7,9 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer/internal/par"
 )
-
-// ClassCodec is the codec setting of one tensor class in the LCT run.
-type ClassCodec struct {
-	Preset codec.Preset
-	Dist   codec.Distribution
-}
-
-func (cc ClassCodec) String() string { return cc.Preset.String() + "/" + cc.Dist.String() }
 
 // chunkElems is how many elements the LCT run encodes as one codec tensor. A
 // stored tensor is a run of such chunks, so the fused optimizer update needs
@@ -32,13 +25,16 @@ const chunkElems = 32768
 // activation saved for the backward pass.
 type slot struct {
 	name  string
-	class TensorClass
-	cat   Category
+	class session.TensorClass
+	cat   session.Category
 	n     int
 
 	dense  []uint16 // dense run: the values (nil while an activation is not held)
 	chunks []chunk  // LCT run: nil while an activation is not held
-	stats  TensorStats
+	stats  session.TensorStats
+	// settled: the LCT run encoded this activation early and settled it
+	// before its commit, which then only frees the dense buffer.
+	settled bool
 }
 
 func (s *slot) chunkCount() int { return (s.n + chunkElems - 1) / chunkElems }
@@ -83,23 +79,24 @@ type codecClock struct {
 type store struct {
 	compress bool
 	alloc    Allocator
-	classes  map[TensorClass]ClassCodec
-	tensors  map[string]ClassCodec // per-tensor overrides of classes
+	classes  map[session.TensorClass]session.ClassCodec
+	tensors  map[string]session.ClassCodec // per-tensor overrides of classes
 	pool     *overflowPool
 	workers  []*codecWorker
 	clock    codecClock
+	early    *earlyEncode // an activation encoding while ops run (early.go)
 
 	errMu sync.Mutex
 	err   error
 }
 
-func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec, poolBudget int64) (*store, error) {
-	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]ClassCodec{}}
+func newStore(compress bool, alloc Allocator, classes map[session.TensorClass]session.ClassCodec, poolBudget int64) (*store, error) {
+	st := &store{compress: compress, alloc: alloc, classes: classes, tensors: map[string]session.ClassCodec{}}
 	if !compress {
 		return st, nil
 	}
 	st.pool = &overflowPool{budget: poolBudget}
-	if err := alloc.Alloc(OverflowPool, poolBudget); err != nil {
+	if err := alloc.Alloc(session.OverflowPool, poolBudget); err != nil {
 		return nil, err
 	}
 	st.growWorkers()
@@ -108,7 +105,7 @@ func newStore(compress bool, alloc Allocator, classes map[TensorClass]ClassCodec
 
 // codecOf is the setting slot s is encoded with: its own override, else
 // its class's.
-func (st *store) codecOf(s *slot) ClassCodec {
+func (st *store) codecOf(s *slot) session.ClassCodec {
 	if cc, ok := st.tensors[s.name]; ok {
 		return cc
 	}
@@ -116,9 +113,10 @@ func (st *store) codecOf(s *slot) ClassCodec {
 }
 
 // codecWorkerScratch bounds what one codecWorker's Encoder and Decoder
-// allocate for their own state (per-stream bit buffers, tables, counters)
-// on single-block tensors; a test measures it.
-const codecWorkerScratch = 24 << 10
+// allocate for their own state (per-stream bit buffers, code and lookup
+// tables of format version 3's largest alphabet, counters) on single-block
+// tensors; a test measures it.
+const codecWorkerScratch = 40 << 10
 
 // fail records the first error; codec goroutines call it concurrently.
 func (st *store) fail(err error) {
@@ -146,7 +144,7 @@ func (st *store) takeErr() error {
 func (st *store) growWorkers() {
 	for len(st.workers) < par.Workers() {
 		st.workers = append(st.workers, new(codecWorker))
-		st.fail(st.alloc.Alloc(CodecScratch, codecWorkerScratch))
+		st.fail(st.alloc.Alloc(session.CodecScratch, codecWorkerScratch))
 	}
 }
 
@@ -157,26 +155,26 @@ func (st *store) each(n int, fn func(w *codecWorker, i int)) {
 }
 
 // newBuf allocates n BF16 values charged to category c.
-func (st *store) newBuf(c Category, n int) []uint16 {
+func (st *store) newBuf(c session.Category, n int) []uint16 {
 	st.fail(st.alloc.Alloc(c, 2*int64(n)))
 	return make([]uint16, n)
 }
 
-func (st *store) freeBuf(c Category, b []uint16) { st.alloc.Free(c, 2*int64(len(b))) }
+func (st *store) freeBuf(c session.Category, b []uint16) { st.alloc.Free(c, 2*int64(len(b))) }
 
 // relabel moves buffer b's charge from category from to category to.
-func (st *store) relabel(from, to Category, b []uint16) {
+func (st *store) relabel(from, to session.Category, b []uint16) {
 	st.alloc.Free(from, 2*int64(len(b)))
 	st.fail(st.alloc.Alloc(to, 2*int64(len(b))))
 }
 
 // newF32 allocates n float32 values charged to category c.
-func (st *store) newF32(c Category, n int) []float32 {
+func (st *store) newF32(c session.Category, n int) []float32 {
 	st.fail(st.alloc.Alloc(c, 4*int64(n)))
 	return make([]float32, n)
 }
 
-func (st *store) freeF32(c Category, b []float32) { st.alloc.Free(c, 4*int64(len(b))) }
+func (st *store) freeF32(c session.Category, b []float32) { st.alloc.Free(c, 4*int64(len(b))) }
 
 // set stores vals (copied) as the content of s.
 func (st *store) set(s *slot, vals []uint16) {
@@ -197,7 +195,7 @@ func (st *store) read(s *slot) []uint16 {
 	if !st.compress {
 		return s.dense
 	}
-	buf := st.newBuf(CodecScratch, s.n)
+	buf := st.newBuf(session.CodecScratch, s.n)
 	st.decodeAll(s, buf)
 	return buf
 }
@@ -205,7 +203,7 @@ func (st *store) read(s *slot) []uint16 {
 // done ends a read.
 func (st *store) done(s *slot, view []uint16) {
 	if st.compress {
-		st.freeBuf(CodecScratch, view)
+		st.freeBuf(session.CodecScratch, view)
 	}
 }
 
@@ -226,6 +224,10 @@ func (st *store) commit(s *slot, buf []uint16, keep bool) {
 	case !keep:
 		st.freeBuf(s.cat, buf)
 		s.dense = nil
+	case st.compress && (st.earlyFor(s) || s.settled):
+		st.settleEarly()
+		s.settled = false
+		st.freeBuf(s.cat, buf)
 	case st.compress:
 		st.encodeAll(s, buf)
 		st.freeBuf(s.cat, buf)
@@ -260,7 +262,7 @@ func (st *store) take(s *slot) []uint16 {
 	if !st.compress {
 		return s.dense
 	}
-	buf := st.newBuf(CodecScratch, s.n)
+	buf := st.newBuf(session.CodecScratch, s.n)
 	st.decodeAll(s, buf)
 	for i := range s.chunks {
 		st.uncharge(s, &s.chunks[i])
@@ -276,7 +278,7 @@ func (st *store) drop(s *slot, vals []uint16) {
 		s.dense = nil
 		return
 	}
-	st.freeBuf(CodecScratch, vals)
+	st.freeBuf(session.CodecScratch, vals)
 }
 
 // update applies fn to the values of slots (a parameter and its optimizer
@@ -295,7 +297,7 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 	}
 	n := slots[0].n
 	m := min(chunkElems, n)
-	scratch := st.newBuf(CodecScratch, len(slots)*m)
+	scratch := st.newBuf(session.CodecScratch, len(slots)*m)
 	for i := range slots[0].chunkCount() {
 		lo, hi := slots[0].chunkRange(i)
 		for j := range slots {
@@ -310,7 +312,7 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 	for _, s := range slots {
 		s.stats = st.tensorStats(s)
 	}
-	st.freeBuf(CodecScratch, scratch)
+	st.freeBuf(session.CodecScratch, scratch)
 }
 
 // forEachChunk calls fn with s's values piece by piece (the whole tensor in
@@ -320,13 +322,13 @@ func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
 		fn(0, s.dense)
 		return
 	}
-	buf := st.newBuf(CodecScratch, min(chunkElems, s.n))
+	buf := st.newBuf(session.CodecScratch, min(chunkElems, s.n))
 	for i := range s.chunkCount() {
 		lo, hi := s.chunkRange(i)
 		st.fail(st.decodeChunk(st.workers[0], s, i, buf[:hi-lo]))
 		fn(lo, buf[:hi-lo])
 	}
-	st.freeBuf(CodecScratch, buf)
+	st.freeBuf(session.CodecScratch, buf)
 }
 
 // reencode encodes s again under its class's current setting.
@@ -369,6 +371,7 @@ func (st *store) decodeChunk(w *codecWorker, s *slot, i int, dst []uint16) error
 
 // encodeAll encodes vals as the whole content of s, chunks side by side.
 func (st *store) encodeAll(s *slot, vals []uint16) {
+	st.settleEarly()
 	if s.chunks == nil {
 		s.chunks = make([]chunk, s.chunkCount())
 	}
@@ -389,6 +392,7 @@ func (st *store) encodeAll(s *slot, vals []uint16) {
 
 // encodeChunks encodes chunk i of each slot from vals[j], slots side by side.
 func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
+	st.settleEarly()
 	errs := make([]error, len(slots))
 	n := 0
 	for _, v := range vals {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer/bf16"
 )
 
@@ -63,7 +64,7 @@ func TestStoreRoundTrips(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		act := &slot{name: "act.x", class: ClassActivation, cat: Activations, n: n}
+		act := &slot{name: "act.x", class: session.ClassActivation, cat: session.Activations, n: n}
 		buf := st.begin(act)
 		copy(buf, want)
 		kept := st.commitAndKeep(act, buf, true)
@@ -75,9 +76,9 @@ func TestStoreRoundTrips(t *testing.T) {
 			t.Fatalf("compress %v: take gave back other values", compress)
 		}
 		st.drop(act, got)
-		st.freeBuf(Activations, kept)
+		st.freeBuf(session.Activations, kept)
 
-		w := &slot{name: "w", class: ClassWeight, cat: Weights, n: n}
+		w := &slot{name: "w", class: session.ClassWeight, cat: session.Weights, n: n}
 		st.set(w, want)
 		view := st.read(w)
 		if !slices.Equal(view, want) {
@@ -92,7 +93,7 @@ func TestStoreRoundTrips(t *testing.T) {
 		if err := st.takeErr(); err != nil {
 			t.Fatal(err)
 		}
-		if m := st.alloc.Memory(); m.Live[Activations] != 0 || m.Live[CodecScratch] != int64(len(st.workers))*codecWorkerScratch {
+		if m := st.alloc.Memory(); m.Live[session.Activations] != 0 || m.Live[session.CodecScratch] != int64(len(st.workers))*codecWorkerScratch {
 			t.Fatalf("compress %v: memory left behind: %+v", compress, m.Live)
 		}
 	}

@@ -4,7 +4,7 @@
 // the same batches; the trainer proves at every step that their losses are
 // bit-identical (and every CheckEvery steps all weights and states), while
 // it measures how much less memory the compressed run needs. After each step
-// it emits a Snapshot: what the UI and the headless mode show.
+// it emits a session.Snapshot: what the UI and the headless mode show.
 package trainer
 
 import (
@@ -15,8 +15,12 @@ import (
 	"sync"
 	"time"
 
+	"lcttop/session"
 	"lcttop/trainer/internal/par"
 )
+
+// The CPU trainer is a session.Session.
+var _ session.Session = (*Trainer)(nil)
 
 // Trainer runs the two trainings. Its controls may be called from any
 // goroutine while Run trains on another.
@@ -33,26 +37,27 @@ type Trainer struct {
 	mismatch       string
 	weightsChecked int
 	valLoss        float32
-	last           Snapshot
+	valStep        int // the step valLoss was measured after
+	last           session.Snapshot
 	finalSaved     int // step of the last checkpoint FinalCheckpoint wrote
 
 	ctl      sync.Mutex
 	paused   bool
 	stepOnce int
 	stopped  bool
-	done     bool                       // HoldAtEnd: the steps are done, Run waits for Stop
-	desired  map[TensorClass]ClassCodec // what the controls asked for
-	pending  map[TensorClass]ClassCodec // asked for, not applied yet
+	done     bool                                       // HoldAtEnd: the steps are done, Run waits for Stop
+	desired  map[session.TensorClass]session.ClassCodec // what the controls asked for
+	pending  map[session.TensorClass]session.ClassCodec // asked for, not applied yet
 	// Per-tensor overrides: asked for, and not applied yet (the zero
 	// ClassCodec removes one).
-	tensorDesired map[string]ClassCodec
+	tensorDesired map[string]session.ClassCodec
 	// tensorPending holds the tensor overrides asked for since the last
 	// step boundary: the codec, or nil where the tensor goes back to its
 	// class's.
-	tensorPending map[string]*ClassCodec
+	tensorPending map[string]*session.ClassCodec
 	names         map[string]bool // every tensor the LCT run stores
 	wake          chan struct{}
-	snaps         chan Snapshot
+	snaps         chan session.Snapshot
 }
 
 // New checks cfg, loads the data, and sets up both runs from the seed (or
@@ -61,6 +66,11 @@ func New(cfg Config) (*Trainer, error) {
 	rc, err := cfg.resolve()
 	if err != nil {
 		return nil, err
+	}
+	if rc.CheckpointPath != "" {
+		if err := checkCheckpointPath(rc.CheckpointPath); err != nil {
+			return nil, err
+		}
 	}
 	data, err := LoadData(rc.DataPath, rc.SeqLen)
 	if err != nil {
@@ -72,9 +82,9 @@ func New(cfg Config) (*Trainer, error) {
 	}
 	t := &Trainer{
 		cfg: rc, data: data, identical: true,
-		desired: maps.Clone(rc.Codec), pending: map[TensorClass]ClassCodec{},
-		tensorDesired: map[string]ClassCodec{}, tensorPending: map[string]*ClassCodec{}, names: map[string]bool{},
-		wake: make(chan struct{}, 1), snaps: make(chan Snapshot, 1),
+		desired: maps.Clone(rc.Codec), pending: map[session.TensorClass]session.ClassCodec{},
+		tensorDesired: map[string]session.ClassCodec{}, tensorPending: map[string]*session.ClassCodec{}, names: map[string]bool{},
+		wake: make(chan struct{}, 1), snaps: make(chan session.Snapshot, 1),
 	}
 	if rc.ValBatches > 0 {
 		t.val = data.ValBatches(rc.ValBatches, rc.Batch, rc.SeqLen)
@@ -126,14 +136,14 @@ func (t *Trainer) Model() ModelConfig { return t.cfg.model }
 // Snapshots delivers a Snapshot after each step Run takes. It holds only the
 // newest: a slow reader skips snapshots, training never waits for it. Run
 // closes it when it returns.
-func (t *Trainer) Snapshots() <-chan Snapshot { return t.snaps }
+func (t *Trainer) Snapshots() <-chan session.Snapshot { return t.snaps }
 
 // Step takes one training step of both runs and returns its snapshot.
 // Pending codec changes are applied first. Run calls it; the headless mode
 // calls it directly to see every step.
-func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
+func (t *Trainer) Step(ctx context.Context) (session.Snapshot, error) {
 	if err := ctx.Err(); err != nil {
-		return Snapshot{}, err
+		return session.Snapshot{}, err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -166,9 +176,10 @@ func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
 		if t.valLoss, err = t.validate(); err != nil {
 			return t.failed(err)
 		}
+		t.valStep = step
 	}
 	if t.cfg.CheckpointEvery > 0 && step%t.cfg.CheckpointEvery == 0 {
-		if err := t.saveCheckpoint(t.cfg.CheckpointPath); err != nil {
+		if err := t.saveCheckpoint(t.checkpointPath()); err != nil {
 			return t.failed(err)
 		}
 	}
@@ -177,7 +188,7 @@ func (t *Trainer) Step(ctx context.Context) (Snapshot, error) {
 }
 
 // failed turns an error into the snapshot that reports it.
-func (t *Trainer) failed(err error) (Snapshot, error) {
+func (t *Trainer) failed(err error) (session.Snapshot, error) {
 	s := t.last
 	s.Time = time.Now()
 	s.Err = err.Error()
@@ -238,11 +249,11 @@ func (t *Trainer) validate() (float32, error) {
 }
 
 // snapshot gathers the figures of the step just taken.
-func (t *Trainer) snapshot(lossL, lossS float32, timeL, timeS time.Duration, clock codecClock) Snapshot {
+func (t *Trainer) snapshot(lossL, lossS float32, timeL, timeS time.Duration, clock codecClock) session.Snapshot {
 	memL, memS := t.lct.ledger.Memory(), t.shadow.ledger.Memory()
-	s := Snapshot{
+	s := session.Snapshot{
 		Step: t.step, Time: time.Now(), Backend: t.cfg.Backend, Model: t.cfg.Model, Optimizer: t.cfg.Optimizer, Data: t.data.Name,
-		LossLCT: lossL, LossShadow: lossS, ValLoss: t.valLoss,
+		LossLCT: lossL, LossShadow: lossS, ValLoss: t.valLoss, ValStep: t.valStep,
 		BitIdentical: t.identical, Mismatch: t.mismatch, WeightsChecked: t.weightsChecked,
 		StepTimeLCT: timeL, StepTimeShadow: timeS, CodecTime: clock.encode + clock.decode,
 		EncodeGBps: gbps(clock.encodeBytes, clock.encode), DecodeGBps: gbps(clock.decodeBytes, clock.decode),

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // quickConfig is tiny on short sequences: the lockstep tests' setting.
@@ -31,9 +33,9 @@ func newTrainer(t *testing.T, cfg Config) *Trainer {
 	return tr
 }
 
-func steps(t *testing.T, tr *Trainer, n int) []Snapshot {
+func steps(t *testing.T, tr *Trainer, n int) []session.Snapshot {
 	t.Helper()
-	var out []Snapshot
+	var out []session.Snapshot
 	for range n {
 		s, err := tr.Step(context.Background())
 		if err != nil {
@@ -54,9 +56,9 @@ func TestLockstepBitIdentical(t *testing.T) {
 		for pi, p := range codec.Presets {
 			t.Run(opt+"/"+p.String(), func(t *testing.T) {
 				cfg := quickConfig(opt)
-				cfg.Codec = map[TensorClass]ClassCodec{}
+				cfg.Codec = map[session.TensorClass]session.ClassCodec{}
 				for ci, c := range TensorClasses {
-					cfg.Codec[c] = ClassCodec{Preset: p, Dist: codec.Distributions[(pi+ci)%len(codec.Distributions)]}
+					cfg.Codec[c] = session.ClassCodec{Preset: p, Dist: codec.Distributions[(pi+ci)%len(codec.Distributions)]}
 				}
 				tr := newTrainer(t, cfg)
 				for _, s := range steps(t, tr, 50) {
@@ -71,7 +73,7 @@ func TestLockstepBitIdentical(t *testing.T) {
 					t.Fatalf("weights last compared at step %d, want 50", s.WeightsChecked)
 				}
 				for _, ts := range tr.last.Tensors {
-					if cc := cfg.Codec[ts.Class]; ts.Preset != cc.Preset.String() || ts.Distribution != cc.Dist.String() {
+					if cc := cfg.Codec[ts.Class]; ts.Preset != cc.Preset || ts.Distribution != cc.Dist {
 						t.Fatalf("%s stored as %s/%s, configured %s", ts.Name, ts.Preset, ts.Distribution, cc)
 					}
 				}
@@ -204,7 +206,7 @@ func TestSnapshotContents(t *testing.T) {
 	if len(s.Tensors) != want {
 		t.Fatalf("%d tensors, want %d", len(s.Tensors), want)
 	}
-	classes := map[TensorClass]int{}
+	classes := map[session.TensorClass]int{}
 	raw := 0
 	for _, ts := range s.Tensors {
 		classes[ts.Class]++
@@ -225,7 +227,7 @@ func TestSnapshotContents(t *testing.T) {
 			t.Fatalf("%s: histogram holds %d of %d values, stored %d, ratio %g", ts.Name, n, ts.Elements, ts.StoredBytes, ts.Ratio)
 		}
 	}
-	for _, c := range []TensorClass{ClassWeight, ClassAdamM, ClassAdamV, ClassActivation} {
+	for _, c := range []session.TensorClass{session.ClassWeight, session.ClassAdamM, session.ClassAdamV, session.ClassActivation} {
 		if classes[c] == 0 {
 			t.Fatalf("no %s tensors in the snapshot", c)
 		}
@@ -233,16 +235,16 @@ func TestSnapshotContents(t *testing.T) {
 	if raw == 0 {
 		t.Fatal("no tensor kept raw by design (tiny's LayerNorm gains and biases should be)")
 	}
-	for _, c := range Categories {
+	for _, c := range session.Categories {
 		if _, ok := s.MemLCT.Peak[c]; !ok {
 			t.Fatalf("category %s missing", c)
 		}
 	}
-	if s.MemShadow.Peak[CodecScratch] != 0 || s.MemLCT.Peak[CodecScratch] == 0 || s.MemLCT.Live[OverflowPool] != s.PoolBudget {
+	if s.MemShadow.Peak[session.CodecScratch] != 0 || s.MemLCT.Peak[session.CodecScratch] == 0 || s.MemLCT.Live[session.OverflowPool] != s.PoolBudget {
 		t.Fatalf("codec scratch shadow %d lct %d; pool charged %d of budget %d",
-			s.MemShadow.Peak[CodecScratch], s.MemLCT.Peak[CodecScratch], s.MemLCT.Live[OverflowPool], s.PoolBudget)
+			s.MemShadow.Peak[session.CodecScratch], s.MemLCT.Peak[session.CodecScratch], s.MemLCT.Live[session.OverflowPool], s.PoolBudget)
 	}
-	if s.MemLCT.Live[Gradients] != 0 || s.MemLCT.Live[Activations] != 0 {
+	if s.MemLCT.Live[session.Gradients] != 0 || s.MemLCT.Live[session.Activations] != 0 {
 		t.Fatalf("gradients or activations still live between steps: %+v", s.MemLCT.Live)
 	}
 	if s.CodecTime <= 0 || s.EncodeGBps <= 0 || s.DecodeGBps <= 0 || s.StepTimeLCT <= 0 || s.StepTimeShadow <= 0 {
@@ -258,7 +260,7 @@ func TestDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := slices.Clone(tr.shadow.byName["blk0.qkv.w"].state[1].dense[:chunkElems])
-	if d.Class != ClassAdamV || !slices.Equal(d.Values, want[:len(d.Values)]) || len(d.Values) != min(chunkElems, d.Layout.BlockSize) {
+	if d.Class != session.ClassAdamV || !slices.Equal(d.Values, want[:len(d.Values)]) || len(d.Values) != min(chunkElems, d.Layout.BlockSize) {
 		t.Fatalf("detail: class %s, %d values, first block differs from the shadow's", d.Class, len(d.Values))
 	}
 	var enc codec.Encoder
@@ -281,9 +283,11 @@ func TestBadConfig(t *testing.T) {
 		"CUDA backend: headless only": func(c *Config) { c.Backend = "cuda" },
 		"unknown backend":             func(c *Config) { c.Backend = "tpu" },
 		"sequence length 65":          func(c *Config) { c.SeqLen = 65 },
-		"unknown tensor class":        func(c *Config) { c.Codec = map[TensorClass]ClassCodec{"bias": {}} },
-		"preset 9 out of range":       func(c *Config) { c.Codec = map[TensorClass]ClassCodec{ClassWeight: {Preset: 9}} },
-		"needs a checkpoint path":     func(c *Config) { c.CheckpointEvery = 5 },
+		"unknown tensor class":        func(c *Config) { c.Codec = map[session.TensorClass]session.ClassCodec{"bias": {}} },
+		"preset 9 out of range": func(c *Config) {
+			c.Codec = map[session.TensorClass]session.ClassCodec{session.ClassWeight: {Preset: 9}}
+		},
+		"needs a checkpoint path": func(c *Config) { c.CheckpointEvery = 5 },
 	}
 	for want, mod := range cases {
 		cfg := DefaultConfig()
@@ -315,4 +319,30 @@ func ExampleNew() {
 	// Output:
 	// step 1: identical true, LCT peak below shadow true
 	// step 2: identical true, LCT peak below shadow true
+}
+
+// TestSameLossesUnderEveryImplementation trains a few steps under each of
+// the vector implementations this machine runs (the plain Go one
+// included, as a machine without AVX2 would): the same losses bit for bit.
+func TestSameLossesUnderEveryImplementation(t *testing.T) {
+	run := func(name string) []float32 {
+		restore, err := vec.Use(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer restore()
+		cfg := quickConfig("adamw")
+		cfg.Batch, cfg.SeqLen = 2, 24
+		var losses []float32
+		for _, s := range steps(t, newTrainer(t, cfg), 3) {
+			losses = append(losses, s.LossLCT, s.LossShadow)
+		}
+		return losses
+	}
+	want := run("go")
+	for _, name := range vec.Names() {
+		if got := run(name); !slices.Equal(got, want) {
+			t.Errorf("%s: losses %v, the plain Go loops give %v", name, got, want)
+		}
+	}
 }

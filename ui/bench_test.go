@@ -12,6 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/ui/msgs"
 )
@@ -121,7 +122,7 @@ func BenchmarkFrame(b *testing.B) {
 			b.Error(err)
 		}
 	}()
-	var snap trainer.Snapshot
+	var snap session.Snapshot
 	for s := range tr.Snapshots() {
 		snap = s
 	}

@@ -5,7 +5,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 	"lcttop/ui/compare"
 	"lcttop/ui/export"
@@ -16,7 +16,7 @@ import (
 // waitSnapshot waits delay, then for the next snapshot, and returns the
 // newest one waiting: the ones in between are dropped, so the UI draws at
 // most once per delay however fast the trainer steps.
-func waitSnapshot(ch <-chan trainer.Snapshot, delay time.Duration) tea.Cmd {
+func waitSnapshot(ch <-chan session.Snapshot, delay time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		if delay > 0 {
 			time.Sleep(delay)
@@ -41,7 +41,7 @@ func waitSnapshot(ch <-chan trainer.Snapshot, delay time.Duration) tea.Cmd {
 
 // setClassCodec asks the source to change a class's codec, off the event
 // loop; of several requests for one class, the newest wins.
-func setClassCodec(src Source, seq *codecSeq, c trainer.TensorClass, cc trainer.ClassCodec) tea.Cmd {
+func setClassCodec(src Source, seq *codecSeq, c session.TensorClass, cc session.ClassCodec) tea.Cmd {
 	return seq.latestOnly("class "+string(c), func() tea.Msg {
 		return msgs.CodecSet{Class: c, Codec: cc, Err: src.SetClassCodec(c, cc)}
 	})
@@ -49,7 +49,7 @@ func setClassCodec(src Source, seq *codecSeq, c trainer.TensorClass, cc trainer.
 
 // setTensorCodec asks the source to change one tensor's codec (nil: back
 // to its class's), off the event loop; the newest wins.
-func setTensorCodec(src Source, seq *codecSeq, name string, c trainer.TensorClass, cc *trainer.ClassCodec) tea.Cmd {
+func setTensorCodec(src Source, seq *codecSeq, name string, c session.TensorClass, cc *session.ClassCodec) tea.Cmd {
 	return seq.latestOnly("tensor "+name, func() tea.Msg {
 		if cc == nil {
 			return msgs.CodecSet{Tensor: name, Class: c, FollowClass: true, Err: src.ClearTensorCodec(name)}
@@ -125,9 +125,9 @@ func autoAdvanceAfter(seq int) tea.Cmd {
 // exportSnapshot writes the snapshot's JSON and CSV, the history's CSV, and
 // the codec plan that lcttop pack --plan applies: each class's codec and
 // each tensor's override, as the source holds them now.
-func exportSnapshot(dir string, s trainer.Snapshot, h []charts.Sample, src Source) tea.Cmd {
+func exportSnapshot(dir string, s session.Snapshot, h []charts.Sample, src Source) tea.Cmd {
 	return func() tea.Msg {
-		plan := trainer.Plan{Classes: map[trainer.TensorClass]trainer.ClassCodec{}, Tensors: map[string]trainer.ClassCodec{}}
+		plan := session.Plan{Classes: map[session.TensorClass]session.ClassCodec{}, Tensors: map[string]session.ClassCodec{}}
 		if src != nil {
 			for _, t := range s.Tensors {
 				if t.DType != "" && t.DType != "BF16" {

@@ -7,25 +7,25 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/fake"
 	"lcttop/ui/msgs"
 )
 
 // fileSnapshot is a fake snapshot turned into a checkpoint's: File set,
 // figures exact, two checkpoints of history.
-func fileSnapshot(src *fake.Source) trainer.Snapshot {
+func fileSnapshot(src *fake.Source) session.Snapshot {
 	src.Emit()
 	s := <-src.Snapshots()
 	s.Backend, s.Model, s.Optimizer = "file", "model.safetensors", ""
-	s.File = &trainer.FileStats{
+	s.File = &session.FileStats{
 		Mode: "watch", Path: "run/step_000200.safetensors", Files: 2, FileBytes: 4 << 20, LCTBytes: 3 << 20,
-		Classes:  []trainer.ClassBytes{{Class: trainer.ClassWeight, Tensors: 3, FileBytes: 3 << 20, LCTBytes: 2 << 20}, {Class: trainer.ClassOther, Tensors: 1, FileBytes: 1 << 20, LCTBytes: 1 << 20}},
-		DTypes:   []trainer.DTypeBytes{{DType: "BF16", Tensors: 3, Bytes: 3 << 20}, {DType: "F32", Tensors: 1, Bytes: 1 << 20}},
-		Progress: trainer.Progress{Tensors: 3, TensorsDone: 1, Bytes: 3 << 20, BytesDone: 1 << 20},
-		Checkpoints: []trainer.CheckpointPoint{
-			{Step: 100, Ratio: 1.40, ClassRatio: map[trainer.TensorClass]float64{trainer.ClassWeight: 1.40}, TensorRatio: map[string]float64{"wte": 1.41}},
-			{Step: 200, Ratio: 1.45, ClassRatio: map[trainer.TensorClass]float64{trainer.ClassWeight: 1.45}, TensorRatio: map[string]float64{"wte": 1.47}, Drift: map[string]float64{"wte": 0.0312}},
+		Classes:  []session.ClassBytes{{Class: session.ClassWeight, Tensors: 3, FileBytes: 3 << 20, LCTBytes: 2 << 20}, {Class: session.ClassOther, Tensors: 1, FileBytes: 1 << 20, LCTBytes: 1 << 20}},
+		DTypes:   []session.DTypeBytes{{DType: "BF16", Tensors: 3, Bytes: 3 << 20}, {DType: "F32", Tensors: 1, Bytes: 1 << 20}},
+		Progress: session.Progress{Tensors: 3, TensorsDone: 1, Bytes: 3 << 20, BytesDone: 1 << 20},
+		Checkpoints: []session.CheckpointPoint{
+			{Step: 100, Ratio: 1.40, ClassRatio: map[session.TensorClass]float64{session.ClassWeight: 1.40}, TensorRatio: map[string]float64{"wte": 1.41}},
+			{Step: 200, Ratio: 1.45, ClassRatio: map[session.TensorClass]float64{session.ClassWeight: 1.45}, TensorRatio: map[string]float64{"wte": 1.47}, Drift: map[string]float64{"wte": 0.0312}},
 		},
 	}
 	return s
@@ -42,13 +42,13 @@ func TestFileSnapshotPanels(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{
 		"[watch]", "2 files", "2 checkpoints", "sampled, exact pass 33", "file 4.00 MiB → LCT 3.00 MiB", "1/3 tensors",
-		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312",
+		"file bytes vs LCT bytes", "F32 1.00 MiB (25.0%)", "steps 100–200", "drift", "0.0312", "all tensors 1.3333×",
 	} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q", want)
 		}
 	}
-	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow"} {
+	for _, absent := range []string{"loss LCT", "BIT-IDENTICAL", "overflow pool", "LCT vs shadow", "whole file"} {
 		if strings.Contains(v, absent) {
 			t.Errorf("a checkpoint's view shows %q", absent)
 		}
@@ -70,7 +70,7 @@ func TestFileSnapshotPanels(t *testing.T) {
 // tensor's own.
 func TestExportWritesPlan(t *testing.T) {
 	m, src := newTestModel(t, 120, 40, 1)
-	if err := src.SetTensorCodec("wte", trainer.ClassCodec{Preset: 2, Dist: 1}); err != nil {
+	if err := src.SetTensorCodec("wte", session.ClassCodec{Preset: 2, Dist: 1}); err != nil {
 		t.Fatal(err)
 	}
 	nm, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e")})
@@ -86,14 +86,26 @@ func TestExportWritesPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := trainer.ParsePlan(b)
+	p, err := session.ParsePlan(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Tensors["wte"].String(); got != "high/laplace" {
 		t.Errorf("plan: wte %s", got)
 	}
-	if got := p.Classes[trainer.ClassAdamV].String(); got != "auto/empirical" {
+	if got := p.Classes[session.ClassAdamV].String(); got != "auto/empirical" {
 		t.Errorf("plan: adam_v %s", got)
+	}
+}
+
+// A checkpoint takes no steps, so its footer does not offer pause or step.
+func TestFileFooterOffersNoSteps(t *testing.T) {
+	src := fake.New(fake.Tensors())
+	m := New(src, Options{ExportDir: t.TempDir()})
+	m = update(t, m, tea.WindowSizeMsg{Width: 200, Height: 48})
+	m = update(t, m, msgs.Snapshot{Snapshot: fileSnapshot(src)})
+	lines := strings.Split(m.View(), "\n")
+	if footer := lines[len(lines)-1]; strings.Contains(footer, "pause") || strings.Contains(footer, "n step") || !strings.Contains(footer, "export") {
+		t.Errorf("footer %q", footer)
 	}
 }

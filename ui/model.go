@@ -15,7 +15,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 	"lcttop/ui/compare"
 	"lcttop/ui/header"
@@ -98,11 +98,12 @@ type Model struct {
 
 	width, height int
 	view          View
+	back          View // where esc (or c, t again) leaves compare and teaching for
 	hidden        [numPanels]bool
 	showHelp      bool
 	helpOffset    int // the help's first line shown
 
-	snap    *trainer.Snapshot
+	snap    *session.Snapshot
 	state   header.State
 	closed  bool // no more snapshots will come
 	device  *msgs.Device
@@ -116,8 +117,8 @@ type Model struct {
 	errs   map[string]error // newest error per source
 	status string           // one-line notice (export done, codec requested)
 
-	pending       map[trainer.TensorClass]trainer.ClassCodec // requested, not yet seen
-	pendingTensor map[string]*trainer.ClassCodec             // the same for one tensor (nil: back to its class)
+	pending       map[session.TensorClass]session.ClassCodec // requested, not yet seen
+	pendingTensor map[string]*session.ClassCodec             // the same for one tensor (nil: back to its class)
 	setSeq        *codecSeq
 	stopping      bool // q was pressed: the source is ending its step
 
@@ -174,8 +175,8 @@ func New(src Source, opt Options) Model {
 		window:        1,
 		filter:        fi,
 		errs:          map[string]error{},
-		pending:       map[trainer.TensorClass]trainer.ClassCodec{},
-		pendingTensor: map[string]*trainer.ClassCodec{},
+		pending:       map[session.TensorClass]session.ClassCodec{},
+		pendingTensor: map[string]*session.ClassCodec{},
 		setSeq:        &codecSeq{latest: map[string]int{}},
 	}
 	if opt.StartErr != nil {
@@ -195,7 +196,7 @@ func (m Model) Init() tea.Cmd {
 }
 
 // Snapshot returns the newest snapshot the UI holds (nil before the first).
-func (m Model) Snapshot() *trainer.Snapshot { return m.snap }
+func (m Model) Snapshot() *session.Snapshot { return m.snap }
 
 // CurrentView is the screen shown.
 func (m Model) CurrentView() View { return m.view }

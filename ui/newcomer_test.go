@@ -8,6 +8,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"lcttop/codec"
 	"lcttop/ui/fake"
 	"lcttop/ui/header"
 )
@@ -54,7 +55,7 @@ func TestFinishedRun(t *testing.T) {
 	m = press(t, m, "d")
 	wantCall(t, src, "SetClassCodec weight auto/gaussian")
 	m = feed(t, m, src)
-	if m.Snapshot().Step != 3 || tensorRow(t, m, "wte").Distribution != "gaussian" || !strings.Contains(m.View(), "weight now auto/gaussian: the run's final state re-encoded") {
+	if m.Snapshot().Step != 3 || tensorRow(t, m, "wte").Distribution != codec.Gaussian || !strings.Contains(m.View(), "weight now auto/gaussian: the run's final state re-encoded") {
 		t.Errorf("after d:\n%s", m.View())
 	}
 }

@@ -1,6 +1,6 @@
 package ui
 
-import "lcttop/trainer"
+import "lcttop/session"
 
 // Source is what the UI drives: a training run (the CPU trainer, the CUDA
 // trainer), or later a file; tests use ui/fake.
@@ -9,4 +9,4 @@ import "lcttop/trainer"
 // must return promptly. SetClassCodec, SetTensorCodec, Detail and Values
 // may take a while (tensors are re-encoded, a block copied out); the UI
 // calls them off its loop.
-type Source = trainer.Session
+type Source = session.Session

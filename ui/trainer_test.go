@@ -9,7 +9,9 @@ import (
 
 	"github.com/charmbracelet/x/exp/teatest"
 
+	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 )
@@ -19,7 +21,7 @@ var _ Source = (*trainer.Trainer)(nil)
 
 // runner is a session the test runs in a goroutine of its own.
 type runner interface {
-	trainer.Session
+	session.Session
 	Run(ctx context.Context) error
 }
 
@@ -107,12 +109,12 @@ func testRealTrainer(t *testing.T, tr runner) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.ClassCodec(trainer.ClassWeight).Dist.String(); got != "gaussian" {
+	if got := tr.ClassCodec(session.ClassWeight).Dist.String(); got != "gaussian" {
 		t.Errorf("trainer's weight class on %s", got)
 	}
 	s := m.Snapshot()
 	for _, ts := range s.Tensors {
-		if ts.Class == trainer.ClassWeight && ts.Distribution != "gaussian" {
+		if ts.Class == session.ClassWeight && ts.Distribution != codec.Gaussian {
 			t.Errorf("%s still on %s", ts.Name, ts.Distribution)
 		}
 	}

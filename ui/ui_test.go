@@ -12,7 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 	"lcttop/ui/fake"
 	"lcttop/ui/header"
@@ -102,10 +102,21 @@ func TestEveryPanelRenders(t *testing.T) {
 	// 80×24: the overview holds table and histogram and names the rest.
 	m, _ = newTestModel(t, 80, 24, 5)
 	v = m.View()
-	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, codec, history"} {
+	for _, want := range []string{"─ Tensors", "─ Exponents", "tab: memory, history"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("80×24 overview lacks %q:\n%s", want, v)
 		}
+	}
+	// The histogram has no view that tab reaches: the notice says what
+	// does show it where there is room, and at 40×12 names the views whole.
+	m60, _ := newTestModel(t, 80, 16, 5)
+	if v := m60.View(); !strings.Contains(v, "tab: memory, history · histogram: a taller window") {
+		t.Errorf("80×16 notice:\n%s", v)
+	}
+	m40, _ := newTestModel(t, 40, 12, 5)
+	lines := strings.Split(m40.View(), "\n")
+	if status := lines[len(lines)-2]; !strings.Contains(status, "tab: memory, history") || strings.Contains(status, "…") || strings.Contains(status, "tab: histogram") {
+		t.Errorf("40×12 status line %q", status)
 	}
 	for view, wants := range map[View][]string{
 		Resources: {"─ Memory", "─ Codec", "weight     auto/empirical"},
@@ -206,6 +217,9 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 				t.Errorf("teaching view not drawn:\n%s", a.View())
 			}
 		}},
+		"esc": {setup: func(m Model) Model { return press(t, m, "c") }, check: func(t *testing.T, b, a Model, _ *fake.Source) {
+			wantView(t, a, Overview) // TestBackFromCompareAndTeaching has the rest
+		}},
 		"1": {check: hidesPanel(PanelTable, "─ Tensors")},
 		"2": {check: hidesPanel(PanelHistogram, "─ Exponents")},
 		"3": {check: hidesPanel(PanelMemory, "─ Memory")},
@@ -293,11 +307,11 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}},
 		"D": {setup: func(m Model) Model { return update(t, m, keyMsg("down")) }, check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "SetTensorCodec wte.m auto/gaussian")
-			if c := src.ClassCodec(trainer.ClassAdamM); c.Dist.String() != "empirical" {
+			if c := src.ClassCodec(session.ClassAdamM); c.Dist.String() != "empirical" {
 				t.Errorf("D changed the class: %v", c)
 			}
 			a = feed(t, a, src)
-			if r := tensorRow(t, a, "wte.m"); r.Distribution != "gaussian" || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != "empirical" {
+			if r := tensorRow(t, a, "wte.m"); r.Distribution != codec.Gaussian || tensorRow(t, a, "h0.attn.qkv.w.m").Distribution != codec.Empirical {
 				t.Errorf("wte.m on %s, its class-mate on %s", r.Distribution, tensorRow(t, a, "h0.attn.qkv.w.m").Distribution)
 			}
 			if !strings.Contains(a.View(), "wte.m now auto/gaussian (this tensor alone)") {
@@ -315,14 +329,14 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		"P": {check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "SetTensorCodec wte clean/empirical")
 			a = feed(t, a, src)
-			if r := tensorRow(t, a, "wte"); r.Preset != "clean" || tensorRow(t, a, "h0.mlp.fc.w").Preset != "auto" {
+			if r := tensorRow(t, a, "wte"); r.Preset != codec.Clean || tensorRow(t, a, "h0.mlp.fc.w").Preset != codec.Auto {
 				t.Errorf("wte on %s", r.Preset)
 			}
 			// The paper's default, CLEAN/gaussian, is a codec a tensor can
 			// have alone like any other.
 			a = press(t, a, "D")
 			wantCall(t, src, "SetTensorCodec wte clean/gaussian")
-			if cc, ok := src.TensorCodec("wte"); !ok || cc != (trainer.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}) {
+			if cc, ok := src.TensorCodec("wte"); !ok || cc != (session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}) {
 				t.Errorf("wte's override: %v, %v", cc, ok)
 			}
 		}},
@@ -485,7 +499,7 @@ func itoa(i int) string { return fmt.Sprint(i) }
 
 func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	m, src := newTestModel(t, 160, 48, 3)
-	if r := tensorRow(t, m, "wte"); r.Preset != "auto" || r.Distribution != "empirical" {
+	if r := tensorRow(t, m, "wte"); r.Preset != codec.Auto || r.Distribution != codec.Empirical {
 		t.Fatalf("starts on %s/%s", r.Preset, r.Distribution)
 	}
 	m = press(t, m, "p")
@@ -503,7 +517,7 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	// empirical one of format version 3 codes fraction bits with it where
 	// that pays): the bits used, the escapes and the stored bytes change,
 	// the family's tensor storing more.
-	if after.Distribution != "gaussian" || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || after.StoredBytes <= before.StoredBytes {
+	if after.Distribution != codec.Gaussian || after.UsedBits == before.UsedBits || after.EscapeRate == before.EscapeRate || after.StoredBytes <= before.StoredBytes {
 		t.Fatalf("figures: used %v → %v, escapes %v → %v, stored %d → %d bytes", before.UsedBits, after.UsedBits, before.EscapeRate, after.EscapeRate, before.StoredBytes, after.StoredBytes)
 	}
 	v := m.View()
@@ -520,14 +534,14 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 	wantCall(t, src, "SetClassCodec weight auto/gaussian")
 	m = feed(t, m, src)
 	auto := tensorRow(t, m, "wte")
-	if auto.Preset != "auto" || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
+	if auto.Preset != codec.Auto || auto.Ratio == after.Ratio || !strings.Contains(m.View(), fmtRatio(auto.Ratio)) {
 		t.Errorf("auto: ratio %v (was %v) not shown", auto.Ratio, after.Ratio)
 	}
 	// Every class member moved, other classes did not.
-	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != "gaussian" {
+	if r := tensorRow(t, m, "h0.mlp.fc.w"); r.Distribution != codec.Gaussian {
 		t.Errorf("another weight stayed on %s", r.Distribution)
 	}
-	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != "empirical" {
+	if r := tensorRow(t, m, "h0.attn.qkv.w.m"); r.Distribution != codec.Empirical {
 		t.Errorf("adam_m changed too: %s", r.Distribution)
 	}
 	// Pressing d twice before a snapshot cycles on from the pending choice.
@@ -538,7 +552,7 @@ func TestDistributionKeyChangesFiguresOnNextSnapshot(t *testing.T) {
 
 func fmtRatio(r float64) string { return fmt.Sprintf("%.3f×", r) }
 
-func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
+func tensorRow(t *testing.T, m Model, name string) session.TensorStats {
 	t.Helper()
 	for _, r := range m.Snapshot().Tensors {
 		if r.Name == name {
@@ -546,7 +560,7 @@ func tensorRow(t *testing.T, m Model, name string) trainer.TensorStats {
 		}
 	}
 	t.Fatalf("no tensor %s", name)
-	return trainer.TensorStats{}
+	return session.TensorStats{}
 }
 
 func TestErrorsRender(t *testing.T) {
@@ -636,9 +650,9 @@ func TestErrorsRender(t *testing.T) {
 }
 
 func TestWaitSnapshotCoalesces(t *testing.T) {
-	ch := make(chan trainer.Snapshot, 4)
+	ch := make(chan session.Snapshot, 4)
 	for i := 1; i <= 4; i++ {
-		ch <- trainer.Snapshot{Step: i}
+		ch <- session.Snapshot{Step: i}
 	}
 	msg := waitSnapshot(ch, 0)()
 	if s, ok := msg.(msgs.Snapshot); !ok || s.Snapshot.Step != 4 {
@@ -670,5 +684,37 @@ func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
 	m = press(t, m, "enter")
 	if m.table.Filter != "qkv" {
 		t.Errorf("filter %q", m.table.Filter)
+	}
+}
+
+// Compare and teaching have a way back besides tab: esc, or their own key
+// again, to the view they were opened from; esc from a full-size panel
+// goes to the overview. The footers say esc.
+func TestBackFromCompareAndTeaching(t *testing.T) {
+	m, _ := newTestModel(t, 120, 40, 5)
+	for _, c := range []struct {
+		keys []string
+		want View
+	}{
+		{[]string{"c"}, Compare},
+		{[]string{"c", "c"}, Overview},
+		{[]string{"c", "esc"}, Overview},
+		{[]string{"t", "t"}, Overview},
+		{[]string{"t", "esc"}, Overview},
+		{[]string{"tab", "c", "esc"}, Resources},
+		{[]string{"tab", "tab", "t", "t"}, History},
+		{[]string{"c", "t", "esc"}, Overview},
+		{[]string{"tab", "esc"}, Overview},
+	} {
+		got := m
+		for _, k := range c.keys {
+			got = press(t, got, k)
+		}
+		if got.view != c.want {
+			t.Errorf("keys %v: view %s, want %s", c.keys, got.view, c.want)
+		}
+		if lines := strings.Split(got.View(), "\n"); (got.view == Compare || got.view == Teaching) && !strings.Contains(lines[len(lines)-1], "esc back") {
+			t.Errorf("keys %v: footer %q does not say esc", c.keys, lines[len(lines)-1])
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
 	"lcttop/ui/header"
@@ -133,7 +133,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m Model) applySnapshot(s trainer.Snapshot) (tea.Model, tea.Cmd) {
+func (m Model) applySnapshot(s session.Snapshot) (tea.Model, tea.Cmd) {
 	m.snap = &s
 	if m.state == header.Waiting {
 		m.state = header.Running
@@ -165,7 +165,7 @@ func (m Model) applySnapshot(s trainer.Snapshot) (tea.Model, tea.Cmd) {
 // run, as its snapshots say.
 func (m Model) isFile() bool { return m.snap != nil && m.snap.File != nil }
 
-func peak(p int64, mem trainer.Memory) int64 {
+func peak(p int64, mem session.Memory) int64 {
 	if p > 0 {
 		return p
 	}
@@ -174,7 +174,7 @@ func peak(p int64, mem trainer.Memory) int64 {
 
 // clearSeenPending drops requested codecs that every tensor of their class
 // (or the tensor asked for) now reports.
-func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
+func (m *Model) clearSeenPending(ts []session.TensorStats) {
 	for name, cc := range m.pendingTensor {
 		for _, t := range ts {
 			if t.Name != name {
@@ -184,7 +184,7 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 			if cc != nil {
 				want, alone = *cc, true
 			}
-			if t.Preset == want.Preset.String() && t.Distribution == want.Dist.String() {
+			if t.Codec() == want {
 				delete(m.pendingTensor, name)
 				if alone {
 					m.status = fmt.Sprintf("%s now %s/%s (this tensor alone)", name, want.Preset, want.Dist)
@@ -204,7 +204,7 @@ func (m *Model) clearSeenPending(ts []trainer.TensorStats) {
 				continue // follows its own codec, not the class's
 			}
 			seen = true
-			if t.Preset != cc.Preset.String() || t.Distribution != cc.Dist.String() {
+			if t.Codec() != cc {
 				all = false
 			}
 		}
@@ -306,8 +306,13 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.CycleTensorPreset):
 		return m.cycleTensorCodec(false)
 	case key.Matches(msg, k.Compare):
-		m.view = Compare
+		if m.view == Compare {
+			return m.goBack()
+		}
+		m.back, m.view = m.view, Compare
 		return m, m.followSelection()
+	case key.Matches(msg, k.Back):
+		return m.goBack()
 	case (key.Matches(msg, k.Pause) || key.Matches(msg, k.Step)) && m.isFile():
 		m.status = "a checkpoint takes no steps: pause and step are for training"
 		return m, nil
@@ -341,7 +346,10 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.view = (m.view + numViews - 1) % numViews
 		return m, m.followSelection()
 	case key.Matches(msg, k.Teach):
-		m.view = Teaching
+		if m.view == Teaching {
+			return m.goBack()
+		}
+		m.back, m.view = m.view, Teaching
 		return m, m.followSelection()
 	case key.Matches(msg, k.ToggleTable):
 		m.toggle(PanelTable)
@@ -370,6 +378,21 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m, m.maybeLoadGrid(true)
 	}
 	return m, nil
+}
+
+// goBack leaves compare or teaching for the view they were opened from,
+// and any other view but the overview for the overview.
+func (m Model) goBack() (tea.Model, tea.Cmd) {
+	switch {
+	case m.view == Overview:
+		return m, nil
+	case (m.view == Compare || m.view == Teaching) && m.back != Compare && m.back != Teaching:
+		m.view = m.back
+	default:
+		m.view = Overview
+	}
+	m.back = Overview
+	return m, m.followSelection()
 }
 
 // overNotice answers a key that would train when the run is over.
@@ -439,18 +462,18 @@ func (m Model) cycleCodec(dist bool) (tea.Model, tea.Cmd) {
 }
 
 // classCodec is class c's codec, a request still pending included.
-func (m Model) classCodec(c trainer.TensorClass) trainer.ClassCodec {
+func (m Model) classCodec(c session.TensorClass) session.ClassCodec {
 	if cc, ok := m.pending[c]; ok {
 		return cc
 	}
 	if m.src == nil {
-		return trainer.ClassCodec{}
+		return session.ClassCodec{}
 	}
 	return m.src.ClassCodec(c)
 }
 
 // cycled is cc with its next distribution (dist) or preset.
-func cycled(cc trainer.ClassCodec, dist bool) trainer.ClassCodec {
+func cycled(cc session.ClassCodec, dist bool) session.ClassCodec {
 	if dist {
 		cc.Dist = codec.Distributions[(indexOf(codec.Distributions, cc.Dist)+1)%len(codec.Distributions)]
 	} else {
@@ -515,7 +538,7 @@ func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
 	}
 	stale := m.teachName != t.Name || force
 	if a := m.analysis; a != nil && !stale && a.Detail.Name == t.Name {
-		stale = a.Detail.Codebook.Dist.String() != t.Distribution || a.Detail.Layout.Preset.String() != t.Preset
+		stale = a.Detail.Codebook.Dist != t.Distribution || a.Detail.Layout.Preset != t.Preset
 	}
 	if !stale {
 		return nil

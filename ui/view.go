@@ -2,13 +2,14 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/help"
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
@@ -60,7 +61,7 @@ func (m Model) compareView(w, h int) string {
 	if !ok {
 		return compare.View(m.st, compare.State{Err: fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)}, w, h)
 	}
-	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.Preset + "/" + t.Distribution, Err: m.cmpErr}, w, h)
+	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.CodecLabel(), Err: m.cmpErr}, w, h)
 }
 
 func (m Model) teachError() error {
@@ -155,10 +156,10 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	if m.snap == nil {
 		return nil
 	}
-	seen := map[trainer.TensorClass]string{}
-	own := map[trainer.TensorClass][]codecpanel.TensorInfo{}
+	seen := map[session.TensorClass]string{}
+	own := map[session.TensorClass][]codecpanel.TensorInfo{}
 	for _, t := range m.snap.Tensors {
-		codec := t.Preset + "/" + t.Distribution
+		codec := t.CodecLabel()
 		override := false
 		if m.src != nil {
 			_, override = m.src.TensorCodec(t.Name)
@@ -210,7 +211,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	}
 	sort.Strings(extra)
 	for _, c := range extra {
-		out = append(out, codecpanel.ClassInfo{Class: trainer.TensorClass(c), Codec: seen[trainer.TensorClass(c)]})
+		out = append(out, codecpanel.ClassInfo{Class: session.TensorClass(c), Codec: seen[session.TensorClass(c)]})
 	}
 	return out
 }
@@ -258,13 +259,8 @@ func (m Model) viewNames(all bool) string {
 func (m Model) notice() string {
 	msg := m.status
 	if msg == "" && m.view == Overview {
-		if om := m.omitted(); len(om) > 0 {
-			names := make([]string, len(om))
-			for i, p := range om {
-				names[i] = p.String()
-			}
-			msg = "tab: " + strings.Join(names, ", ")
-		}
+		room := m.width - ansi.StringWidth(m.viewNames(false)) - 2
+		msg = omittedNotice(m.omitted(), m.width, room)
 	}
 	if msg == "" && m.state == header.Paused {
 		msg = "paused: n steps once, space resumes"
@@ -275,11 +271,49 @@ func (m Model) notice() string {
 	return msg
 }
 
+// omittedNotice says where the panels the overview left out are: the
+// views tab reaches for memory, codec and history; the histogram has no
+// view of its own, so a taller window is what shows it. It is whole in
+// room columns: the histogram's part goes first, then the rest.
+func omittedNotice(om []Panel, width, room int) string {
+	var tabs []string
+	histogram := false
+	add := func(v View) {
+		if l := v.label(width); !slices.Contains(tabs, l) {
+			tabs = append(tabs, l)
+		}
+	}
+	for _, p := range om {
+		switch p {
+		case PanelHistogram:
+			histogram = true
+		case PanelMemory, PanelCodec:
+			add(Resources)
+		case PanelCharts:
+			add(History)
+		}
+	}
+	var parts []string
+	if len(tabs) > 0 {
+		parts = append(parts, "tab: "+strings.Join(tabs, ", "))
+	}
+	if histogram {
+		parts = append(parts, "histogram: a taller window")
+	}
+	for len(parts) > 0 && ansi.StringWidth(strings.Join(parts, " · ")) > room {
+		parts = parts[:len(parts)-1]
+	}
+	return strings.Join(parts, " · ")
+}
+
 func (m Model) footer() string {
 	h := help.New()
 	h.Styles = m.st.Help
 	h.Width = m.width
 	keys := m.keys.ShortHelp()
+	if m.isFile() {
+		keys = m.keys.FileHelp()
+	}
 	switch {
 	case m.showHelp:
 	case m.view == Teaching:

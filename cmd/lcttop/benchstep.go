@@ -62,5 +62,6 @@ its most (read every 2 ms) beside the ledger's peak.`,
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "steps left out of the summary's median step time")
 	fs.BoolVar(&f.cuda.alone, "alone", false, "train the LCT run without its shadow (nothing compared)")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "train the dense run alone")
+	fs.StringVar(&f.cuda.poolTrace, "pool-trace", "", "write every block the device pool hands out and takes back to this file")
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -19,7 +20,7 @@ import (
 // CLASS=NAME pairs, alone or after a name ("auto,adam_v=clean"), and
 // inspect takes "all" to compare every choice. The default is the trainer's
 // own choice, the one that stores its tensors in the fewest bytes.
-var defaultCodec = trainer.DefaultClassCodec[trainer.ClassWeight]
+var defaultCodec = trainer.DefaultClassCodec[session.ClassWeight]
 
 // allChoices is inspect's value for "compare every preset (distribution)".
 const allChoices = "all"
@@ -46,7 +47,7 @@ func registerTrainingCodec(cmd *cobra.Command, preset, dist *string) {
 
 // applyTrainingCodec sets cfg.Codec from the two flags' values.
 func applyTrainingCodec(cfg *trainer.Config, preset, dist string) error {
-	err := perClass("--preset", preset, codec.ParsePreset, codec.Presets, func(c trainer.TensorClass, p codec.Preset) {
+	err := perClass("--preset", preset, codec.ParsePreset, codec.Presets, func(c session.TensorClass, p codec.Preset) {
 		cc := cfg.Codec[c]
 		cc.Preset = p
 		cfg.Codec[c] = cc
@@ -54,7 +55,7 @@ func applyTrainingCodec(cfg *trainer.Config, preset, dist string) error {
 	if err != nil {
 		return err
 	}
-	return perClass("--dist", dist, codec.ParseDistribution, codec.Distributions, func(c trainer.TensorClass, d codec.Distribution) {
+	return perClass("--dist", dist, codec.ParseDistribution, codec.Distributions, func(c session.TensorClass, d codec.Distribution) {
 		cc := cfg.Codec[c]
 		cc.Dist = d
 		cfg.Codec[c] = cc
@@ -63,7 +64,7 @@ func applyTrainingCodec(cfg *trainer.Config, preset, dist string) error {
 
 // perClass reads "name", "class=name" or a comma-separated mix of both
 // (a bare name sets every class, pairs then override) and calls set.
-func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error), all []T, set func(trainer.TensorClass, T)) error {
+func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error), all []T, set func(session.TensorClass, T)) error {
 	if value == "" {
 		return fmt.Errorf("%s: empty (choose %s)", flag, names(all))
 	}
@@ -75,7 +76,7 @@ func perClass[T fmt.Stringer](flag, value string, parse func(string) (T, error),
 			if err != nil {
 				return fmt.Errorf("%s %q: %v", flag, value, err)
 			}
-			classes, name = []trainer.TensorClass{class}, v
+			classes, name = []session.TensorClass{class}, v
 		}
 		x, err := parse(name)
 		if err != nil {
@@ -211,6 +212,9 @@ func (f *backendFlag) open() (lctfile.Backend, func(), error) {
 // distinctFiles refuses an output that is the input (the same path, or
 // another name of the same file): writing it would replace what is read.
 func distinctFiles(in, out string) error {
+	if in == "-" || out == "-" {
+		return nil
+	}
 	same := filepath.Clean(in) == filepath.Clean(out)
 	if fi, err := os.Stat(in); err == nil {
 		if fo, err := os.Stat(out); err == nil && os.SameFile(fi, fo) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/filesource"
 	"lcttop/ui/format"
 )
@@ -23,8 +23,10 @@ func headlessFile(cmd *cobra.Command, s *filesource.Session, start time.Time, as
 	w := cmd.OutOrStdout()
 	first := true
 	var lastLine time.Time
+	said := map[string]bool{}
 	for snap := range s.Snapshots() {
 		p := snap.File.Progress
+		saySkipped(cmd, snap, said)
 		switch {
 		case first:
 			first = false
@@ -53,6 +55,24 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 	signal.Notify(stop, os.Interrupt)
 	defer signal.Stop(stop)
 	shown, exactAt := -1, -1
+	said := map[string]bool{}
+	// lines prints a snapshot's news: the checkpoint shown, its exact figures.
+	lines := func(snap session.Snapshot) {
+		f := snap.File
+		saySkipped(cmd, snap, said)
+		if f.Files == 0 {
+			return
+		}
+		if snap.Step != shown {
+			shown = snap.Step
+			fmt.Fprintf(w, "%s step %d: %s, %d tensors, %s; LCT %s from the samples\n", seconds(time.Since(start)), snap.Step, f.Path, len(snap.Tensors),
+				format.Bytes(f.FileBytes), format.Bytes(f.LCTBytes))
+		}
+		if f.Progress.Done() && exactAt != snap.Step {
+			exactAt = snap.Step
+			fmt.Fprintf(w, "%s step %d exact: LCT %s, BF16 ratio %.4f×\n", seconds(time.Since(start)), snap.Step, format.Bytes(f.LCTBytes), bf16Ratio(snap))
+		}
+	}
 	scanned := s.Scanned()
 	for {
 		select {
@@ -64,33 +84,36 @@ func headlessWatch(cmd *cobra.Command, s *filesource.Session, start time.Time, a
 			if !ok {
 				return nil
 			}
-			f := snap.File
-			if f.Files == 0 {
-				continue
-			}
-			if snap.Step != shown {
-				shown = snap.Step
-				fmt.Fprintf(w, "%s step %d: %s, %d tensors, %s; LCT %s from the samples\n", seconds(time.Since(start)), snap.Step, f.Path, len(snap.Tensors),
-					format.Bytes(f.FileBytes), format.Bytes(f.LCTBytes))
-			}
-			if f.Progress.Done() && exactAt != snap.Step {
-				exactAt = snap.Step
-				fmt.Fprintf(w, "%s step %d exact: LCT %s, BF16 ratio %.4f×\n", seconds(time.Since(start)), snap.Step, format.Bytes(f.LCTBytes), bf16Ratio(snap))
-			}
+			lines(snap)
 		}
-		if once && scanned == nil && exactAt == shown && shown >= 0 {
-			return fileSummary(w, s.Current(), asJSON)
-		}
-		if once && scanned == nil && shown < 0 {
-			if cur := s.Current(); cur.File.Files == 0 {
+		if once && scanned == nil {
+			// The folder is read and, once, every checkpoint in it measured:
+			// the figures as they are now are the last.
+			cur := s.Current()
+			if cur.File.Files == 0 {
+				saySkipped(cmd, cur, said)
 				return fmt.Errorf("%s: no complete checkpoint in this folder", cur.File.Path)
+			}
+			if cur.File.Progress.Done() {
+				lines(cur)
+				return fileSummary(w, cur, asJSON)
 			}
 		}
 	}
 }
 
+// saySkipped names on stderr, once each, the files left out and why.
+func saySkipped(cmd *cobra.Command, snap session.Snapshot, said map[string]bool) {
+	for _, sk := range snap.File.Skipped {
+		if key := sk.Path + "\x00" + sk.Reason; !said[key] {
+			said[key] = true
+			fmt.Fprintf(cmd.ErrOrStderr(), "lcttop: skipped %s: %s\n", sk.Path, sk.Reason)
+		}
+	}
+}
+
 // fileSummary prints the checkpoint by class and dtype, and its history.
-func fileSummary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
+func fileSummary(w io.Writer, snap session.Snapshot, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(snap)
 		if err != nil {
@@ -136,7 +159,7 @@ func fileSummary(w io.Writer, snap trainer.Snapshot, asJSON bool) error {
 	return nil
 }
 
-func bf16Ratio(s trainer.Snapshot) float64 {
+func bf16Ratio(s session.Snapshot) float64 {
 	var raw, stored int64
 	for _, t := range s.Tensors {
 		if t.DType == "BF16" {

@@ -20,12 +20,14 @@ func newInspectCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "inspect [--json] [--preset P|all] [--dist D|all] FILE",
-		Short: "Show per-tensor compression figures of a .safetensors or .lct file",
+		Short: "Show per-tensor compression figures of a .safetensors, .lct or PyTorch checkpoint",
 		Long: `inspect prints, per tensor, the elements, ratio, exponent entropy, bits per exponent
 allocated and used, escape and overflow rates, then a total. A .safetensors file is
 encoded in memory with --preset and --dist; an .lct file is reported as stored (its
 tensors are decoded and every checksum verified). The default, auto/empirical, is
-the trainer's own choice.
+the trainer's own choice. A PyTorch checkpoint (a torch.save file, a
+torch.distributed.checkpoint folder) is read as the safetensors file of its
+tensors, as pack stores it.
 
 --dist all and --preset all print the compare grid instead: the file's BF16
 tensors packed under every distribution × preset (a flag given one value keeps
@@ -34,7 +36,7 @@ marked. An .lct file is first restored to the file it holds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
-			in, err := lctfile.ReadInput(path)
+			in, err := lctfile.ReadCheckpoint(path)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -11,16 +12,16 @@ import (
 // figures. Every tensor's figures and histogram (a few hundred KB a step)
 // come only with --tensors.
 type jsonStep struct {
-	trainer.Snapshot
+	session.Snapshot
 	Ratio   float64       `json:"ratio"` // every stored tensor: 2N / stored bytes
 	Classes []classFigure `json:"classes"`
 	// Tensors shadows Snapshot.Tensors in the JSON: left out unless asked for.
-	Tensors []trainer.TensorStats `json:"tensors,omitempty"`
+	Tensors []session.TensorStats `json:"tensors,omitempty"`
 }
 
 // classFigure sums one tensor class of a snapshot.
 type classFigure struct {
-	Class         trainer.TensorClass `json:"class"`
+	Class         session.TensorClass `json:"class"`
 	Codec         string              `json:"codec"` // "auto/empirical"; "mixed" when tensors differ
 	Tensors       int                 `json:"tensors"`
 	AsIs          int                 `json:"as_is"`     // kept as plain BF16: by design, or the pool was full
@@ -45,7 +46,7 @@ const (
 )
 
 // newJSONStep builds the line of snapshot s.
-func newJSONStep(s trainer.Snapshot, mode jsonMode) jsonStep {
+func newJSONStep(s session.Snapshot, mode jsonMode) jsonStep {
 	line := jsonStep{Snapshot: s, Classes: classFigures(s.Tensors)}
 	line.Snapshot.Tensors = nil
 	var raw, stored int64
@@ -64,17 +65,17 @@ func newJSONStep(s trainer.Snapshot, mode jsonMode) jsonStep {
 
 // classFigures sums ts by class, in the trainer's class order (classes it
 // does not list after, by name).
-func classFigures(ts []trainer.TensorStats) []classFigure {
-	byClass := map[trainer.TensorClass]*classFigure{}
-	var order []trainer.TensorClass
+func classFigures(ts []session.TensorStats) []classFigure {
+	byClass := map[session.TensorClass]*classFigure{}
+	var order []session.TensorClass
 	for _, t := range ts {
 		c := byClass[t.Class]
 		if c == nil {
-			c = &classFigure{Class: t.Class, Codec: t.Preset + "/" + t.Distribution}
+			c = &classFigure{Class: t.Class, Codec: t.CodecLabel()}
 			byClass[t.Class] = c
 			order = append(order, t.Class)
 		}
-		if c.Codec != t.Preset+"/"+t.Distribution {
+		if c.Codec != t.CodecLabel() {
 			c.Codec = "mixed"
 		}
 		n := float64(t.Elements)
@@ -92,13 +93,13 @@ func classFigures(ts []trainer.TensorStats) []classFigure {
 		c.EscapeRate += t.EscapeRate * n
 		c.OverflowRate += t.OverflowRate * n
 	}
-	rank := func(c trainer.TensorClass) int {
+	rank := func(c session.TensorClass) int {
 		if i := slices.Index(trainer.TensorClasses, c); i >= 0 {
 			return i
 		}
 		return len(trainer.TensorClasses)
 	}
-	slices.SortStableFunc(order, func(a, b trainer.TensorClass) int {
+	slices.SortStableFunc(order, func(a, b session.TensorClass) int {
 		if ra, rb := rank(a), rank(b); ra != rb {
 			return ra - rb
 		}

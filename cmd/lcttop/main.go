@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -22,6 +23,15 @@ func main() {
 	prepareUsage(rootCmd)
 	if err := rootCmd.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lcttop:", err)
+		if errors.As(err, new(interrupted)) {
+			os.Exit(130) // as a shell reports a command ended by Ctrl-C
+		}
 		os.Exit(1)
 	}
 }
+
+// interrupted is the error of a command stopped by Ctrl-C after it said
+// what it had done: the exit status says it did not finish.
+type interrupted struct{ what string }
+
+func (e interrupted) Error() string { return "interrupted " + e.what }

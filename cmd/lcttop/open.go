@@ -11,9 +11,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
+	"lcttop/ui/compare"
+	"lcttop/ui/export"
 )
 
 func init() { rootCmd.AddCommand(newOpenCmd(), newWatchCmd()) }
@@ -38,7 +40,7 @@ func (f *fileFlags) register(cmd *cobra.Command) {
 	fs.BoolVar(&f.headless, "headless", false, "no UI: progress lines, then a summary, on stdout")
 	fs.BoolVar(&f.json, "json", false, "with --headless: the final snapshot as one JSON line (the UI's figures)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
-	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots and codec plans to")
+	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots and codec plans to (the default is made at the first export)")
 }
 
 // options checks the flags and builds the session's options; release frees
@@ -59,7 +61,7 @@ func (f *fileFlags) options() (filesource.Options, func(), error) {
 	if err != nil {
 		return filesource.Options{}, nil, err
 	}
-	cc := trainer.ClassCodec{Preset: p, Dist: d}
+	cc := session.ClassCodec{Preset: p, Dist: d}
 	return filesource.Options{Codec: &cc, Workers: f.workers, Backend: backend}, release, nil
 }
 
@@ -155,6 +157,11 @@ scripts/lcttop_dump.py writes such a folder from a PyTorch training loop.`,
 
 // runFileUI runs the UI on a file session until q.
 func runFileUI(cmd *cobra.Command, s *filesource.Session, opt ui.Options) error {
+	if err := checkTerminal(cmd); err != nil {
+		s.Stop()
+		return err
+	}
+	go compare.Warm()
 	prog := tea.NewProgram(ui.New(s, opt), tea.WithAltScreen(), tea.WithContext(cmd.Context()))
 	ctx, cancel := context.WithCancel(cmd.Context())
 	var wg sync.WaitGroup

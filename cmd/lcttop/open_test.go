@@ -15,7 +15,7 @@ import (
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/trainer/filesource"
 	"lcttop/ui"
 	"lcttop/ui/msgs"
@@ -89,7 +89,7 @@ func key(t *testing.T, m ui.Model, k string) (ui.Model, []tea.Msg) {
 
 // waitExact reads the session's snapshots until the exact figures, and
 // hands that snapshot to the model.
-func waitExact(t *testing.T, m ui.Model, s *filesource.Session, ok func(trainer.Snapshot) bool) (ui.Model, trainer.Snapshot) {
+func waitExact(t *testing.T, m ui.Model, s *filesource.Session, ok func(session.Snapshot) bool) (ui.Model, session.Snapshot) {
 	t.Helper()
 	deadline := time.After(time.Minute)
 	for {
@@ -119,7 +119,7 @@ func TestPlanFromUIAppliedByPack(t *testing.T) {
 	defer s.Stop()
 	m := ui.New(s, ui.Options{ExportDir: dir})
 	nm, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
-	m, _ = waitExact(t, nm.(ui.Model), s, func(trainer.Snapshot) bool { return true })
+	m, _ = waitExact(t, nm.(ui.Model), s, func(session.Snapshot) bool { return true })
 	if m.Selected() != "model.wte.weight" {
 		t.Fatalf("selected %q", m.Selected())
 	}
@@ -138,22 +138,22 @@ func TestPlanFromUIAppliedByPack(t *testing.T) {
 	m, _ = key(t, m, "p")
 	// A tensor of its own (the per-tensor keys are the UI's; the session
 	// call is what they make).
-	own := trainer.ClassCodec{Preset: codec.High, Dist: codec.PowerLaw}
+	own := session.ClassCodec{Preset: codec.High, Dist: codec.PowerLaw}
 	if err := s.SetTensorCodec("model.fc.weight", own); err != nil {
 		t.Fatal(err)
 	}
-	weight := trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Gaussian}   // empirical → gaussian (wraps)
-	adamV := trainer.ClassCodec{Preset: codec.Medium, Dist: codec.Empirical} // auto → clean → medium
-	if got := s.ClassCodec(trainer.ClassWeight); got != weight {
+	weight := session.ClassCodec{Preset: codec.Auto, Dist: codec.Gaussian}   // empirical → gaussian (wraps)
+	adamV := session.ClassCodec{Preset: codec.Medium, Dist: codec.Empirical} // auto → clean → medium
+	if got := s.ClassCodec(session.ClassWeight); got != weight {
 		t.Fatalf("weight class %s after d, want %s", got, weight)
 	}
-	if got := s.ClassCodec(trainer.ClassAdamV); got != adamV {
+	if got := s.ClassCodec(session.ClassAdamV); got != adamV {
 		t.Fatalf("adam_v class %s after p p, want %s", got, adamV)
 	}
-	var shown trainer.Snapshot
-	m, shown = waitExact(t, m, s, func(sn trainer.Snapshot) bool {
+	var shown session.Snapshot
+	m, shown = waitExact(t, m, s, func(sn session.Snapshot) bool {
 		for _, ts := range sn.Tensors {
-			if ts.Name == "model.fc.weight" && ts.Preset != "high" || ts.Name == "exp_avg_sq.model.fc.weight" && ts.Preset != "medium" {
+			if ts.Name == "model.fc.weight" && ts.Preset != codec.High || ts.Name == "exp_avg_sq.model.fc.weight" && ts.Preset != codec.Medium {
 				return false
 			}
 		}
@@ -188,7 +188,7 @@ func TestPlanFromUIAppliedByPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]trainer.ClassCodec{
+	want := map[string]session.ClassCodec{
 		"model.wte.weight": weight, "model.fc.weight": own, "grad.model.fc.weight": {Preset: codec.Auto, Dist: codec.Empirical},
 		"exp_avg.model.fc.weight": {Preset: codec.Auto, Dist: codec.Empirical}, "exp_avg_sq.model.fc.weight": adamV,
 	}
@@ -202,7 +202,7 @@ func TestPlanFromUIAppliedByPack(t *testing.T) {
 			continue
 		}
 		lct++
-		got := trainer.ClassCodec{Preset: seg.Tensor.Layout.Preset, Dist: seg.Tensor.Codebook.Dist}
+		got := session.ClassCodec{Preset: seg.Tensor.Layout.Preset, Dist: seg.Tensor.Codebook.Dist}
 		if got != want[seg.Name] {
 			t.Errorf("%s stored with %s, the plan says %s", seg.Name, got, want[seg.Name])
 		}
@@ -241,10 +241,14 @@ func TestWatchOnceHeadless(t *testing.T) {
 		}
 	}
 	out := mustRun(t, "watch", "--headless", "--once", dir)
-	for _, want := range []string{"step 40:", "step 40 exact", "step", "20", "40", "false", "true", "most drift", "model.fc.bias"} {
+	for _, want := range []string{"step 40 exact", "step", "20", "40", "true", "most drift", "model.fc.bias"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("lacks %q:\n%s", want, out)
 		}
+	}
+	// --once measures every checkpoint the same way: exactly.
+	if strings.Contains(out, "false") {
+		t.Errorf("a checkpoint of the history measured from its sample only:\n%s", out)
 	}
 }
 

@@ -2,10 +2,9 @@ package main
 
 import (
 	"fmt"
+	"lcttop/session"
 	"slices"
 	"time"
-
-	"lcttop/trainer"
 )
 
 // summary is headless training's last line: what the run did, as text or
@@ -26,11 +25,11 @@ type summary struct {
 	MedianStepLCT   float64 `json:"median_step_ms_lct"`
 	MedianStepShad  float64 `json:"median_step_ms_shadow"`
 
-	first, last          trainer.Snapshot
+	first, last          session.Snapshot
 	timesLCT, timesShadw []time.Duration
 }
 
-func (s *summary) add(snap trainer.Snapshot) {
+func (s *summary) add(snap session.Snapshot) {
 	if s.Steps == 0 {
 		s.first = snap
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -33,6 +35,7 @@ type trainFlags struct {
 	checkEvery         int
 	valEvery, valBatch int
 	checkpointEvery    int
+	checkpointDir      string
 	workers            int
 	lr                 float64
 	poolBudget         int64
@@ -54,6 +57,8 @@ type cudaFlags struct {
 	// alone trains the LCT run without its shadow; nvmlPeak follows the
 	// process's device memory as NVML reports it (lcttop bench step).
 	alone, nvmlPeak bool
+	// poolTrace names a file for the device pool's traffic (bench step).
+	poolTrace string
 }
 
 func newTrainCmd() *cobra.Command {
@@ -77,6 +82,9 @@ object per step (totals and per-class figures; --tensors adds every
 tensor's figures and histogram), then the summary object.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.chooseBackend(cmd); err != nil {
+				return err
+			}
 			cfg, err := f.config()
 			if err != nil {
 				return err
@@ -110,10 +118,11 @@ tensor's figures and histogram), then the summary object.`,
 	fs.BoolVar(&f.headless, "headless", false, "train without the UI, a line per step on stdout")
 	fs.BoolVar(&f.json, "json", false, "with --headless: a JSON object per step (totals and per-class figures) instead of text")
 	fs.BoolVar(&f.tensors, "tensors", false, "with --json: every tensor's figures and exponent histogram too")
-	fs.StringVar(&f.backend, "backend", def.Backend, "where training runs: cpu|cuda (cuda needs an NVIDIA GPU and driver)")
+	fs.StringVar(&f.backend, "backend", "", backendUsage)
 	f.registerTraining(cmd, def)
 	fs.StringVar(&f.checkpoint, "checkpoint", "", "checkpoint file (.lct) to write")
 	fs.IntVar(&f.checkpointEvery, "checkpoint-every", 0, "write the checkpoint every N steps (0: at the end only)")
+	fs.StringVar(&f.checkpointDir, "checkpoint-dir", "", "write each checkpoint to its own step-named file in this folder (step_NNNNNNNN.lct): the folder lcttop watch follows")
 	fs.StringVar(&f.resume, "resume", "", "continue from this checkpoint")
 	fs.Int64Var(&f.poolBudget, "pool-budget", 0, "LCT overflow pool in bytes (0: sized from the model)")
 	fs.Float64Var(&f.cuda.memBudgetGiB, "mem-budget", 0, "--backend cuda: device memory budget per run in GiB, as the allocator counts it (0: none)")
@@ -130,7 +139,7 @@ tensor's figures and histogram), then the summary object.`,
 // choice, optimizer, steps, checks.
 func (f *trainFlags) registerTraining(cmd *cobra.Command, def trainer.Config) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.model, "model", def.Model, "model: "+modelNames())
+	fs.StringVar(&f.model, "model", "", modelUsage())
 	fs.StringVar(&f.optimizer, "optimizer", def.Optimizer, "adamw|sgd")
 	fs.IntVar(&f.steps, "steps", def.Steps, "steps to train (0: until interrupted)")
 	fs.Uint64Var(&f.seed, "seed", def.Seed, "seed of the weights and the batches")
@@ -149,8 +158,50 @@ func (f *trainFlags) registerTraining(cmd *cobra.Command, def trainer.Config) {
 // cudaOnly and cpuOnly are the flags one backend takes and the other does not.
 var (
 	cudaOnly = []string{"mem-budget", "sweep", "sweep-min", "sweep-max", "sweep-quantum", "shadow-only", "timing-warmup"}
-	cpuOnly  = []string{"checkpoint", "checkpoint-every", "resume", "pool-budget"}
+	cpuOnly  = []string{"checkpoint", "checkpoint-every", "checkpoint-dir", "resume", "pool-budget"}
 )
+
+// chooseBackend settles --backend where it was not given, as lcttop with no
+// subcommand does: the CPU where a flag only the CPU trainer takes is set,
+// the GPU where a flag only the CUDA trainer takes is, else the GPU where
+// one opens and the CPU otherwise (the UI decides for itself). The model
+// then defaults to the backend's.
+func (f *trainFlags) chooseBackend(cmd *cobra.Command) error {
+	if f.backend == "" {
+		cpu, cuda := firstChanged(cmd, cpuOnly), firstChanged(cmd, cudaOnly)
+		switch {
+		case cpu != "" && cuda != "":
+			return fmt.Errorf("--%s and --%s: the first is only for --backend cpu, the second only for --backend cuda", cpu, cuda)
+		case cpu != "":
+			f.backend = "cpu"
+		case cuda != "":
+			f.backend = "cuda"
+		case f.headless:
+			f.backend = "cpu"
+			if g, err := gpu.Open(); err == nil {
+				g.Close()
+				f.backend = "cuda"
+			}
+		}
+	}
+	if f.model == "" && f.backend != "" {
+		f.model = defaultCPUModel
+		if f.backend == "cuda" {
+			f.model = defaultGPUModel
+		}
+	}
+	return nil
+}
+
+// firstChanged is the first of names set on the command line ("" if none).
+func firstChanged(cmd *cobra.Command, names []string) string {
+	for _, name := range names {
+		if cmd.Flags().Changed(name) {
+			return name
+		}
+	}
+	return ""
+}
 
 // checkBackendFlags refuses a flag the chosen backend would ignore.
 func (f *trainFlags) checkBackendFlags(cmd *cobra.Command) error {
@@ -184,6 +235,15 @@ func (f *trainFlags) config() (trainer.Config, error) {
 	cfg.CheckEvery, cfg.PoolBudget = f.checkEvery, f.poolBudget
 	cfg.ValEvery, cfg.ValBatches = f.valEvery, f.valBatch
 	cfg.CheckpointPath, cfg.CheckpointEvery, cfg.ResumePath = f.checkpoint, f.checkpointEvery, f.resume
+	if cfg.CheckpointDir = f.checkpointDir; cfg.CheckpointDir != "" {
+		// Made before training starts, so that an unwritable folder is said first.
+		if err := os.MkdirAll(cfg.CheckpointDir, 0o755); err != nil {
+			return cfg, fmt.Errorf("--checkpoint-dir %s: %v", cfg.CheckpointDir, err)
+		}
+	}
+	if f.backend == "" { // the UI chooses (openSession)
+		return cfg, applyTrainingCodec(&cfg, f.preset, f.dist)
+	}
 	if err := checkBackend(f.backend); err != nil {
 		return cfg, err
 	}
@@ -240,11 +300,14 @@ func runHeadless(ctx context.Context, out io.Writer, cfg trainer.Config, mode js
 	if sum.last.Step > 0 && !sum.last.BitIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.last.Mismatch)
 	}
+	if sum.Interrupted {
+		return interrupted{fmt.Sprintf("after step %d", sum.last.Step)}
+	}
 	return nil
 }
 
 // stepLine is the readable summary of one step.
-func stepLine(s trainer.Snapshot, compared bool) string {
+func stepLine(s session.Snapshot, compared bool) string {
 	verdict := "identical"
 	switch {
 	case !compared:
@@ -253,7 +316,7 @@ func stepLine(s trainer.Snapshot, compared bool) string {
 		verdict = "DIFFERENT"
 	}
 	val := ""
-	if s.ValLoss != 0 {
+	if s.ValStep == s.Step && s.ValStep > 0 { // measured after this step, not carried from an earlier one
 		val = fmt.Sprintf("  val %.4f", s.ValLoss)
 	}
 	share := 0.0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,12 +23,25 @@ import (
 // runCUDA trains cfg headless on the GPU through the CUDA backend, or runs
 // the sequence-length sweep.
 func runCUDA(ctx context.Context, out io.Writer, cfg trainer.Config, cf cudaFlags, mode jsonMode) error {
-	g, err := gpu.Open()
+	g, err := openGPU()
 	if err != nil {
 		return fmt.Errorf("--backend cuda: %w", err)
 	}
 	defer g.Close()
 	return trainOnDevice(ctx, out, g, cfg, cf, mode)
+}
+
+// openGPU opens the GPU (gpu.Open) and says on stderr when the driver
+// could not keep the kernels it compiled, so that each start waits for
+// the compiler again.
+func openGPU() (*gpu.Device, error) {
+	g, err := gpu.Open()
+	if err == nil {
+		if note := g.JITCacheNote(); note != "" {
+			fmt.Fprintln(os.Stderr, "lcttop: note:", note)
+		}
+	}
+	return g, err
 }
 
 // deviceLine is a step's JSON line: the headless line of the trainer's
@@ -167,6 +181,18 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if opts.Steps == 0 {
 		opts.Steps = math.MaxInt32 // until interrupted
 	}
+	if cf.poolTrace != "" {
+		tf, err := os.Create(cf.poolTrace)
+		if err != nil {
+			return fmt.Errorf("--pool-trace: %w", err)
+		}
+		w := bufio.NewWriterSize(tf, 1<<20)
+		defer func() {
+			w.Flush()
+			tf.Close()
+		}()
+		opts.PoolTrace = w
+	}
 	batch, seqLen := opts.Batch, opts.SeqLen
 	if !asJSON {
 		fmt.Fprintf(out, "model %s (%d parameters, %d layers, dim %d), %s, batch %d x %d tokens, cuda on %s, LCT codec %s\n",
@@ -216,9 +242,13 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		"lct": lct != nil, "lct_codec": codecName,
 		"wall_s": time.Since(start).Seconds(),
 	}
+	// What the device lent the process at its most, by three counts: the
+	// ledger's (peak_bytes_*), the pool's, and every driver allocation's.
+	_, driverPeak, _ := g.DriverMemory()
+	summary["pool_held_peak_bytes"], summary["driver_alloc_peak_bytes"] = poolPeak, driverPeak
 	if peak != nil {
 		empty, most := peak.stop()
-		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"], summary["pool_held_peak_bytes"] = empty, most, poolPeak
+		summary["nvml_process_empty_bytes"], summary["nvml_process_peak_bytes"] = empty, most
 	}
 	if compared {
 		summary["all_bit_identical"], summary["mismatch"], summary["weights_checked"] = sum.AllIdentical, sum.Mismatch, sum.WeightsChecked
@@ -226,13 +256,16 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if asJSON {
 		err = enc.Encode(summary)
 	} else {
-		_, err = fmt.Fprintf(out, "summary: %v\n", summary)
+		_, err = fmt.Fprintln(out, cudaSummaryLine(sum, lct != nil, compared, opts.WarmupTiming, time.Since(start)))
 	}
 	if err != nil {
 		return err
 	}
 	if compared && !sum.AllIdentical {
 		return fmt.Errorf("the LCT and shadow runs differ: %s", sum.Mismatch)
+	}
+	if ctx.Err() != nil {
+		return interrupted{fmt.Sprintf("after step %d", sum.Steps)}
 	}
 	return nil
 }
@@ -254,7 +287,7 @@ func copyFloorFlags(cf cudaFlags) error {
 // shadowLine is the readable summary of a step of the shadow run alone.
 func shadowLine(r cudabackend.StepReport) string {
 	val := ""
-	if r.ValLoss != 0 {
+	if r.ValStep == r.Step && r.ValStep > 0 { // measured after this step
 		val = fmt.Sprintf("  val %.4f", r.ValLoss)
 	}
 	return fmt.Sprintf("step %5d  loss %.4f (shadow only)%s  peak %s  step %.3fs",
@@ -380,4 +413,37 @@ func (p *nvmlPeak) stop() (empty, most uint64) {
 	close(p.done)
 	p.wg.Wait()
 	return p.empty, p.most.Load()
+}
+
+// cudaSummaryLine is the text form of a CUDA training's summary, like the
+// CPU trainer's: what was trained, whether the runs agreed, their peaks and
+// median steps.
+func cudaSummaryLine(sum cudabackend.Summary, lct, compared bool, warmup int, wall time.Duration) string {
+	if sum.Steps == 0 {
+		return "summary: no step taken"
+	}
+	median := fmt.Sprintf("median step %.3fs vs %.3fs", sum.MedianStepLCT.Seconds(), sum.MedianStepShadow.Seconds())
+	if !lct {
+		median = fmt.Sprintf("median step %.3fs", sum.MedianStepShadow.Seconds())
+	}
+	if sum.Steps <= warmup {
+		median = fmt.Sprintf("median step not measured (all %d steps within --timing-warmup %d)", sum.Steps, warmup)
+	}
+	switch {
+	case !lct:
+		return fmt.Sprintf("summary: %d steps (shadow only), loss %.4f → %.4f; peak %s; %s; %.1fs in all",
+			sum.Steps, sum.FirstLoss, sum.LastLoss, mib(sum.PeakShadow), median, wall.Seconds())
+	case !compared:
+		return fmt.Sprintf("summary: %d steps, loss %.4f → %.4f, not compared; peak %s vs %s (%s); %s; %.1fs in all",
+			sum.Steps, sum.FirstLoss, sum.LastLoss, mib(sum.PeakLCT), mib(sum.PeakShadow), peakChange(sum.PeakLCT, sum.PeakShadow), median, wall.Seconds())
+	}
+	verdict := "bit-identical throughout"
+	if !sum.AllIdentical {
+		verdict = "DIFFERENT: " + sum.Mismatch
+	}
+	if sum.WeightsChecked > 0 {
+		verdict += fmt.Sprintf(" (all weights compared at step %d)", sum.WeightsChecked)
+	}
+	return fmt.Sprintf("summary: %d steps, loss %.4f → %.4f, %s; peak %s vs %s (%s); %s; %.1fs in all",
+		sum.Steps, sum.FirstLoss, sum.LastLoss, verdict, mib(sum.PeakLCT), mib(sum.PeakShadow), peakChange(sum.PeakLCT, sum.PeakShadow), median, wall.Seconds())
 }

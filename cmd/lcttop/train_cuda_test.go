@@ -85,6 +85,10 @@ func TestTrainCUDAEmuLines(t *testing.T) {
 				t.Fatalf("step line %d: %q, want %q", i+1, l, c.says)
 			}
 		}
+		// The summary reads like the CPU trainer's, not as a Go map.
+		if sum := lines[3]; strings.Contains(sum, "map[") || !strings.Contains(sum, "2 steps") || !strings.Contains(sum, "loss ") || !strings.Contains(sum, "peak ") {
+			t.Fatalf("summary %q", sum)
+		}
 	}
 }
 

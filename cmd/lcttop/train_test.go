@@ -1,16 +1,24 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"lcttop/trainer"
+	"github.com/spf13/cobra"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/session"
 )
 
 // quick makes training runs short enough for tests.
-var quick = []string{"train", "--headless", "--batch", "1", "--seq-len", "8", "--val-every", "0"}
+var quick = []string{"train", "--headless", "--backend", "cpu", "--batch", "1", "--seq-len", "8", "--val-every", "0"}
 
 func trainArgs(extra ...string) []string { return append(append([]string(nil), quick...), extra...) }
 
@@ -53,14 +61,29 @@ func TestTrainHeadlessJSON(t *testing.T) {
 	// --tensors: every tensor, with the per-class setting applied.
 	full := strings.Split(strings.TrimSpace(mustRun(t, trainArgs("--steps", "1", "--json", "--tensors", "--dist", "weight=laplace")...)), "\n")
 	var s struct {
-		Tensors []trainer.TensorStats `json:"tensors"`
+		Tensors []session.TensorStats `json:"tensors"`
 	}
 	if err := json.Unmarshal([]byte(full[0]), &s); err != nil || len(s.Tensors) == 0 {
 		t.Fatalf("--tensors line: %v, %d tensors", err, len(s.Tensors))
 	}
 	for _, ts := range s.Tensors {
-		if ts.Class == trainer.ClassWeight && ts.Distribution != "laplace" {
+		if ts.Class == session.ClassWeight && ts.Distribution != codec.Laplace {
 			t.Fatalf("%s on %s", ts.Name, ts.Distribution)
+		}
+	}
+}
+
+// A step line shows the validation loss only after the steps that measured
+// it, not carried to the steps between.
+func TestTrainHeadlessValidationLines(t *testing.T) {
+	args := append(trainArgs("--steps", "5"), "--val-every", "2", "--val-batches", "1")
+	lines := strings.Split(strings.TrimSpace(mustRun(t, args...)), "\n")
+	if len(lines) != 7 {
+		t.Fatalf("want a header, 5 step lines and a summary:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, l := range lines[1:6] {
+		if step := i + 1; strings.Contains(l, " val ") != (step%2 == 0) {
+			t.Fatalf("step %d: %q (validation runs after steps 2 and 4)", step, l)
 		}
 	}
 }
@@ -133,13 +156,17 @@ func TestTrainBadInput(t *testing.T) {
 		{trainArgs("--seq-len", "1000"), "lcttop: sequence length 1000: model tiny takes 1..64"},
 		{trainArgs("--steps", "x"), `lcttop: --steps "x": not a whole number (see lcttop train --help)`},
 		{trainArgs("--bogus"), "lcttop: unknown flag: --bogus"},
-		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": "},
+		{trainArgs("--resume", missing), "lcttop: resume " + missing + ": cannot read: no such file or directory"},
 		{trainArgs("--workers", "-2"), "lcttop: --workers -2: must not be negative"},
+		// A checkpoint that cannot be written is said before any step, the
+		// path once.
+		{trainArgs("--checkpoint", filepath.Join(dir, "no", "c.lct")), "lcttop: checkpoint " + filepath.Join(dir, "no", "c.lct") + ": cannot write: no such file or directory"},
+		{trainArgs("--checkpoint", dir), "lcttop: checkpoint " + dir + ": cannot write: is a directory"},
 	}
 	for _, c := range cases {
 		r := lcttop(t, c.args...)
 		lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
-		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], c.says) || r.stdout != "" {
+		if r.code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], c.says) || strings.Count(lines[0], dir) > 1 || r.stdout != "" {
 			t.Errorf("lcttop %s: exit %d, stdout %q, stderr %q; want one line starting %q",
 				strings.Join(c.args[1:], " "), r.code, r.stdout, r.stderr, c.says)
 		}
@@ -161,5 +188,71 @@ func TestPeakChange(t *testing.T) {
 		if got := peakChange(c.lct, c.shadow); got != c.want {
 			t.Errorf("peakChange(%d, %d) = %q, want %q", c.lct, c.shadow, got, c.want)
 		}
+	}
+}
+
+// Ctrl-C on headless training: the summary says it was interrupted, and so
+// do stderr and the exit status (130, as a shell reports it).
+func TestTrainHeadlessInterrupt(t *testing.T) {
+	cmd := lcttopCmd(trainArgs("--steps", "0")...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if strings.HasPrefix(lines.Text(), "step ") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 {
+		t.Fatalf("exit %v, want status 130; stderr %q", err, stderr.String())
+	}
+	if last := out[len(out)-1]; !strings.HasPrefix(last, "summary: ") || !strings.Contains(last, "interrupted") {
+		t.Fatalf("last line %q, want the summary saying interrupted", last)
+	}
+	if got := stderr.String(); !strings.HasPrefix(got, "lcttop: interrupted after step ") || strings.Count(got, "\n") != 1 {
+		t.Fatalf("stderr %q, want one line saying it was interrupted", got)
+	}
+}
+
+// lcttop and lcttop train describe --backend and --model alike, and both
+// leave them to be chosen (the GPU where one is usable, the backend's
+// model).
+func TestTrainAndRootDefaultsAgree(t *testing.T) {
+	var train *cobra.Command
+	for _, c := range rootCmd.Commands() {
+		if c.Name() == "train" {
+			train = c
+		}
+	}
+	for _, name := range []string{"backend", "model"} {
+		root, sub := rootCmd.Flags().Lookup(name), train.Flags().Lookup(name)
+		if root.Usage != sub.Usage || root.DefValue != sub.DefValue || root.DefValue != "" {
+			t.Errorf("--%s: lcttop says %q (default %q), lcttop train %q (default %q)", name, root.Usage, root.DefValue, sub.Usage, sub.DefValue)
+		}
+	}
+	// Headless training on a machine without a GPU trains tiny on the CPU.
+	if g, err := gpu.Open(); err == nil {
+		g.Close()
+		return // a GPU (or its emulation) is usable here: the choice is the GPU
+	}
+	if out := mustRun(t, "train", "--headless", "--steps", "1", "--batch", "1", "--seq-len", "8", "--val-every", "0"); !strings.HasPrefix(out, "model tiny") || !strings.Contains(out, ", cpu, ") {
+		t.Errorf("train --headless without --backend on a machine without a GPU: %q", strings.SplitN(out, "\n", 2)[0])
 	}
 }

@@ -13,9 +13,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 	"lcttop/ui"
+	"lcttop/ui/compare"
+	"lcttop/ui/export"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
 )
@@ -69,22 +72,30 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: ".", Styles: &st})
+		return runUI(cmd, cfg, ui.Options{Refresh: ui.DefaultRefresh, ExportDir: export.DefaultDir, Styles: &st})
 	}
 }
 
 func (f *uiFlags) register(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.backend, "backend", "", "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)")
-	fs.StringVar(&f.model, "model", "", "model to train: "+modelNames()+" (default: "+defaultCPUModel+" on the CPU, "+defaultGPUModel+" on the GPU)")
+	fs.StringVar(&f.backend, "backend", "", backendUsage)
+	fs.StringVar(&f.model, "model", "", modelUsage())
 	fs.StringVar(&f.optimizer, "optimizer", "adamw", "optimizer: adamw|sgd")
 	registerTrainingCodec(cmd, &f.preset, &f.dist)
 	fs.StringVar(&f.data, "data", "", "training text file (default: the built-in corpus)")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed for weights and batches")
 	fs.IntVar(&f.steps, "steps", 0, "steps to train (0: until q)")
 	fs.DurationVar(&f.refresh, "refresh", ui.DefaultRefresh, "how often the UI takes the newest snapshot")
-	fs.StringVar(&f.exportDir, "export-dir", ".", "folder the e key exports snapshots to")
+	fs.StringVar(&f.exportDir, "export-dir", export.DefaultDir, "folder the e key exports snapshots to (the default is made at the first export)")
 	fs.StringVar(&f.theme, "theme", "", "colours for a light or dark terminal: light|dark|auto (default: $"+themeEnv+", else auto)")
+}
+
+// backendUsage and modelUsage describe --backend and --model, the same for
+// lcttop and lcttop train, which choose alike.
+const backendUsage = "where training runs: cpu|cuda (default: the GPU where one is usable, else the CPU)"
+
+func modelUsage() string {
+	return "model to train: " + modelNames() + " (default: " + defaultCPUModel + " on the CPU, " + defaultGPUModel + " on the GPU)"
 }
 
 func modelNames() string {
@@ -179,6 +190,9 @@ func checkStatic(cfg trainer.Config) error {
 
 // checkExportDir refuses an export folder that is not there.
 func checkExportDir(dir string) error {
+	if dir == export.DefaultDir {
+		return nil // made at the first export
+	}
 	fi, err := os.Stat(dir)
 	switch {
 	case err != nil:
@@ -198,9 +212,9 @@ func pathReason(err error) error {
 	return err
 }
 
-// session is a training the UI drives and a goroutine runs.
-type session interface {
-	trainer.Session
+// runnable is a training the UI drives and a goroutine runs.
+type runnable interface {
+	session.Session
 	Run(ctx context.Context) error
 }
 
@@ -209,11 +223,11 @@ type session interface {
 // the GPU where one is usable for backend "" (else on the CPU), on the CPU
 // for cpu. What the CPU trainer rejects is returned as startErr, for the UI
 // to show. closeFn releases the GPU once the session has returned.
-func openSession(cfg *trainer.Config) (s session, closeFn func(), startErr, err error) {
+func openSession(cfg *trainer.Config) (s runnable, closeFn func(), startErr, err error) {
 	closeFn = func() {}
 	if cfg.Backend == "" || cfg.Backend == "cuda" {
 		model := cfg.Model
-		g, gerr := gpu.Open()
+		g, gerr := openGPU()
 		switch {
 		case gerr == nil:
 			cfg.Backend = "cuda"
@@ -252,6 +266,11 @@ func runUI(cmd *cobra.Command, cfg trainer.Config, opt ui.Options) error {
 		return err
 	}
 	defer closeSession()
+	// After the session: a GPU asked for and missing is the first thing to say.
+	if err := checkTerminal(cmd); err != nil {
+		return err
+	}
+	go compare.Warm() // the first c then opens without building the codec's tables
 	opt.StartErr = startErr
 	var uiSrc ui.Source
 	if src != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -71,8 +72,8 @@ func TestUIFlagsSetEveryClass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Codec[trainer.ClassAdamV].Preset != codec.Clean || cfg.Codec[trainer.ClassWeight].Preset != codec.Medium ||
-		cfg.Codec[trainer.ClassAdamM].Dist != codec.Laplace || cfg.Codec[trainer.ClassWeight].Dist != def.Codec[trainer.ClassWeight].Dist {
+	if cfg.Codec[session.ClassAdamV].Preset != codec.Clean || cfg.Codec[session.ClassWeight].Preset != codec.Medium ||
+		cfg.Codec[session.ClassAdamM].Dist != codec.Laplace || cfg.Codec[session.ClassWeight].Dist != def.Codec[session.ClassWeight].Dist {
 		t.Errorf("per-class flags: %v", cfg.Codec)
 	}
 }
@@ -155,5 +156,31 @@ func TestHelpWraps(t *testing.T) {
 	help := mustRun(t, "--help")
 	if !strings.Contains(help, `("empirical,weight=laplace"): gaussian|laplace|powerlaw|empirical`) || !strings.Contains(help, `("auto,adam_v=clean"): clean|medium|high|auto`) {
 		t.Errorf("codec flags' help:\n%s", help)
+	}
+}
+
+// Where the full screen cannot work (TERM=dumb, or no terminal at all, as
+// here), the command says so in one line and names its headless form,
+// before any full screen opens.
+func TestNoFullScreenWithoutTerminal(t *testing.T) {
+	file := writeFile(t, filepath.Join(t.TempDir(), "w.safetensors"), gappedFile(t))
+	for _, c := range []struct {
+		args []string
+		term string
+		want string
+	}{
+		{[]string{"--steps", "1"}, "dumb", "TERM=dumb: this terminal cannot show the full-screen UI; run lcttop train --headless"},
+		{[]string{"train", "--steps", "1"}, "dumb", "run lcttop train --headless"},
+		{[]string{"open", file}, "dumb", "TERM=dumb: this terminal cannot show the full-screen UI; run lcttop open --headless"},
+		{[]string{"--steps", "1"}, "xterm-256color", "standard input or output is not a terminal, so the full-screen UI cannot open; run lcttop train --headless"},
+	} {
+		cmd := lcttopCmd(c.args...)
+		cmd.Env = append(os.Environ(), "TERM="+c.term)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if err == nil || stdout.Len() != 0 || strings.Count(stderr.String(), "\n") != 1 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("TERM=%s lcttop %v: %v, stdout %q, stderr %q; want one line with %q", c.term, c.args, err, stdout.String(), stderr.String(), c.want)
+		}
 	}
 }

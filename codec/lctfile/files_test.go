@@ -130,3 +130,38 @@ func TestWriteFileAtomicReplaces(t *testing.T) {
 		t.Errorf("folder holds %v", got)
 	}
 }
+
+// A device, and a name under /dev whatever it leads to, is written in
+// place: never renamed over (as root, a rename would replace /dev/null).
+func TestOutputWritesDevicesInPlace(t *testing.T) {
+	for _, p := range []string{"/dev/null", "/dev/stdout"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		o, err := CreateOutput(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if !o.Direct() || o.TempName() != "" {
+			t.Errorf("%s: not written in place", p)
+		}
+		o.Abort()
+	}
+	fi, err := os.Lstat("/dev/null")
+	if err == nil && fi.Mode()&os.ModeCharDevice == 0 {
+		t.Error("/dev/null is no longer a device")
+	}
+}
+
+// ArchiveSize tells a whole archive from every shorter prefix of it.
+func TestArchiveSize(t *testing.T) {
+	lct := mustPack(t, mixedFile(t), Options{})
+	if n, err := ArchiveSize(bytes.NewReader(lct), int64(len(lct))); err != nil || n != int64(len(lct)) {
+		t.Fatalf("whole archive: %d, %v; want %d", n, err, len(lct))
+	}
+	for k := 0; k < len(lct); k += 7 {
+		if n, err := ArchiveSize(bytes.NewReader(lct[:k]), int64(k)); err == nil && n == int64(k) {
+			t.Fatalf("a prefix of %d bytes passed as whole", k)
+		}
+	}
+}

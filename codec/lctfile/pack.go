@@ -22,6 +22,12 @@ type Options struct {
 	// from its name and the file's metadata (a codec plan); Preset and Dist
 	// are the choice where it says ok is false.
 	PerTensor func(name string, metadata map[string]string) (p codec.Preset, d codec.Distribution, ok bool)
+	// Workers is how many goroutines a streaming pack or unpack codes on
+	// (0: one per core).
+	Workers int
+	// Progress, when set, is called as a streaming pack or unpack goes, from
+	// one goroutine.
+	Progress func(Progress)
 }
 
 // Pack encodes a safetensors file into an .lct file.
@@ -38,33 +44,14 @@ func Pack(st *safetensors.File, opt Options) ([]byte, error) {
 // its encoded Tensor, Stats included, for reporting.
 func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
 	a := &Archive{Version: Version, Header: st.Header}
-	tensors := slices.Clone(st.Tensors)
-	// File order, with names breaking ties between empty tensors that start
-	// at the same byte, so that the archive is a pure function of the file.
-	slices.SortFunc(tensors, func(x, y safetensors.TensorInfo) int {
-		return cmp.Or(cmp.Compare(x.Begin, y.Begin), cmp.Compare(x.End, y.End), cmp.Compare(x.Name, y.Name))
-	})
-	var pos int64
-	addGap := func(end int64) {
-		if end > pos {
-			a.Segments = append(a.Segments, Segment{Kind: KindGap, Encoding: EncodingRaw, Offset: pos, OriginalLen: end - pos, Payload: st.Data[pos:end]})
-		}
+	segs, err := cutSegments(st.Tensors, int64(len(st.Data)))
+	if err != nil {
+		return nil, err
 	}
-	for _, t := range tensors {
-		if t.Begin < pos || t.End < t.Begin || t.End > int64(len(st.Data)) {
-			return nil, fmt.Errorf("%s: %w: bytes %d..%d overlap another tensor or leave the %d-byte data buffer", t.Name, ErrCorrupt, t.Begin, t.End, len(st.Data))
-		}
-		if len(t.Name) > maxNameLen {
-			return nil, fmt.Errorf("%.40s...: name is %d bytes, more than the %d an .lct segment holds", t.Name, len(t.Name), maxNameLen)
-		}
-		addGap(t.Begin)
-		a.Segments = append(a.Segments, Segment{Kind: KindTensor, Encoding: EncodingRaw, Name: t.Name, Offset: t.Begin, OriginalLen: t.End - t.Begin, Payload: st.Data[t.Begin:t.End]})
-		pos = t.End
-		if t.DType == "BF16" {
-			a.Segments[len(a.Segments)-1].Encoding = EncodingLCT // a candidate; encode decides
-		}
+	for i := range segs {
+		segs[i].Payload = st.Data[segs[i].Offset : segs[i].Offset+segs[i].OriginalLen]
 	}
-	addGap(int64(len(st.Data)))
+	a.Segments = segs
 
 	var bf16, all []int
 	for i := range a.Segments {
@@ -83,7 +70,7 @@ func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
 	}); err != nil {
 		return nil, err
 	}
-	err := runJobs(bf16, size, workers, func(w, i int) error {
+	err = runJobs(bf16, size, workers, func(w, i int) error {
 		s := &a.Segments[i]
 		o := opt
 		if opt.PerTensor != nil {
@@ -100,6 +87,45 @@ func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// cutSegments cuts a data buffer of dataLen bytes into segments (without
+// payloads): each tensor's bytes and the gaps around them, in file order,
+// with names breaking ties between empty tensors that start at the same
+// byte, so that the archive is a pure function of the file. BF16 tensors
+// are marked EncodingLCT, candidates that encoding decides on.
+func cutSegments(infos []safetensors.TensorInfo, dataLen int64) ([]Segment, error) {
+	tensors := slices.Clone(infos)
+	slices.SortFunc(tensors, func(x, y safetensors.TensorInfo) int {
+		return cmp.Or(cmp.Compare(x.Begin, y.Begin), cmp.Compare(x.End, y.End), cmp.Compare(x.Name, y.Name))
+	})
+	var segs []Segment
+	var pos int64
+	addGap := func(end int64) {
+		if end > pos {
+			segs = append(segs, Segment{Kind: KindGap, Encoding: EncodingRaw, Offset: pos, OriginalLen: end - pos})
+		}
+	}
+	for _, t := range tensors {
+		if t.Begin < pos || t.End < t.Begin || t.End > dataLen {
+			return nil, fmt.Errorf("%s: %w: bytes %d..%d overlap another tensor or leave the %d-byte data buffer", t.Name, ErrCorrupt, t.Begin, t.End, dataLen)
+		}
+		if len(t.Name) > maxNameLen {
+			return nil, fmt.Errorf("%.40s...: name is %d bytes, more than the %d an .lct segment holds", t.Name, len(t.Name), maxNameLen)
+		}
+		addGap(t.Begin)
+		s := Segment{Kind: KindTensor, Encoding: EncodingRaw, Name: t.Name, Offset: t.Begin, OriginalLen: t.End - t.Begin}
+		if t.DType == "BF16" {
+			s.Encoding = EncodingLCT
+		}
+		segs = append(segs, s)
+		pos = t.End
+	}
+	addGap(dataLen)
+	if len(segs) > 1<<32-1 {
+		return nil, fmt.Errorf("%d segments: more than a uint32 counts", len(segs))
+	}
+	return segs, nil
 }
 
 // encodeSegment stores a BF16 tensor as an LCT tensor, or leaves it raw when

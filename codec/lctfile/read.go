@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"lcttop/codec"
 )
@@ -181,4 +182,48 @@ func (r *reader) segment(s *Segment) error {
 	s.OriginalLen = int64(origLen)
 	s.Payload = r.bytes(int(payloadLen))
 	return nil
+}
+
+// ArchiveSize walks an .lct file's fields (not its payloads) from r and
+// returns the size they add up to, so that a reader can tell a complete
+// file from one still being written without reading it; a file whose
+// fields do not fit its size is ErrTruncated or ErrNotLCT.
+func ArchiveSize(r io.ReaderAt, size int64) (int64, error) {
+	var b [segmentFixed]byte
+	if size < minArchiveSize {
+		return 0, fmt.Errorf("%w: %d bytes, shorter than the %d an empty archive takes", ErrTruncated, size, minArchiveSize)
+	}
+	if _, err := r.ReadAt(b[:prefixSize], 0); err != nil {
+		return 0, err
+	}
+	if string(b[:len(Magic)]) != Magic {
+		return 0, fmt.Errorf("%w: starts with % x, not %q", ErrNotLCT, b[:len(Magic)], Magic)
+	}
+	off := int64(prefixSize) + int64(binary.LittleEndian.Uint64(b[8:]))
+	if off < 0 || off+countSize > size {
+		return 0, fmt.Errorf("%w: the header runs past the file's %d bytes", ErrTruncated, size)
+	}
+	if _, err := r.ReadAt(b[:countSize], off); err != nil {
+		return 0, err
+	}
+	count := binary.LittleEndian.Uint32(b[:])
+	off += countSize
+	for i := range count {
+		if off+segmentFixed > size {
+			return 0, fmt.Errorf("%w: segment %d of %d runs past the file's %d bytes", ErrTruncated, i, count, size)
+		}
+		if _, err := r.ReadAt(b[:4], off); err != nil {
+			return 0, err
+		}
+		nameLen := int64(binary.LittleEndian.Uint16(b[2:]))
+		if _, err := r.ReadAt(b[:20], off+4+nameLen); err != nil {
+			return 0, fmt.Errorf("%w: segment %d of %d runs past the file's end", ErrTruncated, i, count)
+		}
+		payload := int64(binary.LittleEndian.Uint64(b[12:]))
+		off += segmentFixed + nameLen + payload
+		if payload < 0 || off > size {
+			return 0, fmt.Errorf("%w: segment %d of %d runs past the file's %d bytes", ErrTruncated, i, count, size)
+		}
+	}
+	return off + trailerSize, nil
 }

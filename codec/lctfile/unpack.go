@@ -114,20 +114,8 @@ func (a *Archive) checkLayout(out []byte) error {
 		header[t.Name] = t
 	}
 	for i := range a.Segments {
-		s := &a.Segments[i]
-		if s.Kind != KindTensor {
-			continue
-		}
-		t, ok := header[s.Name]
-		if !ok {
-			return segmentErr(i, s, fmt.Errorf("%w: the header names no such tensor (or names it once, for two segments)", ErrCorrupt))
-		}
-		delete(header, s.Name)
-		if t.Begin != s.Offset || t.End != s.Offset+s.OriginalLen {
-			return segmentErr(i, s, fmt.Errorf("%w: segment covers data bytes %d..%d, the header says %d..%d", ErrCorrupt, s.Offset, s.Offset+s.OriginalLen, t.Begin, t.End))
-		}
-		if s.Encoding == EncodingLCT && t.DType != "BF16" {
-			return segmentErr(i, s, fmt.Errorf("%w: stored as an LCT tensor, but the header says dtype %s", ErrCorrupt, t.DType))
+		if err := checkAgainstHeader(i, &a.Segments[i], header); err != nil {
+			return err
 		}
 	}
 	if len(header) > 0 {

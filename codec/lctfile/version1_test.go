@@ -2,6 +2,7 @@ package lctfile
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,6 +145,13 @@ func readCommitted(t *testing.T, path string, want []byte, version int) ([]byte,
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: unpacked file differs from the original", name)
+	}
+	// Read by pieces, from a stream and from a mapped file, as well.
+	for _, in := range []*Input{streamInput(lct), fileInput(t, lct)} {
+		var back bytes.Buffer
+		if _, err := UnpackStream(context.Background(), in, &back, Options{Workers: 2}); err != nil || !bytes.Equal(back.Bytes(), want) {
+			t.Fatalf("%s: unpacked by stream from %s (%v): the file differs from the original", name, in.Name(), err)
+		}
 	}
 	a, err := ReadArchive(lct)
 	if err != nil {

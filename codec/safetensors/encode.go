@@ -12,18 +12,41 @@ type NewTensor struct {
 	DType string
 	Shape []int64
 	Data  []byte
+	// Size is the tensor's bytes where Data is nil (EncodeHeader).
+	Size int64
+}
+
+func (t *NewTensor) size() int64 {
+	if t.Data == nil {
+		return t.Size
+	}
+	return int64(len(t.Data))
 }
 
 // Encode builds a safetensors file holding the tensors in the given order,
 // with the header padded with spaces to a multiple of 8 bytes as the
 // reference writer does.
 func Encode(tensors []NewTensor, metadata map[string]string) ([]byte, error) {
+	out, err := EncodeHeader(tensors, metadata)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tensors {
+		out = append(out, t.Data...)
+	}
+	return out, nil
+}
+
+// EncodeHeader is what Encode writes before the data: the 8-byte length and
+// the header, the tensors' bytes to follow in the given order.
+func EncodeHeader(tensors []NewTensor, metadata map[string]string) ([]byte, error) {
 	header := map[string]any{}
 	if len(metadata) > 0 {
 		header["__metadata__"] = metadata
 	}
 	var off int64
-	for _, t := range tensors {
+	for i := range tensors {
+		t := &tensors[i]
 		if t.Name == "__metadata__" {
 			return nil, fmt.Errorf("tensor name %q is reserved", t.Name)
 		}
@@ -38,15 +61,15 @@ func Encode(tensors []NewTensor, metadata map[string]string) ([]byte, error) {
 		for _, d := range t.Shape {
 			elems *= d
 		}
-		if elems*size != int64(len(t.Data)) {
-			return nil, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, got %d", t.Name, t.Shape, t.DType, elems*size, len(t.Data))
+		if elems*size != t.size() {
+			return nil, fmt.Errorf("tensor %q: shape %v of %s needs %d bytes, got %d", t.Name, t.Shape, t.DType, elems*size, t.size())
 		}
 		shape := t.Shape
 		if shape == nil {
 			shape = []int64{}
 		}
-		header[t.Name] = headerEntry{DType: t.DType, Shape: shape, DataOffsets: []int64{off, off + int64(len(t.Data))}}
-		off += int64(len(t.Data))
+		header[t.Name] = headerEntry{DType: t.DType, Shape: shape, DataOffsets: []int64{off, off + t.size()}}
+		off += t.size()
 	}
 	js, err := json.Marshal(header)
 	if err != nil {
@@ -55,11 +78,7 @@ func Encode(tensors []NewTensor, metadata map[string]string) ([]byte, error) {
 	for len(js)%8 != 0 {
 		js = append(js, ' ')
 	}
-	out := make([]byte, 8, 8+len(js)+int(off))
+	out := make([]byte, 8, 8+len(js))
 	binary.LittleEndian.PutUint64(out, uint64(len(js)))
-	out = append(out, js...)
-	for _, t := range tensors {
-		out = append(out, t.Data...)
-	}
-	return out, nil
+	return append(out, js...), nil
 }

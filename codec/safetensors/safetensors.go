@@ -79,11 +79,35 @@ func Parse(b []byte) (*File, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("not a safetensors file: %d bytes, shorter than the 8-byte header length", len(b))
 	}
-	n := binary.LittleEndian.Uint64(b[:8])
-	if n > maxHeaderLen || n > uint64(len(b)-8) {
-		return nil, fmt.Errorf("not a safetensors file or truncated: header length %d but %d bytes follow", n, len(b)-8)
+	n, err := HeaderLen(b[:8], int64(len(b)-8))
+	if err != nil {
+		return nil, err
 	}
-	header := b[8 : 8+n]
+	f, err := ParseHeader(b[8:8+n], int64(len(b))-8-int64(n))
+	if err != nil {
+		return nil, err
+	}
+	f.Data = b[8+n:]
+	return f, nil
+}
+
+// HeaderLen reads the 8-byte length that opens a safetensors file and
+// checks it against the bytes that follow it (rest; -1 when not known, as
+// on a pipe) and the largest header this package reads.
+func HeaderLen(prefix []byte, rest int64) (int, error) {
+	n := binary.LittleEndian.Uint64(prefix[:8])
+	if n > maxHeaderLen || rest >= 0 && n > uint64(rest) {
+		if rest < 0 {
+			return 0, fmt.Errorf("not a safetensors file: header length %d, more than the %d this reader takes", n, maxHeaderLen)
+		}
+		return 0, fmt.Errorf("not a safetensors file or truncated: header length %d but %d bytes follow", n, rest)
+	}
+	return int(n), nil
+}
+
+// ParseHeader parses a safetensors file's JSON header (the bytes after the
+// length) for a data buffer of dataLen bytes; the File has no Data.
+func ParseHeader(header []byte, dataLen int64) (*File, error) {
 	trimmed := bytes.TrimRight(header, " ")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("not a safetensors file: header does not start with a JSON object")
@@ -92,7 +116,7 @@ func Parse(b []byte) (*File, error) {
 	if err := json.Unmarshal(trimmed, &raw); err != nil {
 		return nil, fmt.Errorf("not a safetensors file: header JSON: %v", err)
 	}
-	f := &File{Header: header, Data: b[8+n:]}
+	f := &File{Header: header}
 	for name, msg := range raw {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(msg, &f.Metadata); err != nil {
@@ -100,7 +124,7 @@ func Parse(b []byte) (*File, error) {
 			}
 			continue
 		}
-		t, err := parseEntry(name, msg, int64(len(f.Data)))
+		t, err := parseEntry(name, msg, dataLen)
 		if err != nil {
 			return nil, err
 		}

@@ -166,9 +166,11 @@ static CUresult lct_module_function(uintptr_t* f, uintptr_t m, const char* name)
 static CUresult lct_func_set_attribute(uintptr_t f, int a, int v) { return p_func_set_attribute((CUfunction)f, a, v); }
 
 // lct_launch launches f with n parameters, each in the low bytes of an
-// 8-byte slot; cuLaunchKernel copies them before it returns.
+// 8-byte slot; cuLaunchKernel copies them before it returns. The driver
+// reads as many as the kernel has; the NULL after the last lets a stand-in
+// driver check the count.
 static CUresult lct_launch(uintptr_t f, unsigned grid, unsigned block, unsigned smem, uintptr_t s, const uint64_t* slots, int n) {
-	void* params[64];
+	void* params[65] = {0};
 	if (n > 64) return 1;  // CUDA_ERROR_INVALID_VALUE
 	for (int i = 0; i < n; i++) params[i] = (void*)&slots[i];
 	return p_launch((CUfunction)f, grid, 1, 1, block, 1, 1, smem, (CUstream)s, params, NULL);

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -46,7 +47,7 @@ func TestMemHighWaterLeavesOutViewsAhead(t *testing.T) {
 	mem := newRunMem(pool, 0)
 	defer mem.FreeAll()
 	alloc := func(n int64) gpu.Ptr {
-		p, err := mem.Alloc(trainer.Activations, n)
+		p, err := mem.Alloc(session.Activations, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +115,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 		peak             int64
 		decodes, batches int
 	}
-	var views map[trainer.TensorClass]int // of the run decoding ahead
+	var views map[session.TensorClass]int // of the run decoding ahead
 	run := func(ahead, resetPeak bool) []figures {
 		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: &batchCountingCodec{}})
 		if err != nil {
@@ -143,7 +144,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 			// Evaluation's forward, a phase of its own: its second pass
 			// decodes ahead, with the shadow's loss.
 			vb := text.ValBatches(1, cfg.Batch, cfg.SeqLen)[0]
-			before := b.LCT.aheadViews[trainer.ClassWeight]
+			before := b.LCT.aheadViews[session.ClassWeight]
 			for i := range 2 {
 				ll, err := b.LCT.Evaluate(vb.Tokens, vb.Targets)
 				if err != nil {
@@ -157,7 +158,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 					t.Errorf("evaluation %d: loss %v (LCT) vs %v (shadow)", i+1, ll, ls)
 				}
 			}
-			if got := b.LCT.aheadViews[trainer.ClassWeight] - before; got != 4*m.Layers {
+			if got := b.LCT.aheadViews[session.ClassWeight] - before; got != 4*m.Layers {
 				t.Errorf("two evaluations decoded %d weights ahead, want %d (the second's)", got, 4*m.Layers)
 			}
 			views = b.LCT.aheadViews
@@ -169,8 +170,8 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 	// Every block's forward, from step 2: its four weights; backward's
 	// saved activations and the states its updates read too, where the
 	// rule allows.
-	if views[trainer.ClassWeight] < 4*m.Layers*(steps-1) || views[trainer.ClassActivation] == 0 ||
-		views[trainer.ClassAdamM] == 0 || views[trainer.ClassAdamV] == 0 {
+	if views[session.ClassWeight] < 4*m.Layers*(steps-1) || views[session.ClassActivation] == 0 ||
+		views[session.ClassAdamM] == 0 || views[session.ClassAdamV] == 0 {
 		t.Errorf("views decoded ahead by class: %v; want %d weights, some activations and states at least", views, 4*m.Layers*(steps-1))
 	}
 	for i := range steps {

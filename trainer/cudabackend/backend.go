@@ -1,11 +1,13 @@
 package cudabackend
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -20,7 +22,7 @@ type LCTOptions struct {
 	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).
-	Classes map[trainer.TensorClass]trainer.ClassCodec
+	Classes map[session.TensorClass]session.ClassCodec
 	// Alone trains the LCT run without the shadow beside it, to measure
 	// its memory by itself: nothing is compared.
 	Alone bool
@@ -48,6 +50,7 @@ type lockstep struct {
 // starting values vals; lct, if not nil, adds the LCT run.
 func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*lockstep, error) {
 	b := &lockstep{dev: dev, pool: newDevicePool(dev)}
+	b.pool.trace = cfg.PoolTrace
 	var err error
 	if lct == nil || !lct.Alone {
 		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
@@ -214,26 +217,75 @@ func (b *lockstep) CheckWeights() (string, error) {
 	if b.LCT == nil || b.Shadow == nil {
 		return "", nil
 	}
-	for _, name := range b.Shadow.Names() {
-		want, err := b.Shadow.Read(name)
+	// Compared on the device, each tensor's first differing index into a
+	// slot of its own, read back once: nothing but the verdict crosses to
+	// the host.
+	want, got := b.Shadow.slots(), b.LCT.slots()
+	firsts, err := b.LCT.mem.Alloc(session.CodecScratch, 8*int64(len(want)))
+	if err != nil {
+		return "", err
+	}
+	defer b.LCT.mem.Free(firsts)
+	if err := b.dev.Memset(firsts, 0xFF, 8*int64(len(want))); err != nil {
+		return "", err
+	}
+	for i, s := range want {
+		if err := b.compareOnDevice(firsts.Add(8*int64(i)), s, got[i]); err != nil {
+			return "", err
+		}
+	}
+	raw := make([]byte, 8*len(want))
+	if err := b.dev.Download(raw, firsts); err != nil {
+		return "", err
+	}
+	// A corrupt tensor shows in the status the codec reads.
+	if err := b.LCT.st.settle(); err != nil {
+		return "", err
+	}
+	for i := range want {
+		at := binary.LittleEndian.Uint64(raw[8*i:])
+		if at == ^uint64(0) {
+			continue
+		}
+		// The two values, read for the message only.
+		w, err := b.Shadow.st.get(want[i])
 		if err != nil {
 			return "", err
 		}
-		got, err := b.LCT.Read(name)
+		g, err := b.LCT.st.get(got[i])
 		if err != nil {
 			return "", err
 		}
-		for i := range want {
-			if got[i] != want[i] {
-				return fmt.Sprintf("%s[%d] = %#04x (LCT) vs %#04x (shadow)", name, i, got[i], want[i]), nil
-			}
-		}
+		return fmt.Sprintf("%s[%d] = %#04x (LCT) vs %#04x (shadow)", want[i].name, at, g[at], w[at]), nil
 	}
 	return "", nil
 }
 
+// compareOnDevice queues the comparison of the shadow's tensor s with the
+// LCT run's l, the first index where they differ into *first.
+func (b *lockstep) compareOnDevice(first gpu.Ptr, s, l *slot) error {
+	if s.name != l.name || s.n != l.n {
+		return fmt.Errorf("the runs' tensors differ in order: %s (%d values) vs %s (%d)", s.name, s.n, l.name, l.n)
+	}
+	a := b.Shadow.read(s)
+	v := b.LCT.read(l)
+	if b.Shadow.err == nil && b.LCT.err == nil {
+		b.LCT.keep(b.dev.Launch("gpt_first_mismatch", gridFor(int64(s.n), elemThreads), elemThreads, first, a, v, int64(s.n)))
+	}
+	b.Shadow.done(s, a)
+	b.LCT.done(l, v)
+	for _, r := range []*modelRun{b.Shadow, b.LCT} {
+		if r.err != nil {
+			err := r.err
+			r.err = nil
+			return err
+		}
+	}
+	return nil
+}
+
 // Tensors reports the LCT run's stored tensors (nil without it).
-func (b *lockstep) Tensors() ([]trainer.TensorStats, error) {
+func (b *lockstep) Tensors() ([]session.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
@@ -241,7 +293,7 @@ func (b *lockstep) Tensors() ([]trainer.TensorStats, error) {
 	if !ok {
 		return nil, nil // the copy floor: nothing compressed
 	}
-	var out []trainer.TensorStats
+	var out []session.TensorStats
 	for _, p := range b.LCT.params {
 		for _, s := range append([]*slot{p.w}, p.state...) {
 			ts, ok, err := ls.tensorStats(s)
@@ -270,12 +322,12 @@ func (b *lockstep) Close() error {
 // the headless mode show it: both losses, the verdict, times, memory by
 // category for both runs and the LCT run's tensors. valLoss and mismatch
 // (the first difference found, "" if none) come from the caller's loop.
-func (b *lockstep) Snapshot(res stepResult, model, optimizer string, valLoss float32, mismatch string) (trainer.Snapshot, error) {
+func (b *lockstep) Snapshot(res stepResult, model, optimizer string, valLoss float32, mismatch string) (session.Snapshot, error) {
 	tensors, err := b.Tensors()
 	if err != nil {
-		return trainer.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)
+		return session.Snapshot{}, fmt.Errorf("LCT tensor figures: %w", err)
 	}
-	s := trainer.Snapshot{
+	s := session.Snapshot{
 		Step: res.Step, Time: time.Now(), Backend: "cuda", Model: model, Optimizer: optimizer,
 		LossShadow: res.LossShadow, LossLCT: res.LossLCT, ValLoss: valLoss,
 		BitIdentical: b.LCT != nil && mismatch == "", Mismatch: mismatch,

@@ -2,6 +2,7 @@ package cudabackend
 
 import (
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -14,7 +15,7 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 	m := r.cfg.Model
 	B, T, C := r.cfg.Batch, r.cfg.SeqLen, m.Dim
 	N := B * T
-	grad := func(n int) gpu.Ptr { return r.alloc(trainer.Gradients, 2*int64(n)) }
+	grad := func(n int) gpu.Ptr { return r.alloc(session.Gradients, 2*int64(n)) }
 
 	// Head: logits = lnf · headᵀ.
 	head := linearLayer{N: N, In: C, Out: trainer.Vocab}
@@ -119,7 +120,7 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 	dwte, dwpe := grad(trainer.Vocab*C), grad(m.Context*C)
 	order, start, err := embeddingOrder(tokens, trainer.Vocab)
 	r.keep(err)
-	dorder, dstart := r.uploadI32(trainer.Gradients, order), r.uploadI32(trainer.Gradients, start)
+	dorder, dstart := r.uploadI32(session.Gradients, order), r.uploadI32(session.Gradients, start)
 	r.do(func() error {
 		return r.ops.EmbeddingBackward(dwte, dwpe, dres, dorder, dstart, B, T, C, trainer.Vocab, m.Context)
 	})
@@ -134,7 +135,7 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 // linearWeightGrad computes the weight and bias gradients of layer prefix
 // from dy and its input x, and applies the optimizer to both.
 func (r *modelRun) linearWeightGrad(l linearLayer, step int, prefix string, dy, x gpu.Ptr) {
-	dw, db := r.alloc(trainer.Gradients, 2*int64(l.Out)*int64(l.In)), r.alloc(trainer.Gradients, 2*int64(l.Out))
+	dw, db := r.alloc(session.Gradients, 2*int64(l.Out)*int64(l.In)), r.alloc(session.Gradients, 2*int64(l.Out))
 	r.do(func() error { return r.ops.LinearBackwardWeight(l, dw, db, dy, x) })
 	r.update(step, prefix+".w", dw)
 	r.update(step, prefix+".b", db)
@@ -145,7 +146,7 @@ func (r *modelRun) linearWeightGrad(l linearLayer, step int, prefix string, dy, 
 // applies the optimizer to the gain and the bias.
 func (r *modelRun) layerNormBackward(step int, prefix string, dx, dy gpu.Ptr, in *slot, mean, rstd gpu.Ptr) {
 	C := r.cfg.Model.Dim
-	dg, db := r.alloc(trainer.Gradients, 2*int64(C)), r.alloc(trainer.Gradients, 2*int64(C))
+	dg, db := r.alloc(session.Gradients, 2*int64(C)), r.alloc(session.Gradients, 2*int64(C))
 	x := r.read(in)
 	g := r.readParam(prefix + ".g")
 	r.do(func() error {

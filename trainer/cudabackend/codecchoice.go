@@ -5,11 +5,11 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // codecOf is the codec choice s is encoded with: its own, or its class's.
-func (st *lctStore) codecOf(s *slot) trainer.ClassCodec {
+func (st *lctStore) codecOf(s *slot) session.ClassCodec {
 	if cc, ok := st.chosen[s.name]; ok {
 		return cc
 	}
@@ -104,7 +104,7 @@ func (b *lockstep) lctSlot(name string) (*lctStore, *slot, error) {
 // sets a class's, tensors a single tensor's (nil gives it back to its
 // class). The stored tensors whose choice changed are encoded
 // again at once; saved activations take their class's at their next encode.
-func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec, tensors map[string]*trainer.ClassCodec) error {
+func (b *lockstep) SetCodecs(classes map[session.TensorClass]session.ClassCodec, tensors map[string]*session.ClassCodec) error {
 	if b.LCT == nil {
 		return fmt.Errorf("no LCT run")
 	}
@@ -152,19 +152,19 @@ func (b *lockstep) SetCodecs(classes map[trainer.TensorClass]trainer.ClassCodec,
 
 // Detail is block block of the LCT run's stored tensor name, decoded and
 // copied back, with its codebook and layout.
-func (b *lockstep) Detail(name string, block int) (trainer.TensorDetail, error) {
+func (b *lockstep) Detail(name string, block int) (session.TensorDetail, error) {
 	st, s, err := b.lctSlot(name)
 	if err != nil {
-		return trainer.TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
 	if block < 0 {
-		return trainer.TensorDetail{}, fmt.Errorf("%s: no block %d", name, block)
+		return session.TensorDetail{}, fmt.Errorf("%s: no block %d", name, block)
 	}
 	v, cb, l, blocks, err := st.detail(s, block)
 	if err != nil {
-		return trainer.TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
-	return trainer.TensorDetail{Name: s.name, Class: s.class, Values: v, Codebook: cb, Layout: l, Block: block, Blocks: blocks, N: s.n}, nil
+	return session.TensorDetail{Name: s.name, Class: s.class, Values: v, Codebook: cb, Layout: l, Block: block, Blocks: blocks, N: s.n}, nil
 }
 
 // Values is the LCT run's stored tensor name, decoded and copied back.

@@ -2,7 +2,7 @@ package cudabackend
 
 import (
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // floorRatio is the compression ratio the copy floor assumes of every
@@ -74,7 +74,7 @@ func (c *copyFloorStore) code(s *slot, src gpu.Ptr, decode bool) error {
 		if c.sink != 0 {
 			c.mem.Free(c.sink)
 		}
-		p, err := c.mem.Alloc(trainer.CodecScratch, bytes)
+		p, err := c.mem.Alloc(session.CodecScratch, bytes)
 		if err != nil {
 			c.sink, c.sinkSize = 0, 0
 			return err

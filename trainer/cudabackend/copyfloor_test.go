@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -15,7 +16,7 @@ type countingCodec struct {
 	decoded int64
 }
 
-func (c *countingCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+func (c *countingCodec) Encode(mem *Mem, key string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, prev Compressed) (Compressed, error) {
 	t, err := c.HostCodec.Encode(mem, key, cat, src, n, cc, prev)
 	if err == nil {
 		c.n[t] = n

@@ -10,7 +10,7 @@
 // (gpu.Compute, on a GPU or the CPU emulation of the same kernels); the LCT
 // run's codec is the GPU codec on gpu's side stream (OpenCodec), or the
 // reference codec on the host for comparison. Train is the headless loop,
-// Session the same run as a trainer.Session that the UI drives, Sweep the
+// Session the same run as a session.Session that the UI drives, Sweep the
 // longest sequence at batch 1 under a memory budget.
 //
 // docs/cuda-trainer.md describes the step, the memory accounting and how

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -76,7 +77,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 		return 0, fmt.Errorf("targets: %w", err)
 	}
 	stats := func() (gpu.Ptr, gpu.Ptr) {
-		return r.alloc(trainer.Activations, 4*int64(N)), r.alloc(trainer.Activations, 4*int64(N))
+		return r.alloc(session.Activations, 4*int64(N)), r.alloc(session.Activations, 4*int64(N))
 	}
 	dropStats := func(mean, rstd gpu.Ptr) {
 		if !train {
@@ -86,7 +87,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 	}
 
 	x := r.begin(r.blocks[0].in)
-	dtok := r.uploadI32(trainer.Activations, tokens)
+	dtok := r.uploadI32(session.Activations, tokens)
 	wte, wpe := r.readParam("wte"), r.readParam("wpe")
 	r.do(func() error { return r.ops.EmbeddingForward(x, dtok, wte, wpe, B, T, C) })
 	r.doneParam("wte", wte)
@@ -125,7 +126,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 		h := r.begin(a.fc)
 		r.linear(linearLayer{N: N, In: C, Out: 4 * C}, p+"fc", h, ln2)
 		r.commit(a.ln2, ln2, train)
-		gl := r.alloc(trainer.Activations, 2*int64(N)*int64(4*C)) // GELU output: recomputed in backward, never saved
+		gl := r.alloc(session.Activations, 2*int64(N)*int64(4*C)) // GELU output: recomputed in backward, never saved
 		r.do(func() error { return r.ops.GELUForward(gl, h, N*4*C) })
 		r.commit(a.fc, h, train)
 		next := r.lnfIn
@@ -145,7 +146,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 	r.layerNorm("lnf", lnf, r.meanf, r.rstdf, x)
 	dropStats(r.meanf, r.rstdf)
 	r.commit(r.lnfIn, x, train)
-	logits := r.alloc(trainer.Activations, 2*int64(N)*trainer.Vocab)
+	logits := r.alloc(session.Activations, 2*int64(N)*trainer.Vocab)
 	head := r.readParam("head.w")
 	r.do(func() error {
 		return r.ops.LinearForward(linearLayer{N: N, In: C, Out: trainer.Vocab}, logits, lnf, head, 0)
@@ -155,8 +156,8 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 
 	// The loss gradient replaces the logits in place: from here the buffer
 	// is a gradient.
-	losses := r.alloc(trainer.Activations, 4*int64(N))
-	dtgt := r.uploadI32(trainer.Activations, targets)
+	losses := r.alloc(session.Activations, 4*int64(N))
+	dtgt := r.uploadI32(session.Activations, targets)
 	r.do(func() error {
 		return r.ops.CrossEntropy(logits, losses, logits, dtgt, N, trainer.Vocab, 1/float32(N))
 	})
@@ -164,7 +165,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 	r.free(losses)
 	r.free(dtgt)
 	if train && r.err == nil {
-		r.keep(r.mem.Relabel(logits, trainer.Gradients))
+		r.keep(r.mem.Relabel(logits, session.Gradients))
 		r.dlogits = logits
 	} else {
 		r.free(logits)

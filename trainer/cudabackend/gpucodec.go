@@ -9,7 +9,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // gpuCodec is a Codec that runs package gpu's kernels on the values where
@@ -79,7 +79,7 @@ func (c *gpuCodec) chargeDevice() error {
 		return nil
 	}
 	now := c.dev.InUse()
-	if err := c.mem.Charge(trainer.CodecScratch, now-c.charged); err != nil {
+	if err := c.mem.Charge(session.CodecScratch, now-c.charged); err != nil {
 		return err
 	}
 	c.charged = now
@@ -197,7 +197,7 @@ type timedOp struct {
 func opKind(op string, gs []*gpuTensor) string {
 	var cats []string
 	for _, g := range gs {
-		if c := string(g.cat); !slices.Contains(cats, c) {
+		if c := g.cat.String(); !slices.Contains(cats, c) {
 			cats = append(cats, c)
 		}
 	}
@@ -294,7 +294,7 @@ func (c *gpuCodec) TakeOpTimes() map[string]CodecOpTime {
 
 // gpuKey is what the codec remembers of one stored tensor.
 type gpuKey struct {
-	cc     trainer.ClassCodec
+	cc     session.ClassCodec
 	cb     codec.Codebook
 	layout codec.Layout
 	ovRoom int // overflow bytes the next encode gets
@@ -314,7 +314,7 @@ const fusedEvery = 8
 func (c *gpuCodec) FusedOn() bool { return c.Fused }
 
 // FusedUpdate implements the store's fusedUpdater.
-func (c *gpuCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *fusedJob) (bool, error) {
+func (c *gpuCodec) FusedUpdate(mem *Mem, keys []string, cats []session.Category, job *fusedJob) (bool, error) {
 	if !c.Fused {
 		return false, nil
 	}
@@ -353,7 +353,7 @@ func (c *gpuCodec) FusedUpdate(mem *Mem, keys []string, cats []trainer.Category,
 	}
 	for i, key := range keys {
 		k := c.keys[key]
-		t, err := c.dev.NewTensorIn(c.sideAlloc(mem, cats[i]), job.N, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		t, err := c.dev.NewTensorIn(c.sideAlloc(mem), job.N, k.layout, k.cb, k.ovRoom, cats[i])
 		if err != nil {
 			for _, o := range job.Outs {
 				c.Free(mem, o)
@@ -428,11 +428,11 @@ func (c *gpuCodec) countOverflow(g *gpuTensor, used int) {
 	if c.ovf == nil {
 		c.ovf = map[string]OverflowUse{}
 	}
-	o := c.ovf[string(g.cat)]
+	o := c.ovf[g.cat.String()]
 	o.Encodes++
 	o.RoomBytes += int64(g.t.OverflowCap())
 	o.UsedBytes += int64(used)
-	c.ovf[string(g.cat)] = o
+	c.ovf[g.cat.String()] = o
 }
 
 // TakeOverflow returns the overflow room and use of the encodes settled
@@ -474,7 +474,7 @@ type gpuTensor struct {
 	settled bool
 	hist    codec.Histogram // of the values encoded, read at the settle
 	stats   *codec.Stats    // computed on first use
-	cat     trainer.Category
+	cat     session.Category
 	// The pending encode: the window it belongs to, its histogram's slot in
 	// that window's arena (-1: none to read, the histogram is known or not
 	// counted), and whether it was encoded again into the room its spill
@@ -522,7 +522,7 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 // histogramOf decodes g into scratch and counts its exponents (waits).
 func (c *gpuCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 	var h codec.Histogram
-	p, err := g.mem.AllocSide(trainer.CodecScratch, 2*int64(g.n))
+	p, err := g.mem.AllocSide(session.CodecScratch, 2*int64(g.n))
 	if err != nil {
 		return h, err
 	}
@@ -547,29 +547,21 @@ func (c *gpuCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
 // back is marked as used up to the side stream's point then.
 type memAlloc struct {
 	mem *Mem
-	cat trainer.Category
 }
 
-func (c *gpuCodec) sideAlloc(mem *Mem, cat trainer.Category) memAlloc {
-	return memAlloc{mem: mem, cat: cat}
+func (c *gpuCodec) sideAlloc(mem *Mem) memAlloc {
+	return memAlloc{mem: mem}
 }
 
-func (a memAlloc) Alloc(bytes int, c gpu.Category) (gpu.Ptr, error) {
-	cat := a.cat
-	switch c {
-	case gpu.OverflowPool:
-		cat = trainer.OverflowPool
-	case gpu.CodecScratch:
-		cat = trainer.CodecScratch
-	}
-	return a.mem.AllocSide(cat, int64(bytes)) // gpu orders its use after the trainer's
+func (a memAlloc) Alloc(bytes int, c session.Category) (gpu.Ptr, error) {
+	return a.mem.AllocSide(c, int64(bytes)) // gpu orders its use after the trainer's
 }
 
-func (a memAlloc) Free(p gpu.Ptr, _ gpu.Category) { a.mem.Free(p) }
+func (a memAlloc) Free(p gpu.Ptr, _ session.Category) { a.mem.Free(p) }
 
 // FreeAfter implements gpu.SideAllocator: a tensor's release knows its
 // last use (freeTag); otherwise the side stream's point now covers it.
-func (a memAlloc) FreeAfter(p gpu.Ptr, _ gpu.Category, point uint64) {
+func (a memAlloc) FreeAfter(p gpu.Ptr, _ session.Category, point uint64) {
 	if a.mem.freeTag == 0 {
 		a.mem.Touch(p, point)
 	}
@@ -579,7 +571,7 @@ func (a memAlloc) FreeAfter(p gpu.Ptr, _ gpu.Category, point uint64) {
 func dense(p gpu.Ptr, n int) gpu.Buffer { return gpu.External(p, 2*n) }
 
 // Encode implements Codec.
-func (c *gpuCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error) {
+func (c *gpuCodec) Encode(mem *Mem, key string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, prev Compressed) (Compressed, error) {
 	if c.mem != mem { // a new run (the sweep's next trial)
 		c.mem, c.charged = mem, 0
 	}
@@ -613,7 +605,7 @@ func (c *gpuCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Pt
 	if g == nil || g.t.N() != n || g.t.Layout() != k.layout || g.t.OverflowCap() > k.ovRoom+k.ovRoom/4+4096 {
 		// A new tensor: none yet, another layout, or far more overflow
 		// room than the key needs.
-		t, err := c.dev.NewTensorIn(c.sideAlloc(mem, cat), n, k.layout, k.cb, k.ovRoom, gpu.Weights)
+		t, err := c.dev.NewTensorIn(c.sideAlloc(mem), n, k.layout, k.cb, k.ovRoom, cat)
 		if err != nil {
 			return nil, fmt.Errorf("gpu codec: %s: %w", key, err)
 		}
@@ -639,7 +631,7 @@ func (c *gpuCodec) Encode(mem *Mem, key string, cat trainer.Category, src gpu.Pt
 
 // key returns key's state, fitting its first codebook and layout to the
 // sample of src as HostCodec does (which waits for the device once).
-func (c *gpuCodec) key(key string, src gpu.Ptr, n int, cc trainer.ClassCodec) (*gpuKey, error) {
+func (c *gpuCodec) key(key string, src gpu.Ptr, n int, cc session.ClassCodec) (*gpuKey, error) {
 	if k, ok := c.keys[key]; ok && k.cc == cc {
 		return k, nil
 	}
@@ -812,7 +804,7 @@ func (c *gpuCodec) recode(mem *Mem, g *gpuTensor, src gpu.Ptr) error {
 	k := g.key
 	c.refit(k, &g.hist)
 	k.toCheck = false
-	t, err := c.dev.NewTensorIn(c.sideAlloc(mem, g.cat), g.n, k.layout, k.cb, 0, gpu.Weights)
+	t, err := c.dev.NewTensorIn(c.sideAlloc(mem), g.n, k.layout, k.cb, 0, g.cat)
 	if err != nil {
 		return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 	}
@@ -982,7 +974,7 @@ func (a *histArena) take(mem *Mem, dev *gpu.Device) (int, error) {
 	}
 	if a.used == a.slots {
 		n := max(64, 2*a.slots)
-		p, err := mem.AllocSide(trainer.CodecScratch, int64(n*histSlotBytes))
+		p, err := mem.AllocSide(session.CodecScratch, int64(n*histSlotBytes))
 		if err != nil {
 			return 0, err
 		}

@@ -10,6 +10,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/internal/testtensors"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
 )
@@ -63,13 +64,13 @@ func TestGPUCodecMatchesHostCodec(t *testing.T) {
 	h := newTDev(t)
 	gc := testGPUCodec(t)
 	var hc HostCodec
-	cc := trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	spilled := 0
 	for name, v := range codecTensors(t) {
 		src := h.bf16(v)
-		want, err := hc.Encode(h.mem, name, trainer.Weights, src, len(v), cc, nil)
+		want, err := hc.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
 		h.check(err)
-		got, err := gc.Encode(h.mem, name, trainer.Weights, src, len(v), cc, nil)
+		got, err := gc.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
 		h.check(err)
 		if got.Settled() {
 			t.Fatalf("%s: a GPU encode settled before Settle", name)
@@ -147,7 +148,7 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
 			}
 			checkCodecOps(t, c.name, r.stepResult, gc.Profile)
-			if o := r.Overflow[string(trainer.Activations)]; o.Encodes < 1 {
+			if o := r.Overflow[session.Activations.String()]; o.Encodes < 1 {
 				t.Errorf("%s, step %d: overflow figures %+v: want the step's activations' encodes", c.name, r.Step, r.Overflow)
 			}
 			return nil
@@ -239,12 +240,12 @@ func TestLCTRunGPUCodecUsesLessMemory(t *testing.T) {
 		}
 	}
 	ms, ml := b.Shadow.Memory(), b.LCT.Memory()
-	if ml.PeakTotal >= ms.PeakTotal || ml.Live[trainer.Weights] >= ms.Live[trainer.Weights] {
+	if ml.PeakTotal >= ms.PeakTotal || ml.Live[session.Weights] >= ms.Live[session.Weights] {
 		t.Errorf("LCT %+v, shadow %+v", ml, ms)
 	}
 	t.Logf("peak %d bytes (LCT) vs %d (shadow): %.1f%% less", ml.PeakTotal, ms.PeakTotal, 100*(1-float64(ml.PeakTotal)/float64(ms.PeakTotal)))
 	// The codec's tables, descriptors and histograms are the run's too.
-	if ml.Live[trainer.CodecScratch] == 0 {
+	if ml.Live[session.CodecScratch] == 0 {
 		t.Errorf("LCT run's ledger %+v: no codec scratch live", ml)
 	}
 }
@@ -302,7 +303,7 @@ func checkCodecOps(t *testing.T, name string, r stepResult, profile bool) {
 			t.Errorf("%s, step %d: %s: %+v", name, r.Step, kind, o)
 		}
 		ms += o.Ms
-		encoded = encoded || strings.HasPrefix(kind, "encode batch: ") && strings.Contains(kind, string(trainer.Activations))
+		encoded = encoded || strings.HasPrefix(kind, "encode batch: ") && strings.Contains(kind, session.Activations.String())
 		decoded = decoded || strings.HasPrefix(kind, "decode")
 	}
 	if got := float64(r.CodecDeviceTime) / 1e6; math.Abs(got-ms) > 1e-3 {

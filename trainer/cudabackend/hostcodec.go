@@ -5,7 +5,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // HostCodec is a Codec that runs the reference codec (package codec) on the
@@ -41,7 +41,7 @@ func (t *hostTensor) Codebook() codec.Codebook    { return t.cb }
 // Encode implements Codec.
 // It fits a codebook to every tensor's sample, as lcttop pack does, and
 // finishes before it returns; key and prev are not used.
-func (h *HostCodec) Encode(mem *Mem, _ string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, _ Compressed) (Compressed, error) {
+func (h *HostCodec) Encode(mem *Mem, _ string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, _ Compressed) (Compressed, error) {
 	vals := make([]uint16, n)
 	if err := mem.Dev().Download(gpu.Bytes(vals), src); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
 )
@@ -16,12 +17,12 @@ import (
 func TestLCTRunIdenticalToShadow(t *testing.T) {
 	high := maps.Clone(trainer.DefaultClassCodec)
 	for c := range high {
-		high[c] = trainer.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+		high[c] = session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
 	}
 	for _, c := range []struct {
 		name    string
 		opt     optimizerSettings
-		classes map[trainer.TensorClass]trainer.ClassCodec
+		classes map[session.TensorClass]session.ClassCodec
 	}{
 		{"adamw, default codec", mustOptimizer(t, "adamw"), nil},
 		{"sgd, high/gaussian", mustOptimizer(t, "sgd"), high},
@@ -46,7 +47,7 @@ func TestLCTRunIdenticalToShadow(t *testing.T) {
 		if !sum.AllIdentical || sum.Mismatch != "" || sum.WeightsChecked != 6 {
 			t.Errorf("%s: summary %+v", c.name, sum)
 		}
-		if last.LCT.Peak[trainer.CodecScratch] == 0 || last.LCT.Live[trainer.Weights] == 0 {
+		if last.LCT.Peak[session.CodecScratch] == 0 || last.LCT.Live[session.Weights] == 0 {
 			t.Errorf("%s: LCT run's memory %+v: no codec scratch or no weights", c.name, last.LCT)
 		}
 	}
@@ -85,12 +86,12 @@ func TestLCTRunUsesLessMemory(t *testing.T) {
 		t.Fatalf("losses %v (LCT) vs %v (shadow)", res.LossLCT, res.LossShadow)
 	}
 	ms, ml := b.Shadow.Memory(), b.LCT.Memory()
-	for _, c := range []trainer.Category{trainer.Weights, trainer.OptimizerState} {
+	for _, c := range []session.Category{session.Weights, session.OptimizerState} {
 		if ml.Live[c] >= ms.Live[c] {
 			t.Errorf("%s: %d bytes live in the LCT run, %d in the shadow", c, ml.Live[c], ms.Live[c])
 		}
 	}
-	if ml.Peak[trainer.Activations] >= ms.Peak[trainer.Activations] || ml.PeakTotal >= ms.PeakTotal {
+	if ml.Peak[session.Activations] >= ms.Peak[session.Activations] || ml.PeakTotal >= ms.PeakTotal {
 		t.Errorf("peaks: LCT %+v, shadow %+v", ml, ms)
 	}
 	t.Logf("peak %d bytes (LCT) vs %d (shadow): %.1f%% less; codec %v of the LCT step's %v",

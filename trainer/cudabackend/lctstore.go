@@ -7,6 +7,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -22,7 +23,7 @@ type Codec interface {
 	// codec may encode into it and return it; otherwise the caller frees
 	// prev. The encode may still be running when Encode returns: until the
 	// settle of its window has checked it (Settled), src must stay as it is.
-	Encode(mem *Mem, key string, cat trainer.Category, src gpu.Ptr, n int, cc trainer.ClassCodec, prev Compressed) (Compressed, error)
+	Encode(mem *Mem, key string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, prev Compressed) (Compressed, error)
 	// CloseWindow ends the window of the encodes made since the last call:
 	// it queues the reading back of what the device will have found once
 	// the work queued so far is done (those encodes' spills and figures,
@@ -99,7 +100,7 @@ type fusedUpdater interface {
 	// FusedUpdate queues job (Ins, G, ...) into new tensors for keys and
 	// fills job.Outs; false when it does not apply (the caller decodes,
 	// updates and encodes instead).
-	FusedUpdate(mem *Mem, keys []string, cats []trainer.Category, job *fusedJob) (bool, error)
+	FusedUpdate(mem *Mem, keys []string, cats []session.Category, job *fusedJob) (bool, error)
 }
 
 // unqueuer is a codec that may hold encodes not yet launched (gpuCodec
@@ -176,10 +177,10 @@ type lctStore struct {
 	mem     *Mem
 	ops     *gptOps
 	codec   Codec
-	classes map[trainer.TensorClass]trainer.ClassCodec
+	classes map[session.TensorClass]session.ClassCodec
 	// chosen is the codec choice of single tensors, by name, over their
 	// class's.
-	chosen map[string]trainer.ClassCodec
+	chosen map[string]session.ClassCodec
 	held   map[*slot]*lctHeld
 	clock  codecClock
 
@@ -246,7 +247,7 @@ type lctHeld struct {
 	cb  codec.Codebook
 }
 
-func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.ClassCodec, window int64) (*lctStore, error) {
+func newLCTStore(mem *Mem, c Codec, classes map[session.TensorClass]session.ClassCodec, window int64) (*lctStore, error) {
 	for _, cl := range trainer.TensorClasses {
 		if _, ok := classes[cl]; !ok {
 			return nil, fmt.Errorf("LCT store: no codec setting for class %s", cl)
@@ -255,7 +256,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[trainer.TensorClass]trainer.Clas
 	if window <= 0 {
 		return nil, fmt.Errorf("LCT store: window of %d bytes", window)
 	}
-	return &lctStore{mem: mem, ops: newGPTOps(mem), codec: c, classes: maps.Clone(classes), chosen: map[string]trainer.ClassCodec{}, held: map[*slot]*lctHeld{},
+	return &lctStore{mem: mem, ops: newGPTOps(mem), codec: c, classes: maps.Clone(classes), chosen: map[string]session.ClassCodec{}, held: map[*slot]*lctHeld{},
 		open: &lctWindow{}, pendingOf: map[*slot]pendingRef{}, window: window, wide: wideWindows, rawLeft: map[*slot]int{}}, nil
 }
 
@@ -568,7 +569,7 @@ func (st *lctStore) set(s *slot, v []uint16) error {
 	if len(v) != s.n {
 		return fmt.Errorf("%s: %d values, want %d", s.name, len(v), s.n)
 	}
-	p, err := st.mem.Alloc(trainer.CodecScratch, 2*int64(s.n))
+	p, err := st.mem.Alloc(session.CodecScratch, 2*int64(s.n))
 	if err != nil {
 		return err
 	}
@@ -614,7 +615,7 @@ func (st *lctStore) read(s *slot) (gpu.Ptr, error) {
 	if raw := st.alwaysRaw(s); raw != 0 {
 		return raw, nil
 	}
-	p, err := st.mem.Alloc(trainer.CodecScratch, 2*int64(s.n))
+	p, err := st.mem.Alloc(session.CodecScratch, 2*int64(s.n))
 	if err != nil {
 		return 0, err
 	}
@@ -645,7 +646,7 @@ func (st *lctStore) done(s *slot, p gpu.Ptr) {
 		st.dropKept(nil)
 		return
 	}
-	if s.class != trainer.ClassWeight || 2*int64(s.n) > keptLimit {
+	if s.class != session.ClassWeight || 2*int64(s.n) > keptLimit {
 		st.mem.Free(p)
 		return
 	}
@@ -748,7 +749,7 @@ func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, op
 	}
 	job := &fusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
 	keys := make([]string, len(slots))
-	cats := make([]trainer.Category, len(slots))
+	cats := make([]session.Category, len(slots))
 	for i, s := range slots {
 		h := st.held[s]
 		if _, pending := st.pendingOf[s]; pending || h == nil || h.enc == nil || st.rawLeft[s] > 0 {
@@ -835,7 +836,7 @@ func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 		}
 		h := st.held[s]
 		if _, pending := st.pendingOf[s]; batches && !pending && h != nil && h.enc != nil {
-			p, err := st.mem.Alloc(trainer.CodecScratch, 2*int64(s.n))
+			p, err := st.mem.Alloc(session.CodecScratch, 2*int64(s.n))
 			if err != nil {
 				return err
 			}
@@ -869,24 +870,24 @@ func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 }
 
 // tensorStats reports slot s as the UI shows it.
-func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
+func (st *lctStore) tensorStats(s *slot) (session.TensorStats, bool, error) {
 	h, ok := st.held[s]
 	if !ok {
-		return trainer.TensorStats{}, false, nil
+		return session.TensorStats{}, false, nil
 	}
 	var x codec.Stats
 	cb := h.cb
 	if h.enc != nil {
 		var err error
 		if x, err = h.enc.Stats(); err != nil {
-			return trainer.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+			return session.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
 		}
 		cb = h.enc.Codebook()
 	} else {
 		// Stored as it is: the figures of its values, 8 bits per exponent.
 		v := make([]uint16, s.n)
 		if err := st.mem.Dev().Download(gpu.Bytes(v), h.raw); err != nil {
-			return trainer.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+			return session.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
 		}
 		for _, u := range v {
 			x.Histogram[(u>>7)&0xFF]++
@@ -896,8 +897,8 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 		x.AllocatedBits, x.UsedBits = 8, 8
 	}
 	cc := st.codecOf(s)
-	ts := trainer.TensorStats{
-		Name: s.name, Class: s.class, Elements: s.n, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
+	ts := session.TensorStats{
+		Name: s.name, Class: s.class, Elements: s.n, Preset: cc.Preset, Distribution: cc.Dist,
 		Ratio: x.Ratio, StoredBytes: x.StoredBytes, AllocatedBits: x.AllocatedBits, UsedBits: x.UsedBits,
 		Entropy: x.Entropy, ExpectedBits: x.ExpectedBits, EscapeRate: x.EscapeRate, OverflowRate: x.OverflowRate,
 		SpillStreamRate: x.SpillStreamRate, Histogram: [256]uint64(x.Histogram),
@@ -905,6 +906,9 @@ func (st *lctStore) tensorStats(s *slot) (trainer.TensorStats, bool, error) {
 	}
 	if h.enc == nil {
 		ts.Ratio, ts.StoredBytes, ts.Fallback, ts.Raw = 1, 2*s.n, false, true
+		if s.n <= st.rawBelow {
+			ts.RawReason = smallReason
+		}
 	}
 	return ts, true, nil
 }

@@ -2,11 +2,11 @@ package cudabackend
 
 import (
 	"lcttop/gpu"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // scratchCat is the category of the kernels' temporary buffers.
-const scratchCat = trainer.Activations
+const scratchCat = session.Activations
 
 // linearLayer is ops.linearLayer on the device: y = x·Wᵀ + b with x N×In, W Out×In
 // (nn.linearLayer's layout), y N×Out. The products run in cuBLAS (BF16 operands,

@@ -5,7 +5,8 @@ import (
 
 	"lcttop/gpu"
 	"lcttop/kernels"
-	"lcttop/trainer"
+	"lcttop/session"
+	"lcttop/trainer/ops"
 	"lcttop/trainer/optim"
 )
 
@@ -24,10 +25,38 @@ type gptOps struct {
 	// beforeAlloc, when set, runs before each scratch allocation (the
 	// run's relief of its store: see lctStore.relieve).
 	beforeAlloc func(bytes int64) error
+	// gelu holds ops.GELUTables on the device once a GELU has run: the
+	// forward table at its start, the gradient's after it.
+	gelu gpu.Ptr
+}
+
+const geluTableBytes = 2<<16 + 4<<16
+
+// geluTables returns the device's copy of ops.GELUTables, uploaded at the
+// first use and kept, as the weights are (and counted with them: constants
+// of the model's function, held alike by both runs).
+func (o *gptOps) geluTables() (fwd, slope gpu.Ptr, err error) {
+	if o.gelu == 0 {
+		p, err := o.mem.Alloc(session.Weights, geluTableBytes)
+		if err != nil {
+			return 0, 0, err
+		}
+		f, s := ops.GELUTables()
+		if err := o.dev.Upload(p, gpu.Bytes(f)); err != nil {
+			o.mem.Free(p)
+			return 0, 0, err
+		}
+		if err := o.dev.Upload(p.Add(2<<16), gpu.F32Bytes(s)); err != nil {
+			o.mem.Free(p)
+			return 0, 0, err
+		}
+		o.gelu = p
+	}
+	return o.gelu, o.gelu.Add(2 << 16), nil
 }
 
 // alloc is scratch memory for one op.
-func (o *gptOps) alloc(c trainer.Category, bytes int64) (gpu.Ptr, error) {
+func (o *gptOps) alloc(c session.Category, bytes int64) (gpu.Ptr, error) {
 	if o.beforeAlloc != nil {
 		if err := o.beforeAlloc(bytes); err != nil {
 			return 0, err
@@ -104,22 +133,34 @@ func (o *gptOps) Add(dst, a, b gpu.Ptr, n int) error {
 // GELUForward is ops.GELUForward, bit for bit; y may be x.
 func (o *gptOps) GELUForward(y, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
-	return o.elementwise8("gpt_gelu_forward", int64(n), 8, y, x, int64(n))
+	fwd, _, err := o.geluTables()
+	if err != nil {
+		return err
+	}
+	return o.elementwise8("gpt_gelu_forward", int64(n), 8, y, x, fwd, int64(n))
 }
 
 // GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
 func (o *gptOps) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
-	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, int64(n))
+	_, slope, err := o.geluTables()
+	if err != nil {
+		return err
+	}
+	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, slope, int64(n))
 }
 
 // GELUBackwardForward is GELUBackward(dy, dy, x, n) followed by
-// GELUForward(x, x, n), bit for bit, in one pass that takes the tanh once:
+// GELUForward(x, x, n), bit for bit, in one pass that reads x once:
 // the backward's gradient of the fc output and the GELU output it recomputes
 // for the fc-projection weight gradient.
 func (o *gptOps) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
 	defer o.scope("gelu")()
-	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, int64(n))
+	fwd, slope, err := o.geluTables()
+	if err != nil {
+		return err
+	}
+	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, fwd, slope, int64(n))
 }
 
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the

@@ -52,6 +52,41 @@ func TestAddGELUMatchCPU(t *testing.T) {
 	assertSameBF16(t, "GELUBackwardForward output", h.get16(dx, n), want)
 }
 
+// GELU looks every one of the 65,536 BF16 inputs up as the CPU does: the
+// forward for every pattern bit for bit, the gradient too, except that
+// where it is NaN (a NaN input, or an input so large that the gradient's
+// formula overflows to ∞·0) only NaN is asked for: a NaN's payload after a
+// product is the hardware's own. Both forms.
+func TestGELUEveryPatternMatchesCPU(t *testing.T) {
+	h := newTDev(t)
+	const n = 1 << 16
+	x := make([]uint16, n)
+	dy := make([]uint16, n)
+	for i := range x {
+		x[i] = uint16(i)
+		dy[i] = bf16.FromFloat32(float32(1 + i%7))
+	}
+	want := make([]uint16, n)
+	for _, scalar := range []bool{false, true} {
+		scalarOnly = scalar
+		out := h.alloc(2 * n)
+		h.check(h.ops.GELUForward(out, h.bf16(x), n))
+		ops.GELUForward(want, x)
+		assertSameBF16(t, fmt.Sprintf("GELUForward (scalar %v)", scalar), h.get16(out, n), want)
+		h.check(h.ops.GELUBackward(out, h.bf16(dy), h.bf16(x), n))
+		ops.GELUBackward(want, dy, x)
+		got := h.get16(out, n)
+		isNaN := func(v uint16) bool { return v&0x7fff > 0x7f80 }
+		for i := range x {
+			if isNaN(got[i]) && isNaN(want[i]) {
+				got[i], want[i] = 0, 0
+			}
+		}
+		assertSameBF16(t, fmt.Sprintf("GELUBackward (scalar %v)", scalar), got, want)
+	}
+	scalarOnly = false
+}
+
 // The element-wise kernels' vector forms (8 elements through 16-byte
 // accesses, taken when the pointers are aligned) give the scalar forms' bits,
 // tails and all; a misaligned operand falls back to the scalar form.

@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"testing"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -24,22 +25,22 @@ func queuedOnce(gc *gpuCodec, g *gpuTensor) bool {
 func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	h := newTDev(t)
 	gc := testGPUCodec(t)
-	cc := trainer.DefaultClassCodec[trainer.ClassActivation]
+	cc := trainer.DefaultClassCodec[session.ClassActivation]
 	n := 70000
 	v1, v2 := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 0.02) // two's values, one distribution
 	v3, v4 := h.randBF16(n, 0, 3), h.randBF16(n, 0.5, 0.01)
 	s1, s2, s3, s4 := h.bf16(v1), h.bf16(v2), h.bf16(v3), h.bf16(v4)
 
 	// "two" holds v1, settled (its overflow room is known from then on).
-	e2, err := gc.Encode(h.mem, "two", trainer.Activations, s1, n, cc, nil)
+	e2, err := gc.Encode(h.mem, "two", session.Activations, s1, n, cc, nil)
 	h.check(err)
 	h.check(gc.Settle(h.mem, []Pending{{T: e2, Src: s1}}))
 
-	e1, err := gc.Encode(h.mem, "one", trainer.Activations, s1, n, cc, nil)
+	e1, err := gc.Encode(h.mem, "one", session.Activations, s1, n, cc, nil)
 	h.check(err)
 	// Into the same tensor, or a new one if the settled histogram changed
 	// its layout: either way its bytes are not v2's until the launch.
-	if e, err := gc.Encode(h.mem, "two", trainer.Activations, s2, n, cc, e2); err != nil {
+	if e, err := gc.Encode(h.mem, "two", session.Activations, s2, n, cc, e2); err != nil {
 		t.Fatal(err)
 	} else if e != e2 {
 		gc.Free(h.mem, e2)
@@ -61,10 +62,10 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 
 	// Encoded again into itself while queued: the new values replace the
 	// old in the queue.
-	e3, err := gc.Encode(h.mem, "three", trainer.Activations, s3, n, cc, nil)
+	e3, err := gc.Encode(h.mem, "three", session.Activations, s3, n, cc, nil)
 	h.check(err)
 	g3 := e3.(*gpuTensor)
-	e3b, err := gc.Encode(h.mem, "three", trainer.Activations, s4, n, cc, e3)
+	e3b, err := gc.Encode(h.mem, "three", session.Activations, s4, n, cc, e3)
 	h.check(err)
 	if e3b != e3 {
 		t.Fatal("the second encode of a key did not reuse its tensor (same layout)")
@@ -74,7 +75,7 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	}
 
 	// A queued tensor freed leaves the queue.
-	e5, err := gc.Encode(h.mem, "five", trainer.Activations, s1, n, cc, nil)
+	e5, err := gc.Encode(h.mem, "five", session.Activations, s1, n, cc, nil)
 	h.check(err)
 	gc.Free(h.mem, e5)
 	if len(gc.queue) != 1 || e5.(*gpuTensor).queued {
@@ -102,8 +103,8 @@ func TestLCTStoreRewriteWithinWindow(t *testing.T) {
 	n := 70000
 	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 16*int64(n))
 	h.check(err)
-	a := &slot{name: "A", class: trainer.ClassActivation, cat: trainer.Activations, n: n}
-	b := &slot{name: "B", class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+	a := &slot{name: "A", class: session.ClassActivation, cat: session.Activations, n: n}
+	b := &slot{name: "B", class: session.ClassActivation, cat: session.Activations, n: n}
 	va1, va2, vb := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 2), h.randBF16(n, 1, 0.1)
 	h.check(st.set(a, va1))
 	h.check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor

@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"testing"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -20,10 +21,10 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 	dense := &denseStore{mem: h.mem, ops: h.ops}
 	newParam := func() *param {
 		return &param{name: "ln.g", n: n, decay: false,
-			w: &slot{name: "ln.g", class: trainer.ClassWeight, cat: trainer.Weights, n: n},
+			w: &slot{name: "ln.g", class: session.ClassWeight, cat: session.Weights, n: n},
 			state: []*slot{
-				{name: "ln.g.m", class: trainer.ClassAdamM, cat: trainer.OptimizerState, n: n},
-				{name: "ln.g.v", class: trainer.ClassAdamV, cat: trainer.OptimizerState, n: n},
+				{name: "ln.g.m", class: session.ClassAdamM, cat: session.OptimizerState, n: n},
+				{name: "ln.g.v", class: session.ClassAdamV, cat: session.OptimizerState, n: n},
 			}}
 	}
 	pl, pd := newParam(), newParam()
@@ -42,8 +43,8 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 
 	// A weight's view kept from before (a block's matrix read for its
 	// product): the bias read after it ends it, as a copied view did.
-	big := &slot{name: "fc.w", class: trainer.ClassWeight, cat: trainer.Weights, n: 4096}
-	kv, err := h.mem.Alloc(trainer.CodecScratch, 2*int64(big.n))
+	big := &slot{name: "fc.w", class: session.ClassWeight, cat: session.Weights, n: 4096}
+	kv, err := h.mem.Alloc(session.CodecScratch, 2*int64(big.n))
 	h.check(err)
 	st.kept.s, st.kept.p = big, kv
 

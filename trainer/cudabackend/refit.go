@@ -2,7 +2,7 @@ package cudabackend
 
 import (
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // A key's refit (a codebook fitted to its last histogram, package-merge
@@ -18,7 +18,7 @@ import (
 // refitJob is one refit computed beside the step.
 type refitJob struct {
 	from codec.Codebook // the key's codebook when it started
-	cc   trainer.ClassCodec
+	cc   session.ClassCodec
 	hist codec.Histogram
 	done chan struct{}
 	cb   codec.Codebook
@@ -29,7 +29,7 @@ type refitJob struct {
 // refitted is refit's decision as a function: the codebook and layout a key
 // of codebook cb and setting cc takes for histogram h (ok false when h is
 // empty: the key keeps what it has).
-func refitted(cb codec.Codebook, cc trainer.ClassCodec, h *codec.Histogram) (codec.Codebook, codec.Layout, bool) {
+func refitted(cb codec.Codebook, cc session.ClassCodec, h *codec.Histogram) (codec.Codebook, codec.Layout, bool) {
 	var total uint64
 	for _, n := range h {
 		total += n

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // gaussHist is a histogram of the exponents of N(0, scale²) values, n of
@@ -25,7 +25,7 @@ func gaussHist(n float64, scale float64) codec.Histogram {
 // from another codebook than the key holds by then, or for another
 // histogram, is not used; an empty histogram changes nothing.
 func TestRefitBesideTheStepMatchesRefitAtEncode(t *testing.T) {
-	cc := trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	a, b := gaussHist(1<<20, 0.02), gaussHist(1<<20, 3)
 	newKey := func() *gpuKey {
 		k := &gpuKey{cc: cc, cb: codec.FitCodebook(cc.Dist, &a), hist: b}

@@ -3,9 +3,11 @@ package cudabackend
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/ops"
 )
@@ -27,13 +29,13 @@ func checkOptimizer(o optimizerSettings) error {
 // as the CPU trainer names them.
 func optimizerStates(o optimizerSettings) []stateSpec {
 	if o.AdamW != nil {
-		return []stateSpec{{trainer.ClassAdamM, ".m"}, {trainer.ClassAdamV, ".v"}}
+		return []stateSpec{{session.ClassAdamM, ".m"}, {session.ClassAdamV, ".v"}}
 	}
-	return []stateSpec{{trainer.ClassMomentum, ".mom"}}
+	return []stateSpec{{session.ClassMomentum, ".mom"}}
 }
 
 type stateSpec struct {
-	class  trainer.TensorClass
+	class  session.TensorClass
 	suffix string
 }
 
@@ -47,6 +49,10 @@ type Config struct {
 	// (0: no cap); an allocation past it fails the step with an error that
 	// says so.
 	Budget int64
+	// PoolTrace, when set, receives a line for every block the device pool
+	// hands out or takes back and every step's end (a measurement: the
+	// allocator's traffic, to replay under other policies).
+	PoolTrace io.Writer
 }
 
 func (c Config) check() error {
@@ -75,8 +81,8 @@ type param struct {
 // saved for backward.
 type slot struct {
 	name  string
-	class trainer.TensorClass
-	cat   trainer.Category
+	class session.TensorClass
+	cat   session.Category
 	n     int
 	ptr   gpu.Ptr // dense storage; 0 while an activation is not held
 }
@@ -126,7 +132,7 @@ type modelRun struct {
 	aheadPtrs  []gpu.Ptr
 	phaseSlots []*slot
 	noAhead    bool                        // decode every view at its use (tests)
-	aheadViews map[trainer.TensorClass]int // views decoded ahead so far, by class
+	aheadViews map[session.TensorClass]int // views decoded ahead so far, by class
 }
 
 // newRun lays out the run's tensors; nothing is allocated until Load.
@@ -136,23 +142,23 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*modelRun, error) {
 	}
 	r := &modelRun{cfg: cfg, mem: mem, ops: newGPTOps(mem), st: st, name: name, byName: map[string]*param{}}
 	r.ops.beforeAlloc = st.relieve
-	r.aheadViews = map[trainer.TensorClass]int{}
+	r.aheadViews = map[session.TensorClass]int{}
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
 	for i := range r.reserve {
 		r.reserve[i] = -1
 	}
 	for _, ps := range cfg.Model.Params() {
 		p := &param{name: ps.Name, n: ps.Elements(), decay: ps.Decay,
-			w: &slot{name: ps.Name, class: trainer.ClassWeight, cat: trainer.Weights, n: ps.Elements()}}
+			w: &slot{name: ps.Name, class: session.ClassWeight, cat: session.Weights, n: ps.Elements()}}
 		for _, s := range optimizerStates(cfg.Optimizer) {
-			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: trainer.OptimizerState, n: ps.Elements()})
+			p.state = append(p.state, &slot{name: ps.Name + s.suffix, class: s.class, cat: session.OptimizerState, n: ps.Elements()})
 		}
 		r.params = append(r.params, p)
 		r.byName[ps.Name] = p
 	}
 	N, C := cfg.Batch*cfg.SeqLen, cfg.Model.Dim
 	act := func(name string, n int) *slot {
-		return &slot{name: "act." + name, class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+		return &slot{name: "act." + name, class: session.ClassActivation, cat: session.Activations, n: n}
 	}
 	for l := range cfg.Model.Layers {
 		p := fmt.Sprintf("blk%d.", l)
@@ -178,7 +184,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*modelRun, error) {
 func (r *modelRun) Name() string { return r.name }
 
 // Memory is the run's ledger: live and peak bytes by category.
-func (r *modelRun) Memory() trainer.Memory { return r.mem.ledger.Memory() }
+func (r *modelRun) Memory() session.Memory { return r.mem.ledger.Memory() }
 
 // ResetPeak starts the peak figures again from what is live now.
 func (r *modelRun) ResetPeak() { r.mem.ledger.ResetPeak() }
@@ -218,11 +224,18 @@ func (r *modelRun) Read(name string) ([]uint16, error) {
 // Names lists the parameters and optimizer states, in the CPU trainer's order.
 func (r *modelRun) Names() []string {
 	var out []string
+	for _, s := range r.slots() {
+		out = append(out, s.name)
+	}
+	return out
+}
+
+// slots is the parameters' and optimizer states' slots, in Names' order.
+func (r *modelRun) slots() []*slot {
+	var out []*slot
 	for _, p := range r.params {
-		out = append(out, p.w.name)
-		for _, s := range p.state {
-			out = append(out, s.name)
-		}
+		out = append(out, p.w)
+		out = append(out, p.state...)
 	}
 	return out
 }
@@ -295,7 +308,7 @@ func (r *modelRun) keep(err error) {
 }
 
 // alloc returns a buffer of category c, or 0 once the step has failed.
-func (r *modelRun) alloc(c trainer.Category, bytes int64) gpu.Ptr {
+func (r *modelRun) alloc(c session.Category, bytes int64) gpu.Ptr {
 	if r.err != nil {
 		return 0
 	}
@@ -315,7 +328,7 @@ func (r *modelRun) free(p gpu.Ptr) {
 }
 
 // upload copies host int32s to a new buffer of category c.
-func (r *modelRun) uploadI32(c trainer.Category, v []int32) gpu.Ptr {
+func (r *modelRun) uploadI32(c session.Category, v []int32) gpu.Ptr {
 	p := r.alloc(c, 4*int64(len(v)))
 	if p != 0 {
 		r.keep(r.mem.Dev().Upload(p, gpu.I32Bytes(v)))

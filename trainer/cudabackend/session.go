@@ -8,10 +8,11 @@ import (
 	"sync"
 	"time"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
-// Session runs a training on the GPU as a trainer.Session, so that the UI
+// Session runs a training on the GPU as a session.Session, so that the UI
 // drives it as it drives the CPU trainer: Run takes steps of the LCT run
 // beside its shadow, emitting a Snapshot after each on a channel that holds
 // the newest only; Pause, StepOnce and Stop act at the next step boundary;
@@ -25,7 +26,7 @@ import (
 // in ProfileEvery. Between, a snapshot carries the latest of both.
 type Session struct {
 	t     *training
-	snaps chan trainer.Snapshot
+	snaps chan session.Snapshot
 	wake  chan struct{}
 
 	// FigureEvery and ProfileEvery set how often the costly figures are
@@ -37,13 +38,13 @@ type Session struct {
 	paused   bool
 	stopped  bool
 	stepOnce int
-	classes  map[trainer.TensorClass]trainer.ClassCodec // as asked for
-	tensors  map[string]trainer.ClassCodec              // as asked for
-	pendingC map[trainer.TensorClass]trainer.ClassCodec
-	pendingT map[string]*trainer.ClassCodec // nil: back to the class's codec
+	classes  map[session.TensorClass]session.ClassCodec // as asked for
+	tensors  map[string]session.ClassCodec              // as asked for
+	pendingC map[session.TensorClass]session.ClassCodec
+	pendingT map[string]*session.ClassCodec // nil: back to the class's codec
 
 	mu       sync.Mutex // the backend: held for a step, a detail, a change
-	last     trainer.Snapshot
+	last     session.Snapshot
 	figured  time.Time // when the tensor figures were last taken
 	codecFig codecFigures
 }
@@ -77,14 +78,14 @@ func NewSession(dev Device, opts TrainOptions) (*Session, error) {
 	if classes == nil {
 		classes = maps.Clone(trainer.DefaultClassCodec)
 	}
-	return &Session{t: t, snaps: make(chan trainer.Snapshot, 1), wake: make(chan struct{}, 1),
+	return &Session{t: t, snaps: make(chan session.Snapshot, 1), wake: make(chan struct{}, 1),
 		FigureEvery: time.Second, ProfileEvery: 16,
-		classes: classes, tensors: map[string]trainer.ClassCodec{},
-		pendingC: map[trainer.TensorClass]trainer.ClassCodec{}, pendingT: map[string]*trainer.ClassCodec{}}, nil
+		classes: classes, tensors: map[string]session.ClassCodec{},
+		pendingC: map[session.TensorClass]session.ClassCodec{}, pendingT: map[string]*session.ClassCodec{}}, nil
 }
 
-// Snapshots implements trainer.Session.
-func (s *Session) Snapshots() <-chan trainer.Snapshot { return s.snaps }
+// Snapshots implements session.Session.
+func (s *Session) Snapshots() <-chan session.Snapshot { return s.snaps }
 
 // Run trains until the steps are done and then waits, applying codec
 // changes, until Stop or ctx's end; it closes Snapshots and frees the runs
@@ -118,7 +119,7 @@ func (s *Session) Run(ctx context.Context) error {
 }
 
 // step takes the next step and returns its snapshot.
-func (s *Session) step() (trainer.Snapshot, error) {
+func (s *Session) step() (session.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.t
@@ -130,7 +131,7 @@ func (s *Session) step() (trainer.Snapshot, error) {
 	}
 	res, err := t.next()
 	if err != nil {
-		return trainer.Snapshot{}, err
+		return session.Snapshot{}, err
 	}
 	if profiled {
 		s.codecFig = codecFiguresOf(res)
@@ -140,9 +141,9 @@ func (s *Session) step() (trainer.Snapshot, error) {
 
 // snapshot is res's Snapshot; the tensor figures are taken anew when
 // figures is set, else the last ones are carried.
-func (s *Session) snapshot(res stepResult, figures bool) (trainer.Snapshot, error) {
+func (s *Session) snapshot(res stepResult, figures bool) (session.Snapshot, error) {
 	t := s.t
-	var snap trainer.Snapshot
+	var snap session.Snapshot
 	if figures {
 		rep, err := t.report(res)
 		if err != nil {
@@ -153,7 +154,7 @@ func (s *Session) snapshot(res stepResult, figures bool) (trainer.Snapshot, erro
 	} else {
 		snap = s.last
 		snap.Step, snap.Time = res.Step, time.Now()
-		snap.LossShadow, snap.LossLCT, snap.ValLoss = res.LossShadow, res.LossLCT, t.valLoss
+		snap.LossShadow, snap.LossLCT, snap.ValLoss, snap.ValStep = res.LossShadow, res.LossLCT, t.valLoss, t.valStep
 		snap.StepTimeShadow, snap.StepTimeLCT = res.TimeShadow, res.TimeLCT
 		snap.MemShadow, snap.PeakBytesShadow = t.b.Shadow.Memory(), res.PeakShadow
 		snap.MemLCT, snap.PeakBytesLCT = t.b.LCT.Memory(), res.PeakLCT
@@ -161,7 +162,7 @@ func (s *Session) snapshot(res stepResult, figures bool) (trainer.Snapshot, erro
 	}
 	snap.Workers = 0
 	snap.EncodeGBps, snap.DecodeGBps, snap.CodecTime = s.codecFig.encodeGBps, s.codecFig.decodeGBps, s.codecFig.device
-	snap.GPU = &trainer.GPUFigures{
+	snap.GPU = &session.GPUFigures{
 		CodecTimedStep: s.codecFig.step, EncodedAgain: res.EncodedAgain,
 		Decodes: res.Decodes + res.DecodeBatches, Settles: res.Settles,
 	}
@@ -204,7 +205,7 @@ func codecFiguresOf(res stepResult) codecFigures {
 func (s *Session) applyChanges() error {
 	s.ctl.Lock()
 	classes, tensors := s.pendingC, s.pendingT
-	s.pendingC, s.pendingT = map[trainer.TensorClass]trainer.ClassCodec{}, map[string]*trainer.ClassCodec{}
+	s.pendingC, s.pendingT = map[session.TensorClass]session.ClassCodec{}, map[string]*session.ClassCodec{}
 	s.ctl.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -234,8 +235,8 @@ func (s *Session) fail(err error) {
 }
 
 // emit replaces whatever snapshot is waiting with snap.
-func (s *Session) emit(snap trainer.Snapshot) {
-	trainer.SendNewest(s.snaps, snap)
+func (s *Session) emit(snap session.Snapshot) {
+	session.SendNewest(s.snaps, snap)
 }
 
 // waitTurn blocks while there is nothing to do (paused, or the steps done)
@@ -292,13 +293,13 @@ func (s *Session) isPaused() bool {
 	return s.paused
 }
 
-// Pause implements trainer.Session.
+// Pause implements session.Session.
 func (s *Session) Pause() { s.setControl(func() { s.paused, s.stepOnce = true, 0 }) }
 
-// Resume implements trainer.Session.
+// Resume implements session.Session.
 func (s *Session) Resume() { s.setControl(func() { s.paused, s.stepOnce = false, 0 }) }
 
-// StepOnce implements trainer.Session: one step while paused.
+// StepOnce implements session.Session: one step while paused.
 func (s *Session) StepOnce() {
 	s.setControl(func() {
 		if s.paused {
@@ -307,11 +308,11 @@ func (s *Session) StepOnce() {
 	})
 }
 
-// Stop implements trainer.Session: Run returns after the step in progress.
+// Stop implements session.Session: Run returns after the step in progress.
 func (s *Session) Stop() { s.setControl(func() { s.stopped = true }) }
 
-// SetClassCodec implements trainer.Session.
-func (s *Session) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) error {
+// SetClassCodec implements session.Session.
+func (s *Session) SetClassCodec(c session.TensorClass, cc session.ClassCodec) error {
 	if _, err := trainer.ParseClass(string(c)); err != nil {
 		return err
 	}
@@ -322,15 +323,15 @@ func (s *Session) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) er
 	return nil
 }
 
-// ClassCodec implements trainer.Session: the setting last asked for.
-func (s *Session) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
+// ClassCodec implements session.Session: the setting last asked for.
+func (s *Session) ClassCodec(c session.TensorClass) session.ClassCodec {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	return s.classes[c]
 }
 
-// SetTensorCodec implements trainer.Session.
-func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
+// SetTensorCodec implements session.Session.
+func (s *Session) SetTensorCodec(name string, cc session.ClassCodec) error {
 	s.mu.Lock()
 	_, _, err := s.t.b.lctSlot(name)
 	s.mu.Unlock()
@@ -347,7 +348,7 @@ func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
 	return nil
 }
 
-// ClearTensorCodec implements trainer.Session.
+// ClearTensorCodec implements session.Session.
 func (s *Session) ClearTensorCodec(name string) error {
 	s.mu.Lock()
 	_, _, err := s.t.b.lctSlot(name)
@@ -362,27 +363,27 @@ func (s *Session) ClearTensorCodec(name string) error {
 	return nil
 }
 
-// TensorCodec implements trainer.Session.
-func (s *Session) TensorCodec(name string) (trainer.ClassCodec, bool) {
+// TensorCodec implements session.Session.
+func (s *Session) TensorCodec(name string) (session.ClassCodec, bool) {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	cc, ok := s.tensors[name]
 	return cc, ok
 }
 
-// Detail implements trainer.Session: the block is decoded on the device
+// Detail implements session.Session: the block is decoded on the device
 // and copied back between steps.
-func (s *Session) Detail(name string, block int) (trainer.TensorDetail, error) {
+func (s *Session) Detail(name string, block int) (session.TensorDetail, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.t.b.Detail(name, block)
 }
 
-// Values implements trainer.Session.
+// Values implements session.Session.
 func (s *Session) Values(name string) ([]uint16, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.t.b.Values(name)
 }
 
-var _ trainer.Session = (*Session)(nil)
+var _ session.Session = (*Session)(nil)

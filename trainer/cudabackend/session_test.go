@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/optim"
 )
@@ -34,7 +35,7 @@ func newTestSession(t *testing.T, steps int) *Session {
 }
 
 // next waits for a snapshot past step (or any, step < 0).
-func next(t *testing.T, s *Session, step int) trainer.Snapshot {
+func next(t *testing.T, s *Session, step int) session.Snapshot {
 	t.Helper()
 	deadline := time.After(2 * time.Minute)
 	for {
@@ -78,18 +79,18 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 
-	laplace := trainer.ClassCodec{Preset: codec.High, Dist: codec.Laplace}
-	if err := s.SetClassCodec(trainer.ClassAdamV, laplace); err != nil {
+	laplace := session.ClassCodec{Preset: codec.High, Dist: codec.Laplace}
+	if err := s.SetClassCodec(session.ClassAdamV, laplace); err != nil {
 		t.Fatal(err)
 	}
 	var one string
 	for _, ts := range snap.Tensors {
-		if ts.Class == trainer.ClassWeight && !ts.Raw {
+		if ts.Class == session.ClassWeight && !ts.Raw {
 			one = ts.Name
 			break
 		}
 	}
-	powerlaw := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.PowerLaw}
+	powerlaw := session.ClassCodec{Preset: codec.Clean, Dist: codec.PowerLaw}
 	if err := s.SetTensorCodec(one, powerlaw); err != nil {
 		t.Fatal(err)
 	}
@@ -100,17 +101,17 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 	if changed.Step != 1 {
 		t.Fatalf("the change took a step: %d", changed.Step)
 	}
-	check := func(snap trainer.Snapshot) {
+	check := func(snap session.Snapshot) {
 		t.Helper()
 		for _, ts := range snap.Tensors {
 			want := trainer.DefaultClassCodec[ts.Class]
 			switch {
 			case ts.Name == one:
 				want = powerlaw
-			case ts.Class == trainer.ClassAdamV:
+			case ts.Class == session.ClassAdamV:
 				want = laplace
 			}
-			if ts.Preset != want.Preset.String() || ts.Distribution != want.Dist.String() {
+			if ts.Preset != want.Preset || ts.Distribution != want.Dist {
 				t.Errorf("step %d: %s on %s/%s, want %s", snap.Step, ts.Name, ts.Preset, ts.Distribution, want)
 			}
 		}
@@ -119,7 +120,7 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 	// Encoded again, not only labelled: the device's tensors carry the
 	// new codebooks and layouts.
 	for _, ts := range changed.Tensors {
-		want, ok := map[bool]trainer.ClassCodec{true: powerlaw, false: laplace}[ts.Name == one], ts.Name == one || ts.Class == trainer.ClassAdamV
+		want, ok := map[bool]session.ClassCodec{true: powerlaw, false: laplace}[ts.Name == one], ts.Name == one || ts.Class == session.ClassAdamV
 		if !ok || ts.Raw {
 			continue
 		}
@@ -131,12 +132,12 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 			t.Errorf("%s encoded with %s/%s, want %s", ts.Name, d.Layout.Preset, d.Codebook.Dist, want)
 		}
 	}
-	if cc, ok := s.TensorCodec(one); !ok || cc != powerlaw || s.ClassCodec(trainer.ClassAdamV) != laplace {
-		t.Errorf("settings read back: %v %v, %v", cc, ok, s.ClassCodec(trainer.ClassAdamV))
+	if cc, ok := s.TensorCodec(one); !ok || cc != powerlaw || s.ClassCodec(session.ClassAdamV) != laplace {
+		t.Errorf("settings read back: %v %v, %v", cc, ok, s.ClassCodec(session.ClassAdamV))
 	}
 
 	s.Resume()
-	var last trainer.Snapshot
+	var last session.Snapshot
 	for last.Step < 6 {
 		last = next(t, s, last.Step)
 		if !last.BitIdentical || last.WeightsChecked != last.Step {
@@ -149,7 +150,7 @@ func TestSessionCodecChangesKeepRunsIdentical(t *testing.T) {
 	}
 
 	// Detail: every block, its values those of Values.
-	var big trainer.TensorStats
+	var big session.TensorStats
 	for _, ts := range last.Tensors {
 		if !ts.Raw && ts.Elements > big.Elements {
 			big = ts

@@ -8,6 +8,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -26,7 +27,7 @@ type settleSetup struct {
 func newSettleSetup(t *testing.T) *settleSetup {
 	h := newTDev(t)
 	gc := testGPUCodec(t)
-	cc := trainer.DefaultClassCodec[trainer.ClassActivation]
+	cc := trainer.DefaultClassCodec[session.ClassActivation]
 	tensors := codecTensors(t)
 	names := make([]string, 0, len(tensors))
 	for name := range tensors {
@@ -58,7 +59,7 @@ func newSettleSetup(t *testing.T) *settleSetup {
 	h.check(err)
 	st.wide = 1 // windows of one tensor, wherever the run is
 	act := func(name string) *slot {
-		return &slot{name: name, class: trainer.ClassActivation, cat: trainer.Activations, n: n}
+		return &slot{name: name, class: session.ClassActivation, cat: session.Activations, n: n}
 	}
 	return &settleSetup{h: h, gc: gc, st: st, a: act("A"), b: act("B"), c: act("C"), va: va}
 }
@@ -133,12 +134,12 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 		t.Fatalf("after C's window closed: A in %q, B in %q (settled %v), C in %q, %d settles; want closed, settled, closed, 2",
 			x.where(x.a), x.where(x.b), gb.Settled(), x.where(x.c), st.clock.settles)
 	}
-	live := h.mem.Ledger().Memory().Live[trainer.CodecScratch]
+	live := h.mem.Ledger().Memory().Live[session.CodecScratch]
 	h.check(st.settle())
 	if len(st.pendingOf) != 0 || st.closed != nil || !ga.Settled() || st.clock.drains != 1 {
 		t.Fatalf("after the settle: %d pending, closed window %v, A settled %v, %d drains", len(st.pendingOf), st.closed != nil, ga.Settled(), st.clock.drains)
 	}
-	if freed := live - h.mem.Ledger().Memory().Live[trainer.CodecScratch]; freed < 2*2*int64(x.a.n) {
+	if freed := live - h.mem.Ledger().Memory().Live[session.CodecScratch]; freed < 2*2*int64(x.a.n) {
 		t.Errorf("the settle freed %d bytes of codec scratch, less than the sources of A and C (%d)", freed, 4*x.a.n)
 	}
 	assertSameBF16(t, "B decoded after the settle", x.readBack(x.b), vb)
@@ -152,7 +153,7 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 	// The bytes are the host codec's for the same values.
 	var hc HostCodec
 	src := h.bf16(x.va)
-	want, err := hc.Encode(h.mem, "A", trainer.Activations, src, x.a.n, trainer.DefaultClassCodec[trainer.ClassActivation], nil)
+	want, err := hc.Encode(h.mem, "A", session.Activations, src, x.a.n, trainer.DefaultClassCodec[session.ClassActivation], nil)
 	h.check(err)
 	ht := want.(*hostTensor)
 	wantBytes := make([]byte, ht.bytes)
@@ -219,9 +220,9 @@ func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
 	x.gc.Fused = true
 	n := x.a.n
 	p := &param{name: "w", n: n, decay: true,
-		w: &slot{name: "w", class: trainer.ClassWeight, cat: trainer.Weights, n: n}}
+		w: &slot{name: "w", class: session.ClassWeight, cat: session.Weights, n: n}}
 	p.state = []*slot{
-		{name: "w.mom", class: trainer.ClassMomentum, cat: trainer.OptimizerState, n: n},
+		{name: "w.mom", class: session.ClassMomentum, cat: session.OptimizerState, n: n},
 	}
 	opt := mustOptimizer(t, "sgd")
 	h.check(st.set(p.w, x.va))
@@ -263,7 +264,7 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 	x := newSettleSetup(t)
 	h, st := x.h, x.st
 	n := x.a.n
-	d := &slot{name: "D", class: trainer.ClassActivation, cat: trainer.Activations, n: 2 * n}
+	d := &slot{name: "D", class: session.ClassActivation, cat: session.Activations, n: 2 * n}
 	vd := h.randBF16(2*n, 0, 0.02)
 	h.check(st.set(d, vd)) // twice the window: closes at once
 	if x.where(d) != "closed" || st.clock.settles != 0 {
@@ -271,7 +272,7 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 	}
 	// Half a window more: the open window is not full, but the sources
 	// would pass two windows.
-	e := &slot{name: "E", class: trainer.ClassActivation, cat: trainer.Activations, n: n / 2}
+	e := &slot{name: "E", class: session.ClassActivation, cat: session.Activations, n: n / 2}
 	h.check(st.set(e, x.va[:n/2]))
 	// D's window is settled: D complete, or encoded again into the room
 	// its spill needed (then pending with E, whose window that fills).

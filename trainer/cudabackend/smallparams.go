@@ -15,6 +15,10 @@ import (
 // step through the codec.
 const smallShare = 200
 
+// smallReason is what the UI says of a tensor kept as it is for smallShare.
+const smallReason = "The CUDA trainer keeps its smallest tensors as they are, together at most 1/200 of the parameters: " +
+	"coding each would cost the step a few kernel launches for a few hundred bytes saved."
+
 // smallParamLimit is the size up to which the LCT store keeps a tensor
 // as it is: the largest parameter size n such that all parameters of at
 // most n values together hold at most 1/smallShare of the parameters (0

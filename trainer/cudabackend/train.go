@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -28,11 +29,12 @@ type TrainOptions struct {
 type StepReport struct {
 	stepResult
 	ValLoss        float32 // latest validation loss (0 until measured)
-	Shadow, LCT    trainer.Memory
+	ValStep        int     // the step ValLoss was measured after
+	Shadow, LCT    session.Memory
 	Mismatch       string // the first difference between the runs so far
 	WeightsChecked int
 	// Snapshot is the step as the trainer's UI and headless mode show it.
-	Snapshot trainer.Snapshot
+	Snapshot session.Snapshot
 }
 
 // Summary is a whole training's figures.
@@ -92,6 +94,7 @@ type training struct {
 	step           int
 	sum            Summary
 	valLoss        float32
+	valStep        int // the step valLoss was measured after
 	timesS, timesL []time.Duration
 }
 
@@ -134,6 +137,7 @@ func (t *training) next() (stepResult, error) {
 		if t.valLoss, err = b.Validate(t.val); err != nil {
 			return res, fmt.Errorf("step %d: %w", step, err)
 		}
+		t.valStep = step
 		if sum.FirstValLoss == 0 {
 			sum.FirstValLoss = t.valLoss
 		}
@@ -173,7 +177,7 @@ func (t *training) next() (stepResult, error) {
 // the LCT run's tensor figures.
 func (t *training) report(res stepResult) (StepReport, error) {
 	b, sum := t.b, &t.sum
-	rep := StepReport{stepResult: res, ValLoss: t.valLoss, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep := StepReport{stepResult: res, ValLoss: t.valLoss, ValStep: t.valStep, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
 	if b.Shadow != nil {
 		rep.Shadow = b.Shadow.Memory()
 	}
@@ -185,7 +189,7 @@ func (t *training) report(res stepResult) (StepReport, error) {
 	if rep.Snapshot, err = b.Snapshot(res, t.opts.Model.Name, optimizerName(t.opts.Optimizer), t.valLoss, sum.Mismatch); err != nil {
 		return rep, err
 	}
-	rep.Snapshot.WeightsChecked = sum.WeightsChecked
+	rep.Snapshot.WeightsChecked, rep.Snapshot.ValStep = sum.WeightsChecked, t.valStep
 	return rep, nil
 }
 

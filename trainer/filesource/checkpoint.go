@@ -18,6 +18,8 @@ import (
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
+	"lcttop/codec/torchfile"
+	"lcttop/session"
 	"lcttop/trainer"
 )
 
@@ -27,7 +29,7 @@ const hfIndexSuffix = ".safetensors.index.json"
 // tensor is one tensor of a checkpoint, where its bytes lie.
 type tensor struct {
 	name  string
-	class trainer.TensorClass
+	class session.TensorClass
 	dtype string
 	n     int   // elements
 	bytes int64 // as a safetensors file stores it
@@ -38,7 +40,7 @@ type tensor struct {
 	// header says (the codec and bytes it was stored with), shown until the
 	// exact pass has decoded it.
 	lct    []byte
-	stored trainer.TensorStats
+	stored session.TensorStats
 }
 
 // coded reports whether the codec takes the tensor: BF16, not empty, not
@@ -90,7 +92,11 @@ type checkpoint struct {
 
 	// stored is, for an .lct file, each class's codec and each tensor's
 	// where it differs (a plan that pack applied), to start from.
-	stored *trainer.Plan
+	stored *session.Plan
+
+	// bad are the files of a folder that could not be read, and why: the
+	// rest is shown, these are named.
+	bad []session.SkippedFile
 
 	refs   sync.WaitGroup // readers of the mappings
 	closed sync.Once
@@ -120,6 +126,9 @@ func checkpointFiles(path string) ([]string, error) {
 		}
 		return []string{path}, nil
 	}
+	if torchfile.IsFolder(path) {
+		return []string{path}, nil // a torch.distributed.checkpoint folder: read as one
+	}
 	entries, err := os.ReadDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: cannot read: %w", path, pathReason(err))
@@ -138,13 +147,22 @@ func checkpointFiles(path string) ([]string, error) {
 		}
 	}
 	if len(files) == 0 {
-		return nil, fmt.Errorf("%s: no .safetensors or .lct file in this folder", path)
+		return nil, fmt.Errorf("%s: no checkpoint in this folder (.safetensors, .lct, .pt, .pth, .bin, .ckpt, or a torch.distributed.checkpoint folder)", path)
 	}
 	return files, nil
 }
 
+// checkpointSuffixes end the names of the files a folder's checkpoint is
+// read from: safetensors, .lct, and torch.save's usual names.
+var checkpointSuffixes = []string{".safetensors", ".lct", ".pt", ".pth", ".bin", ".ckpt"}
+
 func isCheckpointFile(name string) bool {
-	return strings.HasSuffix(name, ".safetensors") || strings.HasSuffix(name, ".lct")
+	for _, s := range checkpointSuffixes {
+		if strings.HasSuffix(name, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // hidden names are temporary files by convention: dot files, and the
@@ -195,6 +213,13 @@ func indexFiles(index string) ([]string, error) {
 // openCheckpoint maps the files and lists their tensors. step is the
 // checkpoint's step when the caller knows it (watch), else -1.
 func openCheckpoint(path string, files []string, step int) (*checkpoint, error) {
+	return openFiles(path, files, step, false)
+}
+
+// openFiles is openCheckpoint; with tolerant (a folder of files that are
+// each a checkpoint's part, no index or rank set that promises them all),
+// a file that cannot be read is named in c.bad and the rest shown.
+func openFiles(path string, files []string, step int, tolerant bool) (*checkpoint, error) {
 	c := &checkpoint{path: path, step: max(step, 0)}
 	fail := func(err error) (*checkpoint, error) {
 		c.close()
@@ -202,16 +227,20 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 	}
 	names := map[string]string{}
 	for _, f := range files {
-		m, err := mapFile(f)
-		if err != nil {
-			return fail(err)
-		}
-		c.files = append(c.files, m)
 		if fi, err := os.Stat(f); err == nil && fi.ModTime().After(c.modTime) {
 			c.modTime = fi.ModTime()
 		}
-		ts, meta, stored, err := readTensors(m)
+		mapped := len(c.files)
+		ts, meta, stored, err := c.readFile(f)
 		if err != nil {
+			for _, m := range c.files[mapped:] {
+				_ = m.close()
+			}
+			c.files = c.files[:mapped]
+			if tolerant { // one bad file of a folder: named, the rest shown
+				c.bad = append(c.bad, session.SkippedFile{Path: f, Reason: reasonOf(err, f)})
+				continue
+			}
 			return fail(err)
 		}
 		for _, t := range ts {
@@ -229,6 +258,9 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 		}
 	}
 	if len(c.tensors) == 0 {
+		if len(c.bad) > 0 {
+			return fail(fmt.Errorf("%s: %s", c.bad[0].Path, c.bad[0].Reason))
+		}
 		return fail(fmt.Errorf("%s: holds no tensor", path))
 	}
 	c.index = make(map[string]int, len(c.tensors))
@@ -245,9 +277,81 @@ func openCheckpoint(path string, files []string, step int) (*checkpoint, error) 
 	return c, nil
 }
 
+// readFile maps a file of the checkpoint (or the files of a checkpoint
+// folder) and lists its tensors.
+func (c *checkpoint) readFile(f string) ([]*tensor, map[string]string, *session.Plan, error) {
+	if fi, err := os.Stat(f); err == nil && fi.IsDir() {
+		ts, meta, err := c.readTorch(f)
+		return ts, meta, nil, err
+	}
+	m, err := mapFile(f)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	c.files = append(c.files, m)
+	b := m.bytes()
+	if torchfile.IsTorchSave(b) || torchfile.IsLegacyTorchSave(b) {
+		ts, meta, err := c.readTorch(f)
+		return ts, meta, nil, err
+	}
+	return readTensors(m)
+}
+
+// readTorch lists a torch.save file's or a checkpoint folder's tensors,
+// each in the mapping of the file that holds it; a tensor in several runs
+// (a view, or shards) is put together in memory.
+func (c *checkpoint) readTorch(path string) ([]*tensor, map[string]string, error) {
+	cp, err := torchfile.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	maps := map[string]*mapping{}
+	for _, m := range c.files {
+		maps[m.path] = m
+	}
+	mapped := func(file string) (*mapping, error) {
+		if m, ok := maps[file]; ok {
+			return m, nil
+		}
+		m, err := mapFile(file)
+		if err != nil {
+			return nil, err
+		}
+		maps[file] = m
+		c.files = append(c.files, m)
+		return m, nil
+	}
+	var out []*tensor
+	for _, x := range cp.Tensors {
+		size := torchfile.DTypeSize[x.DType]
+		t := &tensor{name: x.Name, class: trainer.ClassifyTensor(x.Name, cp.Metadata), dtype: x.DType, bytes: x.Bytes(), src: &mapping{path: path}}
+		if size > 0 {
+			t.n = int(t.bytes / size)
+		}
+		for _, e := range x.Extents {
+			m, err := mapped(e.File)
+			if err != nil {
+				return nil, nil, err
+			}
+			if e.Offset < 0 || e.Offset+e.Length > int64(len(m.bytes())) {
+				return nil, nil, fmt.Errorf("%s: tensor %s: bytes %d..%d outside the file", e.File, x.Name, e.Offset, e.Offset+e.Length)
+			}
+			part := m.bytes()[e.Offset : e.Offset+e.Length]
+			if len(x.Extents) == 1 {
+				t.raw, t.src = part, m
+				break
+			}
+			t.raw = append(t.raw, part...)
+			m.release(part)
+		}
+		out = append(out, t)
+	}
+	return out, cp.Metadata, nil
+}
+
 // readTensors lists a mapped file's tensors: a safetensors file, or an .lct
 // file (told by its magic).
-func readTensors(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
+func readTensors(m *mapping) ([]*tensor, map[string]string, *session.Plan, error) {
 	b := m.bytes()
 	if bytes.HasPrefix(b, []byte(lctfile.Magic)) {
 		return readLCT(m)
@@ -270,7 +374,7 @@ func readTensors(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error
 // container's CRCs); the codec's parser copies each LCT tensor, so those
 // copies are dropped at once and each tensor is parsed again from the
 // mapping when its values are needed.
-func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
+func readLCT(m *mapping) ([]*tensor, map[string]string, *session.Plan, error) {
 	a, err := lctfile.ReadArchive(m.bytes())
 	m.release(m.bytes())
 	if err != nil {
@@ -286,8 +390,8 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 	}
 	// Which codec each class was stored with, most often; tensors stored
 	// otherwise keep theirs as overrides.
-	counts := map[trainer.TensorClass]map[trainer.ClassCodec]int{}
-	storedAs := map[string]trainer.ClassCodec{}
+	counts := map[session.TensorClass]map[session.ClassCodec]int{}
+	storedAs := map[string]session.ClassCodec{}
 	var out []*tensor
 	for i := range a.Segments {
 		s := &a.Segments[i]
@@ -312,10 +416,10 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 		if s.Encoding == lctfile.EncodingLCT {
 			t.lct = s.Payload
 			t.stored = storedStats(t, s.Tensor, len(s.Payload))
-			cc := trainer.ClassCodec{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist}
+			cc := session.ClassCodec{Preset: s.Tensor.Layout.Preset, Dist: s.Tensor.Codebook.Dist}
 			storedAs[t.name] = cc
 			if counts[t.class] == nil {
-				counts[t.class] = map[trainer.ClassCodec]int{}
+				counts[t.class] = map[session.ClassCodec]int{}
 			}
 			counts[t.class][cc]++
 		} else {
@@ -323,9 +427,9 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 		}
 		out = append(out, t)
 	}
-	plan := &trainer.Plan{Classes: map[trainer.TensorClass]trainer.ClassCodec{}, Tensors: map[string]trainer.ClassCodec{}}
+	plan := &session.Plan{Classes: map[session.TensorClass]session.ClassCodec{}, Tensors: map[string]session.ClassCodec{}}
 	for c, byCodec := range counts {
-		best, bestN := trainer.ClassCodec{}, -1
+		best, bestN := session.ClassCodec{}, -1
 		for cc, k := range byCodec {
 			if k > bestN || k == bestN && cc.String() < best.String() {
 				best, bestN = cc, k
@@ -344,14 +448,19 @@ func readLCT(m *mapping) ([]*tensor, map[string]string, *trainer.Plan, error) {
 // storedStats are an LCT segment's figures from its header alone: its
 // codec, codebook and stored bytes; the histogram and rates wait for the
 // exact pass to decode it.
-func storedStats(t *tensor, ct *codec.Tensor, stored int) trainer.TensorStats {
+func storedStats(t *tensor, ct *codec.Tensor, stored int) session.TensorStats {
 	n := float64(t.n)
-	return trainer.TensorStats{
+	return session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype, Estimated: true,
-		Preset: ct.Layout.Preset.String(), Distribution: ct.Codebook.Dist.String(),
+		Preset: ct.Layout.Preset, Distribution: ct.Codebook.Dist,
 		StoredBytes: stored, Ratio: 2 * n / float64(stored), AllocatedBits: 8 * float64(stored-t.n) / n,
 		CodeLengths: ct.Codebook.Lengths, EscapeLength: ct.Codebook.EscLen,
 	}
+}
+
+// reasonOf is err without the path f it starts with.
+func reasonOf(err error, f string) string {
+	return strings.TrimPrefix(err.Error(), f+": ")
 }
 
 // pathReason drops the operation and path that *fs.PathError repeats.

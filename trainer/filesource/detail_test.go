@@ -9,7 +9,7 @@ import (
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // The teaching view's block is the block pack stores: under AUTO each
@@ -27,7 +27,7 @@ func TestDetailIsThePackedBlock(t *testing.T) {
 	file := encode(t, []safetensors.NewTensor{bf16Tensor("mixed", vals)}, nil)
 	path := filepath.Join(t.TempDir(), "mixed.safetensors")
 	writeFile(t, path, file)
-	cc := trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	s, err := Open(path, Options{Codec: &cc, Workers: 2})
 	if err != nil {
 		t.Fatal(err)

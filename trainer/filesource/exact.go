@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // pieceBlocks bounds a piece of the exact pass to about 2 MiB of BF16
@@ -56,7 +56,7 @@ func (a *tally) add(t *codec.Tensor) {
 }
 
 // stats are the whole tensor's figures, by the formulas of codec.Stats.
-func (a *tally) stats(t *tensor, ch choice, header int) trainer.TensorStats {
+func (a *tally) stats(t *tensor, ch choice, header int) session.TensorStats {
 	ts := baseStats(t, ch)
 	if a.pieces > 0 {
 		header = a.header

@@ -12,7 +12,7 @@ import (
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
 	"lcttop/codec/safetensors"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // The sampled indices give the histogram the codec samples.
@@ -59,7 +59,7 @@ func TestOpenExactMatchesPack(t *testing.T) {
 	file := encode(t, modelTensors(1), nil)
 	path := filepath.Join(dir, "model.safetensors")
 	writeFile(t, path, file)
-	for _, cc := range []trainer.ClassCodec{{Preset: codec.Auto, Dist: codec.Empirical}, {Preset: codec.Clean, Dist: codec.Gaussian}, {Preset: codec.High, Dist: codec.Laplace}} {
+	for _, cc := range []session.ClassCodec{{Preset: codec.Auto, Dist: codec.Empirical}, {Preset: codec.Clean, Dist: codec.Gaussian}, {Preset: codec.High, Dist: codec.Laplace}} {
 		s, err := Open(path, Options{Codec: &cc, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +99,7 @@ func TestOpenExactMatchesPack(t *testing.T) {
 					t.Errorf("%s: pack keeps it as it is, the session says %d bytes (raw %v)", ts.Name, ts.StoredBytes, ts.Raw)
 				}
 			default:
-				if ts.StoredBytes != w.StoredBytes() || ts.Preset != cc.Preset.String() || ts.Distribution != cc.Dist.String() {
+				if ts.StoredBytes != w.StoredBytes() || ts.Preset != cc.Preset || ts.Distribution != cc.Dist {
 					t.Errorf("%s %s: %d bytes, pack stores %d", ts.Name, cc, ts.StoredBytes, w.StoredBytes())
 				}
 				ws := w.Stats
@@ -120,11 +120,11 @@ func TestOpenExactMatchesPack(t *testing.T) {
 		if p.Tensors != 5 || p.TensorsDone != 5 || p.BytesDone != p.Bytes {
 			t.Errorf("progress %+v", p)
 		}
-		classes := map[trainer.TensorClass]int{}
+		classes := map[session.TensorClass]int{}
 		for _, c := range f.Classes {
 			classes[c.Class] = c.Tensors
 		}
-		if classes[trainer.ClassWeight] != 3 || classes[trainer.ClassAdamM] != 1 || classes[trainer.ClassAdamV] != 1 || classes[trainer.ClassOther] != 2 {
+		if classes[session.ClassWeight] != 3 || classes[session.ClassAdamM] != 1 || classes[session.ClassAdamV] != 1 || classes[session.ClassOther] != 2 {
 			t.Errorf("classes %+v", f.Classes)
 		}
 		if len(f.DTypes) != 3 || f.DTypes[0].DType != "BF16" {
@@ -216,11 +216,11 @@ func TestOpenLCT(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	if got := s.ClassCodec(trainer.ClassWeight); got != (trainer.ClassCodec{Preset: codec.High, Dist: codec.Laplace}) {
+	if got := s.ClassCodec(session.ClassWeight); got != (session.ClassCodec{Preset: codec.High, Dist: codec.Laplace}) {
 		t.Fatalf("weight class starts on %s, the file was stored with high/laplace", got)
 	}
 	first := <-s.Snapshots()
-	if e := byName(first.Tensors)["model.layers.0.fc.weight"]; !e.Estimated || e.Preset != "high" {
+	if e := byName(first.Tensors)["model.layers.0.fc.weight"]; !e.Estimated || e.Preset != codec.High {
 		t.Fatalf("before the exact pass: %+v", e)
 	}
 	snap := waitFor(t, s, "exact figures", exact)
@@ -273,17 +273,17 @@ func TestCodecChangesRecode(t *testing.T) {
 	}
 	defer s.Stop()
 	waitFor(t, s, "exact figures", exact)
-	high := trainer.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
-	if err := s.SetClassCodec(trainer.ClassWeight, high); err != nil {
+	high := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	if err := s.SetClassCodec(session.ClassWeight, high); err != nil {
 		t.Fatal(err)
 	}
 	const own = "model.layers.0.fc.weight"
-	clean := trainer.ClassCodec{Preset: codec.Clean, Dist: codec.PowerLaw}
+	clean := session.ClassCodec{Preset: codec.Clean, Dist: codec.PowerLaw}
 	if err := s.SetTensorCodec(own, clean); err != nil {
 		t.Fatal(err)
 	}
-	snap := waitFor(t, s, "exact figures under the new codecs", func(sn trainer.Snapshot) bool {
-		return exact(sn) && byName(sn.Tensors)[own].Distribution == "powerlaw" && byName(sn.Tensors)["model.embed.weight"].Preset == "high"
+	snap := waitFor(t, s, "exact figures under the new codecs", func(sn session.Snapshot) bool {
+		return exact(sn) && byName(sn.Tensors)[own].Distribution == codec.PowerLaw && byName(sn.Tensors)["model.embed.weight"].Preset == codec.High
 	})
 	highPack := packed(t, file, lctfile.Options{Preset: high.Preset, Dist: high.Dist})
 	cleanPack := packed(t, file, lctfile.Options{Preset: clean.Preset, Dist: clean.Dist})
@@ -313,7 +313,7 @@ func TestCodecChangesRecode(t *testing.T) {
 	if err := s.ClearTensorCodec(own); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, s, "the override removed", func(sn trainer.Snapshot) bool {
+	waitFor(t, s, "the override removed", func(sn session.Snapshot) bool {
 		return exact(sn) && byName(sn.Tensors)[own].StoredBytes == highPack[own].StoredBytes()
 	})
 }
@@ -333,7 +333,7 @@ func TestOpenErrors(t *testing.T) {
 		filepath.Join(dir, "missing"): "no such file",
 		notST:                         "not a safetensors file",
 		dup:                           "is in both",
-		empty:                         "no .safetensors or .lct file",
+		empty:                         "no checkpoint in this folder",
 	} {
 		if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), filepath.Base(path)) && want != "is in both" {
 			t.Errorf("Open(%s): %v, want an error naming it with %q", path, err, want)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"lcttop/codec/safetensors"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // bf16 rounds f to BF16 (ties to even).
@@ -86,7 +86,7 @@ func encode(t *testing.T, ts []safetensors.NewTensor, meta map[string]string) []
 }
 
 // waitFor reads snapshots until ok accepts one.
-func waitFor(t *testing.T, s *Session, what string, ok func(trainer.Snapshot) bool) trainer.Snapshot {
+func waitFor(t *testing.T, s *Session, what string, ok func(session.Snapshot) bool) session.Snapshot {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for {
@@ -104,12 +104,12 @@ func waitFor(t *testing.T, s *Session, what string, ok func(trainer.Snapshot) bo
 	}
 }
 
-func exact(s trainer.Snapshot) bool {
+func exact(s session.Snapshot) bool {
 	return s.File != nil && s.File.Files > 0 && s.File.Progress.Done()
 }
 
-func byName(ts []trainer.TensorStats) map[string]trainer.TensorStats {
-	m := map[string]trainer.TensorStats{}
+func byName(ts []session.TensorStats) map[string]session.TensorStats {
+	m := map[string]session.TensorStats{}
 	for _, t := range ts {
 		m[t.Name] = t
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // history is the checkpoints a session has shown or sampled, by step.
@@ -16,7 +16,7 @@ type history struct {
 // point is one checkpoint's figures with each tensor's exponent
 // distribution, kept to tell the drift from one checkpoint to the next.
 type point struct {
-	p     trainer.CheckpointPoint
+	p     session.CheckpointPoint
 	dists map[string]dist
 }
 
@@ -64,14 +64,14 @@ func totalVariation(a, b dist) float64 {
 func pointOf(v *view) point {
 	exact := v.progress().Done()
 	p := point{
-		p: trainer.CheckpointPoint{
+		p: session.CheckpointPoint{
 			Step: v.ck.step, Time: v.ck.modTime, Path: v.ck.path, Exact: exact,
-			ClassRatio: map[trainer.TensorClass]float64{}, TensorRatio: map[string]float64{},
+			ClassRatio: map[session.TensorClass]float64{}, TensorRatio: map[string]float64{},
 		},
 		dists: map[string]dist{},
 	}
-	raw := map[trainer.TensorClass]int64{}
-	stored := map[trainer.TensorClass]int64{}
+	raw := map[session.TensorClass]int64{}
+	stored := map[session.TensorClass]int64{}
 	var allRaw, allStored int64
 	for i, t := range v.ck.tensors {
 		st := &v.stats[i]
@@ -129,8 +129,8 @@ func (h *history) put(p point) {
 }
 
 // list returns the points, oldest first.
-func (h *history) list() []trainer.CheckpointPoint {
-	out := make([]trainer.CheckpointPoint, len(h.points))
+func (h *history) list() []session.CheckpointPoint {
+	out := make([]session.CheckpointPoint, len(h.points))
 	for i := range h.points {
 		out[i] = h.points[i].p
 	}

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // sampleIndices are the elements the codec samples from an n-element tensor
@@ -58,7 +58,7 @@ func sampleHistogram(t *tensor) codec.SplitHistogram {
 // split histogram of every value where exact, of the sample for the
 // estimate.
 type choice struct {
-	cc     trainer.ClassCodec
+	cc     session.ClassCodec
 	cb     codec.Codebook
 	layout codec.Layout
 	exact  bool // chosen from every value: what pack chooses
@@ -67,7 +67,7 @@ type choice struct {
 // choose is the choice for an n-element tensor under cc, from the split
 // histogram of its sample, or of every value (full, exact) with the
 // sample's exponents for the parametric fit.
-func choose(cc trainer.ClassCodec, n int, sample, full *codec.SplitHistogram) choice {
+func choose(cc session.ClassCodec, n int, sample, full *codec.SplitHistogram) choice {
 	exp := sample.Exponents()
 	h, exact := sample, false
 	if full != nil {
@@ -93,7 +93,7 @@ func headerBytes(ch choice) int {
 // and layout; the tails are the expectation under a normal approximation
 // of each full stream's code bits (the model AUTO's one C comes from),
 // each block with tails paying its length table.
-func estimate(t *tensor, sample *codec.SplitHistogram, ch choice) trainer.TensorStats {
+func estimate(t *tensor, sample *codec.SplitHistogram, ch choice) session.TensorStats {
 	ts := baseStats(t, ch)
 	ts.Estimated = true
 	exp := sample.Exponents()
@@ -161,10 +161,10 @@ func normalTail(m, s, c float64) (p, excess float64) {
 }
 
 // baseStats are the fields every tensor's figures share.
-func baseStats(t *tensor, ch choice) trainer.TensorStats {
-	ts := trainer.TensorStats{
+func baseStats(t *tensor, ch choice) session.TensorStats {
+	ts := session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype,
-		Preset: ch.cc.Preset.String(), Distribution: ch.cc.Dist.String(),
+		Preset: ch.cc.Preset, Distribution: ch.cc.Dist,
 		CodeLengths: ch.cb.Lengths, EscapeLength: ch.cb.EscLen,
 	}
 	return ts
@@ -172,7 +172,7 @@ func baseStats(t *tensor, ch choice) trainer.TensorStats {
 
 // rawStats marks a BF16 tensor that LCT would keep as it is (too small to
 // gain, as lcttop pack decides): its bytes count as stored.
-func rawStats(ts trainer.TensorStats, t *tensor) trainer.TensorStats {
+func rawStats(ts session.TensorStats, t *tensor) session.TensorStats {
 	ts.Raw = true
 	ts.StoredBytes = int(t.bytes)
 	ts.Ratio = 1
@@ -183,9 +183,9 @@ func rawStats(ts trainer.TensorStats, t *tensor) trainer.TensorStats {
 
 // storedAsIs are the figures of a tensor the codec does not take (another
 // dtype, or empty): listed with its bytes, stored as they are.
-func storedAsIs(t *tensor) trainer.TensorStats {
-	return trainer.TensorStats{
+func storedAsIs(t *tensor) session.TensorStats {
+	return session.TensorStats{
 		Name: t.name, Class: t.class, Elements: t.n, DType: t.dtype,
-		Preset: "as-is", Distribution: t.dtype, Raw: true, StoredBytes: int(t.bytes), Ratio: 1,
+		AsIs: true, Raw: true, StoredBytes: int(t.bytes), Ratio: 1,
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -12,7 +13,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/codec/lctfile"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // Options configure a file session. The zero value codes every class with
@@ -20,7 +21,7 @@ import (
 type Options struct {
 	// Codec is every class's codec to start with (nil: auto/empirical, the
 	// setting that stores the trainer's tensors in the fewest bytes).
-	Codec *trainer.ClassCodec
+	Codec *session.ClassCodec
 	// Workers is how many goroutines the exact pass codes on (0: one per core).
 	Workers int
 	// Backend runs the exact pass's encodes (nil: the CPU reference codec).
@@ -36,11 +37,11 @@ type Options struct {
 	Once bool
 }
 
-func (o Options) startCodec() trainer.ClassCodec {
+func (o Options) startCodec() session.ClassCodec {
 	if o.Codec != nil {
 		return *o.Codec
 	}
-	return trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	return session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 }
 
 func (o Options) workers() int {
@@ -51,7 +52,7 @@ func (o Options) workers() int {
 }
 
 // Session shows a checkpoint (Open) or the newest checkpoint of a folder
-// (Watch) as a trainer.Session. Pause, Resume and StepOnce do nothing: a
+// (Watch) as a session.Session. Pause, Resume and StepOnce do nothing: a
 // checkpoint takes no steps.
 type Session struct {
 	opt  Options
@@ -59,20 +60,21 @@ type Session struct {
 	path string
 
 	ctl       sync.Mutex // codec choices; never held while taking mu
-	classes   map[trainer.TensorClass]trainer.ClassCodec
-	overrides map[string]trainer.ClassCodec
+	classes   map[session.TensorClass]session.ClassCodec
+	overrides map[string]session.ClassCodec
 
 	mu      sync.Mutex // everything below
 	work    *sync.Cond // on mu: the exact pass's workers wait here
 	view    *view      // the checkpoint shown; nil until watch finds one
 	hist    history
 	notice  string
+	skipped map[string]string // files of a watched folder left out, and why
 	stopped bool
 	timer   *time.Timer // a snapshot due
 	last    time.Time   // when the last snapshot went out
 
 	sendMu sync.Mutex
-	snaps  chan trainer.Snapshot
+	snaps  chan session.Snapshot
 	closed bool
 
 	backendMu sync.Mutex
@@ -82,19 +84,19 @@ type Session struct {
 	scanned   chan struct{} // closed when Watch has read its folder once
 }
 
-var _ trainer.Session = (*Session)(nil)
+var _ session.Session = (*Session)(nil)
 
 func newSession(mode, path string, opt Options) *Session {
 	s := &Session{
 		opt: opt, mode: mode, path: path,
-		classes:   map[trainer.TensorClass]trainer.ClassCodec{},
-		overrides: map[string]trainer.ClassCodec{},
-		snaps:     make(chan trainer.Snapshot, 1),
+		classes:   map[session.TensorClass]session.ClassCodec{},
+		overrides: map[string]session.ClassCodec{},
+		snaps:     make(chan session.Snapshot, 1),
 		stop:      make(chan struct{}),
 		scanned:   make(chan struct{}),
 	}
 	s.work = sync.NewCond(&s.mu)
-	for _, c := range trainer.FileClasses {
+	for _, c := range session.FileClasses {
 		s.classes[c] = opt.startCodec()
 	}
 	return s
@@ -139,7 +141,7 @@ func Open(path string, opt Options) (*Session, error) {
 // openPath opens what Open is given; a folder whose checkpoints' names say
 // their step (step_100, checkpoint-100, ...) opens the newest complete one.
 func openPath(path string) (*checkpoint, error) {
-	if cks, err := scanFolder(path, nil); err == nil && len(cks) > 0 {
+	if cks, _, err := scanFolder(path, nil); err == nil && len(cks) > 0 {
 		newest := cks[len(cks)-1]
 		if stepWord.MatchString(filepath.Base(newest.path)) {
 			return openCheckpoint(newest.path, newest.files, newest.step)
@@ -149,14 +151,23 @@ func openPath(path string) (*checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openCheckpoint(path, files, -1)
+	fi, err := os.Stat(path)
+	tolerant := err == nil && fi.IsDir() && len(files) > 1 && !hasIndex(path)
+	return openFiles(path, files, -1, tolerant)
+}
+
+// hasIndex reports whether a folder holds a Hugging Face index, whose
+// shards must all be there.
+func hasIndex(dir string) bool {
+	m, _ := filepath.Glob(filepath.Join(dir, "*"+hfIndexSuffix))
+	return len(m) > 0
 }
 
 // Snapshots delivers the newest snapshot; it is closed after Stop.
-func (s *Session) Snapshots() <-chan trainer.Snapshot { return s.snaps }
+func (s *Session) Snapshots() <-chan session.Snapshot { return s.snaps }
 
 // Current is a snapshot of the figures as they are now.
-func (s *Session) Current() trainer.Snapshot {
+func (s *Session) Current() session.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.snapshotLocked()
@@ -208,8 +219,8 @@ func (s *Session) Stop() {
 // SetClassCodec codes class c's tensors (those without an override of
 // their own) with cc from now on: the next snapshot shows estimates at
 // once, and the exact pass codes them again.
-func (s *Session) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) error {
-	if !slices.Contains(trainer.FileClasses, c) {
+func (s *Session) SetClassCodec(c session.TensorClass, cc session.ClassCodec) error {
+	if !slices.Contains(session.FileClasses, c) {
 		return fmt.Errorf("unknown tensor class %q", c)
 	}
 	if err := checkCodec(cc); err != nil {
@@ -223,7 +234,7 @@ func (s *Session) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) er
 }
 
 // ClassCodec is class c's codec.
-func (s *Session) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
+func (s *Session) ClassCodec(c session.TensorClass) session.ClassCodec {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	if cc, ok := s.classes[c]; ok {
@@ -235,7 +246,7 @@ func (s *Session) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 // SetTensorCodec codes tensor name with cc from now on, whatever its
 // class's. A watched folder keeps it for the tensor of that name in every
 // later checkpoint.
-func (s *Session) SetTensorCodec(name string, cc trainer.ClassCodec) error {
+func (s *Session) SetTensorCodec(name string, cc session.ClassCodec) error {
 	if err := checkCodec(cc); err != nil {
 		return err
 	}
@@ -249,7 +260,7 @@ func (s *Session) ClearTensorCodec(name string) error {
 
 // setOverride sets tensor name's codec, or with cc nil removes it, and
 // codes the tensor again.
-func (s *Session) setOverride(name string, cc *trainer.ClassCodec) error {
+func (s *Session) setOverride(name string, cc *session.ClassCodec) error {
 	s.mu.Lock()
 	var t *tensor
 	if s.view != nil {
@@ -276,14 +287,14 @@ func (s *Session) setOverride(name string, cc *trainer.ClassCodec) error {
 }
 
 // TensorCodec is tensor name's override.
-func (s *Session) TensorCodec(name string) (trainer.ClassCodec, bool) {
+func (s *Session) TensorCodec(name string) (session.ClassCodec, bool) {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	cc, ok := s.overrides[name]
 	return cc, ok
 }
 
-func checkCodec(cc trainer.ClassCodec) error {
+func checkCodec(cc session.ClassCodec) error {
 	if !slices.Contains(codec.Presets, cc.Preset) {
 		return fmt.Errorf("preset %d out of range", cc.Preset)
 	}
@@ -294,7 +305,7 @@ func checkCodec(cc trainer.ClassCodec) error {
 }
 
 // codecFor is the setting tensor t is coded with now.
-func (s *Session) codecFor(t *tensor) trainer.ClassCodec {
+func (s *Session) codecFor(t *tensor) session.ClassCodec {
 	s.ctl.Lock()
 	defer s.ctl.Unlock()
 	if cc, ok := s.overrides[t.name]; ok {
@@ -312,16 +323,16 @@ var errNoCheckpoint = errors.New("no checkpoint yet")
 // Detail returns block `block` of a BF16 tensor as the codec would code it
 // under its current setting: its values read from the file (decoded, for an
 // .lct file's LCT tensor), with the codebook and layout.
-func (s *Session) Detail(name string, block int) (trainer.TensorDetail, error) {
+func (s *Session) Detail(name string, block int) (session.TensorDetail, error) {
 	t, ch, release, err := s.acquire(name)
 	if err != nil {
-		return trainer.TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
 	defer release()
 	var vals []uint16
 	if t.lct != nil || ch == nil {
 		if vals, err = t.decodeAll(); err != nil {
-			return trainer.TensorDetail{}, err
+			return session.TensorDetail{}, err
 		}
 		if ch == nil {
 			sample, full := codec.SampleSplitHistogram(vals), codec.FullSplitHistogram(vals)
@@ -331,10 +342,10 @@ func (s *Session) Detail(name string, block int) (trainer.TensorDetail, error) {
 	}
 	blocks := ch.layout.Blocks(t.n)
 	if block < 0 || block >= blocks {
-		return trainer.TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range 0..%d", name, block, blocks-1)
+		return session.TensorDetail{}, fmt.Errorf("tensor %s: block %d out of range 0..%d", name, block, blocks-1)
 	}
 	lo, hi := block*ch.layout.BlockSize, min((block+1)*ch.layout.BlockSize, t.n)
-	d := trainer.TensorDetail{
+	d := session.TensorDetail{
 		Name: t.name, Class: t.class, Codebook: ch.cb, Layout: ch.layout,
 		Block: block, Blocks: blocks, N: t.n, TensorFit: true,
 	}
@@ -399,13 +410,13 @@ func (s *Session) acquire(name string) (t *tensor, ch *choice, release func(), e
 
 // send delivers snap, replacing one not yet taken; after Stop it does
 // nothing.
-func (s *Session) send(snap trainer.Snapshot) {
+func (s *Session) send(snap session.Snapshot) {
 	s.sendMu.Lock()
 	defer s.sendMu.Unlock()
 	if s.closed {
 		return
 	}
-	trainer.SendNewest(s.snaps, snap)
+	session.SendNewest(s.snaps, snap)
 }
 
 // changedLocked schedules a snapshot: at once when none went out for
@@ -434,11 +445,12 @@ func (s *Session) changedLocked() {
 }
 
 // snapshotLocked describes the checkpoint shown; mu is held.
-func (s *Session) snapshotLocked() trainer.Snapshot {
-	snap := trainer.Snapshot{
+func (s *Session) snapshotLocked() session.Snapshot {
+	snap := session.Snapshot{
 		Time: time.Now(), Backend: "file", Model: filepath.Base(s.path), Workers: s.opt.workers(),
-		File: &trainer.FileStats{Mode: s.mode, Path: s.path, Notice: s.notice},
+		File: &session.FileStats{Mode: s.mode, Path: s.path, Notice: s.notice},
 	}
+	snap.File.Skipped = s.skippedLocked()
 	v := s.view
 	if v == nil {
 		return snap
@@ -446,17 +458,21 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 	snap.Step = v.ck.step
 	snap.Model = filepath.Base(v.ck.path)
 	snap.Tensors = slices.Clone(v.stats)
+	for _, b := range v.ck.bad { // error rows: the files that could not be read
+		snap.Tensors = append(snap.Tensors, session.TensorStats{Name: filepath.Base(b.Path), Class: session.ClassOther, DType: "—", Raw: true, Error: b.Reason})
+	}
 	f := snap.File
 	f.Path, f.Files = v.ck.path, len(v.ck.files)
 	f.Progress = v.progress()
 	f.Checkpoints = s.hist.list()
-	byClass := map[trainer.TensorClass]*trainer.ClassBytes{}
-	byDType := map[string]*trainer.DTypeBytes{}
+	f.Skipped = append(slices.Clone(v.ck.bad), f.Skipped...)
+	byClass := map[session.TensorClass]*session.ClassBytes{}
+	byDType := map[string]*session.DTypeBytes{}
 	for i, t := range v.ck.tensors {
 		st := &v.stats[i]
 		cb := byClass[t.class]
 		if cb == nil {
-			cb = &trainer.ClassBytes{Class: t.class}
+			cb = &session.ClassBytes{Class: t.class}
 			byClass[t.class] = cb
 		}
 		cb.Tensors++
@@ -464,7 +480,7 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 		cb.LCTBytes += int64(st.StoredBytes)
 		db := byDType[t.dtype]
 		if db == nil {
-			db = &trainer.DTypeBytes{DType: t.dtype}
+			db = &session.DTypeBytes{DType: t.dtype}
 			byDType[t.dtype] = db
 		}
 		db.Tensors++
@@ -472,7 +488,7 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 		f.FileBytes += t.bytes
 		f.LCTBytes += int64(st.StoredBytes)
 	}
-	for _, c := range trainer.FileClasses {
+	for _, c := range session.FileClasses {
 		if cb, ok := byClass[c]; ok {
 			f.Classes = append(f.Classes, *cb)
 		}
@@ -480,7 +496,7 @@ func (s *Session) snapshotLocked() trainer.Snapshot {
 	for _, db := range byDType {
 		f.DTypes = append(f.DTypes, *db)
 	}
-	slices.SortFunc(f.DTypes, func(a, b trainer.DTypeBytes) int {
+	slices.SortFunc(f.DTypes, func(a, b session.DTypeBytes) int {
 		return cmp.Or(cmp.Compare(b.Bytes, a.Bytes), cmp.Compare(a.DType, b.DType)) // larger first
 	})
 	return snap

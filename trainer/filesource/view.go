@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // view is a checkpoint with its figures: estimates from the samples, made
@@ -19,7 +19,7 @@ type view struct {
 	// it first.
 	full     []codec.SplitHistogram
 	haveFull []bool
-	stats    []trainer.TensorStats
+	stats    []session.TensorStats
 	jobs     []job
 	cursor   int  // tensors before it need no more pieces handed out
 	pointed  bool // its exact figures are in the history
@@ -47,7 +47,7 @@ type job struct {
 // stored.
 func (s *Session) newView(ck *checkpoint) (*view, error) {
 	n := len(ck.tensors)
-	v := &view{ck: ck, samples: make([]codec.SplitHistogram, n), sampled: make([]bool, n), stats: make([]trainer.TensorStats, n), jobs: make([]job, n),
+	v := &view{ck: ck, samples: make([]codec.SplitHistogram, n), sampled: make([]bool, n), stats: make([]session.TensorStats, n), jobs: make([]job, n),
 		full: make([]codec.SplitHistogram, n), haveFull: make([]bool, n)}
 	var next int
 	var mu sync.Mutex
@@ -127,8 +127,8 @@ func (s *Session) resetJob(v *view, i int) {
 }
 
 // progress counts the exact pass over the coded tensors.
-func (v *view) progress() trainer.Progress {
-	var p trainer.Progress
+func (v *view) progress() session.Progress {
+	var p session.Progress
 	for i, t := range v.ck.tensors {
 		if !t.coded() {
 			continue

@@ -1,6 +1,7 @@
 package filesource
 
 import (
+	"archive/zip"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"lcttop/codec/lctfile"
+	"lcttop/codec/torchfile"
+	"lcttop/session"
 )
 
 // found is a complete checkpoint in a watched folder.
@@ -57,15 +62,16 @@ func stepOf(name string) (int, bool) {
 // sub-folders and files whose names carry a step. A sub-folder counts once
 // its Hugging Face index is there with every shard it names, or, without
 // an index, once every file in it is whole; the files of one step (ranks,
-// shards) count once all of a set ("-of-N") are there and whole. A file is
-// whole when it holds every byte its header promises (safetensors) or its
-// size has settled (.lct; stable holds the sizes seen, nil to skip that
-// check). Hidden and temporary names are skipped.
-func scanFolder(dir string, stable map[string]int64) ([]found, error) {
+// shards) count once all of a set ("-of-N") are there and whole (fileCheck;
+// stable is kept for callers and unused). A step file that never became
+// whole is returned in skipped, with why. Hidden and temporary names are
+// skipped.
+func scanFolder(dir string, stable map[string]int64) ([]found, []session.SkippedFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot read: %w", dir, pathReason(err))
+		return nil, nil, fmt.Errorf("%s: cannot read: %w", dir, pathReason(err))
 	}
+	var skipped []session.SkippedFile
 	type group struct {
 		files []string
 		want  int // files the names promise (0: not said)
@@ -98,7 +104,11 @@ func scanFolder(dir string, stable map[string]int64) ([]found, error) {
 			byStep[step] = g
 		}
 		g.files = append(g.files, path)
-		g.whole = g.whole && fileWhole(path, stable)
+		whole, problem := fileCheck(path, stable)
+		g.whole = g.whole && whole
+		if problem != "" {
+			skipped = append(skipped, session.SkippedFile{Path: path, Reason: problem})
+		}
 		if m := shardOf.FindStringSubmatch(name); m != nil {
 			n, _ := strconv.Atoi(m[2])
 			g.want = max(g.want, n)
@@ -112,11 +122,14 @@ func scanFolder(dir string, stable map[string]int64) ([]found, error) {
 		out = append(out, found{step: step, path: g.files[0], files: g.files})
 	}
 	slices.SortFunc(out, func(a, b found) int { return a.step - b.step })
-	return out, nil
+	return out, skipped, nil
 }
 
 // folderComplete reports whether a checkpoint folder is complete, and its files.
 func folderComplete(dir string, stable map[string]int64) ([]string, bool) {
+	if torchfile.IsFolder(dir) { // its .metadata is renamed into place last
+		return []string{dir}, true
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, false
@@ -157,46 +170,78 @@ func folderComplete(dir string, stable map[string]int64) ([]string, bool) {
 	return files, true
 }
 
-// lctSettle is how long an .lct file must go unmodified to count as whole
-// when it was not seen at the same size by the scan before.
+// lctSettle is how long a file that is not whole must go unmodified before
+// watch says what is wrong with it: until then a writer may be at work.
 const lctSettle = 2 * time.Second
 
-// fileWhole reports whether a file holds all it should: a safetensors file
-// every byte its header's offsets reach; an .lct file, whose end only its
-// container can tell, a size unchanged since the last scan, or no change
-// for lctSettle. It reads the header, never the data.
+// fileWhole reports whether a file holds all it should (fileCheck).
 func fileWhole(path string, stable map[string]int64) bool {
+	whole, _ := fileCheck(path, stable)
+	return whole
+}
+
+// fileCheck reports whether a file holds all it should: a safetensors file
+// every byte its header's offsets reach; a torch.save file a zip whose
+// directory, written last, is there; an .lct file the size its fields add
+// up to. It reads headers and fields, never the data. A file that is not
+// whole and has not changed for lctSettle is no file being written: problem
+// says what is wrong with it.
+func fileCheck(path string, stable map[string]int64) (whole bool, problem string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false
+		return false, pathReason(err).Error()
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || fi.Size() < 8 {
-		return false
+	if err != nil {
+		return false, pathReason(err).Error()
+	}
+	settled := time.Since(fi.ModTime()) > lctSettle
+	bad := func(format string, args ...any) (bool, string) {
+		if !settled {
+			return false, ""
+		}
+		return false, fmt.Sprintf(format, args...)
+	}
+	if fi.Size() < 8 {
+		return bad("%d bytes: too short for a checkpoint", fi.Size())
 	}
 	if strings.HasSuffix(path, ".lct") {
-		if stable == nil {
-			return true
+		end, err := lctfile.ArchiveSize(f, fi.Size())
+		switch {
+		case err != nil:
+			return bad("%v", err)
+		case end != fi.Size():
+			return bad("%d bytes follow its last segment's trailing CRC", fi.Size()-end)
 		}
-		prev, seen := stable[path]
-		stable[path] = fi.Size()
-		return seen && prev == fi.Size() || time.Since(fi.ModTime()) > lctSettle
+		return true, ""
 	}
-	var lenBuf [8]byte
-	if _, err := f.ReadAt(lenBuf[:], 0); err != nil {
-		return false
+	var head [16]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return bad("cannot read: %v", err)
 	}
-	n := binary.LittleEndian.Uint64(lenBuf[:])
+	if torchfile.IsTorchSave(head[:]) {
+		if _, err := zip.NewReader(f, fi.Size()); err != nil {
+			return bad("a torch.save file without its zip directory (truncated?): %v", err)
+		}
+		return true, ""
+	}
+	n := binary.LittleEndian.Uint64(head[:8])
 	if n > uint64(fi.Size()-8) || n > 100<<20 {
-		return false
+		return bad("not a safetensors file or truncated: header length %d but %d bytes follow", n, fi.Size()-8)
 	}
 	header := make([]byte, n)
 	if _, err := f.ReadAt(header, 8); err != nil {
-		return false
+		return bad("cannot read its header: %v", err)
 	}
 	end, ok := headerEnd(header)
-	return ok && 8+int64(n)+end == fi.Size()
+	if !ok {
+		return bad("not a safetensors file: its header is not JSON naming tensors")
+	}
+	if have := fi.Size() - 8 - int64(n); have != end {
+		return bad("truncated: its header names %d bytes of data, the file holds %d", end, have)
+	}
+	return true, ""
 }
 
 // Watch follows dir, a folder a training job writes checkpoints into, and
@@ -258,10 +303,13 @@ func (s *Session) watchLoop(dir string) {
 // scanOnce shows the newest new checkpoint and measures the others from
 // their samples.
 func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]bool) {
-	all, err := scanFolder(dir, stable)
+	all, skipped, err := scanFolder(dir, stable)
 	if err != nil {
 		s.setNotice(err.Error())
 		return
+	}
+	for _, sk := range skipped {
+		s.skip(sk.Path, sk.Reason)
 	}
 	var fresh []found
 	for _, f := range all {
@@ -270,6 +318,23 @@ func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]boo
 		}
 	}
 	if len(fresh) == 0 {
+		return
+	}
+	if s.opt.Once {
+		// Every checkpoint measured the same way, exactly, oldest first:
+		// figures and drifts compare like with like.
+		for _, f := range fresh {
+			seen[f.step] = true
+			if err := s.show(f); err != nil {
+				if !errors.Is(err, errStopped) {
+					s.skip(f.path, reasonOf(err, f.path))
+				}
+				continue
+			}
+			if !s.waitExact(f.step) {
+				return
+			}
+		}
 		return
 	}
 	newest := fresh[len(fresh)-1]
@@ -284,7 +349,7 @@ func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]boo
 		// The newest goes up first; the rest fill in the history after.
 		seen[newest.step] = true
 		if err := s.show(newest); err != nil && !errors.Is(err, errStopped) {
-			s.setNotice(err.Error())
+			s.skip(newest.path, reasonOf(err, newest.path))
 		}
 		order = fresh[:len(fresh)-1]
 	}
@@ -297,7 +362,25 @@ func (s *Session) scanOnce(dir string, stable map[string]int64, seen map[int]boo
 		f := order[i]
 		seen[f.step] = true
 		if err := s.sampleOnly(f); err != nil && !errors.Is(err, errStopped) {
-			s.setNotice(err.Error())
+			s.skip(f.path, reasonOf(err, f.path))
+		}
+	}
+}
+
+// waitExact waits until the checkpoint of step is shown with its exact
+// figures; false once the session stops.
+func (s *Session) waitExact(step int) bool {
+	for {
+		s.mu.Lock()
+		done := s.view != nil && s.view.ck.step == step && s.view.progress().Done()
+		s.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-s.stop:
+			return false
+		case <-time.After(5 * time.Millisecond):
 		}
 	}
 }
@@ -344,6 +427,32 @@ func (s *Session) sampleOnly(f found) error {
 	s.hist.put(pointOf(v))
 	s.changedLocked()
 	return nil
+}
+
+// skip records a file of the folder left out and why; the notice says the
+// newest.
+func (s *Session) skip(path, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.skipped == nil {
+		s.skipped = map[string]string{}
+	}
+	if s.skipped[path] == reason {
+		return
+	}
+	s.skipped[path] = reason
+	s.notice = fmt.Sprintf("skipped %s: %s", filepath.Base(path), reason)
+	s.changedLocked()
+}
+
+// skippedLocked lists the files skipped, by name; mu is held.
+func (s *Session) skippedLocked() []session.SkippedFile {
+	var out []session.SkippedFile
+	for p, r := range s.skipped {
+		out = append(out, session.SkippedFile{Path: p, Reason: r})
+	}
+	slices.SortFunc(out, func(a, b session.SkippedFile) int { return strings.Compare(a.Path, b.Path) })
+	return out
 }
 
 func (s *Session) setNotice(msg string) {

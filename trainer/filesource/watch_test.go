@@ -1,12 +1,11 @@
 package filesource
 
 import (
+	"lcttop/session"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
-
-	"lcttop/trainer"
 )
 
 func TestStepOf(t *testing.T) {
@@ -48,16 +47,16 @@ func TestWatchFollowsRenamedCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	snap := waitFor(t, s, "step 10 exact", func(sn trainer.Snapshot) bool { return sn.Step == 10 && exact(sn) })
+	snap := waitFor(t, s, "step 10 exact", func(sn session.Snapshot) bool { return sn.Step == 10 && exact(sn) })
 	if snap.File.Mode != "watch" || len(snap.Tensors) != 7 {
 		t.Fatalf("step 10: %+v", snap.File)
 	}
 	writeFile(t, filepath.Join(dir, "step_000030.safetensors"), step(30))
-	snap = waitFor(t, s, "step 30 exact", func(sn trainer.Snapshot) bool { return sn.Step == 30 && exact(sn) })
+	snap = waitFor(t, s, "step 30 exact", func(sn session.Snapshot) bool { return sn.Step == 30 && exact(sn) })
 	var steps []int
 	for _, p := range snap.File.Checkpoints {
 		steps = append(steps, p.Step)
-		if !p.Exact || p.Ratio <= 1 || p.ClassRatio[trainer.ClassWeight] <= 1 || len(p.TensorRatio) != 5 {
+		if !p.Exact || p.Ratio <= 1 || p.ClassRatio[session.ClassWeight] <= 1 || len(p.TensorRatio) != 5 {
 			t.Errorf("step %d: %+v", p.Step, p)
 		}
 	}
@@ -77,7 +76,7 @@ func TestWatchFollowsRenamedCheckpoints(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "step_000020.safetensors"), half, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	snap = waitFor(t, s, "step 20 in the history", func(sn trainer.Snapshot) bool { return len(sn.File.Checkpoints) == 3 })
+	snap = waitFor(t, s, "step 20 in the history", func(sn session.Snapshot) bool { return len(sn.File.Checkpoints) == 3 })
 	if snap.Step != 30 || snap.File.Checkpoints[1].Step != 20 || snap.File.Checkpoints[1].Exact {
 		t.Fatalf("after step 20 completed: shown %d, history %+v", snap.Step, snap.File.Checkpoints)
 	}
@@ -88,12 +87,12 @@ func TestWatchMergesRankShards(t *testing.T) {
 	dir := t.TempDir()
 	ts := modelTensors(50)
 	writeFile(t, filepath.Join(dir, "lcttop-step00000100-rank0-of-2.safetensors"), encode(t, ts[:3], nil))
-	found, err := scanFolder(dir, map[string]int64{})
+	found, _, err := scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 0 {
 		t.Fatalf("one rank of two: %v %v", found, err)
 	}
 	writeFile(t, filepath.Join(dir, "lcttop-step00000100-rank1-of-2.safetensors"), encode(t, ts[3:], nil))
-	found, err = scanFolder(dir, map[string]int64{})
+	found, _, err = scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 1 || found[0].step != 100 || len(found[0].files) != 2 {
 		t.Fatalf("both ranks: %+v %v", found, err)
 	}
@@ -123,13 +122,13 @@ func TestWatchFolders(t *testing.T) {
 	os.Mkdir(b, 0o755)
 	writeFile(t, filepath.Join(b, "model.safetensors"), encode(t, ts, nil))
 	os.WriteFile(filepath.Join(b, "optimizer.safetensors.tmp"), []byte("partial"), 0o644)
-	found, err := scanFolder(dir, map[string]int64{})
+	found, _, err := scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 0 {
 		t.Fatalf("a shard missing and a temporary file: %+v %v", found, err)
 	}
 	writeFile(t, filepath.Join(a, "model-00002-of-00002.safetensors"), encode(t, ts[2:3], nil))
 	os.Remove(filepath.Join(b, "optimizer.safetensors.tmp"))
-	found, err = scanFolder(dir, map[string]int64{})
+	found, _, err = scanFolder(dir, map[string]int64{})
 	if err != nil || len(found) != 2 || found[0].step != 100 || len(found[0].files) != 2 || found[1].step != 200 {
 		t.Fatalf("complete: %+v %v", found, err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // CrossEntropy is the softmax cross-entropy of N rows of V logits against
@@ -21,20 +22,18 @@ type CrossEntropy struct{ N, V int }
 // dlogits may be logits itself (each row is read before it is written).
 func (ce CrossEntropy) ForwardBackward(dlogits []uint16, losses []float32, logits []uint16, targets []int32, gradScale float32) {
 	par.For(ce.N, 8, func(lo, hi int) {
-		e := make([]float32, ce.V)
+		l, e := make([]float32, ce.V), make([]float32, ce.V)
 		for n := lo; n < hi; n++ {
-			row := logits[n*ce.V : (n+1)*ce.V]
-			widenRow(e, row)
+			widenRow(l, logits[n*ce.V:(n+1)*ce.V])
 			m := float32(math.Inf(-1))
-			for _, l := range e {
-				m = max(m, l)
+			for _, x := range l {
+				m = max(m, x)
 			}
 			tgt := int(targets[n])
-			lt := e[tgt]
+			lt := l[tgt]
+			vec.ExpShifted(e, l, m)
 			var s float32
-			for v, l := range e {
-				x := float32(math.Exp(float64(l - m)))
-				e[v] = x
+			for _, x := range e {
 				s += x
 			}
 			losses[n] = m + float32(math.Log(float64(s))) - lt

@@ -3,6 +3,7 @@ package ops
 import (
 	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // Embedding adds a token embedding (wte, V×C) and a position embedding
@@ -14,10 +15,7 @@ func (e Embedding) Forward(x []uint16, tokens []int32, wte, wpe []uint16) {
 	par.For(e.B*e.T, 16, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			tok, pos := int(tokens[n]), n%e.T
-			out := x[n*e.C : (n+1)*e.C]
-			for c := range out {
-				out[c] = bf16.FromFloat32(bf16.ToFloat32(wte[tok*e.C+c]) + bf16.ToFloat32(wpe[pos*e.C+c]))
-			}
+			vec.Add(x[n*e.C:(n+1)*e.C], wte[tok*e.C:(tok+1)*e.C], wpe[pos*e.C:(pos+1)*e.C])
 		}
 	})
 }
@@ -46,7 +44,7 @@ func (e Embedding) Backward(dwte, dwpe, dx []uint16, tokens []int32) {
 		for v := lo; v < hi; v++ {
 			clear(acc)
 			for _, n := range order[start[v]:start[v+1]] {
-				addWidened(acc, dx[n*e.C:(n+1)*e.C])
+				vec.Accumulate(acc, dx[n*e.C:(n+1)*e.C])
 			}
 			bf16.FromFloat32s(dwte[v*e.C:(v+1)*e.C], acc)
 		}
@@ -56,17 +54,9 @@ func (e Embedding) Backward(dwte, dwpe, dx []uint16, tokens []int32) {
 		for t := lo; t < hi; t++ {
 			clear(acc)
 			for b := range e.B {
-				addWidened(acc, dx[(b*e.T+t)*e.C:(b*e.T+t+1)*e.C])
+				vec.Accumulate(acc, dx[(b*e.T+t)*e.C:(b*e.T+t+1)*e.C])
 			}
 			bf16.FromFloat32s(dwpe[t*e.C:(t+1)*e.C], acc)
 		}
 	})
-}
-
-// addWidened adds the BF16 row src to acc.
-func addWidened(acc []float32, src []uint16) {
-	src = src[:len(acc)]
-	for i, v := range src {
-		acc[i] += bf16.ToFloat32(v)
-	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // LayerNormEps is added to the variance before the square root.
@@ -21,6 +22,7 @@ type LayerNorm struct{ N, C int }
 //
 // and keeps mean and rstd (float32, N each) for the backward pass.
 func (l LayerNorm) Forward(y []uint16, mean, rstd []float32, x, g, b []uint16) {
+	gf, bf := widened(g[:l.C]), widened(b[:l.C])
 	par.For(l.N, 8, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			row := x[n*l.C : (n+1)*l.C]
@@ -36,11 +38,7 @@ func (l LayerNorm) Forward(y []uint16, mean, rstd []float32, x, g, b []uint16) {
 			}
 			rs := float32(1 / math.Sqrt(float64(ss/float32(l.C)+LayerNormEps)))
 			mean[n], rstd[n] = m, rs
-			out := y[n*l.C : (n+1)*l.C]
-			for c, v := range row {
-				norm := float32((bf16.ToFloat32(v) - m) * rs)
-				out[c] = bf16.FromFloat32(float32(norm*bf16.ToFloat32(g[c])) + bf16.ToFloat32(b[c]))
-			}
+			vec.NormRow(y[n*l.C:(n+1)*l.C], row, gf, bf, m, rs)
 		}
 	})
 }
@@ -51,37 +49,38 @@ func (l LayerNorm) Forward(y []uint16, mean, rstd []float32, x, g, b []uint16) {
 //	dx = bf16(rstd·(dnorm − Σdnorm/C − norm·Σ(dnorm·norm)/C))   per row, sums in ascending c
 //	dg[c] = bf16(Σ_n dy·norm), db[c] = bf16(Σ_n dy)              sums in ascending n
 func (l LayerNorm) Backward(dx, dg, db []uint16, dy, x, g []uint16, mean, rstd []float32) {
+	gf := widened(g[:l.C])
 	par.For(l.N, 8, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			xr, dyr := x[n*l.C:(n+1)*l.C], dy[n*l.C:(n+1)*l.C]
 			m, rs := mean[n], rstd[n]
 			var sd, sdn float32
-			for c := range l.C {
-				norm := float32((bf16.ToFloat32(xr[c]) - m) * rs)
-				dnorm := float32(bf16.ToFloat32(dyr[c]) * bf16.ToFloat32(g[c]))
+			for c, v := range xr {
+				norm := float32((bf16.ToFloat32(v) - m) * rs)
+				dnorm := float32(bf16.ToFloat32(dyr[c]) * gf[c])
 				sd += dnorm
 				sdn += float32(dnorm * norm)
 			}
 			sd /= float32(l.C)
 			sdn /= float32(l.C)
-			out := dx[n*l.C : (n+1)*l.C]
-			for c := range l.C {
-				norm := float32((bf16.ToFloat32(xr[c]) - m) * rs)
-				dnorm := float32(bf16.ToFloat32(dyr[c]) * bf16.ToFloat32(g[c]))
-				out[c] = bf16.FromFloat32(float32(rs * (dnorm - sd - float32(norm*sdn))))
-			}
+			vec.NormGradRow(dx[n*l.C:(n+1)*l.C], xr, dyr, gf, m, rs, sd, sdn)
 		}
 	})
-	par.For(l.C, 8, func(lo, hi int) {
-		for c := lo; c < hi; c++ {
-			var sg, sb float32
-			for n := range l.N {
-				d := bf16.ToFloat32(dy[n*l.C+c])
-				norm := float32((bf16.ToFloat32(x[n*l.C+c]) - mean[n]) * rstd[n])
-				sg += float32(d * norm)
-				sb += d
-			}
-			dg[c], db[c] = bf16.FromFloat32(sg), bf16.FromFloat32(sb)
+	// The parameter gradients, a range of columns per goroutine, the rows
+	// added in order.
+	par.For(l.C, 64, func(lo, hi int) {
+		sg, sb := make([]float32, hi-lo), make([]float32, hi-lo)
+		for n := range l.N {
+			vec.NormParamGrad(sg, sb, x[n*l.C+lo:n*l.C+hi], dy[n*l.C+lo:n*l.C+hi], mean[n], rstd[n])
 		}
+		bf16.FromFloat32s(dg[lo:hi], sg)
+		bf16.FromFloat32s(db[lo:hi], sb)
 	})
+}
+
+// widened is v in float32.
+func widened(v []uint16) []float32 {
+	out := make([]float32, len(v))
+	vec.Widen(out, v)
+	return out
 }

@@ -5,6 +5,7 @@ import (
 
 	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // AdamW holds the hyperparameters of decoupled-weight-decay Adam.
@@ -53,9 +54,12 @@ func (a AdamW) Step(t int, decay bool) AdamWStep {
 //	W' = f32(W) − LR·u
 //	M, V, W = bf16(m'), bf16(v'), bf16(W')
 //
-// each product, quotient, sum and root rounded to float32 separately.
+// each product, quotient, sum and root rounded to float32 separately (in
+// vector lanes where package vec can, the same operations).
 func (s AdamWStep) Update(w, m, v, g []uint16) {
+	k := [9]float32{s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2, s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2}
 	par.For(len(w), grain, func(lo, hi int) {
+		lo += vec.AdamW(w[lo:hi], m[lo:hi], v[lo:hi], g[lo:hi], &k)
 		for i := lo; i < hi; i++ {
 			gi := bf16.ToFloat32(g[i])
 			wi := bf16.ToFloat32(w[i])

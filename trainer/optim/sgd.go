@@ -3,6 +3,7 @@ package optim
 import (
 	"lcttop/trainer/bf16"
 	"lcttop/trainer/internal/par"
+	"lcttop/trainer/internal/vec"
 )
 
 // SGD is stochastic gradient descent with (heavy-ball) momentum.
@@ -34,7 +35,9 @@ func (o SGD) Step(t int, decay bool) SGDStep {
 //
 // each product and sum rounded to float32 separately.
 func (s SGDStep) Update(w, m, g []uint16) {
+	k := [3]float32{s.LR, s.Momentum, s.WeightDecay}
 	par.For(len(w), grain, func(lo, hi int) {
+		lo += vec.SGD(w[lo:hi], m[lo:hi], g[lo:hi], &k)
 		for i := lo; i < hi; i++ {
 			wi := bf16.ToFloat32(w[i])
 			d := bf16.ToFloat32(g[i]) + float32(s.WeightDecay*wi)

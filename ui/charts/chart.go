@@ -89,9 +89,9 @@ func Plot(st styles.Styles, series []Series, both string, bothStyle lipgloss.Sty
 		g := ""
 		switch r {
 		case 0:
-			g = label(hi)
+			g = unsignedZero(label(hi))
 		case rows - 1:
-			g = label(lo)
+			g = unsignedZero(label(lo))
 		}
 		var b strings.Builder
 		b.WriteString(st.Dim.Render(fmt.Sprintf("%*s", gw, box.Line(g, gw-1)+" ")))
@@ -200,4 +200,14 @@ func TimeAxis(window time.Duration, cols, gw int) string {
 		put(k*(cols-1)/4, "-"+format.Window(window*time.Duration(4-k)/4))
 	}
 	return strings.TrimRight(string(row), " ")
+}
+
+// unsignedZero drops the minus of a label that rounds to zero ("-0.0000",
+// from a range widened around a constant 0): there is no negative drift or
+// ratio to mark.
+func unsignedZero(s string) string {
+	if rest, ok := strings.CutPrefix(s, "-"); ok && strings.Trim(rest, "0.×") == "" {
+		return rest
+	}
+	return s
 }

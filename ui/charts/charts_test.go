@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -97,5 +98,18 @@ func TestTimeAxis(t *testing.T) {
 	}
 	if n := len([]rune(got)); n > 69 {
 		t.Errorf("axis %d wide, want at most 69", n)
+	}
+}
+
+// A series that stays at zero (two identical checkpoints' drift) is not
+// labelled -0.0000.
+func TestZeroRangeLabelsUnsigned(t *testing.T) {
+	lines := Plot(styles.New(nil), []Series{{Glyph: "•", Values: []float64{0, 0, 0}}}, "●", styles.New(nil).SeriesBoth, 4, 3, 9, func(v float64) string { return fmt.Sprintf("%.4f", v) })
+	out := ansi.Strip(strings.Join(lines, "\n"))
+	if strings.Contains(out, "-0.0000") || !strings.Contains(out, "0.0000") {
+		t.Errorf("labels:\n%s", out)
+	}
+	if unsignedZero("-0.0012") != "-0.0012" || unsignedZero("-0.000×") != "0.000×" {
+		t.Error("unsignedZero")
 	}
 }

@@ -5,21 +5,21 @@ import (
 	"math"
 	"strings"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/styles"
 )
 
 // classGlyphs mark each class's series in the ratio-by-class chart.
-var classGlyphs = map[trainer.TensorClass]string{
-	trainer.ClassWeight: "w", trainer.ClassGradient: "g", trainer.ClassMomentum: "μ",
-	trainer.ClassAdamM: "m", trainer.ClassAdamV: "v", trainer.ClassActivation: "a", trainer.ClassOther: "o",
+var classGlyphs = map[session.TensorClass]string{
+	session.ClassWeight: "w", session.ClassGradient: "g", session.ClassMomentum: "μ",
+	session.ClassAdamM: "m", session.ClassAdamV: "v", session.ClassActivation: "a", session.ClassOther: "o",
 }
 
 // BucketSteps spreads checkpoints over cols columns by step, first to last,
 // and returns for each column the value of the last checkpoint in it that
 // has one (NaN where none does).
-func BucketSteps(points []trainer.CheckpointPoint, cols int, value func(trainer.CheckpointPoint) (float64, bool)) []float64 {
+func BucketSteps(points []session.CheckpointPoint, cols int, value func(session.CheckpointPoint) (float64, bool)) []float64 {
 	out := make([]float64, max(cols, 0))
 	for i := range out {
 		out[i] = math.NaN()
@@ -44,7 +44,7 @@ func BucketSteps(points []trainer.CheckpointPoint, cols int, value func(trainer.
 
 // StepsView draws a checkpoint folder's history over its steps: the ratio
 // of each class, and the selected tensor's ratio and histogram drift.
-func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht int) string {
+func StepsView(st styles.Styles, f *session.FileStats, selected string, w, ht int) string {
 	if ht <= 0 {
 		return ""
 	}
@@ -58,7 +58,9 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "History", right, w)}
 	if len(pts) < 2 {
-		lines = append(lines, st.Dim.Render("  one checkpoint: lcttop watch DIR follows a run's checkpoints and draws them over steps"))
+		for _, l := range box.Wrap("one checkpoint: lcttop watch DIR follows a run's checkpoints and draws them over steps", w-2) {
+			lines = append(lines, st.Dim.Render("  "+l))
+		}
 		return box.Fit(strings.Join(lines, "\n"), w, ht)
 	}
 	const gw = 9
@@ -68,7 +70,7 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 
 	var classSeries []Series
 	var legend []string
-	for _, c := range []trainer.TensorClass{trainer.ClassWeight, trainer.ClassGradient, trainer.ClassMomentum, trainer.ClassAdamM, trainer.ClassAdamV, trainer.ClassActivation, trainer.ClassOther} {
+	for _, c := range []session.TensorClass{session.ClassWeight, session.ClassGradient, session.ClassMomentum, session.ClassAdamM, session.ClassAdamV, session.ClassActivation, session.ClassOther} {
 		if _, ok := last.ClassRatio[c]; !ok {
 			continue
 		}
@@ -76,7 +78,7 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 		if len(classSeries)%2 == 1 {
 			style = st.SeriesB
 		}
-		classSeries = append(classSeries, Series{Glyph: classGlyphs[c], Style: style, Values: BucketSteps(pts, cols, func(p trainer.CheckpointPoint) (float64, bool) {
+		classSeries = append(classSeries, Series{Glyph: classGlyphs[c], Style: style, Values: BucketSteps(pts, cols, func(p session.CheckpointPoint) (float64, bool) {
 			v, ok := p.ClassRatio[c]
 			return v, ok
 		})})
@@ -86,11 +88,11 @@ func StepsView(st styles.Styles, f *trainer.FileStats, selected string, w, ht in
 	lines = append(lines, st.Label.Render(fmt.Sprintf("%-*s", gw, "ratio"))+strings.Join(legend, "  "))
 	lines = append(lines, Plot(st, classSeries, "●", st.SeriesBoth, rows, cols, gw, ratioLabel)...)
 
-	tensorRatio := BucketSteps(pts, cols, func(p trainer.CheckpointPoint) (float64, bool) {
+	tensorRatio := BucketSteps(pts, cols, func(p session.CheckpointPoint) (float64, bool) {
 		v, ok := p.TensorRatio[selected]
 		return v, ok
 	})
-	drift := BucketSteps(pts, cols, func(p trainer.CheckpointPoint) (float64, bool) {
+	drift := BucketSteps(pts, cols, func(p session.CheckpointPoint) (float64, bool) {
 		v, ok := p.Drift[selected]
 		return v, ok
 	})

@@ -9,18 +9,18 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
 )
 
 // Classes are the tensor classes in display order.
-var Classes = []trainer.TensorClass{trainer.ClassWeight, trainer.ClassGradient, trainer.ClassMomentum, trainer.ClassAdamM, trainer.ClassAdamV, trainer.ClassActivation, trainer.ClassOther}
+var Classes = []session.TensorClass{session.ClassWeight, session.ClassGradient, session.ClassMomentum, session.ClassAdamM, session.ClassAdamV, session.ClassActivation, session.ClassOther}
 
 // Ratio is the whole model's compression ratio: 2N over stored bytes,
 // summed over every BF16 tensor (a checkpoint's other dtypes are not coded).
-func Ratio(ts []trainer.TensorStats) float64 {
+func Ratio(ts []session.TensorStats) float64 {
 	var raw, stored int64
 	for _, t := range ts {
 		if t.DType != "" && t.DType != "BF16" {
@@ -37,7 +37,7 @@ func Ratio(ts []trainer.TensorStats) float64 {
 
 // ClassInfo is what the panel shows for one class present in the run.
 type ClassInfo struct {
-	Class   trainer.TensorClass
+	Class   session.TensorClass
 	Codec   string // "clean/gaussian"
 	Pending string // requested, not yet seen in a snapshot ("" when none)
 	// Tensors are the class's tensors with a codec of their own (D/P).
@@ -52,7 +52,7 @@ type TensorInfo struct {
 }
 
 // View draws the panel in w columns and h lines.
-func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) string {
+func View(st styles.Styles, s *session.Snapshot, classes []ClassInfo, w, h int) string {
 	if h <= 0 {
 		return ""
 	}
@@ -113,7 +113,7 @@ func View(st styles.Styles, s *trainer.Snapshot, classes []ClassInfo, w, h int) 
 // whose codec runs on a stream beside the model's: its kernels' speed and
 // device time (timed on one step in several), the step against the
 // shadow's, and what its encodes spilled and made again.
-func gpuLines(st styles.Styles, s *trainer.Snapshot) []string {
+func gpuLines(st styles.Styles, s *session.Snapshot) []string {
 	l, v := st.Label.Render, st.Value.Render
 	g := s.GPU
 	timed := st.Dim.Render("  (codec kernels not timed yet)")
@@ -172,7 +172,7 @@ func classLines(st styles.Styles, classes []ClassInfo, w int) []string {
 
 // fileLines stand for the training figures when the source is a
 // checkpoint: the exact pass's progress and the ratio so far.
-func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
+func fileLines(st styles.Styles, s *session.Snapshot, w int) []string {
 	l, v := st.Label.Render, st.Value.Render
 	p := s.File.Progress
 	barW := max(min(w-44, 20), 4)
@@ -180,13 +180,30 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 	if p.Done() {
 		state = "exact      "
 	}
+	// The longest form that fits whole: the bytes go first, then the bar.
+	pct, tensors := v(format.Percent(p.Fraction())), l(fmt.Sprintf(" · %d/%d tensors", p.TensorsDone, p.Tensors))
+	bytes := l(" · ") + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes))
+	bar := box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " "
+	exact := l(state) + pct + tensors
+	for _, f := range []string{l(state) + bar + pct + tensors + bytes, l(state) + pct + tensors + bytes, l(state) + bar + pct + tensors} {
+		if ansi.StringWidth(f) <= w {
+			exact = f
+			break
+		}
+	}
 	lines := []string{
-		l(state) + box.Bar(st.Bar, st.Dim, p.Fraction(), barW) + " " + v(format.Percent(p.Fraction())) +
-			l(fmt.Sprintf(" · %d/%d tensors · ", p.TensorsDone, p.Tensors)) + v(format.Bytes(p.BytesDone)+" / "+format.Bytes(p.Bytes)),
-		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · whole file ") + v(fileRatio(s.File)),
+		exact,
+		// "all tensors", not "whole file": the file's header and an .lct
+		// file's container are in neither figure (lcttop inspect's file
+		// ratio counts them).
+		l("BF16 ratio ") + st.Good.Render(fmt.Sprintf("%.4f×", Ratio(s.Tensors))) + l(" · all tensors ") + v(fileRatio(s.File)),
 	}
 	if !p.Done() {
-		lines = append(lines, st.Dim.Render("~ marks figures estimated from a 4,096-value sample"))
+		note := "~ marks figures estimated from a 4,096-value sample"
+		if ansi.StringWidth(note) > w {
+			note = "~ estimated from a 4,096-value sample"
+		}
+		lines = append(lines, st.Dim.Render(note))
 	}
 	if s.File.Notice != "" {
 		lines = append(lines, st.Warn.Render(s.File.Notice))
@@ -194,7 +211,7 @@ func fileLines(st styles.Styles, s *trainer.Snapshot, w int) []string {
 	return lines
 }
 
-func fileRatio(f *trainer.FileStats) string {
+func fileRatio(f *session.FileStats) string {
 	if f.LCTBytes <= 0 {
 		return "—"
 	}

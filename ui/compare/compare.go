@@ -33,6 +33,19 @@ type Grid struct {
 	Cells []Cell
 }
 
+// Warm builds what the first Compute would otherwise build while the user
+// waits: each parametric family's tables, built once per process. The
+// command runs it in the background when its UI starts.
+func Warm() {
+	var h codec.Histogram
+	for e := 100; e < 128; e++ {
+		h[e] = uint64(1 + (e-100)*(127-e))
+	}
+	for _, d := range codec.Distributions {
+		codec.FitCodebook(d, &h)
+	}
+}
+
 // Compute encodes vals under every preset and distribution.
 func Compute(name string, step int, vals []uint16) (*Grid, error) {
 	if len(vals) == 0 {

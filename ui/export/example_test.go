@@ -3,12 +3,13 @@ package export_test
 import (
 	"fmt"
 
-	"lcttop/trainer"
+	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/export"
 )
 
 func ExampleCSV() {
-	s := &trainer.Snapshot{Step: 7, Tensors: []trainer.TensorStats{{Name: "wte", Class: trainer.ClassWeight, Elements: 65536, Preset: "clean", Distribution: "gaussian", Ratio: 1.4376, StoredBytes: 91167}}}
+	s := &session.Snapshot{Step: 7, Tensors: []session.TensorStats{{Name: "wte", Class: session.ClassWeight, Elements: 65536, Preset: codec.Clean, Distribution: codec.Gaussian, Ratio: 1.4376, StoredBytes: 91167}}}
 	b, _ := export.CSV(s)
 	fmt.Print(string(b))
 	// Output:

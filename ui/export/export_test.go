@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"lcttop/trainer"
+	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/charts"
 )
 
-func sample() *trainer.Snapshot {
-	s := &trainer.Snapshot{Step: 42, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "cpu", Model: "tiny",
+func sample() *session.Snapshot {
+	s := &session.Snapshot{Step: 42, Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Backend: "cpu", Model: "tiny",
 		LossLCT: 3.25, LossShadow: 3.25, BitIdentical: true}
-	s.Tensors = []trainer.TensorStats{
-		{Name: "wte", Class: trainer.ClassWeight, Elements: 65536, Preset: "clean", Distribution: "gaussian", Ratio: 1.43, StoredBytes: 91657, EscapeRate: 0.001},
-		{Name: "h.0.attn, with comma", Class: trainer.ClassAdamV, Elements: 256, Preset: "auto", Distribution: "powerlaw", Ratio: 0.9, Fallback: true},
+	s.Tensors = []session.TensorStats{
+		{Name: "wte", Class: session.ClassWeight, Elements: 65536, Preset: codec.Clean, Distribution: codec.Gaussian, Ratio: 1.43, StoredBytes: 91657, EscapeRate: 0.001},
+		{Name: "h.0.attn, with comma", Class: session.ClassAdamV, Elements: 256, Preset: codec.Auto, Distribution: codec.PowerLaw, Ratio: 0.9, Fallback: true},
 	}
 	return s
 }
@@ -53,7 +54,7 @@ func TestWriteRoundTrips(t *testing.T) {
 	if strings.Count(string(jb), "\n") != 1 || !strings.HasSuffix(string(jb), "}\n") {
 		t.Errorf("JSON is not one compact line: %q", jb)
 	}
-	var back trainer.Snapshot
+	var back session.Snapshot
 	if err := json.Unmarshal(jb, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -98,5 +99,51 @@ func TestWriteReportsMissingDir(t *testing.T) {
 	_, err := Write(missing, sample(), nil)
 	if err == nil || err.Error() != "export: the folder "+missing+" does not exist (--export-dir)" {
 		t.Fatalf("err = %v, want one naming the folder", err)
+	}
+}
+
+// The default folder is made at the first export, and only then: the
+// current folder gets that one folder, named for what it holds.
+func TestDefaultFolderMadeAtFirstExport(t *testing.T) {
+	wd, _ := os.Getwd()
+	dir := t.TempDir()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chdir(wd)
+	s := &session.Snapshot{Step: 3}
+	paths, err := Write(DefaultDir, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		if filepath.Dir(p) != DefaultDir {
+			t.Errorf("%s written outside %s", p, DefaultDir)
+		}
+	}
+	es, _ := os.ReadDir(dir)
+	if len(es) != 1 || es[0].Name() != DefaultDir || !es[0].IsDir() {
+		t.Errorf("the current folder holds %v", es)
+	}
+}
+
+// A failed write names the file asked for, never the temporary file, and
+// leaves no temporary file behind.
+func TestWriteErrorNamesTheTarget(t *testing.T) {
+	dir := t.TempDir()
+	s := sample()
+	jsonPath, _, _ := Names(dir, s)
+	if err := os.Mkdir(jsonPath, 0o755); err != nil { // the rename onto it fails
+		t.Fatal(err)
+	}
+	_, err := Write(dir, s, nil)
+	if err == nil || !strings.HasPrefix(err.Error(), "export: cannot write "+jsonPath+": ") || strings.Contains(err.Error(), ".tmp") {
+		t.Fatalf("err = %v", err)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Errorf("left %s", e.Name())
+		}
 	}
 }

@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // Tensor is one tensor the fake trains.
 type Tensor struct {
 	Name   string
-	Class  trainer.TensorClass
+	Class  session.TensorClass
 	Values []uint16
 }
 
@@ -27,15 +27,15 @@ var Start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // StepTime is the fixed time between two steps.
 const StepTime = 100 * time.Millisecond
 
-// Source implements trainer.Session (the UI's Source).
+// Source implements session.Session (the UI's Source).
 type Source struct {
 	mu        sync.Mutex
 	tensors   []Tensor
-	codecs    map[trainer.TensorClass]trainer.ClassCodec
-	overrides map[string]trainer.ClassCodec
+	codecs    map[session.TensorClass]session.ClassCodec
+	overrides map[string]session.ClassCodec
 	encoded   map[string]*codec.Tensor // by tensor name and codec
 	step      int
-	ch        chan trainer.Snapshot
+	ch        chan session.Snapshot
 	closeOnce sync.Once
 	calls     []string
 
@@ -58,13 +58,13 @@ type Source struct {
 func New(ts []Tensor) *Source {
 	s := &Source{
 		tensors:   ts,
-		codecs:    map[trainer.TensorClass]trainer.ClassCodec{},
-		overrides: map[string]trainer.ClassCodec{},
+		codecs:    map[session.TensorClass]session.ClassCodec{},
+		overrides: map[string]session.ClassCodec{},
 		encoded:   map[string]*codec.Tensor{},
-		ch:        make(chan trainer.Snapshot, 1),
+		ch:        make(chan session.Snapshot, 1),
 	}
 	for _, t := range ts {
-		s.codecs[t.Class] = trainer.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+		s.codecs[t.Class] = session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	}
 	return s
 }
@@ -83,7 +83,7 @@ func (s *Source) record(c string) {
 }
 
 // Snapshots returns the coalescing channel Emit sends on.
-func (s *Source) Snapshots() <-chan trainer.Snapshot { return s.ch }
+func (s *Source) Snapshots() <-chan session.Snapshot { return s.ch }
 
 // Pause records the call.
 func (s *Source) Pause() { s.record("Pause") }
@@ -108,7 +108,7 @@ func (s *Source) Stop() {
 
 // SetClassCodec records the call and, unless SetErr is set, uses cc for
 // class c from the next snapshot on.
-func (s *Source) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) error {
+func (s *Source) SetClassCodec(c session.TensorClass, cc session.ClassCodec) error {
 	s.record(fmt.Sprintf("SetClassCodec %s %s/%s", c, cc.Preset, cc.Dist))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,7 +120,7 @@ func (s *Source) SetClassCodec(c trainer.TensorClass, cc trainer.ClassCodec) err
 }
 
 // ClassCodec returns class c's codec.
-func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
+func (s *Source) ClassCodec(c session.TensorClass) session.ClassCodec {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.codecs[c]
@@ -128,7 +128,7 @@ func (s *Source) ClassCodec(c trainer.TensorClass) trainer.ClassCodec {
 
 // SetTensorCodec records the call and, unless SetErr is set, gives tensor
 // name its own codec from the next snapshot on.
-func (s *Source) SetTensorCodec(name string, cc trainer.ClassCodec) error {
+func (s *Source) SetTensorCodec(name string, cc session.ClassCodec) error {
 	s.record(fmt.Sprintf("SetTensorCodec %s %s/%s", name, cc.Preset, cc.Dist))
 	return s.setOverride(name, &cc)
 }
@@ -141,7 +141,7 @@ func (s *Source) ClearTensorCodec(name string) error {
 }
 
 // setOverride sets tensor name's override, or with cc nil removes it.
-func (s *Source) setOverride(name string, cc *trainer.ClassCodec) error {
+func (s *Source) setOverride(name string, cc *session.ClassCodec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.SetErr != nil {
@@ -159,7 +159,7 @@ func (s *Source) setOverride(name string, cc *trainer.ClassCodec) error {
 }
 
 // TensorCodec returns tensor name's override.
-func (s *Source) TensorCodec(name string) (trainer.ClassCodec, bool) {
+func (s *Source) TensorCodec(name string) (session.ClassCodec, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cc, ok := s.overrides[name]
@@ -177,7 +177,7 @@ func (s *Source) find(name string) (Tensor, bool) {
 }
 
 // codecOf is t's codec: its override, else its class's; s.mu held.
-func (s *Source) codecOf(t Tensor) trainer.ClassCodec {
+func (s *Source) codecOf(t Tensor) session.ClassCodec {
 	if cc, ok := s.overrides[t.Name]; ok {
 		return cc
 	}
@@ -185,28 +185,28 @@ func (s *Source) codecOf(t Tensor) trainer.ClassCodec {
 }
 
 // Detail returns block `block` of tensor name under its codec.
-func (s *Source) Detail(name string, block int) (trainer.TensorDetail, error) {
+func (s *Source) Detail(name string, block int) (session.TensorDetail, error) {
 	s.record(fmt.Sprintf("Detail %s %d", name, block))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.DetailErr != nil {
-		return trainer.TensorDetail{}, s.DetailErr
+		return session.TensorDetail{}, s.DetailErr
 	}
 	t, ok := s.find(name)
 	if !ok {
-		return trainer.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
+		return session.TensorDetail{}, fmt.Errorf("fake: no tensor named %q", name)
 	}
 	enc, err := s.encode(t)
 	if err != nil {
-		return trainer.TensorDetail{}, err
+		return session.TensorDetail{}, err
 	}
 	bs := enc.Layout.BlockSize
 	blocks := enc.Layout.Blocks(len(t.Values))
 	if block < 0 || block >= blocks {
-		return trainer.TensorDetail{}, fmt.Errorf("fake: tensor %s: block %d out of range (it has %d)", name, block, blocks)
+		return session.TensorDetail{}, fmt.Errorf("fake: tensor %s: block %d out of range (it has %d)", name, block, blocks)
 	}
 	vals := t.Values[block*bs : min((block+1)*bs, len(t.Values))]
-	return trainer.TensorDetail{
+	return session.TensorDetail{
 		Name: t.Name, Class: t.Class, Block: block, Blocks: blocks, N: len(t.Values),
 		Values: vals, Codebook: enc.Codebook, Layout: enc.Layout,
 	}, nil
@@ -249,7 +249,7 @@ func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
 
 // Emit builds the next step's snapshot and sends it, replacing one the
 // reader has not taken yet (the coalescing a trainer does).
-func (s *Source) Emit() trainer.Snapshot {
+func (s *Source) Emit() session.Snapshot {
 	s.mu.Lock()
 	if s.FinishAt == 0 || s.step < s.FinishAt {
 		s.step++
@@ -277,8 +277,8 @@ func (s *Source) Close() { s.closeOnce.Do(func() { close(s.ch) }) }
 
 // build makes the snapshot of step; s.mu held. Every figure is a function
 // of the step and the tensors' encodings.
-func (s *Source) build(step int) (trainer.Snapshot, error) {
-	snap := trainer.Snapshot{
+func (s *Source) build(step int) (session.Snapshot, error) {
+	snap := session.Snapshot{
 		Step: step, Time: Start.Add(time.Duration(step) * StepTime),
 		Backend: "cpu", Model: "tiny", Optimizer: "adamw", Data: "built-in corpus",
 		Finished:    s.FinishAt > 0 && step >= s.FinishAt,
@@ -292,12 +292,12 @@ func (s *Source) build(step int) (trainer.Snapshot, error) {
 	if !snap.BitIdentical {
 		snap.LossShadow = loss + 0.001
 	}
-	lct := trainer.Memory{Live: map[trainer.Category]int64{}, Peak: map[trainer.Category]int64{}}
-	shadow := trainer.Memory{Live: map[trainer.Category]int64{}, Peak: map[trainer.Category]int64{}}
-	catOf := map[trainer.TensorClass]trainer.Category{
-		trainer.ClassWeight: trainer.Weights, trainer.ClassMomentum: trainer.OptimizerState,
-		trainer.ClassAdamM: trainer.OptimizerState, trainer.ClassAdamV: trainer.OptimizerState,
-		trainer.ClassActivation: trainer.Activations,
+	lct := session.Memory{Live: map[session.Category]int64{}, Peak: map[session.Category]int64{}}
+	shadow := session.Memory{Live: map[session.Category]int64{}, Peak: map[session.Category]int64{}}
+	catOf := map[session.TensorClass]session.Category{
+		session.ClassWeight: session.Weights, session.ClassMomentum: session.OptimizerState,
+		session.ClassAdamM: session.OptimizerState, session.ClassAdamV: session.OptimizerState,
+		session.ClassActivation: session.Activations,
 	}
 	for _, t := range s.tensors {
 		enc, err := s.encode(t)
@@ -306,8 +306,8 @@ func (s *Source) build(step int) (trainer.Snapshot, error) {
 		}
 		st := enc.Stats
 		cc := s.codecOf(t)
-		ts := trainer.TensorStats{
-			Name: t.Name, Class: t.Class, Elements: st.N, Preset: cc.Preset.String(), Distribution: cc.Dist.String(),
+		ts := session.TensorStats{
+			Name: t.Name, Class: t.Class, Elements: st.N, Preset: cc.Preset, Distribution: cc.Dist,
 			Ratio: st.Ratio, StoredBytes: st.StoredBytes, AllocatedBits: st.AllocatedBits, UsedBits: st.UsedBits,
 			Entropy: st.Entropy, ExpectedBits: st.ExpectedBits, EscapeRate: st.EscapeRate, OverflowRate: st.OverflowRate,
 			SpillStreamRate: st.SpillStreamRate, Histogram: st.Histogram, CodeLengths: enc.Codebook.Lengths,
@@ -330,14 +330,14 @@ func (s *Source) build(step int) (trainer.Snapshot, error) {
 	// Gradients are kept dense in both runs; the codec needs scratch.
 	var weights int64
 	for _, t := range s.tensors {
-		if t.Class == trainer.ClassWeight {
+		if t.Class == session.ClassWeight {
 			weights += 2 * int64(len(t.Values))
 		}
 	}
-	lct.Live[trainer.Gradients], shadow.Live[trainer.Gradients] = weights, weights
-	lct.Live[trainer.CodecScratch] = 16 << 10
-	lct.Live[trainer.OverflowPool] = snap.PoolBudget
-	for _, c := range trainer.Categories {
+	lct.Live[session.Gradients], shadow.Live[session.Gradients] = weights, weights
+	lct.Live[session.CodecScratch] = 16 << 10
+	lct.Live[session.OverflowPool] = snap.PoolBudget
+	for _, c := range session.Categories {
 		lct.Peak[c], shadow.Peak[c] = lct.Live[c], shadow.Live[c]
 		lct.LiveTotal += lct.Live[c]
 		shadow.LiveTotal += shadow.Live[c]
@@ -374,22 +374,22 @@ func Tensors() []Tensor {
 	rowsSeen := func(i int) bool { return i/128%10 < 3 } // 3 rows in 10 have moments
 	k := 0
 	return []Tensor{
-		{Name: "wte", Class: trainer.ClassWeight, Values: gen(65536, func() float64 { return 0.02 * r.NormFloat64() })},
-		{Name: "wte.m", Class: trainer.ClassAdamM, Values: gen(65536, func() float64 {
+		{Name: "wte", Class: session.ClassWeight, Values: gen(65536, func() float64 { return 0.02 * r.NormFloat64() })},
+		{Name: "wte.m", Class: session.ClassAdamM, Values: gen(65536, func() float64 {
 			k++
 			if !rowsSeen(k - 1) {
 				return 0
 			}
 			return 1e-4 * r.NormFloat64()
 		})},
-		{Name: "h0.attn.qkv.w", Class: trainer.ClassWeight, Values: gen(49152, func() float64 { return 0.03 * r.NormFloat64() })},
-		{Name: "h0.attn.qkv.w.m", Class: trainer.ClassAdamM, Values: gen(49152, func() float64 { return 1e-4 * r.NormFloat64() * r.ExpFloat64() })},
-		{Name: "h0.attn.qkv.w.v", Class: trainer.ClassAdamV, Values: gen(49152, func() float64 {
+		{Name: "h0.attn.qkv.w", Class: session.ClassWeight, Values: gen(49152, func() float64 { return 0.03 * r.NormFloat64() })},
+		{Name: "h0.attn.qkv.w.m", Class: session.ClassAdamM, Values: gen(49152, func() float64 { return 1e-4 * r.NormFloat64() * r.ExpFloat64() })},
+		{Name: "h0.attn.qkv.w.v", Class: session.ClassAdamV, Values: gen(49152, func() float64 {
 			g := 1e-3 * r.NormFloat64() * math.Exp(2*r.NormFloat64())
 			return g * g
 		})},
-		{Name: "h0.ln1.g", Class: trainer.ClassWeight, Values: gen(48, func() float64 { return 1 + 0.01*r.NormFloat64() })},
-		{Name: "h0.mlp.fc.w", Class: trainer.ClassWeight, Values: gen(3*65536, func() float64 { return 0.02 * r.NormFloat64() })},
-		{Name: "h0.mlp.act", Class: trainer.ClassActivation, Values: gen(65536, func() float64 { return math.Max(0, r.NormFloat64()) })},
+		{Name: "h0.ln1.g", Class: session.ClassWeight, Values: gen(48, func() float64 { return 1 + 0.01*r.NormFloat64() })},
+		{Name: "h0.mlp.fc.w", Class: session.ClassWeight, Values: gen(3*65536, func() float64 { return 0.02 * r.NormFloat64() })},
+		{Name: "h0.mlp.act", Class: session.ClassActivation, Values: gen(65536, func() float64 { return math.Max(0, r.NormFloat64()) })},
 	}
 }

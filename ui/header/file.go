@@ -5,7 +5,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -23,12 +23,15 @@ func fileView(st styles.Styles, d Data, w int) string {
 	if d.State == Failed {
 		state, stateStyle = d.State.String(), st.Bad
 	}
+	stepN := l("step ") + v(fmt.Sprint(s.Step))
 	left := st.Title.Render("lcttop") + " " + stateStyle.Render("["+state+"]") + " " +
-		l("step ") + v(fmt.Sprint(s.Step)) + l(" · ") + v(s.Model) + l(" · ") + v(fmt.Sprintf("%d file%s", f.Files, plural(f.Files)))
+		stepN + l(" · ") + v(s.Model) + l(" · ") + v(fmt.Sprintf("%d file%s", f.Files, plural(f.Files)))
 	if n := len(f.Checkpoints); n > 1 {
 		left += l(" · ") + v(fmt.Sprintf("%d checkpoints", n))
 	}
-	line1 := joinRight(left, FileBadge(st, f), w)
+	badge := FileBadge(st, f)
+	forms := []string{left, stateStyle.Render("["+state+"]") + " " + stepN, stepN}
+	line1 := joinRight(firstFitting(forms, w-1-ansi.StringWidth(badge)), badge, w)
 
 	if f.Files == 0 {
 		return box.Line(line1, w) + "\n" + box.Line(st.Dim.Render("waiting for a complete checkpoint in "+f.Path+"…"), w)
@@ -62,7 +65,7 @@ func fileView(st styles.Styles, d Data, w int) string {
 }
 
 // FileBadge says whether a checkpoint's figures are exact yet.
-func FileBadge(st styles.Styles, f *trainer.FileStats) string {
+func FileBadge(st styles.Styles, f *session.FileStats) string {
 	if f.Files == 0 {
 		return st.BadgeWait.Render("… waiting")
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/msgs"
@@ -34,7 +34,7 @@ func (s State) String() string { return stateNames[s] }
 
 // Data is what the header shows.
 type Data struct {
-	Snap     *trainer.Snapshot
+	Snap     *session.Snapshot
 	Device   *msgs.Device
 	State    State
 	StepsSec float64
@@ -43,7 +43,7 @@ type Data struct {
 }
 
 // Badge is the bit-identity badge: text that reads the same without colour.
-func Badge(st styles.Styles, s *trainer.Snapshot, state State) string {
+func Badge(st styles.Styles, s *session.Snapshot, state State) string {
 	switch {
 	case s == nil && state == Failed:
 		return st.Dim.Render("no run to compare")
@@ -100,18 +100,22 @@ func View(st styles.Styles, d Data, w int) string {
 	if d.StepsSec > 0 {
 		rate = fmt.Sprintf("%.1f", d.StepsSec)
 	}
-	left := st.Title.Render("lcttop") + " " + stateStyle.Render("["+d.State.String()+"]") + " " +
-		l("step ") + v(step) + l(" · ") + v(rate) + l(" steps/s · ") +
-		v(backend) + l("/") + v(model) + l("/") + v(opt) + l(" · ") + v(dev)
+	state := stateStyle.Render("[" + d.State.String() + "]")
+	stepN := l("step ") + v(step)
+	run := l(" · ") + v(rate) + l(" steps/s · ") + v(backend) + l("/") + v(model) + l("/") + v(opt) + l(" · ") + v(dev)
 	badge := Badge(st, d.Snap, d.State)
-	if s := d.Snap; s != nil && s.Data != "" {
-		// The data set's name where it fits whole.
-		withData := left + l(" · data ") + v(s.Data)
-		if ansi.StringWidth(withData)+1+ansi.StringWidth(badge) <= w {
-			left = withData
-		}
+	// The longest first line that fits whole beside the badge: the step
+	// number is the last thing to go.
+	forms := []string{
+		st.Title.Render("lcttop") + " " + state + " " + stepN + run,
+		st.Title.Render("lcttop") + " " + state + " " + stepN + l(" · ") + v(rate) + l(" steps/s"),
+		state + " " + stepN,
+		stepN,
 	}
-	line1 := joinRight(left, badge, w)
+	if s := d.Snap; s != nil && s.Data != "" {
+		forms = append([]string{forms[0] + l(" · data ") + v(s.Data)}, forms...)
+	}
+	line1 := joinRight(firstFitting(forms, w-1-ansi.StringWidth(badge)), badge, w)
 
 	var line2 string
 	if s := d.Snap; s != nil {
@@ -143,6 +147,16 @@ func View(st styles.Styles, d Data, w int) string {
 		line2 = st.Dim.Render("waiting for the trainer's first snapshot…")
 	}
 	return box.Line(line1, w) + "\n" + box.Line(line2, w)
+}
+
+// firstFitting is the first of forms at most w columns wide, else the last.
+func firstFitting(forms []string, w int) string {
+	for _, f := range forms {
+		if ansi.StringWidth(f) <= w {
+			return f
+		}
+	}
+	return forms[len(forms)-1]
 }
 
 // joinRight puts right at the right edge of a w-wide line, cutting left if

@@ -7,7 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
 )
@@ -15,14 +15,14 @@ import (
 func TestBadgeReadsWithoutColour(t *testing.T) {
 	st := styles.New(nil)
 	cases := []struct {
-		snap  *trainer.Snapshot
+		snap  *session.Snapshot
 		state State
 		want  string
 	}{
 		{nil, Waiting, "… comparing"},
 		{nil, Failed, "no run to compare"},
-		{&trainer.Snapshot{Step: 9, BitIdentical: true}, Running, "✓ BIT-IDENTICAL"},
-		{&trainer.Snapshot{Step: 9}, Running, "✗ DIVERGED by step 9"},
+		{&session.Snapshot{Step: 9, BitIdentical: true}, Running, "✓ BIT-IDENTICAL"},
+		{&session.Snapshot{Step: 9}, Running, "✗ DIVERGED by step 9"},
 	}
 	for _, c := range cases {
 		if got := ansi.Strip(Badge(st, c.snap, c.state)); !strings.Contains(got, c.want) {
@@ -32,7 +32,7 @@ func TestBadgeReadsWithoutColour(t *testing.T) {
 }
 
 func TestViewKeepsBadgeWhenNarrow(t *testing.T) {
-	s := &trainer.Snapshot{Step: 1234, Backend: "cuda", Model: "gpt162m", Optimizer: "adamw", BitIdentical: true, LossLCT: 3.5, LossShadow: 3.5}
+	s := &session.Snapshot{Step: 1234, Backend: "cuda", Model: "gpt162m", Optimizer: "adamw", BitIdentical: true, LossLCT: 3.5, LossShadow: 3.5}
 	d := Data{Snap: s, Device: &msgs.Device{Available: true, Name: "NVIDIA H200"}, State: Running, StepsSec: 12.34, Ratio: 1.45, Saving: 0.3}
 	for _, w := range []int{40, 80, 160} {
 		v := View(styles.New(nil), d, w)
@@ -48,6 +48,10 @@ func TestViewKeepsBadgeWhenNarrow(t *testing.T) {
 		if !strings.Contains(lines[0], "✓ BIT-IDENTICAL") {
 			t.Errorf("w=%d: badge lost: %q", w, lines[0])
 		}
+		// The step number stays whole: parts of the line go, it is not cut.
+		if !strings.Contains(lines[0], "step 1234") || strings.Contains(lines[0], "…") {
+			t.Errorf("w=%d: step cut: %q", w, lines[0])
+		}
 	}
 	v := View(styles.New(nil), d, 160)
 	for _, want := range []string{"step 1234", "12.3 steps/s", "cuda/gpt162m/adamw", "NVIDIA H200", "ratio 1.450×", "mem saved 30.0%"} {
@@ -61,7 +65,7 @@ func TestViewKeepsBadgeWhenNarrow(t *testing.T) {
 // that do not fit are left out, not cut, and a shorter one after them
 // still comes.
 func TestSecondLineFiguresWhole(t *testing.T) {
-	s := &trainer.Snapshot{Step: 5, Backend: "cpu", Model: "tiny", Optimizer: "adamw", BitIdentical: true, LossLCT: 4.6, LossShadow: 4.6,
+	s := &session.Snapshot{Step: 5, Backend: "cpu", Model: "tiny", Optimizer: "adamw", BitIdentical: true, LossLCT: 4.6, LossShadow: 4.6,
 		StepTimeLCT: 3400 * time.Microsecond, StepTimeShadow: 2950 * time.Microsecond, ValLoss: 3.6744}
 	d := Data{Snap: s, State: Running, Ratio: 1.475, Saving: 0.0409}
 	line2 := strings.Split(View(styles.New(nil), d, 80), "\n")[1]
@@ -76,9 +80,9 @@ func TestSecondLineFiguresWhole(t *testing.T) {
 // A checkpoint's second line keeps the exact pass's figures whole at 80
 // columns: the bar shortens first.
 func TestFileLineFiguresWhole(t *testing.T) {
-	f := &trainer.FileStats{Mode: "open", Path: "step600_adam_v.safetensors", Files: 1, FileBytes: 3418000, LCTBytes: 2243000,
-		Progress: trainer.Progress{Tensors: 28, TensorsDone: 28, Bytes: 100, BytesDone: 100}}
-	d := Data{Snap: &trainer.Snapshot{Step: 600, Model: "step600_adam_v.safetensors", File: f}, State: Running, Ratio: 1.5235}
+	f := &session.FileStats{Mode: "open", Path: "step600_adam_v.safetensors", Files: 1, FileBytes: 3418000, LCTBytes: 2243000,
+		Progress: session.Progress{Tensors: 28, TensorsDone: 28, Bytes: 100, BytesDone: 100}}
+	d := Data{Snap: &session.Snapshot{Step: 600, Model: "step600_adam_v.safetensors", File: f}, State: Running, Ratio: 1.5235}
 	for _, w := range []int{80, 100, 160} {
 		line2 := strings.Split(View(styles.New(nil), d, w), "\n")[1]
 		if strings.Contains(line2, "…") || !strings.Contains(line2, "100% 28/28 tensors") || w > 80 && !strings.Contains(line2, "BF16 ratio 1.524×") {

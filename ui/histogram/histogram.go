@@ -8,7 +8,7 @@ import (
 	"math"
 	"strings"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -22,7 +22,7 @@ const gutter = 6 // left label column: the peak's share ("31.7%") and a space
 // span returns the range of exponents worth drawing: every exponent that
 // occurs. It does not depend on the codebook, so the axis stays put while
 // the distributions are cycled; with no values it is the coded exponents.
-func span(t trainer.TensorStats) (lo, hi int, ok bool) {
+func span(t session.TensorStats) (lo, hi int, ok bool) {
 	lo, hi = 256, -1
 	for e := 0; e < 256; e++ {
 		if t.Histogram[e] > 0 {
@@ -39,16 +39,43 @@ func span(t trainer.TensorStats) (lo, hi int, ok bool) {
 	return lo, hi, hi >= 0
 }
 
-// bin is one drawn column: a run of k neighbouring exponents.
+// bin is one drawn column: a run of k neighbouring exponents, or the gap
+// drawn between exponent 0 and the rest.
 type bin struct {
 	first, last int
 	count       uint64
 	codeLen     uint8   // shortest code in the run; 0 when all are escaped
 	escaped     bool    // every exponent of the run is escaped
 	implied     float64 // the codebook's probability of the run: Σ 2^-cost
+	gap         bool    // exponents left out: none of them occurs
 }
 
-func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
+// zeroGap is the shortest run of absent exponents above 0 that the panel
+// leaves out: training tensors hold exact zeros (exponent 0) and values
+// around 2^-10, and drawing the hundred empty exponents between would
+// leave the values a dozen columns.
+const zeroGap = 8
+
+// columns lays the drawn exponents out in at most cols bins: lo..hi, or,
+// where exponent 0 occurs and the next that does is at least zeroGap
+// further, exponent 0, a gap and the rest.
+func columns(t session.TensorStats, lo, hi, cols int) []bin {
+	if lo != 0 || t.Histogram[0] == 0 {
+		return bins(t, lo, hi, cols)
+	}
+	next := 1
+	for next <= hi && t.Histogram[next] == 0 {
+		next++
+	}
+	if next > hi || next-1 < zeroGap || cols < 6 {
+		return bins(t, lo, hi, cols)
+	}
+	out := bins(t, 0, 0, 1)
+	out = append(out, bin{first: 1, last: next - 1, gap: true})
+	return append(out, bins(t, next, hi, cols-2)...)
+}
+
+func bins(t session.TensorStats, lo, hi, cols int) []bin {
 	k := (hi - lo + cols) / cols // ceil((hi-lo+1)/cols)
 	k = max(k, 1)
 	var out []bin
@@ -74,7 +101,7 @@ func bins(t trainer.TensorStats, lo, hi, cols int) []bin {
 }
 
 // View draws the panel for tensor t in w columns and h lines.
-func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
+func View(st styles.Styles, t session.TensorStats, ok bool, w, h int) string {
 	if h <= 0 {
 		return ""
 	}
@@ -83,7 +110,7 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	}
 	var lines []string
 	// The title's right side as long as fits beside the name.
-	title, codec := "Exponents · "+t.Name, t.Preset+"/"+t.Distribution
+	title, codec := "Exponents · "+t.Name, t.CodecLabel()
 	right := ""
 	for _, r := range []string{codec + " · log scale · ━ codebook 2^-len", codec + " · log · ━ 2^-len", codec} {
 		if len([]rune(title))+len([]rune(r))+7 <= w {
@@ -104,8 +131,12 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 		barRows = max(h-3, 1)
 	}
 	plotW := max(w-gutter, 8)
-	bs := bins(t, lo, hi, plotW)
-	k := bs[0].last - bs[0].first + 1
+	bs := columns(t, lo, hi, plotW)
+	main := 0 // the main run's first bin: after exponent 0 and the gap, if split
+	if len(bs) > 2 && bs[1].gap {
+		main = 2
+	}
+	k := bs[main].last - bs[main].first + 1 // exponents per bin
 	// Few exponents: widen each to up to 3 columns (a bar of 2 and a gap)
 	// so a narrow histogram does not huddle in a corner.
 	cw := min(max(plotW/len(bs), 1), 3)
@@ -120,6 +151,10 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	for _, b := range bs {
 		peak = max(peak, b.count)
 	}
+	// The codebook's mark where it says something: over exponents that
+	// occur or have a code. Escaped exponents that never occur would draw a
+	// flat line at the escape's cost, which reads as an axis.
+	marked := func(b bin) bool { return !b.gap && (b.count > 0 || !b.escaped) }
 	var total uint64
 	for _, c := range t.Histogram {
 		total += c
@@ -143,7 +178,7 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	for i, b := range bs {
 		heights[i] = scale(float64(b.count))
 		marks[i] = -1
-		if h := scale(b.implied * float64(total)); h >= 1 {
+		if h := scale(b.implied * float64(total)); h >= 1 && marked(b) {
 			marks[i] = int(math.Ceil(h/8)) - 1
 		}
 	}
@@ -165,6 +200,8 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 			}
 			s := cell(string(g), " ")
 			switch {
+			case b.gap:
+				s = st.Dim.Render("┊" + strings.Repeat(" ", cw-1))
 			case marks[i] == r:
 				s = st.Fit.Render(cell("━", " "))
 			case b.escaped:
@@ -182,9 +219,12 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 	var lens strings.Builder
 	lens.WriteString(st.Dim.Render(fmt.Sprintf("%-*s", gutter, "len")))
 	for _, b := range bs {
-		if b.escaped {
+		switch {
+		case b.gap:
+			lens.WriteString(st.Dim.Render("┊" + strings.Repeat(" ", cw-1)))
+		case b.escaped:
 			lens.WriteString(st.BarEscaped.Render(cell("░", "░")))
-		} else {
+		default:
 			lens.WriteString(st.Value.Render(fmt.Sprintf("%-*d", cw, b.codeLen)))
 		}
 	}
@@ -196,7 +236,7 @@ func View(st styles.Styles, t trainer.TensorStats, ok bool, w, h int) string {
 
 // ZeroShare is the share of a tensor's values whose exponent is 0: exact
 // zeros and subnormals, which in training tensors are zeros.
-func ZeroShare(t trainer.TensorStats) float64 {
+func ZeroShare(t session.TensorStats) float64 {
 	var total uint64
 	for _, c := range t.Histogram {
 		total += c
@@ -225,21 +265,28 @@ func axis(bs []bin, k, cw int) string {
 		return true
 	}
 	put(0, fmt.Sprint(bs[0].first))
+	main := 0 // the first bin of the main run (after exponent 0 and the gap)
+	for i, b := range bs {
+		if b.gap {
+			main = i + 1
+			put(main, fmt.Sprint(bs[main].first))
+		}
+	}
 	for i, b := range bs {
 		if b.first <= 127 && 127 <= b.last {
 			put(i, "127")
 		}
 	}
 	put(len(bs)-1, fmt.Sprint(bs[len(bs)-1].last))
-	for i, b := range bs {
+	for i, b := range bs[main:] {
 		if step := 10 * k; b.first%step < k {
-			put(i, fmt.Sprint(b.first-b.first%step))
+			put(main+i, fmt.Sprint(b.first-b.first%step))
 		}
 	}
 	return string(row)
 }
 
-func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
+func statLines(st styles.Styles, t session.TensorStats, w int) []string {
 	l, v := st.Label.Render, st.Value.Render
 	coded, minLen, maxLen := 0, 9, 0
 	for _, c := range t.CodeLengths {
@@ -257,7 +304,8 @@ func statLines(st styles.Styles, t trainer.TensorStats, w int) []string {
 	b := l(codes+" · ") + st.BarEscaped.Render("░") + l(" escaped (ESC ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" bits): ") +
 		v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))
 	if w < 80 {
-		a = l("entropy ") + v(fmt.Sprintf("%.3f", t.Entropy)) + l(" · exp ") + v(fmt.Sprintf("%.3f", t.ExpectedBits)) + l(" · used ") + v(fmt.Sprintf("%.3f", t.UsedBits)) +
+		// "expected" in full: the axis below the bars is "exp", exponents.
+		a = l("entropy ") + v(fmt.Sprintf("%.3f", t.Entropy)) + l(" · expected ") + v(fmt.Sprintf("%.3f", t.ExpectedBits)) + l(" · used ") + v(fmt.Sprintf("%.3f", t.UsedBits)) +
 			l(" · alloc ") + v(fmt.Sprintf("%.3f", t.AllocatedBits)) + l(" b")
 		b = l(fmt.Sprintf("%d coded · ", coded)) + st.BarEscaped.Render("░") + l(" esc ") + v(fmt.Sprintf("%d+8", t.EscapeLength)) + l(" b: ") +
 			v(format.Percent(t.EscapeRate)) + l(" · ratio ") + v(fmt.Sprintf("%.3f×", t.Ratio))

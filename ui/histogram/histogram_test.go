@@ -6,12 +6,13 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/styles"
 )
 
-func stats() trainer.TensorStats {
-	t := trainer.TensorStats{Name: "w", Preset: "clean", Distribution: "gaussian", EscapeLength: 5, Entropy: 2.5, UsedBits: 2.7, AllocatedBits: 3.1, EscapeRate: 0.001}
+func stats() session.TensorStats {
+	t := session.TensorStats{Name: "w", Preset: codec.Clean, Distribution: codec.Gaussian, EscapeLength: 5, Entropy: 2.5, UsedBits: 2.7, AllocatedBits: 3.1, EscapeRate: 0.001}
 	for e := 110; e <= 125; e++ {
 		t.Histogram[e] = uint64(1 << (e - 108))
 	}
@@ -81,7 +82,7 @@ func TestWideRangeMergesBins(t *testing.T) {
 }
 
 func TestNoSelection(t *testing.T) {
-	if v := View(styles.New(nil), trainer.TensorStats{}, false, 40, 5); !strings.Contains(v, "no tensor selected") {
+	if v := View(styles.New(nil), session.TensorStats{}, false, 40, 5); !strings.Contains(v, "no tensor selected") {
 		t.Errorf("view %q", v)
 	}
 }
@@ -90,7 +91,7 @@ func TestNoSelection(t *testing.T) {
 // scale: for a tensor whose counts are exactly total·2^-len, each coded
 // exponent's mark takes the top cell of its own bar.
 func TestCodebookMarksSitOnFittingBars(t *testing.T) {
-	s := trainer.TensorStats{Name: "w", Preset: "auto", Distribution: "empirical", EscapeLength: 4}
+	s := session.TensorStats{Name: "w", Preset: codec.Auto, Distribution: codec.Empirical, EscapeLength: 4}
 	lens := map[int]uint8{120: 3, 121: 2, 122: 1, 123: 3}
 	for e, l := range lens {
 		s.CodeLengths[e] = l
@@ -127,7 +128,7 @@ func TestCodebookMarksSitOnFittingBars(t *testing.T) {
 func TestAxisStaysWhileCodebookChanges(t *testing.T) {
 	a := stats()
 	b := stats()
-	b.Distribution = "laplace"
+	b.Distribution = codec.Laplace
 	for e := range b.CodeLengths {
 		b.CodeLengths[e] = 0
 	}
@@ -175,11 +176,58 @@ func TestZeroShareShown(t *testing.T) {
 // none where even the codec does not fit beside the name.
 func TestTitleFitsLongName(t *testing.T) {
 	s := stats()
-	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", "auto", "empirical"
+	s.Name, s.Preset, s.Distribution = "model.layers.11.self_attn.q_proj.weight", codec.Auto, codec.Empirical
 	for _, w := range []int{60, 80, 100} {
 		title := strings.Split(View(styles.New(nil), s, true, w, 16), "\n")[0]
 		if strings.Contains(title, "…") || w > 60 && !strings.Contains(title, "auto/empirical") {
 			t.Errorf("%d columns: %q", w, title)
+		}
+	}
+}
+
+// A tensor of zeros and values near 2^-10 (an embedding's Adam state, most
+// rows never touched): exponent 0 gets a bar of its own, the empty
+// exponents up to the values are left out (a dotted gap), so the values
+// keep the width; and the codebook's mark is not drawn over exponents that
+// never occur, where it would be a flat line like an axis.
+func TestZerosBesideValuesLeaveTheGapOut(t *testing.T) {
+	s := stats()
+	s.Histogram[0] = 10000
+	v := View(styles.New(nil), s, true, 74, 24)
+	lines := strings.Split(v, "\n")
+	var axisRow string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "exp") {
+			axisRow = l
+		}
+	}
+	if !strings.HasPrefix(axisRow, "exp   0") || !strings.Contains(axisRow, "110") || !strings.Contains(axisRow, "125") {
+		t.Errorf("axis %q: want 0, then the values' 110..125", axisRow)
+	}
+	if !strings.Contains(v, "┊") {
+		t.Errorf("no gap drawn:\n%s", v)
+	}
+	// 16 value exponents in the 68 columns less exponent 0 and the gap: 3 each.
+	if body := []rune(axisRow)[gutter:]; strings.Count(string(body), " ") < 40 {
+		t.Errorf("the values are squeezed: %q", axisRow)
+	}
+	for _, l := range lines[1:] {
+		if strings.HasPrefix(l, "len") {
+			break
+		}
+		if strings.Count(l, "━") > 2*3*2 {
+			t.Errorf("a long run of codebook marks, like an axis: %q", l)
+		}
+	}
+}
+
+// The stats line never writes "exp" for expected bits: the axis above it
+// is the exponents'.
+func TestStatsSayExpected(t *testing.T) {
+	for _, w := range []int{50, 74, 90} {
+		v := View(styles.New(nil), stats(), true, w, 16)
+		if !strings.Contains(v, "expected ") || strings.Contains(v, " exp ") {
+			t.Errorf("%d columns:\n%s", w, v)
 		}
 	}
 }

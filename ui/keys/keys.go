@@ -2,7 +2,11 @@
 // grouping the short and full help show.
 package keys
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"slices"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // KeyMap lists the bindings. The root model matches keys against these, and
 // the help view prints them, so what help says is what a key does.
@@ -28,6 +32,9 @@ type KeyMap struct {
 	PrevBlock, NextBlock, AutoAdvance                                                  key.Binding
 
 	Export, Help, Quit key.Binding
+	// Back leaves compare, teaching or a full-size panel for the view
+	// before (c and t leave their own views too).
+	Back key.Binding
 
 	// While typing a filter.
 	FilterApply, FilterClear key.Binding
@@ -83,6 +90,7 @@ func Default() KeyMap {
 		NextBlock:    b(">", "next block (teaching)", ">"),
 		AutoAdvance:  b("a", "auto-advance a value every 2s (teaching)", "a"),
 
+		Back:   b("esc", "back (from compare, teaching, memory, history)", "esc"),
 		Export: b("e", "export snapshot and plan", "e"),
 		Help:   b("?", "help", "?"),
 		Quit:   b("q", "quit", "q", "ctrl+c"),
@@ -103,10 +111,18 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	}
 }
 
+// FileHelp is ShortHelp for a checkpoint: it takes no steps, so pause and
+// step are not offered.
+func (k KeyMap) FileHelp() []key.Binding {
+	return slices.DeleteFunc(k.ShortHelp(), func(b key.Binding) bool {
+		return slices.Equal(b.Keys(), k.Pause.Keys()) || slices.Equal(b.Keys(), k.Step.Keys())
+	})
+}
+
 // TeachingHelp is the footer of the teaching view: its own keys.
 func (k KeyMap) TeachingHelp() []key.Binding {
 	return []key.Binding{
-		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+		short(k.Help, "?", "help"), short(k.Back, "esc", "back"), short(k.Quit, "q", "quit"),
 		short(k.NextValue, "←→", "value"), short(k.NextPosition, ", .", "stream"), short(k.NextBlock, "< >", "block"),
 		short(k.NextEscaped, "x", "escaped"), short(k.NextSpilled, "o", "spilled"), short(k.AutoAdvance, "a", "auto"),
 		short(k.Up, "↑↓", "tensor"), short(k.Reload, "r", "reload"), short(k.NextView, "tab", "view"),
@@ -116,7 +132,7 @@ func (k KeyMap) TeachingHelp() []key.Binding {
 // CompareHelp is the footer of the compare view.
 func (k KeyMap) CompareHelp() []key.Binding {
 	return []key.Binding{
-		short(k.Help, "?", "help"), short(k.Quit, "q", "quit"),
+		short(k.Help, "?", "help"), short(k.Back, "esc", "back"), short(k.Quit, "q", "quit"),
 		short(k.Up, "↑↓", "tensor"), short(k.CycleTensorDist, "D/P", "this tensor's codec"),
 		short(k.Reload, "r", "recompute"), short(k.NextView, "tab", "view"),
 	}
@@ -133,7 +149,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Sort, k.Reverse, k.Filter},
 		{k.CycleDist, k.CyclePreset, k.CycleTensorDist, k.CycleTensorPreset, k.Pause, k.Step, k.Export, k.WindowShorter, k.WindowLonger, k.Help, k.Quit},
-		{k.NextView, k.PrevView, k.Teach, k.Compare, k.ToggleTable, k.ToggleHistogram, k.ToggleMemory, k.ToggleCodec, k.ToggleCharts},
+		{k.NextView, k.PrevView, k.Teach, k.Compare, k.Back, k.ToggleTable, k.ToggleHistogram, k.ToggleMemory, k.ToggleCodec, k.ToggleCharts},
 		{k.PrevValue, k.NextValue, k.PrevPosition, k.NextPosition, k.PrevBlock, k.NextBlock, k.NextEscaped, k.NextSpilled, k.AutoAdvance, k.Reload},
 	}
 }

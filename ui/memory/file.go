@@ -4,15 +4,17 @@ import (
 	"fmt"
 	"strings"
 
-	"lcttop/trainer"
+	"github.com/charmbracelet/x/ansi"
+
+	"lcttop/session"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
 )
 
 // fileTable is the panel for a checkpoint: by class, the bytes the file
 // stores against the bytes LCT would store (BF16 tensors coded, others as
-// they are), and what the file holds in each dtype.
-func fileTable(st styles.Styles, f *trainer.FileStats) []string {
+// they are), and what the file holds in each dtype, in w columns.
+func fileTable(st styles.Styles, f *session.FileStats, w int) []string {
 	head := fmt.Sprintf("%-11s %7s %10s %10s %7s", "class", "tensors", "file", "LCT", "saved")
 	out := []string{st.TableHead.Render(head)}
 	row := func(name string, n int, file, lct int64) string {
@@ -37,7 +39,24 @@ func fileTable(st styles.Styles, f *trainer.FileStats) []string {
 		kinds = append(kinds, fmt.Sprintf("%s %s (%s)", d.DType, format.Bytes(d.Bytes), format.Percent(share)))
 	}
 	if len(kinds) > 0 {
-		out = append(out, st.Label.Render("as stored ")+st.Value.Render(strings.Join(kinds, " · "))+st.Dim.Render(" · only BF16 is coded"))
+		// The dtypes whole, on as many lines as they take.
+		line := st.Label.Render("as stored ")
+		for i, k := range append(kinds, "only BF16 is coded") {
+			part := st.Value.Render(k)
+			if i == len(kinds) {
+				part = st.Dim.Render(k)
+			}
+			if i > 0 {
+				part = st.Dim.Render(" · ") + part
+			}
+			if ansi.StringWidth(line+part) > w && i > 0 {
+				out = append(out, line)
+				line = "  " + strings.TrimPrefix(part, st.Dim.Render(" · "))
+				continue
+			}
+			line += part
+		}
+		out = append(out, line)
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/msgs"
@@ -23,12 +23,12 @@ func Saving(lct, shadow int64) float64 {
 }
 
 // View draws the panel. dev may be nil before the first NVML poll.
-func View(st styles.Styles, s *trainer.Snapshot, dev *msgs.Device, w, h int) string {
+func View(st styles.Styles, s *session.Snapshot, dev *msgs.Device, w, h int) string {
 	if h <= 0 {
 		return ""
 	}
 	if s != nil && s.File != nil {
-		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File)...)
+		lines := append([]string{box.Title(st.PanelTitle, st.Separator, "Memory", "file bytes vs LCT bytes", w)}, fileTable(st, s.File, w)...)
 		return box.Fit(strings.Join(append(lines, device(st, dev, w)...), "\n"), w, h)
 	}
 	lines := []string{box.Title(st.PanelTitle, st.Separator, "Memory", "LCT vs shadow", w)}
@@ -41,7 +41,7 @@ func View(st styles.Styles, s *trainer.Snapshot, dev *msgs.Device, w, h int) str
 	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
 
-func table(st styles.Styles, s *trainer.Snapshot, w int) []string {
+func table(st styles.Styles, s *session.Snapshot, w int) []string {
 	wide := w >= 72
 	var out []string
 	head := fmt.Sprintf("%-15s %10s %10s %7s", "category", "LCT peak", "shadow pk", "saved")
@@ -69,8 +69,8 @@ func table(st styles.Styles, s *trainer.Snapshot, w int) []string {
 		}
 		return st.Value.Render(r)
 	}
-	for _, c := range trainer.Categories {
-		out = append(out, row(string(c), s.MemLCT.Live[c], s.MemShadow.Live[c], s.MemLCT.Peak[c], s.MemShadow.Peak[c], false))
+	for _, c := range session.Categories {
+		out = append(out, row(c.String(), s.MemLCT.Live[c], s.MemShadow.Live[c], s.MemLCT.Peak[c], s.MemShadow.Peak[c], false))
 	}
 	out = append(out, row("total", s.MemLCT.LiveTotal, s.MemShadow.LiveTotal, s.MemLCT.PeakTotal, s.MemShadow.PeakTotal, true))
 	if s.PeakBytesLCT > 0 || s.PeakBytesShadow > 0 {
@@ -90,7 +90,16 @@ func device(st styles.Styles, d *msgs.Device, w int) []string {
 		if why == "" {
 			why = "not available"
 		}
-		return []string{st.Label.Render("GPU  ") + st.Dim.Render("none: "+why)}
+		// The reason whole, on as many lines as it takes.
+		var out []string
+		for i, l := range box.Wrap("none: "+why, max(w-5, 10)) {
+			lead := "     "
+			if i == 0 {
+				lead = "GPU  "
+			}
+			out = append(out, st.Label.Render(lead)+st.Dim.Render(l))
+		}
+		return out
 	}
 	used := float64(d.MemUsed) / float64(max(d.MemTotal, 1))
 	barW := max(min(w-50, 20), 5)

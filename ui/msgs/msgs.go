@@ -2,14 +2,12 @@
 // so that the root model and the components agree on them.
 package msgs
 
-import (
-	"lcttop/trainer"
-)
+import "lcttop/session"
 
 // Snapshot carries the newest trainer snapshot the UI took from its source.
 // Older snapshots that arrived meanwhile were dropped (coalesced).
 type Snapshot struct {
-	Snapshot trainer.Snapshot
+	Snapshot session.Snapshot
 }
 
 // SnapshotsClosed says the source's snapshot channel was closed: no more
@@ -60,8 +58,8 @@ type Exported struct {
 // ClearTensorCodec call with FollowClass set.
 type CodecSet struct {
 	Tensor      string
-	Class       trainer.TensorClass
-	Codec       trainer.ClassCodec
+	Class       session.TensorClass
+	Codec       session.ClassCodec
 	FollowClass bool
 	Err         error
 }

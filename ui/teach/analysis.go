@@ -3,7 +3,7 @@
 // coded into, and shows how full the block's 256 streams are.
 //
 // Everything shown is computed with the codec's API on the block of values
-// the trainer hands over (trainer.TensorDetail): the codebook's codes and
+// the trainer hands over (session.TensorDetail): the codebook's codes and
 // costs, the layout's capacity, and an encoding of the block whose stored
 // bytes the view reads back, so what the view explains is what the codec
 // wrote.
@@ -14,12 +14,12 @@ import (
 	"math"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // Analysis is one block walked through the codec.
 type Analysis struct {
-	Detail      trainer.TensorDetail
+	Detail      session.TensorDetail
 	N           int // values in the block
 	StreamBytes int // C_b, bytes per stream of this block
 	Codes       [256]uint16
@@ -71,7 +71,7 @@ func (a *Analysis) ResidueBits() int {
 }
 
 // Analyze walks the block of d through the codec.
-func Analyze(d trainer.TensorDetail) (*Analysis, error) {
+func Analyze(d session.TensorDetail) (*Analysis, error) {
 	n := len(d.Values)
 	switch {
 	case n == 0:
@@ -157,7 +157,11 @@ func (a *Analysis) analyze3() (*Analysis, error) {
 	var enc codec.Encoder
 	enc.Workers = 1
 	a.Encoded = &codec.Tensor{}
-	if err := enc.Encode(a.Encoded, d.Values, d.Codebook, d.Layout); err != nil {
+	// The block is walked under d.Codebook: it codes with that one, never
+	// one of its own (codec.BlockPlan has chosen between them).
+	l := d.Layout
+	l.BlockCodebooks = false
+	if err := enc.Encode(a.Encoded, d.Values, d.Codebook, l); err != nil {
 		return nil, fmt.Errorf("tensor %s: encoding its first block: %w", d.Name, err)
 	}
 	if u := a.Encoded.TailUnits[0]; u != 0 {

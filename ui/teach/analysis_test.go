@@ -7,25 +7,25 @@ import (
 
 	"lcttop/codec"
 	"lcttop/internal/testtensors"
-	"lcttop/trainer"
+	"lcttop/session"
 )
 
 // detail encodes values the way the trainer would, in format version 2,
 // and returns the block.
-func detail(t *testing.T, name string, values []uint16, p codec.Preset, d codec.Distribution) trainer.TensorDetail {
+func detail(t *testing.T, name string, values []uint16, p codec.Preset, d codec.Distribution) session.TensorDetail {
 	t.Helper()
 	return detailVersion(t, name, values, p, d, codec.FormatVersion2)
 }
 
 // detailVersion is detail in format version v.
-func detailVersion(t *testing.T, name string, values []uint16, p codec.Preset, d codec.Distribution, v int) trainer.TensorDetail {
+func detailVersion(t *testing.T, name string, values []uint16, p codec.Preset, d codec.Distribution, v int) session.TensorDetail {
 	t.Helper()
 	enc, err := codec.Encode(values, codec.Options{Preset: p, Dist: d, Version: v})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := min(len(values), enc.Layout.BlockSize)
-	return trainer.TensorDetail{Name: name, Class: trainer.ClassWeight, Values: values[:n], Codebook: enc.Codebook, Layout: enc.Layout}
+	return session.TensorDetail{Name: name, Class: session.ClassWeight, Values: values[:n], Codebook: enc.Codebook, Layout: enc.Layout}
 }
 
 // checkEveryValue asserts what the view would say about each element
@@ -134,11 +134,11 @@ func TestNextEscapedAndSpilled(t *testing.T) {
 
 func TestAnalyzeRejectsBadDetail(t *testing.T) {
 	good := detail(t, "x", make([]uint16, 512), codec.Clean, codec.Gaussian)
-	cases := map[string]func(d *trainer.TensorDetail){
-		"holds no values": func(d *trainer.TensorDetail) { d.Values = nil },
-		"more than one":   func(d *trainer.TensorDetail) { d.Values = make([]uint16, d.Layout.BlockSize+1) },
-		"escLen":          func(d *trainer.TensorDetail) { d.Codebook.EscLen = 0 },
-		"tensor x":        func(d *trainer.TensorDetail) { d.Layout.StreamBytes = 0 },
+	cases := map[string]func(d *session.TensorDetail){
+		"holds no values": func(d *session.TensorDetail) { d.Values = nil },
+		"more than one":   func(d *session.TensorDetail) { d.Values = make([]uint16, d.Layout.BlockSize+1) },
+		"escLen":          func(d *session.TensorDetail) { d.Codebook.EscLen = 0 },
+		"tensor x":        func(d *session.TensorDetail) { d.Layout.StreamBytes = 0 },
 	}
 	for want, mutate := range cases {
 		d := good

@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/codec"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -91,15 +91,21 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	case v.Exp > 0:
 		binade = fmt.Sprintf("|x| in [2^%d, 2^%d)", int(v.Exp)-127, int(v.Exp)-126)
 	}
-	coded := " → entropy-coded"
+	// What happens to e, as step 3 says it: coded (in version 3 with the
+	// fraction bits and the sign its symbols hold), or escaped where the
+	// codebook has no code for it.
+	fate := " → entropy-coded"
 	if a.V3() && (cb.Split > 0 || cb.Signed) {
-		coded = fmt.Sprintf(" → coded with the top %d fraction bits", cb.Split)
+		fate = fmt.Sprintf(" → coded with the top %d fraction bits", cb.Split)
 		if cb.Signed {
-			coded += " and the sign"
+			fate += " and the sign"
 		}
 	}
+	if v.Escaped {
+		fate = " → escaped (no code)"
+	}
 	lines = append(lines, l(strings.Repeat(" ", 9)+"e  = ")+hi(fmt.Sprintf("%08b", v.Exp))+
-		l(" = ")+val(fmt.Sprint(v.Exp))+l(" → "+binade+coded))
+		l(" = ")+val(fmt.Sprint(v.Exp))+l(" → "+binade+fate))
 
 	// 3. the code.
 	if v.Escaped {
@@ -295,7 +301,7 @@ func bitCount(n int) string {
 
 // AsIsView explains a tensor stored as plain BF16 instead of walking a
 // value through coding: there is none.
-func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
+func AsIsView(st styles.Styles, t session.TensorStats, w, h int) string {
 	l, v := st.Label.Render, st.Value.Render
 	lines := []string{
 		box.Title(st.PanelTitle, st.Separator, "Teaching: one value through the codec", "", w),
@@ -304,6 +310,9 @@ func AsIsView(st styles.Styles, t trainer.TensorStats, w, h int) string {
 	}
 	why := "This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is no code, stream or overflow to follow. " +
 		"LCT would not make it smaller: a coded block carries its codebook, 256 stream lengths and an overflow area, which a tensor this small cannot pay back."
+	if t.RawReason != "" {
+		why = "This tensor is kept as plain BF16: every value takes its 16 bits, nothing is coded, so there is no code, stream or overflow to follow. " + t.RawReason
+	}
 	if t.DType != "" && t.DType != "BF16" {
 		why = "This tensor is stored as " + t.DType + ". LCT codes BF16 tensors only, so it is kept as it is, byte for byte: there is no code, stream or overflow to follow."
 	}

@@ -9,7 +9,7 @@ import (
 
 	"lcttop/codec"
 	"lcttop/internal/testtensors"
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/styles"
 )
 
@@ -41,6 +41,13 @@ func TestEscapeAndOneBitCode(t *testing.T) {
 		esc.CodeLen, a.Esc, esc.Len, esc.CodeLen)
 	if !strings.Contains(v, want) {
 		t.Errorf("escaped value: want %q in\n%s", want, v)
+	}
+	// The split says what step 3 says: escaped, not entropy-coded.
+	if strings.Contains(v, "entropy-coded") || !strings.Contains(v, "→ escaped (no code)") {
+		t.Errorf("the split does not say the exponent is escaped:\n%s", v)
+	}
+	if v := viewOf(t, a, 0); !strings.Contains(v, "→ entropy-coded") {
+		t.Errorf("a coded exponent's split:\n%s", v)
 	}
 	if !strings.Contains(v, fmt.Sprintf("e3:%0*b|00000011", esc.CodeLen, a.Esc)) {
 		t.Errorf("the stream's list does not show the escape as ESC|literal:\n%s", v)
@@ -119,14 +126,16 @@ func TestFillChartSpansTheFills(t *testing.T) {
 // A tensor kept as it is is explained, not walked, in words that fit the
 // width: a small BF16 one, and one of another dtype in a checkpoint.
 func TestAsIsExplained(t *testing.T) {
-	small := trainer.TensorStats{Name: "ln.g", Class: trainer.ClassWeight, Elements: 128, Raw: true}
-	f32 := trainer.TensorStats{Name: "scale", Class: trainer.ClassWeight, Elements: 1 << 20, Raw: true, DType: "F32"}
+	small := session.TensorStats{Name: "ln.g", Class: session.ClassWeight, Elements: 128, Raw: true}
+	f32 := session.TensorStats{Name: "scale", Class: session.ClassWeight, Elements: 1 << 20, Raw: true, DType: "F32"}
+	fast := session.TensorStats{Name: "wte", Class: session.ClassWeight, Elements: 262144, Raw: true, RawReason: "kept for the step's sake."}
 	for _, c := range []struct {
-		t    trainer.TensorStats
+		t    session.TensorStats
 		want string
 	}{
 		{small, "LCT would not make it smaller"},
 		{f32, "stored as F32. LCT codes BF16 tensors only"},
+		{fast, "nothing is coded, so there is no code, stream or overflow to follow. kept for the step's sake."},
 	} {
 		v := ansi.Strip(AsIsView(styles.New(nil), c.t, 80, 20))
 		if text := strings.Join(strings.Fields(v), " "); !strings.Contains(text, c.want) || strings.Contains(v, "…") || strings.Contains(v, "2 split") {

@@ -1,10 +1,9 @@
 package tensortable
 
 import (
+	"lcttop/session"
 	"sort"
 	"strings"
-
-	"lcttop/trainer"
 )
 
 // Column is a sortable column of the tensor table.
@@ -29,7 +28,7 @@ func (c Column) String() string { return columnNames[c] }
 
 // less orders two tensors by column c, breaking ties by trainer order so the
 // order is total and stable.
-func less(c Column, a, b trainer.TensorStats, ia, ib int) (isLess, tie bool) {
+func less(c Column, a, b session.TensorStats, ia, ib int) (isLess, tie bool) {
 	var x, y float64
 	switch c {
 	case ByOrder:
@@ -65,7 +64,7 @@ func less(c Column, a, b trainer.TensorStats, ia, ib int) (isLess, tie bool) {
 }
 
 // order returns the indices of rows that match filter, sorted by c.
-func order(rows []trainer.TensorStats, c Column, desc bool, filter string) []int {
+func order(rows []session.TensorStats, c Column, desc bool, filter string) []int {
 	words := strings.Fields(strings.ToLower(filter))
 	idx := make([]int, 0, len(rows))
 	for i, r := range rows {
@@ -89,7 +88,7 @@ func order(rows []trainer.TensorStats, c Column, desc bool, filter string) []int
 }
 
 // matches reports whether every word occurs in the tensor's name or class.
-func matches(r trainer.TensorStats, words []string) bool {
+func matches(r session.TensorStats, words []string) bool {
 	name := strings.ToLower(r.Name)
 	class := strings.ToLower(string(r.Class))
 	for _, w := range words {

@@ -3,9 +3,10 @@ package tensortable
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -14,7 +15,7 @@ import (
 // Model is the table's state: the current rows, the selection (kept by name
 // across snapshots and re-sorts), the sort and the filter.
 type Model struct {
-	rows     []trainer.TensorStats
+	rows     []session.TensorStats
 	view     []int // indices into rows, filtered and sorted
 	selected string
 	cursor   int // index into view
@@ -28,7 +29,7 @@ type Model struct {
 
 // SetRows replaces the rows with a new snapshot's tensors, keeping the
 // selected tensor selected if it is still there.
-func (m *Model) SetRows(rows []trainer.TensorStats) {
+func (m *Model) SetRows(rows []session.TensorStats) {
 	m.rows = rows
 	m.refresh()
 }
@@ -50,9 +51,9 @@ func (m *Model) Len() int { return len(m.view) }
 func (m *Model) Total() int { return len(m.rows) }
 
 // Selected returns the selected tensor.
-func (m *Model) Selected() (trainer.TensorStats, bool) {
+func (m *Model) Selected() (session.TensorStats, bool) {
 	if m.cursor < 0 || m.cursor >= len(m.view) {
-		return trainer.TensorStats{}, false
+		return session.TensorStats{}, false
 	}
 	return m.rows[m.view[m.cursor]], true
 }
@@ -133,21 +134,21 @@ type column struct {
 	sort  Column
 	width int
 	right bool
-	cell  func(trainer.TensorStats) string
+	cell  func(session.TensorStats) string
 }
 
 func columns(w int) []column {
 	cols := []column{
-		{head: "class", sort: ByClass, width: 10, cell: func(t trainer.TensorStats) string { return string(t.Class) }},
-		{head: "elems", sort: ByElements, width: 7, right: true, cell: func(t trainer.TensorStats) string { return format.Count(t.Elements) }},
+		{head: "class", sort: ByClass, width: 10, cell: func(t session.TensorStats) string { return string(t.Class) }},
+		{head: "elems", sort: ByElements, width: 7, right: true, cell: func(t session.TensorStats) string { return format.Count(t.Elements) }},
 	}
 	if w >= 100 {
-		cols = append(cols, column{head: "codec", sort: -1, width: 15, cell: func(t trainer.TensorStats) string {
-			return t.Preset + "/" + t.Distribution
+		cols = append(cols, column{head: "codec", sort: -1, width: 15, cell: func(t session.TensorStats) string {
+			return t.CodecLabel()
 		}})
 	}
 	cols = append(cols,
-		column{head: "ratio", sort: ByRatio, width: 7, right: true, cell: func(t trainer.TensorStats) string {
+		column{head: "ratio", sort: ByRatio, width: 7, right: true, cell: func(t session.TensorStats) string {
 			switch {
 			case t.Fallback:
 				return "as-is!" // this step only: the overflow pool was full
@@ -158,25 +159,46 @@ func columns(w int) []column {
 			}
 			return fmt.Sprintf("%.3f×", t.Ratio)
 		}},
-		column{head: "used/alloc", sort: ByUsedBits, width: 10, right: true, cell: func(t trainer.TensorStats) string {
+		// 11 wide: the heading and the sort's arrow ("used/alloc↓").
+		column{head: "used/alloc", sort: ByUsedBits, width: 11, right: true, cell: func(t session.TensorStats) string {
 			return fmt.Sprintf("%.2f/%.2f", t.UsedBits, t.AllocatedBits)
 		}},
 	)
 	if w >= 120 {
-		cols = append(cols, column{head: "H bits", sort: -1, width: 6, right: true, cell: func(t trainer.TensorStats) string {
+		cols = append(cols, column{head: "H bits", sort: -1, width: 6, right: true, cell: func(t session.TensorStats) string {
 			return fmt.Sprintf("%.2f", t.Entropy)
 		}})
 	}
 	cols = append(cols,
-		column{head: "esc", sort: ByEscape, width: 6, right: true, cell: func(t trainer.TensorStats) string { return format.Percent(t.EscapeRate) }},
-		column{head: "ovf", sort: ByOverflow, width: 6, right: true, cell: func(t trainer.TensorStats) string { return format.Percent(t.OverflowRate) }},
+		column{head: "esc", sort: ByEscape, width: 6, right: true, cell: func(t session.TensorStats) string { return format.Percent(t.EscapeRate) }},
+		column{head: "ovf", sort: ByOverflow, width: 6, right: true, cell: func(t session.TensorStats) string { return format.Percent(t.OverflowRate) }},
 	)
 	if w >= 140 {
-		cols = append(cols, column{head: "spill str", sort: -1, width: 9, right: true, cell: func(t trainer.TensorStats) string {
+		cols = append(cols, column{head: "spill str", sort: -1, width: 9, right: true, cell: func(t session.TensorStats) string {
 			return format.Percent(t.SpillStreamRate)
 		}})
 	}
+	// Where the columns and a name of minNameWidth do not fit, whole
+	// columns go, the least telling first; the ratio stays.
+	for _, drop := range []string{"ovf", "esc", "used/alloc", "elems", "class"} {
+		if fixedWidth(cols)+minNameWidth <= w {
+			break
+		}
+		cols = slices.DeleteFunc(cols, func(c column) bool { return c.head == drop })
+	}
 	return cols
+}
+
+// minNameWidth is the narrowest the name column gets.
+const minNameWidth = 8
+
+// fixedWidth is what the cursor mark and the columns take besides names.
+func fixedWidth(cols []column) int {
+	fixed := 2 // cursor mark
+	for _, c := range cols {
+		fixed += c.width + 1
+	}
+	return fixed
 }
 
 func pad(s string, w int, right bool) string {
@@ -211,11 +233,7 @@ func (m *Model) View(st styles.Styles, w, h int) string {
 	}
 
 	cols := columns(w)
-	fixed := 2 // cursor mark
-	for _, c := range cols {
-		fixed += c.width + 1
-	}
-	nameW := max(w-fixed, 8)
+	nameW := max(w-fixedWidth(cols), minNameWidth)
 
 	head := "  " + pad(heading("name", ByName, m), nameW, false)
 	for _, c := range cols {
@@ -242,14 +260,18 @@ func (m *Model) View(st styles.Styles, w, h int) string {
 			mark = "▶ "
 		}
 		row := mark + pad(t.Name, nameW, false)
-		for _, c := range cols {
-			row += " " + pad(c.cell(t), c.width, c.right)
+		if t.Error != "" { // a file that could not be read: why, across the columns
+			row += " error: " + t.Error
+		} else {
+			for _, c := range cols {
+				row += " " + pad(c.cell(t), c.width, c.right)
+			}
 		}
 		row = box.Line(row, w)
 		switch {
 		case i == m.cursor:
 			row = st.Selected.Render(row)
-		case t.Fallback:
+		case t.Fallback || t.Error != "":
 			row = st.Warn.Render(row)
 		}
 		lines = append(lines, row)

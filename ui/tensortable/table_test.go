@@ -6,16 +6,16 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"lcttop/trainer"
+	"lcttop/session"
 	"lcttop/ui/styles"
 )
 
-func rows() []trainer.TensorStats {
-	return []trainer.TensorStats{
-		{Name: "wte", Class: trainer.ClassWeight, Elements: 300, Ratio: 1.40, EscapeRate: 0.01},
-		{Name: "h0.w", Class: trainer.ClassWeight, Elements: 100, Ratio: 1.43, EscapeRate: 0.00},
-		{Name: "h0.w.m", Class: trainer.ClassAdamM, Elements: 100, Ratio: 1.20, EscapeRate: 0.05},
-		{Name: "h0.w.v", Class: trainer.ClassAdamV, Elements: 100, Ratio: 0.97, EscapeRate: 0.30, Fallback: true},
+func rows() []session.TensorStats {
+	return []session.TensorStats{
+		{Name: "wte", Class: session.ClassWeight, Elements: 300, Ratio: 1.40, EscapeRate: 0.01},
+		{Name: "h0.w", Class: session.ClassWeight, Elements: 100, Ratio: 1.43, EscapeRate: 0.00},
+		{Name: "h0.w.m", Class: session.ClassAdamM, Elements: 100, Ratio: 1.20, EscapeRate: 0.05},
+		{Name: "h0.w.v", Class: session.ClassAdamV, Elements: 100, Ratio: 0.97, EscapeRate: 0.30, Fallback: true},
 	}
 }
 
@@ -89,9 +89,9 @@ func TestFilterAndNewSnapshotKeepSelection(t *testing.T) {
 
 func TestViewScrollsAndFits(t *testing.T) {
 	var m Model
-	var many []trainer.TensorStats
+	var many []session.TensorStats
 	for i := 0; i < 50; i++ {
-		many = append(many, trainer.TensorStats{Name: "t" + string(rune('A'+i%26)) + string(rune('a'+i/26)), Class: trainer.ClassWeight})
+		many = append(many, session.TensorStats{Name: "t" + string(rune('A'+i%26)) + string(rune('a'+i/26)), Class: session.ClassWeight})
 	}
 	m.SetHeight(5)
 	m.SetRows(many)
@@ -132,9 +132,32 @@ func TestFallbackShown(t *testing.T) {
 func TestRawByDesignShown(t *testing.T) {
 	var m Model
 	m.SetHeight(10)
-	m.SetRows([]trainer.TensorStats{{Name: "ln.g", Class: trainer.ClassWeight, Elements: 128, Ratio: 1, Raw: true}})
+	m.SetRows([]session.TensorStats{{Name: "ln.g", Class: session.ClassWeight, Elements: 128, Ratio: 1, Raw: true}})
 	v := m.View(styles.New(nil), 80, 8)
 	if !strings.Contains(v, "as-is") || strings.Contains(v, "raw!") {
 		t.Errorf("a tensor kept as BF16 by design should read as-is, not raw!:\n%s", v)
+	}
+}
+
+// Cells are whole: a narrow table leaves columns out rather than cut them,
+// and a heading keeps its sort arrow (used/alloc↓) whole.
+func TestColumnsWhole(t *testing.T) {
+	var m Model
+	m.SetRows([]session.TensorStats{{Name: "blk0.qkv.w", Class: session.ClassWeight, Elements: 49152, Ratio: 1.485, UsedBits: 2.63, AllocatedBits: 2.77, EscapeRate: 0.0013, OverflowRate: 0.0123}})
+	m.SetHeight(4)
+	for m.Sort != ByUsedBits {
+		m.CycleSort()
+	}
+	for _, w := range []int{40, 60, 86, 120, 160} {
+		v := m.View(styles.New(nil), w, 4)
+		if strings.Contains(v, "…") {
+			t.Errorf("%d columns: a cell is cut:\n%s", w, v)
+		}
+		if w >= 86 && !strings.Contains(v, "used/alloc↓") {
+			t.Errorf("%d columns: no whole used/alloc↓ heading:\n%s", w, v)
+		}
+		if !strings.Contains(v, "1.485×") {
+			t.Errorf("%d columns: the ratio left out:\n%s", w, v)
+		}
 	}
 }

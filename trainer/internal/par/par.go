@@ -26,6 +26,11 @@ func Workers() int {
 // previous setting; tests use it to show results do not depend on it.
 func SetWorkers(n int) int { return int(workers.Swap(int32(n))) }
 
+// piecesPerWorker is how many ranges For cuts per goroutine: goroutines
+// take ranges as they finish, so one that shares its core with other work
+// (the LCT run's codec) takes fewer.
+const piecesPerWorker = 4
+
 // For calls fn(lo, hi) over consecutive ranges covering 0..n-1, on up to
 // Workers() goroutines, and returns when all are done. grain is the smallest
 // range worth a goroutine.
@@ -33,24 +38,35 @@ func For(n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
-	w := min(Workers(), max(1, n/max(grain, 1)))
+	grain = max(grain, 1)
+	w := min(Workers(), max(1, n/grain))
 	if w <= 1 {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for i := 1; i < w; i++ {
-		lo, hi := i*n/w, (i+1)*n/w
-		wg.Go(func() { fn(lo, hi) })
+	pieces := min(piecesPerWorker*w, max(1, n/grain))
+	var next atomic.Int64
+	work := func() {
+		for {
+			p := int(next.Add(1) - 1)
+			if p >= pieces {
+				return
+			}
+			fn(p*n/pieces, (p+1)*n/pieces)
+		}
 	}
-	fn(0, n/w)
+	var wg sync.WaitGroup
+	for range w - 1 {
+		wg.Go(work)
+	}
+	work()
 	wg.Wait()
 }
 
 // Each calls fn(worker, i) for every i in 0..n-1 on up to Workers()
 // goroutines; worker (0 ≤ worker < Workers()) identifies the goroutine, so
-// callers can give each its own scratch. Worker w takes the consecutive
-// items w·n/W .. (w+1)·n/W − 1.
+// callers can give each its own scratch. Goroutines take the next item as
+// they finish one.
 func Each(n int, fn func(worker, i int)) {
 	w := min(Workers(), n)
 	if w <= 1 {
@@ -59,14 +75,20 @@ func Each(n int, fn func(worker, i int)) {
 		}
 		return
 	}
-	var wg sync.WaitGroup
-	for k := range w {
-		lo, hi := k*n/w, (k+1)*n/w
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				fn(k, i)
+	var next atomic.Int64
+	work := func(k int) {
+		for {
+			i := int(next.Add(1) - 1)
+			if i >= n {
+				return
 			}
-		})
+			fn(k, i)
+		}
 	}
+	var wg sync.WaitGroup
+	for k := 1; k < w; k++ {
+		wg.Go(func() { work(k) })
+	}
+	work(0)
 	wg.Wait()
 }

@@ -1,13 +1,10 @@
-package trainer
+package session
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
-
-	"lcttop/codec"
 )
 
 // PlanFormat names the plan file's layout.
@@ -99,21 +96,4 @@ func ParsePlan(b []byte) (*Plan, error) {
 		p.Tensors[n] = cc
 	}
 	return p, nil
-}
-
-// ParseClassCodec reads "preset/dist", the form ClassCodec.String writes.
-func ParseClassCodec(s string) (ClassCodec, error) {
-	ps, ds, ok := strings.Cut(s, "/")
-	if !ok {
-		return ClassCodec{}, fmt.Errorf("codec %q: want preset/dist, such as auto/empirical", s)
-	}
-	p, err := codec.ParsePreset(ps)
-	if err != nil {
-		return ClassCodec{}, fmt.Errorf("codec %q: %w", s, err)
-	}
-	d, err := codec.ParseDistribution(ds)
-	if err != nil {
-		return ClassCodec{}, fmt.Errorf("codec %q: %w", s, err)
-	}
-	return ClassCodec{Preset: p, Dist: d}, nil
 }

@@ -1,4 +1,4 @@
-package trainer
+package session
 
 import "lcttop/codec"
 
@@ -24,9 +24,6 @@ type Session interface {
 	// Values returns a stored tensor's current values, whole, in tensor order.
 	Values(name string) ([]uint16, error)
 }
-
-// The CPU trainer is a Session.
-var _ Session = (*Trainer)(nil)
 
 // TensorDetail is one block of a stored tensor with the codebook and layout
 // the LCT run used for it, for the UI's teaching view.

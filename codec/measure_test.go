@@ -6,8 +6,8 @@ import (
 )
 
 // Measurement helpers: how a tensor, or a set of them, compresses under one
-// preset and distribution, against two bounds. cmd/lcttop and the report test
-// print these; nothing here is stored.
+// preset and distribution, against two bounds. The report and real-data
+// tests print these; they are test code, outside the package's API.
 
 // TensorReport is one tensor encoded under one preset and distribution.
 type TensorReport struct {

@@ -1,4 +1,4 @@
-package trainer
+package session
 
 import "time"
 
@@ -15,9 +15,18 @@ type FileStats struct {
 	DTypes    []DTypeBytes `json:"dtypes"`           // bytes by stored dtype, largest first
 	Progress  Progress     `json:"progress"`         // the exact pass over the BF16 tensors
 	Notice    string       `json:"notice,omitempty"` // what a watched folder held that could not be shown
+	// Skipped are the files of the folder that could not be read, and why:
+	// never skipped without a word.
+	Skipped []SkippedFile `json:"skipped,omitempty"`
 	// Checkpoints is the history a watched folder has shown, oldest first
 	// (one point when a single checkpoint is open).
 	Checkpoints []CheckpointPoint `json:"checkpoints,omitempty"`
+}
+
+// SkippedFile is a checkpoint file left out, and why.
+type SkippedFile struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // ClassBytes is one tensor class's share of a checkpoint.

@@ -1,0 +1,384 @@
+package lctfile
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"sync"
+
+	"lcttop/codec"
+	"lcttop/codec/safetensors"
+)
+
+// packJob is one segment on its way through a streaming pack.
+type packJob struct {
+	index  int
+	seg    Segment
+	raw    []byte   // the original bytes: in the mapping, or a stream's buffer
+	vals   []uint16 // a BF16 candidate's values (raw itself where it can be)
+	cb     codec.Codebook
+	layout codec.Layout
+	plen   int
+	pieces []*codec.Tensor
+
+	mu     sync.Mutex
+	left   int
+	err    error // of the lowest piece that failed
+	errAt  int
+	done   chan struct{}
+	failed bool
+}
+
+// finish records piece i's outcome; the last piece closes done.
+func (j *packJob) finish(i int, err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil && (j.err == nil || i < j.errAt) {
+		j.err, j.errAt, j.failed = err, i, true
+	}
+	j.left--
+	if j.left == 0 {
+		close(j.done)
+	}
+}
+
+func (j *packJob) hasFailed() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failed
+}
+
+type pieceTask struct {
+	job *packJob
+	i   int
+}
+
+// PackStream packs the safetensors file that in holds into an .lct file
+// written to w, in file order, the bytes Pack gives. Memory stays bounded
+// whatever the file's size: BF16 tensors are encoded in pieces of whole
+// blocks (codec.WritePieces) on opt.Workers goroutines, each piece read
+// through the mapping, verified (opt.Verify) and its pages released, and
+// the sf bytes taken again from the file when the tensor is written; a
+// few segments at most are in flight. On error or cancellation w holds
+// part of a file: write to an Output and abort it.
+func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summary, error) {
+	var sum Summary
+	prefix, err := in.Next(8)
+	if err != nil {
+		return sum, fmt.Errorf("not a safetensors file: %d bytes, shorter than the 8-byte header length", in.Offset())
+	}
+	n, err := safetensors.HeaderLen(prefix, in.Rest())
+	if err != nil {
+		return sum, err
+	}
+	header, err := in.Next(int64(n))
+	if err != nil {
+		return sum, fmt.Errorf("not a safetensors file or truncated: header length %d but the input ended first", n)
+	}
+	dataLen := in.Rest()
+	st, err := safetensors.ParseHeader(header, cmpOr(dataLen, math.MaxInt64))
+	if err != nil {
+		return sum, err
+	}
+	if dataLen < 0 { // a stream: the data ends with the last tensor
+		for _, t := range st.Tensors {
+			dataLen = max(dataLen, t.End)
+		}
+		dataLen = max(dataLen, 0)
+	}
+	segs, err := cutSegments(st.Tensors, dataLen)
+	if err != nil {
+		return sum, err
+	}
+	header = append([]byte(nil), header...) // the mapping's pages go; the header stays
+	cw := newCRCWriter(w)
+	var pre []byte
+	pre = append(pre, Magic...)
+	pre = binary.LittleEndian.AppendUint16(pre, Version)
+	pre = binary.LittleEndian.AppendUint16(pre, 0)
+	pre = binary.LittleEndian.AppendUint64(pre, uint64(len(header)))
+	pre = binary.LittleEndian.AppendUint32(pre, headerCRC(header))
+	pre = append(pre, header...)
+	pre = binary.LittleEndian.AppendUint32(pre, uint32(len(segs)))
+	if _, err := cw.Write(pre); err != nil {
+		return sum, err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := streamWorkers(opt.Workers)
+	codecs := streamCodecs(opt.Backend, workers)
+	jobs := make(chan *packJob, 1024)
+	tasks := make(chan pieceTask, 2*workers)
+	bud := newBudget(ctx)
+	var wg sync.WaitGroup
+	var readErr error // the dispatcher's, read after jobs closes
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(tasks)
+		defer close(jobs)
+		readErr = dispatchPack(ctx, in, segs, st.Metadata, opt, bud, jobs, tasks)
+	}()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pw := pieceWorker{codec: codecs[w], verify: opt.Verify}
+			for t := range tasks {
+				pw.run(ctx, in, t)
+			}
+		}()
+	}
+	defer wg.Wait() // nothing may read the mapping once the caller closes it
+
+	total := 0
+	for i := range segs {
+		if segs[i].Kind == KindTensor {
+			total++
+		}
+	}
+	report := func() {
+		if opt.Progress != nil {
+			opt.Progress(Progress{InBytes: in.Offset(), InTotal: in.Size(), OutBytes: cw.n, Tensors: sum.Tensors, TensorsTotal: total})
+		}
+	}
+	report()
+	for j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return sum, ctx.Err()
+		}
+		if j.err != nil {
+			cancel()
+			return sum, segmentErr(j.index, &j.seg, j.err)
+		}
+		encoded, err := writePackSegment(cw, in, j)
+		if err != nil {
+			cancel()
+			return sum, err
+		}
+		bud.release(j.seg.OriginalLen)
+		sum.add(&j.seg, encoded)
+		report()
+	}
+	if readErr != nil {
+		return sum, readErr
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, err
+	}
+	if !in.AtEnd() {
+		return sum, fmt.Errorf("bytes follow the last tensor's: pack the file itself, not a stream of it, to keep them")
+	}
+	var trailer [4]byte
+	binary.LittleEndian.PutUint32(trailer[:], cw.crc)
+	if _, err := cw.w.Write(trailer[:]); err != nil {
+		return sum, err
+	}
+	cw.n += 4
+	if err := cw.w.Flush(); err != nil {
+		return sum, err
+	}
+	sum.InBytes, sum.OutBytes = in.Offset(), cw.n
+	return sum, nil
+}
+
+func cmpOr(v, fallback int64) int64 {
+	if v < 0 {
+		return fallback
+	}
+	return v
+}
+
+// dispatchPack reads the segments in order, within the budget, and hands
+// each BF16 candidate's pieces to the workers.
+func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[string]string, opt Options, bud *budget, jobs chan<- *packJob, tasks chan<- pieceTask) error {
+	for i := range segs {
+		s := segs[i]
+		if err := bud.acquire(ctx, s.OriginalLen); err != nil {
+			return err
+		}
+		raw, err := in.Next(s.OriginalLen)
+		if err != nil {
+			return segmentErr(i, &s, fmt.Errorf("%w: the input ended %d bytes into the data", ErrTruncated, in.Offset()))
+		}
+		j := &packJob{index: i, seg: s, raw: raw, done: make(chan struct{})}
+		n := len(raw) / 2
+		if s.Encoding != EncodingLCT || len(raw)%2 != 0 || n == 0 || n > codec.MaxElements {
+			j.seg.Encoding = EncodingRaw
+			close(j.done)
+		} else {
+			preset, dist := opt.Preset, opt.Dist
+			if opt.PerTensor != nil {
+				if p, d, ok := opt.PerTensor(s.Name, meta); ok {
+					preset, dist = p, d
+				}
+			}
+			j.vals = bf16View(raw)
+			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist})
+			if err != nil {
+				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
+			}
+			j.cb, j.layout = cb, layout
+			j.plen = codec.PieceLen(j.layout)
+			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
+			j.left = len(j.pieces)
+		}
+		select {
+		case jobs <- j:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for k := range j.pieces {
+			select {
+			case tasks <- pieceTask{j, k}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// planStream is codec.Plan of a tensor's values, vals (raw's, a part of
+// what Next returned): the histogram of every value is counted a piece at
+// a time, each piece's pages released once counted, so that a mapped
+// tensor is not resident whole.
+func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
+	sample := in.sampleHistogram(raw, vals)
+	var full codec.SplitHistogram
+	for lo := 0; lo < len(vals); lo += histogramPiece {
+		hi := min(lo+histogramPiece, len(vals))
+		h := codec.FullSplitHistogram(vals[lo:hi])
+		for b, n := range h {
+			full[b] += n
+		}
+		in.Release(raw[2*lo : 2*hi])
+	}
+	return codec.PlanHistograms(len(vals), &full, &sample, opt)
+}
+
+// histogramPiece is how many values planStream counts between releases.
+const histogramPiece = 1 << 20
+
+// pieceWorker encodes pieces with its own codec and scratch.
+type pieceWorker struct {
+	codec  Backend
+	verify bool
+	sf     []byte
+	check  []uint16
+}
+
+func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
+	j := t.job
+	if ctx.Err() != nil || j.hasFailed() {
+		j.finish(t.i, nil)
+		return
+	}
+	lo := t.i * j.plen
+	hi := min(lo+j.plen, len(j.vals))
+	vals := j.vals[lo:hi]
+	p := &codec.Tensor{SF: w.sf[:0]}
+	err := w.codec.Encode(p, vals, j.cb, codec.PerBlockLayout(j.layout, len(vals)))
+	if err != nil {
+		err = fmt.Errorf("encoding: %w", err)
+	} else if w.verify {
+		err = w.verifyPiece(p, vals, lo)
+	}
+	w.sf, p.SF = p.SF, nil // taken again from the file when written
+	in.Release(j.raw[2*lo : 2*hi])
+	j.pieces[t.i] = p
+	j.finish(t.i, err)
+}
+
+// verifyPiece decodes what was just encoded and compares, so that a codec
+// fault is caught while the original is at hand.
+func (w *pieceWorker) verifyPiece(p *codec.Tensor, vals []uint16, lo int) error {
+	w.check = resizeU16(w.check, len(vals))
+	if err := w.codec.Decode(p, w.check); err != nil {
+		return fmt.Errorf("verifying: decoding what was just encoded: %w", err)
+	}
+	if i := firstDifference(w.check, vals); i >= 0 {
+		return fmt.Errorf("verifying: value %d decodes to 0x%04x, was 0x%04x (codec fault; nothing written)", lo+i, w.check[i], vals[i])
+	}
+	return nil
+}
+
+func resizeU16(s []uint16, n int) []uint16 {
+	if cap(s) >= n {
+		return s[:n]
+	}
+	return make([]uint16, n)
+}
+
+// writePackSegment writes one segment: as an LCT tensor where its pieces
+// are smaller than its bytes, else raw. It reports which.
+func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
+	s := &j.seg
+	encoding, payloadLen := EncodingRaw, int64(len(j.raw))
+	if j.pieces != nil {
+		stored, err := codec.PiecesBytes(j.pieces)
+		if err != nil {
+			return false, segmentErr(j.index, s, fmt.Errorf("serialising LCT tensor: %w", err))
+		}
+		if stored < len(j.raw) {
+			encoding, payloadLen = EncodingLCT, int64(stored)
+		}
+	}
+	var crc uint32
+	_ = chunks(in, j.raw, func(b []byte) error {
+		crc = crc32Update(crc, b)
+		return nil
+	})
+	var h []byte
+	h = append(h, s.Kind, encoding)
+	h = binary.LittleEndian.AppendUint16(h, uint16(len(s.Name)))
+	h = append(h, s.Name...)
+	h = binary.LittleEndian.AppendUint64(h, uint64(s.OriginalLen))
+	h = binary.LittleEndian.AppendUint32(h, crc)
+	h = binary.LittleEndian.AppendUint64(h, uint64(payloadLen))
+	if _, err := cw.Write(h); err != nil {
+		return false, err
+	}
+	if encoding == EncodingRaw {
+		return false, chunks(in, j.raw, func(b []byte) error {
+			_, err := cw.Write(b)
+			return err
+		})
+	}
+	before := cw.n
+	err := codec.WritePieces(cw, j.pieces, func(i int) ([]uint16, error) {
+		lo := i * j.plen
+		hi := min(lo+j.plen, len(j.vals))
+		if i > 0 {
+			in.Release(j.raw[2*(lo-j.plen) : 2*lo])
+		}
+		return j.vals[lo:hi], nil
+	})
+	in.Release(j.raw)
+	if err != nil {
+		return false, writeOrSegmentErr(err, j.index, s)
+	}
+	if cw.n-before != payloadLen {
+		return false, segmentErr(j.index, s, fmt.Errorf("serialising LCT tensor: wrote %d bytes, expected %d", cw.n-before, payloadLen))
+	}
+	return true, nil
+}
+
+func crc32Update(crc uint32, b []byte) uint32 { return crc32.Update(crc, castagnoli, b) }
+
+// writeOrSegmentErr keeps a write error as it is (it names the output) and
+// ties any other to the segment.
+func writeOrSegmentErr(err error, i int, s *Segment) error {
+	var we *writeError
+	if errors.As(err, &we) {
+		return err
+	}
+	return segmentErr(i, s, err)
+}

@@ -1,0 +1,34 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+
+	"lcttop/codec"
+)
+
+// ClassCodec is the codec setting of one tensor class (or of one tensor
+// that overrides its class) in the LCT run.
+type ClassCodec struct {
+	Preset codec.Preset
+	Dist   codec.Distribution
+}
+
+func (cc ClassCodec) String() string { return cc.Preset.String() + "/" + cc.Dist.String() }
+
+// ParseClassCodec reads "preset/dist", the form ClassCodec.String writes.
+func ParseClassCodec(s string) (ClassCodec, error) {
+	ps, ds, ok := strings.Cut(s, "/")
+	if !ok {
+		return ClassCodec{}, fmt.Errorf("codec %q: want preset/dist, such as auto/empirical", s)
+	}
+	p, err := codec.ParsePreset(ps)
+	if err != nil {
+		return ClassCodec{}, fmt.Errorf("codec %q: %w", s, err)
+	}
+	d, err := codec.ParseDistribution(ds)
+	if err != nil {
+		return ClassCodec{}, fmt.Errorf("codec %q: %w", s, err)
+	}
+	return ClassCodec{Preset: p, Dist: d}, nil
+}

@@ -1,0 +1,179 @@
+#include "textflag.h"
+#include "vec_amd64.h"
+
+// The optimizers' updates (trainer/optim), sixteen elements at a time, every
+// product, quotient, sum and root rounded to float32 on its own.
+
+// func adamWAVX512(w, m, v, grad *uint16, n int, k *[9]float32)
+TEXT ·adamWAVX512(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ v+16(FP), DX
+	MOVQ grad+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ k+40(FP), AX
+	VBROADCASTSS 0(AX), Z20  // LR
+	VBROADCASTSS 4(AX), Z21  // β1
+	VBROADCASTSS 8(AX), Z22  // 1−β1
+	VBROADCASTSS 12(AX), Z23 // β2
+	VBROADCASTSS 16(AX), Z24 // 1−β2
+	VBROADCASTSS 20(AX), Z25 // ε
+	VBROADCASTSS 24(AX), Z26 // weight decay
+	VBROADCASTSS 28(AX), Z27 // bias correction 1
+	VBROADCASTSS 32(AX), Z28 // bias correction 2
+	RCONST512(Z10, Z11, Z12, Z13, Z14)
+adamw512loop:
+	LOADW512(BX, Z0) // g
+	LOADW512(DI, Z1) // w
+	LOADW512(SI, Z2) // m
+	LOADW512(DX, Z3) // v
+	VMULPS Z2, Z21, Z4 // β1·m
+	VMULPS Z0, Z22, Z5 // (1−β1)·g
+	VADDPS Z5, Z4, Z4  // m'
+	VMULPS Z3, Z23, Z6 // β2·v
+	VMULPS Z0, Z0, Z7  // g·g
+	VMULPS Z7, Z24, Z7 // (1−β2)·g·g
+	VADDPS Z7, Z6, Z6  // v'
+	VDIVPS Z27, Z4, Z7 // m'/bc1
+	VDIVPS Z28, Z6, Z8 // v'/bc2
+	VSQRTPS Z8, Z8
+	VADDPS Z25, Z8, Z8 // sqrt + ε
+	VDIVPS Z8, Z7, Z7  // m̂/(sqrt+ε)
+	VMULPS Z1, Z26, Z9 // decay·w
+	VADDPS Z9, Z7, Z7  // u
+	VMULPS Z7, Z20, Z7 // LR·u
+	VSUBPS Z7, Z1, Z9  // w − LR·u
+	ROUND512(Z4, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
+	VPMOVDW Z17, (SI)
+	ROUND512(Z6, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
+	VPMOVDW Z17, (DX)
+	ROUND512(Z9, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
+	VPMOVDW Z17, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JNZ adamw512loop
+	VZEROUPPER
+	RET
+
+// func sgdAVX512(w, m, grad *uint16, n int, k *[3]float32)
+TEXT ·sgdAVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ grad+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ k+32(FP), AX
+	VBROADCASTSS 0(AX), Z20 // LR
+	VBROADCASTSS 4(AX), Z21 // momentum
+	VBROADCASTSS 8(AX), Z22 // weight decay
+	RCONST512(Z10, Z11, Z12, Z13, Z14)
+sgd512loop:
+	LOADW512(BX, Z0) // g
+	LOADW512(DI, Z1) // w
+	LOADW512(SI, Z2) // m
+	VMULPS Z1, Z22, Z5 // decay·w
+	VADDPS Z5, Z0, Z5  // d
+	VMULPS Z2, Z21, Z4 // momentum·m
+	VADDPS Z5, Z4, Z4  // m'
+	VMULPS Z4, Z20, Z6 // LR·m'
+	VSUBPS Z6, Z1, Z6  // w − LR·m'
+	ROUND512(Z4, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
+	VPMOVDW Z17, (SI)
+	ROUND512(Z6, Z17, Z15, Z16, Z10, Z11, Z12, Z13, Z14)
+	VPMOVDW Z17, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, BX
+	SUBQ $16, CX
+	JNZ sgd512loop
+	VZEROUPPER
+	RET
+
+// AVX2: eight elements a pass, constants read from k as they are needed.
+
+// func adamWAVX2(w, m, v, grad *uint16, n int, k *[9]float32)
+TEXT ·adamWAVX2(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ v+16(FP), DX
+	MOVQ grad+24(FP), BX
+	MOVQ n+32(FP), CX
+	MOVQ k+40(FP), AX
+adamw2loop:
+	LOADW2(BX, Y0)
+	LOADW2(DI, Y1)
+	LOADW2(SI, Y2)
+	LOADW2(DX, Y3)
+	VBROADCASTSS 4(AX), Y15
+	VMULPS Y2, Y15, Y4
+	VBROADCASTSS 8(AX), Y15
+	VMULPS Y0, Y15, Y5
+	VADDPS Y5, Y4, Y4
+	VBROADCASTSS 12(AX), Y15
+	VMULPS Y3, Y15, Y6
+	VMULPS Y0, Y0, Y7
+	VBROADCASTSS 16(AX), Y15
+	VMULPS Y7, Y15, Y7
+	VADDPS Y7, Y6, Y6
+	VBROADCASTSS 28(AX), Y15
+	VDIVPS Y15, Y4, Y7
+	VBROADCASTSS 32(AX), Y15
+	VDIVPS Y15, Y6, Y8
+	VSQRTPS Y8, Y8
+	VBROADCASTSS 20(AX), Y15
+	VADDPS Y15, Y8, Y8
+	VDIVPS Y8, Y7, Y7
+	VBROADCASTSS 24(AX), Y15
+	VMULPS Y1, Y15, Y9
+	VADDPS Y9, Y7, Y7
+	VBROADCASTSS 0(AX), Y15
+	VMULPS Y7, Y15, Y7
+	VSUBPS Y7, Y1, Y9
+	ROUND2(Y4)
+	STORE2W(Y4, X4, SI)
+	ROUND2(Y6)
+	STORE2W(Y6, X6, DX)
+	ROUND2(Y9)
+	STORE2W(Y9, X9, DI)
+	ADDQ $16, DI
+	ADDQ $16, SI
+	ADDQ $16, DX
+	ADDQ $16, BX
+	SUBQ $8, CX
+	JNZ adamw2loop
+	VZEROUPPER
+	RET
+
+// func sgdAVX2(w, m, grad *uint16, n int, k *[3]float32)
+TEXT ·sgdAVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ grad+16(FP), BX
+	MOVQ n+24(FP), CX
+	MOVQ k+32(FP), AX
+	VBROADCASTSS 0(AX), Y8  // LR
+	VBROADCASTSS 4(AX), Y9  // momentum
+	VBROADCASTSS 8(AX), Y10 // weight decay
+sgd2loop:
+	LOADW2(BX, Y0)
+	LOADW2(DI, Y1)
+	LOADW2(SI, Y2)
+	VMULPS Y1, Y10, Y5
+	VADDPS Y5, Y0, Y5
+	VMULPS Y2, Y9, Y4
+	VADDPS Y5, Y4, Y4
+	VMULPS Y4, Y8, Y6
+	VSUBPS Y6, Y1, Y6
+	ROUND2(Y4)
+	STORE2W(Y4, X4, SI)
+	ROUND2(Y6)
+	STORE2W(Y6, X6, DI)
+	ADDQ $16, DI
+	ADDQ $16, SI
+	ADDQ $16, BX
+	SUBQ $8, CX
+	JNZ sgd2loop
+	VZEROUPPER
+	RET
