@@ -72,7 +72,7 @@ func (s *capacityScratch) leastBytes(cost *[256]uint16, l Layout, src []uint16, 
 	clear(s.ends[:])
 	clear(s.totals[:])
 	skew := 1 // version 2 turns row p's element j to stream (j + p) mod 256
-	if l.Version1 {
+	if l.v1() {
 		skew = 0
 	}
 	for base := 0; base < nb; base += Streams {
@@ -111,7 +111,7 @@ func (s *capacityScratch) leastBytes(cost *[256]uint16, l Layout, src []uint16, 
 // (no table), else with PerBlock and the largest as StreamBytes. Other
 // layouts, and an empty tensor's, come back as they are.
 func ChooseBlockLayout(l Layout, cb *Codebook, src []uint16) Layout {
-	if l.Preset != Auto || l.Version1 || len(src) == 0 {
+	if l.Preset != Auto || l.v1() || len(src) == 0 {
 		return l
 	}
 	caps := BlockCapacities(cb, l, src)
@@ -149,7 +149,7 @@ func (t *Tensor) DropEqualCapacities() {
 // (once), and DropEqualCapacities afterwards gives what ChooseBlockLayout
 // would have laid out.
 func PerBlockLayout(l Layout, n int) Layout {
-	if l.Preset == Auto && !l.Version1 && n > 0 {
+	if l.Preset == Auto && !l.v1() && n > 0 {
 		l.PerBlock = true
 	}
 	return l

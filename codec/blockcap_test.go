@@ -32,7 +32,7 @@ func blocksOfScales() []uint16 {
 func TestBlockCapacitiesRoundTrip(t *testing.T) {
 	src := blocksOfScales()
 	for _, d := range Distributions {
-		enc := checkRoundTrip(t, "blocks of different scales", src, Options{Preset: Auto, Dist: d})
+		enc := checkRoundTrip(t, "blocks of different scales", src, Options{Preset: Auto, Dist: d, Version: FormatVersion2})
 		if !enc.Layout.PerBlock || len(enc.BlockBytes) != 5 {
 			t.Fatalf("%v: per block %v, capacities %v", d, enc.Layout.PerBlock, enc.BlockBytes)
 		}
@@ -73,7 +73,7 @@ func TestEncodeBlocksAnyCapacities(t *testing.T) {
 		copy(src[65536:], randomBF16(20000, uint64(n)))
 		h := SampleHistogram(src)
 		cb := FitCodebook(Empirical, &h)
-		l := Layout{Preset: Auto, BlockSize: 65536, PerBlock: true}
+		l := Layout{Preset: Auto, BlockSize: 65536, PerBlock: true, Version: FormatVersion2}
 		caps := make([]uint16, l.Blocks(n))
 		for b := range caps {
 			caps[b] = uint16(2 + r.IntN(511))
@@ -112,7 +112,7 @@ func TestEncodeBlocksRejects(t *testing.T) {
 	src := gaussianBF16(3*65536, 5, 1)
 	h := SampleHistogram(src)
 	cb := FitCodebook(Empirical, &h)
-	auto := Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100, PerBlock: true}
+	auto := Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100, PerBlock: true, Version: FormatVersion2}
 	cases := []struct {
 		name string
 		l    Layout
@@ -121,18 +121,18 @@ func TestEncodeBlocksRejects(t *testing.T) {
 	}{
 		{"too few", auto, []uint16{100, 100}, "2 capacities per block, want 3"},
 		{"too small", auto, []uint16{100, 1, 100}, "block 1: stream capacity 1 bytes out of range 2..512"},
-		{"too large", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 513, PerBlock: true}, []uint16{100, 513, 100}, "auto stream capacity 513 bytes out of range"},
+		{"too large", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 513, PerBlock: true, Version: FormatVersion2}, []uint16{100, 513, 100}, "auto stream capacity 513 bytes out of range"},
 		{"largest is not C", auto, []uint16{100, 90, 99}, "largest capacity per block is 100 bytes, the header's C is 100"},
-		{"table without PerBlock", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100}, []uint16{100, 100, 100}, "3 capacities per block for a layout of one capacity"},
-		{"CLEAN per block", Layout{Preset: Clean, BlockSize: 65536, StreamBytes: 100, PerBlock: true}, []uint16{100, 100, 100}, "clean with capacities per block"},
-		{"version 1 per block", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100, PerBlock: true, Version1: true}, []uint16{100, 100, 100}, "capacities per block in format version 1"},
+		{"table without PerBlock", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100, Version: FormatVersion2}, []uint16{100, 100, 100}, "3 capacities per block for a layout of one capacity"},
+		{"CLEAN per block", Layout{Preset: Clean, BlockSize: 65536, StreamBytes: 100, PerBlock: true, Version: FormatVersion2}, []uint16{100, 100, 100}, "clean with capacities per block"},
+		{"version 1 per block", Layout{Preset: Auto, BlockSize: 65536, StreamBytes: 100, PerBlock: true, Version: FormatVersion1}, []uint16{100, 100, 100}, "capacities per block in format version 1"},
 	}
 	cases[3].caps = []uint16{90, 90, 99} // largest 99 under C = 100
 	cases[3].want = "largest capacity per block is 99 bytes, the header's C is 100"
 	var e Encoder
 	for _, c := range cases {
 		cbv := cb
-		if c.l.Version1 {
+		if c.l.v1() {
 			cbv = FitCodebookVersion(Empirical, &h, FormatVersion1)
 		}
 		var enc Tensor
@@ -205,7 +205,7 @@ func TestBlockCapacitiesAreLeastBytes(t *testing.T) {
 	h := SampleHistogram(src[:65536])
 	for _, d := range []Distribution{Empirical, Gaussian} {
 		cb := FitCodebook(d, &h)
-		l := Layout{Preset: Auto, BlockSize: 65536}
+		l := Layout{Preset: Auto, BlockSize: 65536, Version: FormatVersion2}
 		caps := BlockCapacities(&cb, l, src)
 		var e Encoder
 		var enc Tensor

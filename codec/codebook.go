@@ -5,13 +5,31 @@ import (
 	"math"
 )
 
-// Codebook is a canonical prefix code over the 256 exponents and ESC (format.md §2).
+// Codebook is a canonical prefix code over the 256 exponents and ESC
+// (format.md §2), or in format version 3 over split symbols: an exponent
+// and the top Split fraction bits, with an ESC code for each value of
+// those bits.
 type Codebook struct {
-	Lengths [256]uint8 // code length of each exponent, 0 = escaped
-	EscLen  uint8      // length of the ESC code, 1..8
+	Lengths [256]uint8 // code length of each exponent, 0 = escaped (with Split > 0: see SplitLengths)
+	EscLen  uint8      // length of the ESC code, 1..8 (with Split > 0: see SplitEscLens)
 	Shift   int16      // the family table's shift; 0 for empirical
 	Shape   uint8      // the family table's shape (format.md §2); 0 for empirical and in version 1
 	Dist    Distribution
+	// Split is k, 0..3 (format version 3, empirical codebooks): a symbol is
+	// an exponent and the top k fraction bits t, and with Signed the sign
+	// s too (then k is at most 2), numbered (s<<8 | e)<<k | t; each value
+	// of (s, t) has its own ESC code, ESC s<<k | t, whose literal is the
+	// exponent.
+	Split  uint8
+	Signed bool
+	// SplitLengths[symbol] is the length of that symbol's code (0:
+	// escaped) and SplitEscLens[s<<k|t] the length of that ESC, when Split
+	// > 0 or Signed. Lengths and EscLen then show the exponents' shortest
+	// codes (0 where all of an exponent's symbols are escaped) and the
+	// shortest ESC: a view for displays, which Cost and ExpectedBits also
+	// read; the encoder and decoder use the split lengths.
+	SplitLengths [256 << MaxSplit]uint8
+	SplitEscLens [1 << MaxSplit]uint8
 }
 
 // FitCodebook builds the codebook of distribution d for a sample histogram,
@@ -136,6 +154,18 @@ func (cb *Codebook) ValidateVersion(version int) error {
 func (cb *Codebook) validate(version int) error {
 	if !cb.Dist.valid() {
 		return fmt.Errorf("codebook: distribution %d out of range 0..3", uint8(cb.Dist))
+	}
+	if (cb.Split != 0 || cb.Signed) && (version != FormatVersion3 || cb.Dist != Empirical) {
+		return fmt.Errorf("codebook: split %d (signed %v) for a %s codebook in format version %d (empirical, version 3 only)", cb.Split, cb.Signed, cb.Dist, version)
+	}
+	if !cb.split() && (cb.SplitLengths != [len(cb.SplitLengths)]uint8{} || cb.SplitEscLens != [len(cb.SplitEscLens)]uint8{}) {
+		return fmt.Errorf("codebook: split lengths set in a codebook of split 0")
+	}
+	if version == FormatVersion3 && cb.Dist == Empirical {
+		if cb.Shape != 0 || cb.Shift != 0 {
+			return fmt.Errorf("codebook: empirical codebook has shape %d and shift %d, want 0", cb.Shape, cb.Shift)
+		}
+		return cb.validateSplit()
 	}
 	if cb.EscLen < 1 || cb.EscLen > MaxCodeLen {
 		return fmt.Errorf("codebook: escLen %d out of range 1..%d", cb.EscLen, MaxCodeLen)

@@ -43,7 +43,7 @@ func compactBytes(lo, hi int) int { return 2 + (hi-lo+2)/2 }
 // than 128 bytes. (A parametric one of version 2 stores no lengths:
 // DerivedCodebook.)
 func CompactCodebook(cb *Codebook, l Layout) bool {
-	if cb.Dist != Empirical || l.Version1 {
+	if cb.Dist != Empirical || l.FormatVersion() != FormatVersion2 {
 		return false
 	}
 	lo, hi, ok := codedRange(cb)
@@ -54,11 +54,20 @@ func CompactCodebook(cb *Codebook, l Layout) bool {
 // cb: a parametric codebook in format version 2, which its family table,
 // named by the header's fields, gives in full.
 func DerivedCodebook(cb *Codebook, l Layout) bool {
-	return cb.Dist != Empirical && cb.Dist.valid() && !l.Version1
+	return cb.Dist != Empirical && cb.Dist.valid() && !l.v1()
 }
 
 // HeaderBytes is the size of t's header with its codebook.
 func (t *Tensor) HeaderBytes() int {
+	if t.Layout.v3() {
+		n := fixedHeaderBytes + codebookBytes3(&t.Codebook)
+		for b := range t.BlockCodebooks {
+			if t.hasOwnCodebook(b) {
+				n += codebookBytes3(&t.BlockCodebooks[b])
+			}
+		}
+		return n
+	}
 	if t.DerivedCodebook {
 		return fixedHeaderBytes
 	}
@@ -68,6 +77,17 @@ func (t *Tensor) HeaderBytes() int {
 		}
 	}
 	return fixedHeaderBytes + fullCodebookBytes
+}
+
+// TensorHeaderBytes is the part of HeaderBytes a tensor stores once however
+// its blocks are coded: the header and the tensor's codebook, without the
+// codebooks blocks of version 3 have of their own. A tensor coded in pieces
+// of whole blocks stores the pieces' bytes less this for all pieces but one.
+func (t *Tensor) TensorHeaderBytes() int {
+	if t.Layout.v3() {
+		return fixedHeaderBytes + codebookBytes3(&t.Codebook)
+	}
+	return t.HeaderBytes()
 }
 
 // appendCodebook appends t's codebook as the header stores it.
@@ -133,7 +153,7 @@ func (t *Tensor) parseCodebook(b []byte, zeroLevel int) ([]byte, error) {
 		}
 		return b[fullCodebookBytes:], nil
 	}
-	if t.Codebook.Dist != Empirical || t.Layout.Version1 {
+	if t.Codebook.Dist != Empirical || t.Layout.FormatVersion() != FormatVersion2 {
 		return nil, fmt.Errorf("compact codebook for a %s codebook in format version %d (empirical, version 2 only)", t.Codebook.Dist, t.Layout.FormatVersion())
 	}
 	if len(b) < 2 {

@@ -36,7 +36,7 @@ func TestCompactCodebookRule(t *testing.T) {
 	}
 	// An empirical codebook over nearly every exponent is no smaller compact.
 	wide := randomBF16(200000, 8)
-	enc, err := Encode(wide, Options{Preset: Clean, Dist: Empirical})
+	enc, err := Encode(wide, Options{Preset: Clean, Dist: Empirical, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestCompactCodebookRule(t *testing.T) {
 // TestParseCompactCodebookErrors: every way a compact codebook can be
 // malformed is reported, naming the field.
 func TestParseCompactCodebookErrors(t *testing.T) {
-	enc, err := Encode(gaussianBF16(3000, 9, 1), Options{Preset: Auto, Dist: Empirical})
+	enc, err := Encode(gaussianBF16(3000, 9, 1), Options{Preset: Auto, Dist: Empirical, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestParseCompactCodebookErrors(t *testing.T) {
 // serialises back to the same bytes.
 func TestFullCodebookStillParses(t *testing.T) {
 	src := gaussianBF16(70000, 10, 1)
-	enc, err := Encode(src, Options{Preset: Auto, Dist: Empirical})
+	enc, err := Encode(src, Options{Preset: Auto, Dist: Empirical, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -421,12 +421,12 @@ func zeroHeavy(n int) []uint16 {
 func TestZeroHeavyTensor(t *testing.T) {
 	src := zeroHeavy(1 << 18)
 	for _, p := range Presets {
-		emp, err := Encode(src, Options{Preset: p, Dist: Empirical})
+		emp, err := Encode(src, Options{Preset: p, Dist: Empirical, Version: FormatVersion2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range []Distribution{Gaussian, Laplace, PowerLaw} {
-			v2, err := Encode(src, Options{Preset: p, Dist: d})
+			v2, err := Encode(src, Options{Preset: p, Dist: d, Version: FormatVersion2})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,6 +31,7 @@ type Decoder struct {
 	Workers int
 
 	ps       parallelState
+	v3       decoder3
 	workers  []decodeScratch
 	blockErr []error
 	starts   []int // per block: where its stream area starts, then the area's end
@@ -66,6 +67,9 @@ func (d *Decoder) Decode(t *Tensor, dst []uint16) error {
 	if len(dst) != t.N {
 		return fmt.Errorf("codec: decode: destination holds %d values, tensor has %d", len(dst), t.N)
 	}
+	if t.Layout.v3() {
+		return d.decode3(t, dst)
+	}
 	nb := t.Layout.Blocks(t.N)
 	dt := t.Codebook.DecodeTable()
 	for i, en := range dt {
@@ -100,6 +104,10 @@ func (d *Decoder) Decode(t *Tensor, dst []uint16) error {
 // runBlock decodes block b; the structure was checked beforehand, so only
 // the stream bits can still be wrong.
 func (d *Decoder) runBlock(worker, b int) {
+	if d.t.Layout.v3() {
+		d.runBlock3(worker, b)
+		return
+	}
 	s := &d.workers[worker]
 	t := d.t
 	start := b * t.Layout.BlockSize
@@ -138,7 +146,7 @@ func (d *Decoder) runBlock(worker, b int) {
 	escShift := 56 - d.escLen
 	// Version 2 turns the stream of row p's element j by p (format.md §3).
 	skew := uint8(1)
-	if t.Layout.Version1 {
+	if t.Layout.v1() {
 		skew = 0
 	}
 
@@ -222,10 +230,13 @@ func (t *Tensor) checkStructure() error {
 	if err := t.Codebook.validate(t.Layout.FormatVersion()); err != nil {
 		return err
 	}
-	if err := t.checkCodebookForm(); err != nil {
+	if err := t.checkBlockBytes(); err != nil {
 		return err
 	}
-	if err := t.checkBlockBytes(); err != nil {
+	if t.Layout.v3() {
+		return t.checkStructure3()
+	}
+	if err := t.checkCodebookForm(); err != nil {
 		return err
 	}
 	nb := t.Layout.Blocks(t.N)

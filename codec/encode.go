@@ -2,30 +2,84 @@ package codec
 
 import "fmt"
 
-// Encode fits a codebook to a sample of src, chooses the layout and encodes:
-// the whole pipeline in one call. Use an Encoder to reuse memory across calls.
+// Encode fits a codebook to src, chooses the layout and encodes: the whole
+// pipeline in one call (Plan, then Encoder.Encode). Use an Encoder to reuse
+// memory across calls.
 func Encode(src []uint16, opt Options) (*Tensor, error) {
-	if !opt.Preset.valid() {
-		return nil, fmt.Errorf("codec: encode: preset %d out of range 0..3", uint8(opt.Preset))
+	cb, layout, err := Plan(src, opt)
+	if err != nil {
+		return nil, err
 	}
-	if !opt.Dist.valid() {
-		return nil, fmt.Errorf("codec: encode: distribution %d out of range 0..3", uint8(opt.Dist))
-	}
-	version := opt.version()
-	if version == 0 {
-		return nil, fmt.Errorf("codec: encode: format version %d, want %d or %d", opt.Version, FormatVersion1, FormatVersion2)
-	}
-	h := SampleHistogram(src)
-	cb := FitCodebookVersion(opt.Dist, &h, version)
-	layout := ChooseLayout(opt.Preset, &cb, &h)
-	layout.Version1 = version == FormatVersion1
 	t := new(Tensor)
 	var e Encoder
-	if err := e.Encode(t, src, cb, PerBlockLayout(layout, len(src))); err != nil {
+	if err := e.Encode(t, src, cb, layout); err != nil {
 		return nil, err
 	}
 	t.DropEqualCapacities()
 	return t, nil
+}
+
+// PlanOneCapacity is Plan for a tensor encoded again and again into memory
+// budgeted for it (the trainers' tensors): AUTO's one C from the histogram
+// (ChooseSplitLayout in version 3) rather than each block's by the encoder,
+// which keeps the tails short, and no codebooks per block.
+func PlanOneCapacity(src []uint16, opt Options) (Codebook, Layout, error) {
+	cb, l, err := Plan(src, opt)
+	l.PerBlock, l.BlockCodebooks = false, false
+	return cb, l, err
+}
+
+// Plan chooses what Encode codes src with under opt: the codebook and the
+// layout. In format version 3, an empirical codebook is fitted to every
+// value (FitSplitCodebook: the split of fewest bits), a parametric one to
+// the sample (FitCodebook); the layout records the values' sign where they
+// share one, and lets the encoder choose each block's C under AUTO and
+// fit each block a codebook of its own where that pays. Versions 1 and 2
+// fit every codebook to the sample, as files of those versions hold them.
+func Plan(src []uint16, opt Options) (Codebook, Layout, error) {
+	if !opt.Preset.valid() {
+		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: preset %d out of range 0..3", uint8(opt.Preset))
+	}
+	if !opt.Dist.valid() {
+		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: distribution %d out of range 0..3", uint8(opt.Dist))
+	}
+	version := opt.version()
+	if version == 0 {
+		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: format version %d, want %d, %d or %d", opt.Version, FormatVersion1, FormatVersion2, FormatVersion3)
+	}
+	sample := SampleHistogram(src)
+	if version != FormatVersion3 {
+		cb := FitCodebookVersion(opt.Dist, &sample, version)
+		layout := ChooseLayout(opt.Preset, &cb, &sample).WithVersion(version)
+		return cb, PerBlockLayout(layout, len(src)), nil
+	}
+	full := FullSplitHistogram(src)
+	return PlanHistograms(len(src), &full, &sample, opt)
+}
+
+// PlanHistograms is Plan in format version 3 for n values from their
+// histograms: the split histogram of every value (which gives the sign and
+// the empirical fit) and the exponent histogram of their sample (the
+// parametric fit), for a caller that counts them itself (a tensor read in
+// pieces).
+func PlanHistograms(n int, full *SplitHistogram, sample *Histogram, opt Options) (Codebook, Layout, error) {
+	if !opt.Preset.valid() || !opt.Dist.valid() {
+		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: preset %d, distribution %d out of range 0..3", uint8(opt.Preset), uint8(opt.Dist))
+	}
+	sign := full.Sign()
+	var cb Codebook
+	var layout Layout
+	if opt.Dist == Empirical {
+		cb = FitSplitCodebook(full, sign)
+		layout = ChooseSplitLayout(opt.Preset, &cb, full)
+		layout.BlockCodebooks = layout.Blocks(n) > 1
+	} else {
+		cb = FitCodebook(opt.Dist, sample)
+		layout = ChooseLayout(opt.Preset, &cb, sample)
+	}
+	layout = layout.WithVersion(FormatVersion3)
+	layout.Sign = sign
+	return cb, PerBlockLayout(layout, n), nil
 }
 
 // Encoder encodes tensors, keeping its scratch and reusing the slices of the
@@ -43,6 +97,9 @@ type Encoder struct {
 	blockBits []uint64       // per block: code bits written to its streams
 	starts    []int          // per block: where its stream area starts, then the area's end
 	capSearch capacitySearch // per block: its C, for a layout with capacities per block
+
+	v3   encoder3 // format version 3's state
+	fit3 blockFit // format version 3's codebooks per block
 
 	// The run in progress.
 	src   []uint16
@@ -65,6 +122,12 @@ const noSpill = 0xFFFF
 // dst's slices where their capacity allows, and fills dst.Stats. A layout
 // with PerBlock gets BlockCapacities (and their largest as StreamBytes).
 func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) error {
+	if layout.v3() {
+		if err := e.precheck3(src, layout); err != nil {
+			return err
+		}
+		return e.encode3(dst, src, cb, layout, nil)
+	}
 	var caps []uint16
 	if layout.PerBlock && len(src) <= MaxElements {
 		caps = e.capSearch.run(&e.ps, e.Workers, &cb, layout, src)
@@ -79,6 +142,18 @@ func (e *Encoder) Encode(dst *Tensor, src []uint16, cb Codebook, layout Layout) 
 // holds each block's full-block C when layout.PerBlock (the largest must be
 // layout.StreamBytes) and must be empty otherwise.
 func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout Layout, blockBytes []uint16) error {
+	if layout.v3() {
+		if err := e.precheck3(src, layout); err != nil {
+			return err
+		}
+		if layout.PerBlock && len(blockBytes) == 0 && len(src) > 0 {
+			return fmt.Errorf("codec: encode: a layout with capacities per block and none given")
+		}
+		if !layout.PerBlock && len(blockBytes) != 0 {
+			return fmt.Errorf("codec: encode: %d capacities per block for a layout of one capacity", len(blockBytes))
+		}
+		return e.encode3(dst, src, cb, layout, blockBytes)
+	}
 	if len(src) > MaxElements {
 		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
 	}
@@ -88,6 +163,7 @@ func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout La
 	if err := layout.validate(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
+	layout = layout.Normalized()
 	n := len(src)
 	nb := layout.Blocks(n)
 	dst.N = n
@@ -149,6 +225,17 @@ func (e *Encoder) EncodeBlocks(dst *Tensor, src []uint16, cb Codebook, layout La
 	return nil
 }
 
+// precheck3 checks what format version 3's encoder needs before it starts.
+func (e *Encoder) precheck3(src []uint16, layout Layout) error {
+	if len(src) > MaxElements {
+		return fmt.Errorf("codec: encode: %d elements, at most %d allowed", len(src), MaxElements)
+	}
+	if err := layout.validate(); err != nil {
+		return fmt.Errorf("codec: encode: %w", err)
+	}
+	return nil
+}
+
 // runBlock encodes block b: its sf bytes and its stream area, recording how
 // many exponents each stream took.
 func (e *Encoder) runBlock(worker, b int) {
@@ -174,7 +261,7 @@ func (e *Encoder) runBlock(worker, b int) {
 	var bits uint64
 	// Version 2 turns the stream of row p's element j by p (format.md §3).
 	skew := uint8(1)
-	if t.Layout.Version1 {
+	if t.Layout.v1() {
 		skew = 0
 	}
 

@@ -87,13 +87,14 @@ func ExampleTensor_CheckStructure() {
 	for i := range src {
 		src[i] = bf16(float32(i) * 0.001)
 	}
-	t, _ := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Gaussian})
+	// Every value is positive: format version 3 stores the sign once.
+	t, _ := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Gaussian, Version: codec.FormatVersion3})
 	fmt.Println(t.CheckStructure())
 	t.SF = t.SF[:10] // a section cut short
 	fmt.Println(t.CheckStructure())
 	// Output:
 	// <nil>
-	// codec: sf section holds 10 bytes, want 1000
+	// codec: residues hold 10 bytes, want 875 (7 bits each)
 }
 
 func ExampleStats_Finish() {
@@ -102,14 +103,18 @@ func ExampleStats_Finish() {
 		src[i] = bf16(float32(1+i%7) * 0.25) // exponents 125..127
 	}
 	t, _ := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Empirical})
-	// Another encoder (the GPU's) counts the histogram, the spills and the
-	// code bits; Finish derives every other figure from them. Nothing spilled
-	// here, so every exponent was coded at its codebook cost.
+	// Another encoder (the GPU's) counts the histogram, the escapes, the
+	// codes past their stream's head and the code bits; Finish derives every
+	// other figure from them. Nothing went past a head here.
 	var codeBits uint64
+	escaped := 0
 	for _, v := range src {
-		codeBits += uint64(t.Codebook.Cost(byte(v >> 7)))
+		codeBits += uint64(t.Codebook.ValueCost(v))
+		if t.Codebook.Escapes(v) {
+			escaped++
+		}
 	}
-	s := codec.Stats{Histogram: codec.FullHistogram(src)}
+	s := codec.Stats{Histogram: codec.FullHistogram(src), Escaped: escaped}
 	s.Finish(t, codeBits)
 	fmt.Println(t.Stats.Spilled, s == t.Stats)
 	// Output: 0 true

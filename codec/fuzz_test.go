@@ -38,8 +38,10 @@ func FuzzRoundTrip(f *testing.F) {
 					cb = FitCodebookVersion(dist, &h, FormatVersion1)
 				}
 				for _, p := range Presets {
-					l := ChooseLayout(p, &cb, &h)
-					l.Version1 = v1
+					l := ChooseLayout(p, &cb, &h).WithVersion(FormatVersion2)
+					if v1 {
+						l.Version = FormatVersion1
+					}
 					l = ChooseBlockLayout(l, &cb, src)
 					if err := e.Encode(&enc, src, cb, l); err != nil {
 						t.Fatalf("%v/%v v%d: %v", p, dist, l.FormatVersion(), err)

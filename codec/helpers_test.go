@@ -34,7 +34,7 @@ func sameTensor(a, b *Tensor) error {
 	case a.Layout != b.Layout:
 		return fmt.Errorf("layout %+v vs %+v", a.Layout, b.Layout)
 	case a.Codebook != b.Codebook:
-		return fmt.Errorf("codebook %+v vs %+v", a.Codebook, b.Codebook)
+		return fmt.Errorf("codebooks differ: %s vs %s", codebookSummary(&a.Codebook), codebookSummary(&b.Codebook))
 	case a.CompactCodebook != b.CompactCodebook:
 		return fmt.Errorf("compact codebook %v vs %v", a.CompactCodebook, b.CompactCodebook)
 	case a.DerivedCodebook != b.DerivedCodebook:
@@ -51,8 +51,23 @@ func sameTensor(a, b *Tensor) error {
 		return fmt.Errorf("offsets differ: %v vs %v", a.Offsets, b.Offsets)
 	case !bytes.Equal(a.Overflow, b.Overflow):
 		return fmt.Errorf("overflow areas differ at byte %d (lengths %d, %d)", testbf16.FirstDiff(a.Overflow, b.Overflow), len(a.Overflow), len(b.Overflow))
+	case !bytes.Equal(a.TailUnits, b.TailUnits):
+		return fmt.Errorf("tail units differ: %v vs %v", a.TailUnits, b.TailUnits)
+	case !bytes.Equal(a.TailLens, b.TailLens):
+		return fmt.Errorf("tail lengths differ at byte %d", testbf16.FirstDiff(a.TailLens, b.TailLens))
+	case !slices.Equal(a.BlockCodebooks, b.BlockCodebooks):
+		return fmt.Errorf("codebooks per block differ (%d, %d)", len(a.BlockCodebooks), len(b.BlockCodebooks))
 	}
 	return nil
+}
+
+// reference is the reference transcription's encoding with enc's choices
+// (codebooks, capacities, sign), by its version.
+func reference(src []uint16, enc *Tensor) *Tensor {
+	if enc.Layout.v3() {
+		return referenceEncode3(src, enc.Codebook, enc.BlockCodebooks, enc.Layout, enc.BlockBytes)
+	}
+	return referenceEncode(src, enc.Codebook, enc.Layout)
 }
 
 // checkRoundTrip encodes src with opt and checks everything a caller relies
@@ -70,7 +85,7 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 		t.Helper()
 		t.Fatalf("%s %v/%v (N=%d): %s", name, opt.Preset, opt.Dist, len(src), fmt.Sprintf(format, args...))
 	}
-	ref := referenceEncode(src, enc.Codebook, enc.Layout)
+	ref := reference(src, enc)
 	if err := sameTensor(enc, ref); err != nil {
 		fail("fast encoder differs from the reference: %v", err)
 	}
@@ -109,58 +124,71 @@ func checkRoundTrip(t *testing.T, name string, src []uint16, opt Options) *Tenso
 		fail("stats from decoding differ from the encoder's:\n%+v\n%+v", parsed.Stats, enc.Stats)
 	}
 	checkStatsInvariants(t, name, src, enc)
-	checkVersion1(t, name, src, opt)
+	if opt.Version == 0 {
+		for _, v := range []int{FormatVersion1, FormatVersion2, FormatVersion3} {
+			if v != FormatVersion {
+				checkVersion(t, name, src, opt, v)
+			}
+		}
+	}
 	return enc
 }
 
-// checkVersion1 encodes src as format version 1 did (its codebook fit and
-// stream mapping), as old files hold it: the bytes equal the reference,
-// decode back, and serialise under version byte 1.
-func checkVersion1(t *testing.T, name string, src []uint16, opt Options) {
+// checkVersion encodes src as format version v writes it (its codebook fit
+// and layout): the bytes equal the reference, decode back, and serialise
+// under version byte v.
+func checkVersion(t *testing.T, name string, src []uint16, opt Options, v int) {
 	t.Helper()
-	opt.Version = FormatVersion1
+	opt.Version = v
 	enc, err := Encode(src, opt)
 	if err != nil {
-		t.Fatalf("%s version 1: encode: %v", name, err)
+		t.Fatalf("%s version %d: encode: %v", name, v, err)
 	}
-	if !enc.Layout.Version1 {
-		t.Fatalf("%s version 1: layout %+v", name, enc.Layout)
+	if enc.Layout.FormatVersion() != v {
+		t.Fatalf("%s version %d: layout %+v", name, v, enc.Layout)
 	}
-	if err := sameTensor(enc, referenceEncode(src, enc.Codebook, enc.Layout)); err != nil {
-		t.Fatalf("%s version 1: fast encoder differs from the reference: %v", name, err)
+	if err := sameTensor(enc, reference(src, enc)); err != nil {
+		t.Fatalf("%s version %d: fast encoder differs from the reference: %v", name, v, err)
+	}
+	if enc.Layout.v3() {
+		checkStatsInvariants3(t, name, src, enc)
 	}
 	got, err := DecodeAlloc(enc)
 	if err != nil {
-		t.Fatalf("%s version 1: decode: %v", name, err)
+		t.Fatalf("%s version %d: decode: %v", name, v, err)
 	}
 	if i := testbf16.FirstDiff(got, src); i >= 0 {
-		t.Fatalf("%s version 1: decoded value %d is %#04x, want %#04x", name, i, got[i], src[i])
+		t.Fatalf("%s version %d: decoded value %d is %#04x, want %#04x", name, v, i, got[i], src[i])
 	}
 	bin, err := enc.MarshalBinary()
 	if err != nil {
-		t.Fatalf("%s version 1: marshal: %v", name, err)
+		t.Fatalf("%s version %d: marshal: %v", name, v, err)
 	}
-	if bin[4] != FormatVersion1 {
-		t.Fatalf("%s version 1: version byte %d", name, bin[4])
+	if int(bin[4]) != v {
+		t.Fatalf("%s version %d: version byte %d", name, v, bin[4])
 	}
 	parsed, err := ParseTensor(bin)
 	if err != nil {
-		t.Fatalf("%s version 1: parse: %v", name, err)
+		t.Fatalf("%s version %d: parse: %v", name, v, err)
 	}
 	if err := sameTensor(enc, parsed); err != nil {
-		t.Fatalf("%s version 1: parsed tensor differs: %v", name, err)
+		t.Fatalf("%s version %d: parsed tensor differs: %v", name, v, err)
 	}
 	if err := parsed.ComputeStats(); err != nil {
-		t.Fatalf("%s version 1: compute stats: %v", name, err)
+		t.Fatalf("%s version %d: compute stats: %v", name, v, err)
 	}
 	if parsed.Stats != enc.Stats {
-		t.Fatalf("%s version 1: stats from decoding differ from the encoder's", name)
+		t.Fatalf("%s version %d: stats from decoding differ from the encoder's", name, v)
 	}
 }
 
 // checkStatsInvariants checks the encoder's counters against direct counts.
 func checkStatsInvariants(t *testing.T, name string, src []uint16, enc *Tensor) {
 	t.Helper()
+	if enc.Layout.v3() {
+		checkStatsInvariants3(t, name, src, enc)
+		return
+	}
 	s := &enc.Stats
 	full := FullHistogram(src)
 	escaped := 0
@@ -191,4 +219,48 @@ func checkStatsInvariants(t *testing.T, name string, src []uint16, enc *Tensor) 
 	case s.UsedBits > s.AllocatedBits+1e-9 && s.Spilled == 0:
 		t.Fatalf("%s: used %v bits per exponent, more than the %v allocated", name, s.UsedBits, s.AllocatedBits)
 	}
+}
+
+// checkStatsInvariants3 is checkStatsInvariants for version 3.
+func checkStatsInvariants3(t *testing.T, name string, src []uint16, enc *Tensor) {
+	t.Helper()
+	s := &enc.Stats
+	escaped, tailed := 0, 0
+	for i, v := range src {
+		c := enc.blockCodebook(i / enc.Layout.BlockSize).symCode()
+		if c.lens[c.symbol(v)] == 0 {
+			escaped++
+		}
+	}
+	for b := range enc.TailUnits {
+		for j := range Streams {
+			if getTailLen(enc.TailLens[b*tailTableBytes:], j) > 0 {
+				tailed++
+			}
+		}
+	}
+	switch {
+	case s.Histogram != FullHistogram(src):
+		t.Fatalf("%s: stats histogram differs from the full histogram", name)
+	case s.N != len(src) || s.StoredBytes != enc.StoredBytes():
+		t.Fatalf("%s: stats N %d StoredBytes %d", name, s.N, s.StoredBytes)
+	case s.Escaped != escaped:
+		t.Fatalf("%s: stats escaped %d, counted %d", name, s.Escaped, escaped)
+	case s.SpillingStreams != tailed:
+		t.Fatalf("%s: stats spilling streams %d, the tail lengths say %d", name, s.SpillingStreams, tailed)
+	case len(src) > 0 && s.Ratio != float64(2*len(src))/float64(enc.StoredBytes()):
+		t.Fatalf("%s: ratio %v", name, s.Ratio)
+	}
+}
+
+// codebookSummary names a codebook's kind and its coded lengths, briefly.
+func codebookSummary(cb *Codebook) string {
+	c := cb.symCode()
+	var coded []string
+	for s, l := range c.lens {
+		if l != 0 {
+			coded = append(coded, fmt.Sprintf("%d:%d", s, l))
+		}
+	}
+	return fmt.Sprintf("%v split %d signed %v shift %d shape %d esc %v codes %v", cb.Dist, cb.Split, cb.Signed, cb.Shift, cb.Shape, c.esc[:c.escapes()], coded)
 }

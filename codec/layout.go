@@ -12,32 +12,59 @@ type Layout struct {
 	Preset      Preset
 	BlockSize   int // B, exponents per block: a multiple of 256, at most 65,536
 	StreamBytes int // C, bytes per stream of a full block
-	// Version1 deals element i of a block to stream i mod 256, as format
-	// version 1 did (every file written before version 2). The zero value is
-	// the current version 2: position p of stream j holds element
-	// p·256 + (j − p) mod 256, so a column of a matrix whose rows are a
-	// multiple of 256 wide is spread over every stream instead of filling one.
-	Version1 bool
-	// PerBlock gives each block its own C (AUTO in version 2 only): the
-	// tensor holds them (Tensor.BlockBytes) and StreamBytes is the largest.
+	// Version is the format version, 0 meaning the current one
+	// (FormatVersion); encoded and parsed tensors hold it written out. Version 1 (files written before version 2) deals
+	// element i of a block to stream i mod 256; versions 2 and 3 put
+	// element p·256 + (j − p) mod 256 at position p of stream j, so that a
+	// column of a matrix whose rows are a multiple of 256 wide is spread
+	// over every stream instead of filling one.
+	Version uint8
+	// PerBlock gives each block its own C (AUTO in versions 2 and 3 only):
+	// the tensor holds them (Tensor.BlockBytes) and StreamBytes is the
+	// largest.
 	PerBlock bool
+	// Sign (version 3): every value has this sign, which no residue then
+	// stores (SignMixed: each value stores its own).
+	Sign Sign
+	// BlockCodebooks (version 3, empirical codebooks): each block has a
+	// codebook of its own (Tensor.BlockCodebooks). Given to an encoder, it
+	// lets the encoder fit them where they pay for their bytes.
+	BlockCodebooks bool
 }
 
-// Format versions (format.md §3, §5). Encoders write FormatVersion; decoders
-// read both.
+// Format versions (format.md §3, §5). Encoders write FormatVersion unless
+// told otherwise; decoders read all three.
 const (
 	FormatVersion1 = 1
 	FormatVersion2 = 2
-	FormatVersion  = FormatVersion2
+	FormatVersion3 = 3
+	FormatVersion  = FormatVersion3
 )
 
-// FormatVersion is the format version the layout's stream mapping belongs to.
+// FormatVersion is the format version of the layout: 1, 2 or 3.
 func (l Layout) FormatVersion() int {
-	if l.Version1 {
-		return FormatVersion1
+	if l.Version == 0 {
+		return FormatVersion
 	}
-	return FormatVersion2
+	return int(l.Version)
 }
+
+// v1 says whether the layout is format version 1's (plain round robin).
+func (l Layout) v1() bool { return l.Version == FormatVersion1 }
+
+// v3 says whether the layout is format version 3's (residues, tails).
+func (l Layout) v3() bool { return l.FormatVersion() == FormatVersion3 }
+
+// WithVersion is l in format version v (1, 2 or 3), written out as encoded
+// and parsed tensors hold it (never 0).
+func (l Layout) WithVersion(v int) Layout {
+	l.Version = uint8(v)
+	return l
+}
+
+// Normalized is l with its version written out (0 becomes FormatVersion),
+// as encoded and parsed tensors hold it.
+func (l Layout) Normalized() Layout { return l.WithVersion(l.FormatVersion()) }
 
 // The fixed presets' parameters (format.md §4).
 var presetLayouts = [...]Layout{
@@ -78,17 +105,10 @@ func autoStreamBytes(cb *Codebook, h *Histogram) int {
 		sum += c * cost
 		sumSq += c * cost * cost
 	}
-	if total == 0 {
-		return autoMinStreamBytes
+	if c, ok := uniformStreamBytes(total, sum, sumSq); ok {
+		return c
 	}
 	mean := float64(sum) / float64(total)
-	// σ = 0 exactly when total·Σc² = (Σc)², compared in 128 bits.
-	ah, al := bits.Mul64(total, sumSq)
-	bh, bl := bits.Mul64(sum, sum)
-	if ah == bh && al == bl {
-		c := int((256*sum + 8*total - 1) / (8 * total)) // ⌈256μ/8⌉ in integers
-		return min(max(c, autoMinStreamBytes), autoMaxStreamBytes)
-	}
 	variance := max(float64(sumSq)/float64(total)-mean*mean, 0)
 	m := float64(Streams * mean)
 	sd := float64(math.Sqrt(float64(Streams * variance)))
@@ -129,8 +149,21 @@ func (l Layout) validate() error {
 	if l.BlockSize != want.BlockSize {
 		return fmt.Errorf("layout: %s block size %d, want %d", l.Preset, l.BlockSize, want.BlockSize)
 	}
+	if l.Version > FormatVersion3 {
+		return fmt.Errorf("layout: format version %d, want 1, 2 or 3", l.Version)
+	}
+	if !l.v3() {
+		if l.Sign != SignMixed {
+			return fmt.Errorf("layout: sign %v in format version %d (version 3 only)", l.Sign, l.FormatVersion())
+		}
+		if l.BlockCodebooks {
+			return fmt.Errorf("layout: codebooks per block in format version %d (version 3 only)", l.FormatVersion())
+		}
+	} else if !l.Sign.valid() {
+		return fmt.Errorf("layout: sign %d out of range 0..2", uint8(l.Sign))
+	}
 	if l.Preset == Auto {
-		if l.PerBlock && l.Version1 {
+		if l.PerBlock && l.v1() {
 			return fmt.Errorf("layout: capacities per block in format version 1")
 		}
 		if l.StreamBytes < autoMinStreamBytes || l.StreamBytes > autoMaxStreamBytes {
@@ -189,7 +222,7 @@ func (l Layout) StreamAreaBytes(n int) int {
 // Element is the block-relative index of the element at position p of
 // stream j: p·256 + j in version 1, p·256 + (j − p) mod 256 in version 2.
 func (l Layout) Element(j, p int) int {
-	if l.Version1 {
+	if l.v1() {
 		return p*Streams + j
 	}
 	return p*Streams + (j-p)&(Streams-1)
@@ -197,7 +230,7 @@ func (l Layout) Element(j, p int) int {
 
 // Stream is the stream that block-relative element i goes to (at position i/256).
 func (l Layout) Stream(i int) int {
-	if l.Version1 {
+	if l.v1() {
 		return i & (Streams - 1)
 	}
 	return (i + i/Streams) & (Streams - 1)
@@ -212,11 +245,91 @@ func (l Layout) StreamCount(nb, j int) int {
 		return full
 	}
 	c := j // the partial row's element that goes to stream j
-	if !l.Version1 {
+	if !l.v1() {
 		c = (j - full) & (Streams - 1)
 	}
 	if c < rest {
 		return full + 1
 	}
 	return full
+}
+
+// autoTailTarget bounds the tails of AUTO's one C in format version 3: at
+// most 1/16 bit per value expected in tails, half of the trainer's default
+// overflow pool (1/64 byte per value).
+const autoTailTarget = 1.0 / 16
+
+// ChooseSplitLayout is ChooseLayout in format version 3 for a codebook of
+// any split and the split histogram it was fitted to. AUTO's one C is the
+// one of least expected stored bits per stream, heads, tails and a share
+// of the length table, among those whose expected tail is at most 1/16
+// bit per value (ties: smaller C), under a normal approximation of a full
+// stream's bits; ⌈256μ/8⌉ when every value costs the same; 2 for an empty
+// histogram; 512 if no C meets the target.
+func ChooseSplitLayout(p Preset, cb *Codebook, h *SplitHistogram) Layout {
+	if !p.valid() {
+		p = Clean
+	}
+	l := presetLayouts[p]
+	if p != Auto {
+		return l
+	}
+	c := cb.symCode()
+	var total, sum, sumSq uint64
+	for bin, n := range h {
+		if n == 0 {
+			continue
+		}
+		cost := uint64(c.cost(c.symbolOfBin(bin)))
+		total += n
+		sum += n * cost
+		sumSq += n * cost * cost
+	}
+	l.StreamBytes = autoStreamBytes3(total, sum, sumSq)
+	return l
+}
+
+// autoStreamBytes3 is AUTO's one C for per-value costs of the given count,
+// sum and sum of squares (ChooseSplitLayout).
+func autoStreamBytes3(total, sum, sumSq uint64) int {
+	if c, ok := uniformStreamBytes(total, sum, sumSq); ok {
+		return c
+	}
+	mean := float64(sum) / float64(total)
+	variance := max(float64(sumSq)/float64(total)-mean*mean, 0)
+	m := Streams * mean
+	sd := math.Sqrt(Streams * variance)
+	best, bestBits := autoMaxStreamBytes, math.Inf(1)
+	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+		t := float64(8 * c)
+		z := (t - m) / sd
+		pTail := 0.5 * math.Erfc(z/math.Sqrt2)
+		density := math.Exp(-0.5*z*z) / math.Sqrt(2*math.Pi)
+		excess := max(sd*density-(t-m)*pTail, 0) // E[(X − 8C)⁺]
+		if excess/Streams > autoTailTarget {
+			continue
+		}
+		pBlock := 1 - math.Pow(1-pTail, Streams) // some stream of the block has a tail
+		stored := t + excess + pBlock*float64(8*tailTableBytes)/Streams
+		if stored < bestBits {
+			best, bestBits = c, stored
+		}
+	}
+	return best
+}
+
+// uniformStreamBytes is AUTO's C where every value costs the same (or there
+// is none): 2 for no values, else ⌈256μ/8⌉; ok is false where costs differ.
+func uniformStreamBytes(total, sum, sumSq uint64) (c int, ok bool) {
+	if total == 0 {
+		return autoMinStreamBytes, true
+	}
+	// σ = 0 exactly when total·Σc² = (Σc)², compared in 128 bits.
+	ah, al := bits.Mul64(total, sumSq)
+	bh, bl := bits.Mul64(sum, sum)
+	if ah != bh || al != bl {
+		return 0, false
+	}
+	c = int((256*sum + 8*total - 1) / (8 * total)) // ⌈256μ/8⌉ in integers
+	return min(max(c, autoMinStreamBytes), autoMaxStreamBytes), true
 }

@@ -45,13 +45,13 @@ func TestBlockStreamBytes(t *testing.T) {
 	}
 }
 
-// TestCleanFullBlockCost checks format.md's worked figure: a full CLEAN block
+// TestCleanFullBlockCost checks format.md's worked figure of version 2: a full CLEAN block
 // that does not spill costs 8 + 3.125 + 36·8/65536 bits per value, plus the
 // header: 160 bytes, or 35 where the empirical codebook codes one exponent
 // (its range stored compactly: 2 bytes of bounds and 1 of lengths).
 func TestCleanFullBlockCost(t *testing.T) {
 	src := make([]uint16, 65536) // all zeros: one exponent, nothing spills
-	enc, err := Encode(src, Options{Preset: Clean, Dist: Empirical})
+	enc, err := Encode(src, Options{Preset: Clean, Dist: Empirical, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,10 @@ func TestStreamMapping(t *testing.T) {
 		lengths = append(lengths, nb)
 	}
 	for _, v1 := range []bool{true, false} {
-		l := Layout{Version1: v1}
+		l := Layout{Version: FormatVersion2}
+		if v1 {
+			l.Version = FormatVersion1
+		}
 		for _, nb := range lengths {
 			seen := make([]bool, nb)
 			total := 0
@@ -201,7 +204,7 @@ func TestStreamMapping(t *testing.T) {
 			}
 		}
 	}
-	if got := (Layout{Version1: true}).Element(5, 3); got != 3*256+5 {
+	if got := (Layout{Version: FormatVersion1}).Element(5, 3); got != 3*256+5 {
 		t.Fatalf("v1 Element(5, 3) = %d, want %d", got, 3*256+5)
 	}
 	if got := (Layout{}).Element(5, 3); got != 3*256+2 {

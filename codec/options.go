@@ -78,17 +78,17 @@ type Options struct {
 	Preset Preset
 	Dist   Distribution
 	// Version is the format version to write: 0 (the current, FormatVersion)
-	// or 2, or 1 to compare with what files written before version 2 hold.
+	// or 3, or 1 or 2 to compare with what files written before hold.
 	Version int
 }
 
 // version is the format version o asks for, or 0 if it names none.
 func (o Options) version() int {
 	switch o.Version {
-	case 0, FormatVersion2:
-		return FormatVersion2
-	case FormatVersion1:
-		return FormatVersion1
+	case 0:
+		return FormatVersion
+	case FormatVersion1, FormatVersion2, FormatVersion3:
+		return o.Version
 	}
 	return 0
 }

@@ -127,6 +127,13 @@ func (pm *packageMerge) lengths(items []float64) []uint8 {
 		}
 		return 0
 	})
+	return pm.lengthsSorted(items)
+}
+
+// lengthsSorted is lengths with pm.leaves already the items' indices by
+// weight ascending.
+func (pm *packageMerge) lengthsSorted(items []float64) []uint8 {
+	n := len(items)
 	L := pm.maxLen
 	// Deepest level (index L-1): leaves only.
 	pm.list = pm.list[:0]

@@ -12,11 +12,10 @@ import (
 // whole, as a streaming writer does.
 func encodePieces(t *testing.T, src []uint16, opt Options) []*Tensor {
 	t.Helper()
-	version := opt.version()
-	h := SampleHistogram(src)
-	cb := FitCodebookVersion(opt.Dist, &h, version)
-	layout := ChooseLayout(opt.Preset, &cb, &h)
-	layout.Version1 = version == FormatVersion1
+	cb, layout, err := Plan(src, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	plen := PieceLen(layout)
 	var out []*Tensor
 	var e Encoder
@@ -40,10 +39,18 @@ func piecesInput(n int) []uint16 {
 }
 
 func TestWritePiecesIsMarshalBinaryOfTheWhole(t *testing.T) {
-	src := piecesInput(2*pieceElems + 3*65536 + 1000)
-	for _, version := range []int{FormatVersion1, FormatVersion2} {
+	mixed := piecesInput(2*pieceElems + 3*65536 + 1000)
+	plus := slices.Clone(mixed)
+	for i := range plus {
+		plus[i] &= 0x7FFF
+	}
+	for _, version := range []int{FormatVersion1, FormatVersion2, FormatVersion3} {
 		for _, p := range Presets {
 			for _, d := range Distributions {
+				src := mixed
+				if version == FormatVersion3 && p == Auto {
+					src = plus // a sign the header holds, no residue
+				}
 				t.Run(fmt.Sprintf("v%d/%v/%v", version, p, d), func(t *testing.T) {
 					opt := Options{Preset: p, Dist: d, Version: version}
 					whole, err := Encode(src, opt)
@@ -153,15 +160,28 @@ func readByPieces(b []byte) ([]uint16, error) {
 // Reading by pieces accepts exactly what ParseTensor and Decode accept, and
 // decodes it to the same values.
 func TestReadPiecesAgreesWithParseTensorOnDamage(t *testing.T) {
+	for _, version := range []int{FormatVersion2, FormatVersion3} {
+		t.Run(fmt.Sprintf("v%d", version), func(t *testing.T) { testReadPiecesOnDamage(t, version) })
+	}
+}
+
+func testReadPiecesOnDamage(t *testing.T, version int) {
 	src := piecesInput(pieceElems + 70000)
-	whole, err := Encode(src, Options{Preset: Auto, Dist: Empirical})
+	whole, err := Encode(src, Options{Preset: Auto, Dist: Empirical, Version: version})
 	if err != nil {
 		t.Fatal(err)
 	}
 	good, _ := whole.MarshalBinary()
 	r := rand.New(rand.NewPCG(3, 4))
 	nb := whole.Layout.Blocks(whole.N)
-	offsetsAt := len(good) - len(whole.Overflow) - 4*nb
+	// The block tables: offsets, bitmaps and overflow in version 2; in
+	// version 3 capacities, tail units, the blocks' codebooks and tail
+	// lengths.
+	tablesAt, tablesLen := len(good)-len(whole.Overflow)-36*nb, len(whole.Overflow)+36*nb
+	if version == FormatVersion3 {
+		tablesAt = whole.TensorHeaderBytes()
+		tablesLen = len(good) - len(whole.SF) - len(whole.Streams) - len(whole.Overflow) - tablesAt
+	}
 	accepted := 0
 	for k := range 150 {
 		b := slices.Clone(good)
@@ -170,8 +190,8 @@ func TestReadPiecesAgreesWithParseTensorOnDamage(t *testing.T) {
 			b[r.IntN(len(b))] ^= byte(1 + r.IntN(255))
 		case 1: // the header and codebook
 			b[r.IntN(min(len(b), 200))] ^= byte(1 + r.IntN(255))
-		case 2: // the offsets, bitmaps and overflow
-			b[offsetsAt-32*nb+r.IntN(len(b)-offsetsAt+32*nb)] ^= byte(1 + r.IntN(255))
+		case 2: // the block tables
+			b[tablesAt+r.IntN(tablesLen)] ^= byte(1 + r.IntN(255))
 		}
 		want, wantErr := func() ([]uint16, error) {
 			pt, err := ParseTensor(b)
@@ -205,4 +225,32 @@ func firstByteDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// A last piece of one block fits that block its own codebook where the
+// whole tensor's encoder does (format version 3).
+func TestPiecesOfOneBlockKeepTheirOwnCodebook(t *testing.T) {
+	src := gaussianBF16(pieceElems+65536, 5, 0.02)
+	copy(src[pieceElems:], gaussianBF16(65536, 6, 3e-5))
+	opt := Options{Preset: Auto, Dist: Empirical}
+	whole, err := Encode(src, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := whole.Layout.Blocks(whole.N) - 1
+	if whole.Layout.BlockSize != 65536 || !whole.hasOwnCodebook(last) {
+		t.Fatalf("block size %d, last block's own codebook %v: the input does not make the case", whole.Layout.BlockSize, whole.hasOwnCodebook(last))
+	}
+	want, _ := whole.MarshalBinary()
+	pieces := encodePieces(t, src, opt)
+	if len(pieces) != 2 || pieces[1].Layout.Blocks(pieces[1].N) != 1 {
+		t.Fatalf("%d pieces, want 2, the last of one block", len(pieces))
+	}
+	var buf bytes.Buffer
+	if err := WritePieces(&buf, pieces, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Fatalf("pieces write %d bytes, differing from MarshalBinary's %d at byte %d", buf.Len(), len(want), firstByteDiff(buf.Bytes(), want))
+	}
 }

@@ -18,8 +18,9 @@ func referenceEncode(src []uint16, cb Codebook, l Layout) *Tensor {
 // referenceEncodeBlocks is referenceEncode with block b's full-block C
 // caps[b] where l.PerBlock.
 func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *Tensor {
+	l = l.Normalized()
 	n := len(src)
-	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && !l.Version1 && compactOK(&cb), DerivedCodebook: cb.Dist != Empirical && !l.Version1, BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
+	t := &Tensor{N: n, Layout: l, Codebook: cb, CompactCodebook: cb.Dist == Empirical && l.FormatVersion() == FormatVersion2 && compactOK(&cb), DerivedCodebook: cb.Dist != Empirical && !l.v1(), BlockBytes: caps, SF: []byte{}, Streams: []byte{}, Bitmaps: []byte{}, Offsets: []uint32{}, Overflow: []byte{}}
 	for _, v := range src {
 		sf, _ := Split(v)
 		t.SF = append(t.SF, sf)
@@ -39,7 +40,7 @@ func referenceEncodeBlocks(src []uint16, cb Codebook, l Layout, caps []uint16) *
 		var markers, spilled []byte
 		// element is the block-relative index at position p of stream j.
 		element := func(j, p int) int {
-			if l.Version1 {
+			if l.v1() {
 				return p*256 + j
 			}
 			return p*256 + ((j-p)%256+256)%256

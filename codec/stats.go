@@ -25,14 +25,28 @@ type Stats struct {
 // s.SpillingStreams and codeBits, the code bits written to the streams. The
 // encoders (this package's and the GPU's) count those and share these formulas,
 // so both report the same figures.
+//
+// In format version 3 every code is in a head or a tail: s.Spilled counts
+// the codes that end past their stream's head, s.SpillingStreams the
+// streams with a tail, and the caller counts s.Escaped (split symbols
+// escape by their fraction bits too); the codebook's expected bits are
+// then the code bits per value.
 func (s *Stats) Finish(t *Tensor, codeBits uint64) {
 	s.N = t.N
 	s.Entropy = s.Histogram.Entropy()
-	s.ExpectedBits = t.Codebook.ExpectedBits(&s.Histogram)
-	s.Escaped = 0
-	for e, c := range s.Histogram {
-		if t.Codebook.Lengths[e] == 0 {
-			s.Escaped += int(c)
+	v3 := t.Layout.v3()
+	if v3 {
+		s.ExpectedBits = 0
+		if t.N > 0 {
+			s.ExpectedBits = float64(codeBits) / float64(t.N)
+		}
+	} else {
+		s.ExpectedBits = t.Codebook.ExpectedBits(&s.Histogram)
+		s.Escaped = 0
+		for e, c := range s.Histogram {
+			if t.Codebook.Lengths[e] == 0 {
+				s.Escaped += int(c)
+			}
 		}
 	}
 	s.TotalStreams = 0
@@ -45,6 +59,9 @@ func (s *Stats) Finish(t *Tensor, codeBits uint64) {
 	if t.N > 0 {
 		n := float64(t.N)
 		s.UsedBits = float64(codeBits+8*uint64(s.Spilled)) / n
+		if v3 {
+			s.UsedBits = float64(codeBits) / n
+		}
 		s.EscapeRate = float64(s.Escaped) / n
 		s.OverflowRate = float64(s.Spilled) / n
 	}
@@ -59,6 +76,10 @@ func (t *Tensor) ComputeStats() error {
 	var d Decoder
 	if err := d.Decode(t, vals); err != nil {
 		return fmt.Errorf("codec: compute stats: %w", err)
+	}
+	if t.Layout.v3() {
+		t.computeStats3(vals)
+		return nil
 	}
 	var s Stats
 	s.Histogram = FullHistogram(vals)
@@ -104,6 +125,45 @@ func (s *Stats) setStoredBytes(t *Tensor) {
 		s.Ratio = float64(2*t.N) / float64(s.StoredBytes)
 	}
 	if t.N > 0 {
-		s.AllocatedBits = float64(8*(s.StoredBytes-t.N)) / float64(t.N)
+		raw := t.N
+		if t.Layout.v3() {
+			raw = len(t.SF)
+		}
+		s.AllocatedBits = float64(8*(s.StoredBytes-raw)) / float64(t.N)
 	}
+}
+
+// computeStats3 is ComputeStats for a version 3 tensor, from its values:
+// each stream's codes counted against its head.
+func (t *Tensor) computeStats3(vals []uint16) {
+	var s Stats
+	s.Histogram = FullHistogram(vals)
+	var codeBits uint64
+	l := t.Layout
+	for b := range l.Blocks(t.N) {
+		c := t.blockCodebook(b).symCode()
+		base := b * l.BlockSize
+		nbLen := l.blockLen(t.N, b)
+		capBits := 8 * t.BlockStreamBytes(b)
+		for j := range min(nbLen, Streams) {
+			pos := 0
+			for p := range l.StreamCount(nbLen, j) {
+				sym := c.symbol(vals[base+l.Element(j, p)])
+				n := c.cost(sym)
+				pos += n
+				if pos > capBits {
+					s.Spilled++
+				}
+				if c.lens[sym] == 0 {
+					s.Escaped++
+				}
+			}
+			if pos > capBits {
+				s.SpillingStreams++
+			}
+			codeBits += uint64(pos)
+		}
+	}
+	s.Finish(t, codeBits)
+	t.Stats = s
 }

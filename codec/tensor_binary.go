@@ -18,6 +18,9 @@ func (t *Tensor) AppendBinary(b []byte) ([]byte, error) {
 	if err := t.checkStructure(); err != nil {
 		return b, fmt.Errorf("codec: marshal: %w", err)
 	}
+	if t.Layout.v3() {
+		return t.appendBinary3(b), nil
+	}
 	b = t.appendHeader(b, len(t.Overflow))
 	b = append(b, t.SF...)
 	b = append(b, t.Streams...)
@@ -75,6 +78,13 @@ func ParseTensor(b []byte) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.Layout.v3() {
+		// One copy holds the byte sections, so that b may be reused.
+		if err := t.cutSections3(b, body, overflowLen, true); err != nil {
+			return nil, fmt.Errorf("codec: parse: %w", err)
+		}
+		return t, nil
+	}
 	nb := t.Layout.Blocks(t.N)
 	area := t.StreamAreaBytes()
 	want := t.N + area + nb*(bitmapBytes+offsetBytes) + overflowLen
@@ -105,7 +115,9 @@ func ParseTensor(b []byte) (*Tensor, error) {
 }
 
 // parseHeader reads and checks what precedes the sections (fixed header,
-// codebook, capacities per block); body is the rest of b.
+// codebook, capacities per block; in version 3 the tail units, the blocks'
+// codebooks and tail lengths too); body is the rest of b and overflowLen
+// the length of the overflow (version 3: tail) area.
 func parseHeader(b []byte) (t *Tensor, body []byte, overflowLen int, err error) {
 	if len(b) < fixedHeaderBytes {
 		return nil, nil, 0, fmt.Errorf("codec: parse: %d bytes, shorter than the %d-byte fixed header", len(b), fixedHeaderBytes)
@@ -115,11 +127,10 @@ func parseHeader(b []byte) (t *Tensor, body []byte, overflowLen int, err error) 
 	}
 	t = &Tensor{}
 	switch b[4] {
-	case FormatVersion1:
-		t.Layout.Version1 = true
-	case FormatVersion2:
+	case FormatVersion1, FormatVersion2, FormatVersion3:
+		t.Layout = t.Layout.WithVersion(int(b[4]))
 	default:
-		return nil, nil, 0, fmt.Errorf("codec: parse: version %d, want %d or %d", b[4], FormatVersion1, FormatVersion2)
+		return nil, nil, 0, fmt.Errorf("codec: parse: version %d, want %d, %d or %d", b[4], FormatVersion1, FormatVersion2, FormatVersion3)
 	}
 	if p := Preset(b[5]); !p.valid() {
 		return nil, nil, 0, fmt.Errorf("codec: parse: preset %d out of range 0..3", b[5])
@@ -140,8 +151,15 @@ func parseHeader(b []byte) (t *Tensor, body []byte, overflowLen int, err error) 
 	t.Layout.BlockSize = int(binary.LittleEndian.Uint32(b[16:]))
 	t.Layout.StreamBytes = int(binary.LittleEndian.Uint16(b[20:]))
 	t.Codebook.Shift = int16(binary.LittleEndian.Uint16(b[22:]))
-	overflowLen = int(binary.LittleEndian.Uint32(b[24:]))
 	t.Codebook.Shape = b[28]
+	if b[4] == FormatVersion3 {
+		body, tails, err := t.parseHeader3(b)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("codec: parse: %w", err)
+		}
+		return t, body, tails, nil
+	}
+	overflowLen = int(binary.LittleEndian.Uint32(b[24:]))
 	flags, zeroLevel := b[29], b[30]
 	if flags&^(flagPerBlock|flagCompactCodebook|flagDerivedCodebook) != 0 {
 		return nil, nil, 0, fmt.Errorf("codec: parse: flags (byte 29) %#x, want bits %#x (capacities per block), %#x (compact codebook) and %#x (derived codebook) only",

@@ -16,7 +16,7 @@ func corruptionSubject(t *testing.T, d Distribution) (*Tensor, []byte, []uint16)
 	copy(src[3000:], randomBF16(400, 22))
 	copy(src[70000:], randomBF16(400, 23))
 	copy(src[80000:], gaussianBF16(20000, 24, 0.3)) // a wider second block: its own C
-	enc, err := Encode(src, Options{Preset: Auto, Dist: d})
+	enc, err := Encode(src, Options{Preset: Auto, Dist: d, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestDecodeStreamErrors(t *testing.T) {
 	for i := range src {
 		src[i] = 1 << 7 // exponent 1: near the bottom of the exponent range
 	}
-	enc, err := Encode(src, Options{Preset: Clean, Dist: Gaussian})
+	enc, err := Encode(src, Options{Preset: Clean, Dist: Gaussian, Version: FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestDecodeStreamErrors(t *testing.T) {
 	// A stream whose codes run past its capacity: all ones decodes to the
 	// longest codes; with ESC literals the last code cannot end on the boundary.
 	src2 := gaussianBF16(65536, 5, 1)
-	enc2, _ := Encode(src2, Options{Preset: Clean, Dist: Empirical})
+	enc2, _ := Encode(src2, Options{Preset: Clean, Dist: Empirical, Version: FormatVersion2})
 	bad2 := *enc2
 	bad2.Streams = bytes.Clone(enc2.Streams)
 	for k := range enc2.Layout.StreamBytes {
@@ -278,7 +278,7 @@ func TestDecodeRejectsInconsistentTensor(t *testing.T) {
 		"spill bit on empty stream": func(t *Tensor) {
 			// The last block holds 40000 elements: every stream is used, so
 			// use a tensor of fewer than 256 elements instead.
-			small, _ := Encode(src[:100], Options{Preset: Clean, Dist: Laplace})
+			small, _ := Encode(src[:100], Options{Preset: Clean, Dist: Laplace, Version: FormatVersion2})
 			*t = *small
 			t.Bitmaps = bytes.Clone(t.Bitmaps)
 			t.Bitmaps[31] |= 0x80
@@ -304,7 +304,7 @@ func TestDecodeRejectsInconsistentTensor(t *testing.T) {
 func TestHeaderLayout(t *testing.T) {
 	src := gaussianBF16(70000, 1, 0.5)
 	copy(src[65536:], gaussianBF16(4464, 2, 1e-30))
-	enc, _ := Encode(src, Options{Preset: Auto, Dist: PowerLaw})
+	enc, _ := Encode(src, Options{Preset: Auto, Dist: PowerLaw, Version: FormatVersion2})
 	if !enc.Layout.PerBlock {
 		t.Fatalf("subject has one C for both blocks: %v", BlockCapacities(&enc.Codebook, enc.Layout, src))
 	}
@@ -367,22 +367,22 @@ func TestParseTensorHeaderFields(t *testing.T) {
 		edit  func(b []byte)
 		error string
 	}{
-		{"shape past the list", Options{Dist: Laplace}, func(b []byte) { b[28] = byte(len(familyShapes)) }, fmt.Sprintf("laplace shape %d out of range 0..%d", len(familyShapes), len(familyShapes)-1)},
-		{"shape 255", Options{Dist: PowerLaw}, func(b []byte) { b[28] = 255 }, fmt.Sprintf("powerlaw shape 255 out of range 0..%d", len(familyShapes)-1)},
-		{"empirical shape", Options{Dist: Empirical}, func(b []byte) { b[28] = 1 }, "empirical codebook has shape 1, want 0"},
+		{"shape past the list", Options{Dist: Laplace, Version: FormatVersion2}, func(b []byte) { b[28] = byte(len(familyShapes)) }, fmt.Sprintf("laplace shape %d out of range 0..%d", len(familyShapes), len(familyShapes)-1)},
+		{"shape 255", Options{Dist: PowerLaw, Version: FormatVersion2}, func(b []byte) { b[28] = 255 }, fmt.Sprintf("powerlaw shape 255 out of range 0..%d", len(familyShapes)-1)},
+		{"empirical shape", Options{Dist: Empirical, Version: FormatVersion2}, func(b []byte) { b[28] = 1 }, "empirical codebook has shape 1, want 0"},
 		{"version 1 shape", Options{Dist: Gaussian, Version: FormatVersion1}, func(b []byte) { b[28] = 1 }, "gaussian shape 1 in format version 1"},
-		{"unknown flag", Options{Dist: Gaussian}, func(b []byte) { b[29] |= 8 }, "flags (byte 29) 0xc"},
-		{"flag 0x80", Options{Dist: Empirical}, func(b []byte) { b[29] = 0x80 }, "flags (byte 29) 0x80"},
-		{"derived empirical", Options{Dist: Empirical}, func(b []byte) { b[29] = flagDerivedCodebook }, "derived codebook for a empirical codebook"},
+		{"unknown flag", Options{Dist: Gaussian, Version: FormatVersion2}, func(b []byte) { b[29] |= 8 }, "flags (byte 29) 0xc"},
+		{"flag 0x80", Options{Dist: Empirical, Version: FormatVersion2}, func(b []byte) { b[29] = 0x80 }, "flags (byte 29) 0x80"},
+		{"derived empirical", Options{Dist: Empirical, Version: FormatVersion2}, func(b []byte) { b[29] = flagDerivedCodebook }, "derived codebook for a empirical codebook"},
 		{"derived in version 1", Options{Dist: Laplace, Version: FormatVersion1}, func(b []byte) { b[29] = flagDerivedCodebook }, "derived codebook for a laplace codebook in format version 1"},
-		{"compact and derived", Options{Dist: Laplace}, func(b []byte) { b[29] |= flagCompactCodebook }, "both a compact and a derived codebook"},
-		{"zero level without derived codebook", Options{Dist: Empirical}, func(b []byte) { b[30] = 1 }, "zero level (byte 30) is 1 in a header without a derived codebook"},
-		{"zero level 9", Options{Dist: Gaussian}, func(b []byte) { b[30] = 9 }, "gaussian zero level 9 out of range 0..8"},
-		{"zero level 255", Options{Dist: PowerLaw}, func(b []byte) { b[30] = 255 }, "powerlaw zero level 255 out of range 0..8"},
-		{"no such table", Options{Dist: Gaussian}, func(b []byte) { b[28], b[30] = byte(absentShape), byte(absentLevel) },
+		{"compact and derived", Options{Dist: Laplace, Version: FormatVersion2}, func(b []byte) { b[29] |= flagCompactCodebook }, "both a compact and a derived codebook"},
+		{"zero level without derived codebook", Options{Dist: Empirical, Version: FormatVersion2}, func(b []byte) { b[30] = 1 }, "zero level (byte 30) is 1 in a header without a derived codebook"},
+		{"zero level 9", Options{Dist: Gaussian, Version: FormatVersion2}, func(b []byte) { b[30] = 9 }, "gaussian zero level 9 out of range 0..8"},
+		{"zero level 255", Options{Dist: PowerLaw, Version: FormatVersion2}, func(b []byte) { b[30] = 255 }, "powerlaw zero level 255 out of range 0..8"},
+		{"no such table", Options{Dist: Gaussian, Version: FormatVersion2}, func(b []byte) { b[28], b[30] = byte(absentShape), byte(absentLevel) },
 			fmt.Sprintf("gaussian shape %d has no table at zero level %d", absentShape, absentLevel)},
-		{"reserved byte 31", Options{Dist: Gaussian}, func(b []byte) { b[31] = 0x80 }, "reserved byte 31 is 0x80, want 0"},
-		{"reserved byte 31, empirical", Options{Dist: Empirical}, func(b []byte) { b[31] = 1 }, "reserved byte 31 is 0x1, want 0"},
+		{"reserved byte 31", Options{Dist: Gaussian, Version: FormatVersion2}, func(b []byte) { b[31] = 0x80 }, "reserved byte 31 is 0x80, want 0"},
+		{"reserved byte 31, empirical", Options{Dist: Empirical, Version: FormatVersion2}, func(b []byte) { b[31] = 1 }, "reserved byte 31 is 0x1, want 0"},
 	}
 	for _, c := range cases {
 		enc, err := Encode(src, c.opt)
@@ -402,7 +402,7 @@ func TestParseTensorHeaderFields(t *testing.T) {
 	// A version 2 parametric codebook stored with its 128 bytes of lengths
 	// (as written before derived codebooks): another shape that exists,
 	// the lengths left as they were, is not that shape's table.
-	enc, _ := Encode(src, Options{Dist: Gaussian})
+	enc, _ := Encode(src, Options{Dist: Gaussian, Version: FormatVersion2})
 	enc.DerivedCodebook = false
 	b, _ := enc.MarshalBinary()
 	if _, err := ParseTensor(b); err != nil {

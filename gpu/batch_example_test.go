@@ -30,7 +30,7 @@ func ExampleDevice_EncodeBatch() {
 	for _, v := range values {
 		h := codec.SampleHistogram(v)
 		cb := codec.FitCodebook(codec.Empirical, &h)
-		t, err := d.NewTensor(len(v), codec.ChooseLayout(codec.Clean, &cb, &h), cb, 1024, gpu.Weights)
+		t, err := d.NewTensor(len(v), codec.ChooseLayout(codec.Clean, &cb, &h).WithVersion(codec.FormatVersion2), cb, 1024, gpu.Weights)
 		if err != nil {
 			fmt.Println(err)
 			return

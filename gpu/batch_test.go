@@ -263,7 +263,7 @@ func TestBatchMixed(t *testing.T) {
 		fitCase("AUTO, partial", g(65536+12345, 0.3), codec.Auto, codec.Empirical),
 		fitCase("zeros", make([]uint16, 65536), codec.Clean, codec.Empirical),
 		fitCase("AUTO, a C per block", scaledBlocks(r, 3, 777), codec.Auto, codec.Empirical),
-		{name: "adversarial", src: uniform, cb: normalCB, l: codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}, small: true},
+		{name: "adversarial", src: uniform, cb: normalCB, l: codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100, Version: codec.FormatVersion2}, small: true},
 	}
 	if !emulated(t) {
 		for _, n := range []int{7, 4097, 65535, 65537, 300007, 1 << 20, 3<<20 + 99} {
@@ -276,7 +276,7 @@ func TestBatchMixed(t *testing.T) {
 			adv[i] = uint16(r.Uint32())
 		}
 		cases = append(cases, batchCase{name: "adversarial, 4 blocks", src: adv, cb: normalCB,
-			l: codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2}, small: true})
+			l: codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2, Version: codec.FormatVersion2}, small: true})
 	}
 	checkBatch(t, d, cases)
 }

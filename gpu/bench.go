@@ -266,7 +266,7 @@ func (b *bencher) newTensor(src Buffer, n int, p codec.Preset, dist codec.Distri
 		return nil, err
 	}
 	cb := codec.FitCodebook(dist, &h)
-	t, err := b.d.NewTensor(n, codec.ChooseLayout(p, &cb, &h), cb, n/64+4096, cat)
+	t, err := b.d.NewTensor(n, codec.ChooseLayout(p, &cb, &h).WithVersion(codec.FormatVersion2), cb, n/64+4096, cat)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func (b *bencher) codecPerBlock(src Buffer, vals []uint16, data string) error {
 		return err
 	}
 	cb := codec.FitCodebook(codec.Empirical, &h)
-	l := codec.ChooseLayout(codec.Auto, &cb, &h)
+	l := codec.ChooseLayout(codec.Auto, &cb, &h).WithVersion(codec.FormatVersion2)
 	l.PerBlock = true
 	caps := codec.BlockCapacities(&cb, l, vals)
 	l.StreamBytes = int(slices.Max(caps))

@@ -24,7 +24,7 @@ func gaussianTensor(b *testing.B, d *Device, n int, seed uint64) (Buffer, *Tenso
 		b.Fatal(err)
 	}
 	cb := codec.FitCodebook(codec.Gaussian, &h)
-	t, err := d.NewTensor(n, codec.ChooseLayout(codec.Clean, &cb, &h), cb, n/16+4096, Weights)
+	t, err := d.NewTensor(n, codec.ChooseLayout(codec.Clean, &cb, &h).WithVersion(codec.FormatVersion2), cb, n/16+4096, Weights)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestEncodeCapacitiesPerBlock(t *testing.T) {
 		}
 	}
 	cb, _ := fitBlocks(src, codec.Auto, codec.Empirical)
-	l := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 512, PerBlock: true}
+	l := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 512, PerBlock: true, Version: codec.FormatVersion2}
 	caps := make([]uint16, l.Blocks(len(src)))
 	for b := range caps {
 		caps[b] = uint16(2 + r.IntN(511))

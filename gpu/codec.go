@@ -13,12 +13,13 @@ import (
 // device buffers between calls, growing them as tensors grow. A Codec must
 // not be used by two goroutines at once.
 type Codec struct {
-	dev    *Device
-	own    bool
-	t      *Tensor
-	vals   Buffer
-	bstats []byte
-	host   codec.Decoder // version 1 tensors (Decode)
+	dev     *Device
+	own     bool
+	t       *Tensor
+	vals    Buffer
+	bstats  []byte
+	host    codec.Decoder // tensors of versions the kernels do not code (Decode)
+	hostEnc codec.Encoder // the same, for Encode
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
@@ -71,7 +72,13 @@ func (c *Codec) prepare(n int, l codec.Layout, caps []uint16, cb codec.Codebook)
 // slices, and fills dst.Stats, exactly as codec.Encoder.Encode does (a
 // layout with capacities per block gets codec.BlockCapacities, chosen here
 // on the host).
+//
+// The kernels code format version 2; a layout of version 3 is encoded by
+// the CPU reference encoder until they code it (version 1 is refused).
 func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error {
+	if l.FormatVersion() == codec.FormatVersion3 {
+		return c.hostEnc.Encode(dst, src, cb, l)
+	}
 	if len(src) > codec.MaxElements {
 		return fmt.Errorf("gpu: encode: %d elements, at most %d allowed", len(src), codec.MaxElements)
 	}
@@ -155,8 +162,8 @@ func (c *Codec) encodeBlocks(dst *codec.Tensor, src []uint16, cb codec.Codebook,
 
 // Decode decodes t into dst (len(dst) must be t.N), checking t's structure
 // first and its streams on the device, as codec.Decoder.Decode does. The
-// kernels code format version 2; a version 1 tensor (from a file written
-// before it) is decoded by the CPU reference decoder.
+// kernels code format version 2; a tensor of another version is decoded by
+// the CPU reference decoder.
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if err := t.CheckStructure(); err != nil {
 		return fmt.Errorf("gpu: decode: %w", err)
@@ -167,9 +174,9 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if t.N == 0 {
 		return nil
 	}
-	if t.Layout.Version1 {
+	if v := t.Layout.FormatVersion(); v != codec.FormatVersion2 {
 		if err := c.host.Decode(t, dst); err != nil {
-			return fmt.Errorf("gpu: decode (version 1, on the host): %w", err)
+			return fmt.Errorf("gpu: decode (version %d, on the host): %w", v, err)
 		}
 		return nil
 	}

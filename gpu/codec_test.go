@@ -78,7 +78,7 @@ func TestEncodeAdversarial(t *testing.T) {
 	}
 
 	// Two bytes per stream: everything past the first codes spills.
-	tiny := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2}
+	tiny := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2, Version: codec.FormatVersion2}
 	want = checkEncode(t, c, "AUTO with C=2", normal, cbNormal, tiny)
 	if full := 256 * (n / 65536); want.Stats.SpillingStreams < full {
 		// (the partial last block's streams are short enough to fit at times)
@@ -164,7 +164,7 @@ func TestDecodeCorrupt(t *testing.T) {
 	t.Logf("%d of %d corruptions detected by both decoders, the rest decoded alike", failures, trials)
 
 	// Structure problems are caught on the host before the device.
-	ct := cpuEncode(t, src, fitCB(src), codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100})
+	ct := cpuEncode(t, src, fitCB(src), codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100, Version: codec.FormatVersion2})
 	ct.Offsets[1]++
 	if err := c.Decode(ct, make([]uint16, len(src))); err == nil {
 		t.Fatal("decode accepted a wrong overflow offset")

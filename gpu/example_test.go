@@ -13,7 +13,7 @@ func ExampleNewCodec() {
 	src := []uint16{0x3F80, 0x4000, 0xBF80, 0x3C00} // 1, 2, -1, 2^-7 in BF16
 	h := codec.SampleHistogram(src)
 	cb := codec.FitCodebook(codec.Gaussian, &h)
-	layout := codec.ChooseLayout(codec.Clean, &cb, &h)
+	layout := codec.ChooseLayout(codec.Clean, &cb, &h).WithVersion(codec.FormatVersion2)
 
 	c, err := gpu.NewCodec()
 	if err != nil {

@@ -37,7 +37,7 @@ func FuzzEncode(f *testing.F) {
 		}
 		cb, l := fitBlocks(src, codec.Presets[int(preset)%len(codec.Presets)], codec.Distributions[int(dist)%len(codec.Distributions)])
 		if spill%4 == 0 {
-			l = codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2 + int(spill)%7}
+			l = codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2 + int(spill)%7, Version: codec.FormatVersion2}
 		}
 		checkEncode(t, testCodec(t), "fuzzed tensor", src, cb, l)
 	})

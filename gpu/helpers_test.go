@@ -84,7 +84,7 @@ func testCodec(t testing.TB) *Codec {
 func fit(src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, codec.Layout) {
 	h := codec.SampleHistogram(src)
 	cb := codec.FitCodebook(d, &h)
-	return cb, codec.ChooseLayout(p, &cb, &h)
+	return cb, codec.ChooseLayout(p, &cb, &h).WithVersion(codec.FormatVersion2)
 }
 
 // fitBlocks picks the codebook and layout the way codec.Encode does: AUTO

@@ -17,7 +17,7 @@ import (
 // shifts the pattern by blocks.
 func spillPattern(r *rand.Rand, name string, n, phase int, small bool) batchCase {
 	const B = 32768
-	l := codec.Layout{Preset: codec.High, BlockSize: B, StreamBytes: 48}
+	l := codec.Layout{Preset: codec.High, BlockSize: B, StreamBytes: 48, Version: codec.FormatVersion2}
 	cb, _ := fit(testbf16.Gaussian(r, 4096, 0.01), codec.High, codec.Gaussian)
 	short := 0
 	for e, l := range cb.Lengths {

@@ -21,7 +21,7 @@ func TestStatsFromDeviceCountsMatchCodec(t *testing.T) {
 			src[i] ^= 0x3F80 // far exponents: escapes and spills
 		}
 		for _, p := range []codec.Preset{codec.Clean, codec.Auto} {
-			ct, err := codec.Encode(src, codec.Options{Preset: p, Dist: codec.Gaussian})
+			ct, err := codec.Encode(src, codec.Options{Preset: p, Dist: codec.Gaussian, Version: codec.FormatVersion2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestCheckStructure(t *testing.T) {
 	for i := range src {
 		src[i] = uint16(r.Uint32()) // uniform exponents: every stream spills
 	}
-	good, err := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Gaussian})
+	good, err := codec.Encode(src, codec.Options{Preset: codec.Clean, Dist: codec.Gaussian, Version: codec.FormatVersion2})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,7 +244,7 @@ func TestFusedAdamW(t *testing.T) {
 	checkFused(t, synthetic(r, "adamw clean", n, true, codec.Clean, codec.Gaussian))
 	// Each tensor its own preset and C (block sizes equal), the same codebook before and after.
 	oc := synthetic(r, "adamw mixed", n, true, codec.Auto, codec.Empirical)
-	oc.inL[0] = codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100}
+	oc.inL[0] = codec.Layout{Preset: codec.Clean, BlockSize: 65536, StreamBytes: 100, Version: codec.FormatVersion2}
 	oc.outL[0], oc.outCB = oc.inL[0], oc.inCB
 	checkFused(t, oc)
 	// Inputs and outputs with a capacity per block (the fused kernels read
@@ -264,7 +264,7 @@ func TestFusedSpills(t *testing.T) {
 	d := device(t)
 	r := rand.New(rand.NewPCG(24, 25))
 	n := 65536 + 999
-	tiny := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2}
+	tiny := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: 2, Version: codec.FormatVersion2}
 	for _, adam := range []bool{false, true} {
 		oc := synthetic(r, fmt.Sprintf("spilling adam=%v", adam), n, adam, codec.Auto, codec.Gaussian)
 		for i := range oc.inL {
@@ -346,7 +346,7 @@ func TestFusedRejects(t *testing.T) {
 		t.Cleanup(func() { x.Free() })
 		return x
 	}
-	clean, high := oc.inL[0], codec.Layout{Preset: codec.High, BlockSize: 32768, StreamBytes: 48}
+	clean, high := oc.inL[0], codec.Layout{Preset: codec.High, BlockSize: 32768, StreamBytes: 48, Version: codec.FormatVersion2}
 	a, b, c, e := mk(clean), mk(clean), mk(clean), mk(high)
 	g, err := d.Alloc(2*n, Gradients)
 	if err != nil {

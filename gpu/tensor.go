@@ -179,9 +179,10 @@ func lookBytes(nb int) int { return 8 * (nb + 1) }
 // buffers that are large enough; caps are the blocks' capacities where
 // l.PerBlock, else nil.
 func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error {
-	if l.Version1 {
-		return fmt.Errorf("gpu: %s: the kernels code format version %d only, not version 1", t.label(), codec.FormatVersion)
+	if v := l.FormatVersion(); v != codec.FormatVersion2 {
+		return fmt.Errorf("gpu: %s: the kernels code format version %d only, not version %d", t.label(), codec.FormatVersion2, v)
 	}
+	l = l.Normalized()
 	shape := &codec.Tensor{N: n, Layout: l, BlockBytes: caps}
 	if err := shape.CheckBlockBytes(); err != nil {
 		return fmt.Errorf("gpu: %s: %w", t.label(), err)

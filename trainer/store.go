@@ -113,9 +113,10 @@ func (st *store) codecOf(s *slot) session.ClassCodec {
 }
 
 // codecWorkerScratch bounds what one codecWorker's Encoder and Decoder
-// allocate for their own state (per-stream bit buffers, tables, counters)
-// on single-block tensors; a test measures it.
-const codecWorkerScratch = 24 << 10
+// allocate for their own state (per-stream bit buffers, code and lookup
+// tables of format version 3's largest alphabet, counters) on single-block
+// tensors; a test measures it.
+const codecWorkerScratch = 40 << 10
 
 // fail records the first error; codec goroutines call it concurrently.
 func (st *store) fail(err error) {
@@ -406,16 +407,18 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 }
 
 // attempt encodes src as chunk i of s with its class's codebook family and
-// preset: sample, fit, choose the layout, encode (format.md §2–4).
+// preset: fit, choose the layout (one C, the sign where the values share
+// one: Adam's v), encode (format.md §2–4, §7).
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
 	cc := st.codecOf(s)
 	c := &s.chunks[i]
 	if c.enc == nil {
 		c.enc = new(codec.Tensor)
 	}
-	h := codec.SampleHistogram(src)
-	cb := codec.FitCodebook(cc.Dist, &h)
-	layout := codec.ChooseLayout(cc.Preset, &cb, &h)
+	cb, layout, err := codec.PlanOneCapacity(src, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	if err != nil {
+		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
+	}
 	if err := w.enc.Encode(c.enc, src, cb, layout); err != nil {
 		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"lcttop/codec"
 	"lcttop/codec/safetensors"
 	"lcttop/internal/testtensors"
 )
@@ -127,8 +128,8 @@ func TestInspectJSON(t *testing.T) {
 			if fromST.Format != "safetensors" || fromLCT.Format != "lct" || fromST.File != in || fromLCT.File != lct {
 				t.Errorf("file/format %s %s, %s %s", fromST.File, fromST.Format, fromLCT.File, fromLCT.Format)
 			}
-			if fromST.FormatVersion != 2 || fromLCT.FormatVersion != 2 {
-				t.Errorf("%s %v: format versions %d and %d, want 2", in, opts, fromST.FormatVersion, fromLCT.FormatVersion)
+			if fromST.FormatVersion != codec.FormatVersion || fromLCT.FormatVersion != codec.FormatVersion {
+				t.Errorf("%s %v: format versions %d and %d, want %d", in, opts, fromST.FormatVersion, fromLCT.FormatVersion, codec.FormatVersion)
 			}
 			if fromST.Preset != fromLCT.Preset || fromST.Distribution != fromLCT.Distribution {
 				t.Errorf("%s %v: safetensors says %s/%s, .lct says %s/%s", in, opts, fromST.Preset, fromST.Distribution, fromLCT.Preset, fromLCT.Distribution)

@@ -178,6 +178,11 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	if err != nil {
 		return err
 	}
+	if !asJSON {
+		// The step line needs no tensor figures: take them as often as the
+		// UI's session does, so that headless steps cost what the UI's do.
+		opts.FigureEvery = cudabackend.FigureEvery
+	}
 	if opts.Steps == 0 {
 		opts.Steps = math.MaxInt32 // until interrupted
 	}

@@ -16,8 +16,14 @@ import (
 const Magic = "LCTF"
 
 // Version is the container version this package writes: the LCT format
-// version of the tensors inside (docs/format.md §6). It reads version 1 too.
+// version of the tensors inside (docs/format.md §6, §7.6). It reads
+// versions 1 and 2 too.
 const Version = codec.FormatVersion
+
+// knownVersion says whether v is a format version this package reads.
+func knownVersion(v int) bool {
+	return v == codec.FormatVersion1 || v == codec.FormatVersion2 || v == codec.FormatVersion3
+}
 
 // Segment kinds and encodings (docs/format.md §6).
 const (
@@ -160,8 +166,8 @@ func (a *Archive) MarshalBinary() ([]byte, error) {
 	if len(a.Segments) > 1<<32-1 {
 		return nil, fmt.Errorf("%d segments: more than a uint32 counts", len(a.Segments))
 	}
-	if a.Version != codec.FormatVersion1 && a.Version != codec.FormatVersion2 {
-		return nil, fmt.Errorf("version %d: want %d or %d", a.Version, codec.FormatVersion1, codec.FormatVersion2)
+	if !knownVersion(int(a.Version)) {
+		return nil, fmt.Errorf("version %d: want %d, %d or %d", a.Version, codec.FormatVersion1, codec.FormatVersion2, codec.FormatVersion3)
 	}
 	b := make([]byte, 0, a.Size())
 	b = append(b, Magic...)

@@ -123,7 +123,7 @@ func TestContainerLayout(t *testing.T) {
 	lct := mustPack(t, in, Options{})
 	st := parse(t, in)
 	h := len(st.Header)
-	if string(lct[:4]) != "LCTF" || binary.LittleEndian.Uint16(lct[4:]) != 2 || binary.LittleEndian.Uint16(lct[6:]) != 0 {
+	if string(lct[:4]) != "LCTF" || binary.LittleEndian.Uint16(lct[4:]) != codec.FormatVersion || binary.LittleEndian.Uint16(lct[6:]) != 0 {
 		t.Fatalf("prefix % x", lct[:8])
 	}
 	if binary.LittleEndian.Uint64(lct[8:]) != uint64(h) {
@@ -205,15 +205,15 @@ func TestChecksumsNameTheDamage(t *testing.T) {
 	}{
 		{"header byte", func(b []byte) { b[prefixSize+1] ^= 0x20 }, ErrChecksum, "safetensors header: checksum mismatch"},
 		{"tensor CRC", func(b []byte) { b[crcField(0)] ^= 1 }, ErrChecksum, "w: checksum mismatch"},
-		{"sf byte of the LCT tensor", func(b []byte) { b[payloads[0]+160+7] ^= 0x40 }, ErrChecksum, "w: checksum mismatch"},
+		{"residue byte of the LCT tensor", func(b []byte) { b[residueStart(t, lct, payloads[0])+7] ^= 0x40 }, ErrChecksum, "w: checksum mismatch"},
 		{"gap byte", func(b []byte) { b[payloads[1]] ^= 1 }, ErrChecksum, "gap at data byte 2048: checksum mismatch"},
 		{"raw tensor byte", func(b []byte) { b[payloads[2]+3] ^= 1 }, ErrChecksum, "ids: checksum mismatch"},
 		{"LCT magic", func(b []byte) { b[payloads[0]] = 'X' }, ErrCorrupt, "w: corrupt: LCT tensor"},
 		{"segment kind", func(b []byte) { b[starts[1]] = 7 }, ErrCorrupt, "segment 1: corrupt: kind 7"},
 		{"gap encoded", func(b []byte) { b[starts[1]+1] = EncodingLCT }, ErrCorrupt, "segment 1: corrupt: a gap must be stored raw"},
-		{"version", func(b []byte) { b[4] = 3 }, ErrCorrupt, "corrupt: version 3"},
-		{"version 1 file holding a version 2 tensor", func(b []byte) { b[4] = 1 }, ErrCorrupt, "w: corrupt: LCT tensor of format version 2 in a version 1 file"},
-		{"version 2 tensor marked version 1", func(b []byte) { b[payloads[0]+4] = 1 }, ErrCorrupt, "w: corrupt: LCT tensor of format version 1 in a version 2 file"},
+		{"version", func(b []byte) { b[4] = 4 }, ErrCorrupt, "corrupt: version 4"},
+		{"version 1 file holding a tensor of today's version", func(b []byte) { b[4] = 1 }, ErrCorrupt, fmt.Sprintf("w: corrupt: LCT tensor of format version %d in a version 1 file", codec.FormatVersion)},
+		{"tensor of today's version marked version 1", func(b []byte) { b[payloads[0]+4] = 1 }, ErrCorrupt, fmt.Sprintf("w: corrupt: LCT tensor of format version 1 in a version %d file", codec.FormatVersion)},
 		{"flags", func(b []byte) { b[6] = 1 }, ErrCorrupt, "corrupt: flags 0x0001"},
 		{"magic", func(b []byte) { b[0] = 'P' }, ErrNotLCT, "not an .lct file"},
 	}
@@ -358,4 +358,22 @@ func TestPackPerTensor(t *testing.T) {
 			t.Errorf("%s stored with %s, want %s", s.Name, got, want)
 		}
 	}
+}
+
+// residueStart is where the residues of the LCT tensor whose payload starts
+// at byte at of lct begin: its length less the sections after them.
+func residueStart(t *testing.T, lct []byte, at int) int {
+	t.Helper()
+	a, err := ReadArchive(lct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range a.Segments {
+		if s.Encoding == EncodingLCT {
+			tt := s.Tensor
+			return at + len(s.Payload) - len(tt.SF) - len(tt.Streams) - len(tt.Overflow)
+		}
+	}
+	t.Fatal("no LCT segment")
+	return 0
 }

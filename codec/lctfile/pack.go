@@ -138,9 +138,10 @@ func encodeSegment(s *Segment, b Backend, opt Options) error {
 		return nil
 	}
 	values := safetensors.BF16Values(raw)
-	sample := codec.SampleHistogram(values)
-	cb := codec.FitCodebook(opt.Dist, &sample)
-	layout := codec.PerBlockLayout(codec.ChooseLayout(opt.Preset, &cb, &sample), len(values))
+	cb, layout, err := codec.Plan(values, codec.Options{Preset: opt.Preset, Dist: opt.Dist})
+	if err != nil {
+		return fmt.Errorf("encoding: %w", err)
+	}
 	t := new(codec.Tensor)
 	if err := b.Encode(t, values, cb, layout); err != nil {
 		return fmt.Errorf("encoding: %w", err)

@@ -221,9 +221,11 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			sample := in.sampleHistogram(raw, j.vals)
-			j.cb = codec.FitCodebook(dist, &sample)
-			j.layout = codec.ChooseLayout(preset, &j.cb, &sample)
+			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist})
+			if err != nil {
+				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
+			}
+			j.cb, j.layout = cb, layout
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
 			j.left = len(j.pieces)
@@ -243,6 +245,27 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 	}
 	return nil
 }
+
+// planStream is codec.Plan of a tensor's values, vals (raw's, a part of
+// what Next returned): the histogram of every value is counted a piece at
+// a time, each piece's pages released once counted, so that a mapped
+// tensor is not resident whole.
+func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
+	sample := in.sampleHistogram(raw, vals)
+	var full codec.SplitHistogram
+	for lo := 0; lo < len(vals); lo += histogramPiece {
+		hi := min(lo+histogramPiece, len(vals))
+		h := codec.FullSplitHistogram(vals[lo:hi])
+		for b, n := range h {
+			full[b] += n
+		}
+		in.Release(raw[2*lo : 2*hi])
+	}
+	return codec.PlanHistograms(len(vals), &full, &sample, opt)
+}
+
+// histogramPiece is how many values planStream counts between releases.
+const histogramPiece = 1 << 20
 
 // pieceWorker encodes pieces with its own codec and scratch.
 type pieceWorker struct {

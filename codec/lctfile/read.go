@@ -39,8 +39,8 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 		return nil, nil, fmt.Errorf("%w: %d bytes, shorter than the %d an empty archive takes", ErrTruncated, len(b), minArchiveSize)
 	}
 	version := r.u16()
-	if version != codec.FormatVersion1 && version != codec.FormatVersion2 {
-		return nil, nil, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrCorrupt, version, codec.FormatVersion1, codec.FormatVersion2)
+	if !knownVersion(int(version)) {
+		return nil, nil, fmt.Errorf("%w: version %d, this build reads versions %d, %d and %d", ErrCorrupt, version, codec.FormatVersion1, codec.FormatVersion2, codec.FormatVersion3)
 	}
 	if f := r.u16(); f != 0 {
 		return nil, nil, fmt.Errorf("%w: flags 0x%04x, version %d defines none", ErrCorrupt, f, version)
@@ -87,7 +87,7 @@ func parseArchive(b []byte) (a *Archive, fileErr, err error) {
 		// A tensor of the other version is named as such before its fields
 		// are checked under its own version's rules.
 		if len(s.Payload) > 4 {
-			if v := int(s.Payload[4]); v != int(version) && (v == codec.FormatVersion1 || v == codec.FormatVersion2) {
+			if v := int(s.Payload[4]); v != int(version) && knownVersion(v) {
 				return nil, nil, segmentErr(i, s, fmt.Errorf("%w: LCT tensor of format version %d in a version %d file", ErrCorrupt, v, version))
 			}
 		}
@@ -172,9 +172,10 @@ func (r *reader) segment(s *Segment) error {
 			return fmt.Errorf("%w: raw segment of %d bytes says it restores to %d", ErrCorrupt, payloadLen, origLen)
 		}
 	case EncodingLCT:
-		// An LCT tensor stores at least one sf byte per value, so it restores
-		// to at most twice its size; this bounds what Unpack allocates.
-		if origLen%2 != 0 || origLen > 2*payloadLen {
+		// An LCT tensor stores at least 4 residue bits and a code bit per
+		// value (format.md §7.1), so it restores to at most 3.2 times its
+		// size; this bounds what Unpack allocates.
+		if origLen%2 != 0 || origLen/4 > payloadLen {
 			return fmt.Errorf("%w: LCT payload of %d bytes cannot restore to %d bytes", ErrCorrupt, payloadLen, origLen)
 		}
 	}

@@ -232,8 +232,8 @@ func (r *streamReader) prefix() (*Archive, map[string]safetensors.TensorInfo, ui
 		return nil, nil, 0, err
 	}
 	version := binary.LittleEndian.Uint16(fixed)
-	if version != codec.FormatVersion1 && version != codec.FormatVersion2 {
-		return nil, nil, 0, fmt.Errorf("%w: version %d, this build reads versions %d and %d", ErrCorrupt, version, codec.FormatVersion1, codec.FormatVersion2)
+	if !knownVersion(int(version)) {
+		return nil, nil, 0, fmt.Errorf("%w: version %d, this build reads versions %d, %d and %d", ErrCorrupt, version, codec.FormatVersion1, codec.FormatVersion2, codec.FormatVersion3)
 	}
 	if f := binary.LittleEndian.Uint16(fixed[2:]); f != 0 {
 		return nil, nil, 0, fmt.Errorf("%w: flags 0x%04x, version %d defines none", ErrCorrupt, f, version)
@@ -322,7 +322,7 @@ func (r *streamReader) segments(ctx context.Context, version uint16, count uint3
 func (j *unpackJob) readPieces(version uint16) error {
 	s := &j.seg
 	if len(s.Payload) > 4 {
-		if v := int(s.Payload[4]); v != int(version) && (v == codec.FormatVersion1 || v == codec.FormatVersion2) {
+		if v := int(s.Payload[4]); v != int(version) && knownVersion(v) {
 			return segmentErr(j.index, s, fmt.Errorf("%w: LCT tensor of format version %d in a version %d file", ErrCorrupt, v, version))
 		}
 	}
@@ -418,7 +418,8 @@ func (r *streamReader) segment(i int, offset int64) (Segment, error) {
 			return fail(fmt.Errorf("%w: raw segment of %d bytes says it restores to %d", ErrCorrupt, payloadLen, origLen))
 		}
 	case EncodingLCT:
-		if origLen%2 != 0 || origLen > 2*payloadLen {
+		// As reader.segment bounds it (format.md §7.1).
+		if origLen%2 != 0 || origLen/4 > payloadLen {
 			return fail(fmt.Errorf("%w: LCT payload of %d bytes cannot restore to %d bytes", ErrCorrupt, payloadLen, origLen))
 		}
 	}

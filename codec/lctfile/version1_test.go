@@ -2,6 +2,7 @@ package lctfile
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -83,7 +84,7 @@ func TestVersion1Files(t *testing.T) {
 			}
 			lctSegments++
 			tt := s.Tensor
-			if !tt.Layout.Version1 {
+			if tt.Layout.FormatVersion() != codec.FormatVersion1 {
 				t.Fatalf("%s: %s parsed as version %d", name, s.Name, tt.Layout.FormatVersion())
 			}
 			presets[tt.Layout.Preset] = true
@@ -100,7 +101,7 @@ func TestVersion1Files(t *testing.T) {
 		if lctSegments != 4 {
 			t.Fatalf("%s: %d LCT segments, want 4", name, lctSegments)
 		}
-		// Packed today, the same file is version 2 throughout and restores too.
+		// Packed today, the same file is of the current version throughout and restores too.
 		st, err := safetensors.Parse(want)
 		if err != nil {
 			t.Fatal(err)
@@ -110,11 +111,11 @@ func TestVersion1Files(t *testing.T) {
 			t.Fatal(err)
 		}
 		a2, err := ReadArchive(v2)
-		if err != nil || a2.Version != codec.FormatVersion2 {
+		if err != nil || a2.Version != codec.FormatVersion {
 			t.Fatalf("%s packed again: version %v, %v", name, a2, err)
 		}
 		for i := range a2.Segments {
-			if tt := a2.Segments[i].Tensor; tt != nil && tt.Layout.Version1 {
+			if tt := a2.Segments[i].Tensor; tt != nil && (tt.Layout.FormatVersion() == codec.FormatVersion1) {
 				t.Fatalf("%s packed again: %s is version 1", name, a2.Segments[i].Name)
 			}
 		}
@@ -144,6 +145,13 @@ func readCommitted(t *testing.T, path string, want []byte, version int) ([]byte,
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s: unpacked file differs from the original", name)
+	}
+	// Read by pieces, from a stream and from a mapped file, as well.
+	for _, in := range []*Input{streamInput(lct), fileInput(t, lct)} {
+		var back bytes.Buffer
+		if _, err := UnpackStream(context.Background(), in, &back, Options{Workers: 2}); err != nil || !bytes.Equal(back.Bytes(), want) {
+			t.Fatalf("%s: unpacked by stream from %s (%v): the file differs from the original", name, in.Name(), err)
+		}
 	}
 	a, err := ReadArchive(lct)
 	if err != nil {

@@ -42,7 +42,7 @@ func TestVersion2Files(t *testing.T) {
 				continue
 			}
 			tt := s.Tensor
-			if tt.Layout.Version1 || tt.Layout.PerBlock || tt.CompactCodebook || tt.DerivedCodebook || tt.Codebook.Shape != 0 {
+			if (tt.Layout.FormatVersion() == codec.FormatVersion1) || tt.Layout.PerBlock || tt.CompactCodebook || tt.DerivedCodebook || tt.Codebook.Shape != 0 {
 				t.Fatalf("%s: %s parsed as version %d, per block %v, compact codebook %v, derived codebook %v, shape %d",
 					name, s.Name, tt.Layout.FormatVersion(), tt.Layout.PerBlock, tt.CompactCodebook, tt.DerivedCodebook, tt.Codebook.Shape)
 			}

@@ -649,7 +649,7 @@ func (c *gpuCodec) key(key string, src gpu.Ptr, n int, cc session.ClassCodec) (*
 	}
 	k.cc = cc
 	k.cb = codec.FitCodebook(cc.Dist, &sample)
-	k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &sample)
+	k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &sample).WithVersion(codec.FormatVersion2)
 	return k, nil
 }
 

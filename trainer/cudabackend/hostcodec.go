@@ -49,7 +49,7 @@ func (h *HostCodec) Encode(mem *Mem, _ string, cat session.Category, src gpu.Ptr
 	sample := codec.SampleHistogram(vals)
 	cb := codec.FitCodebook(cc.Dist, &sample)
 	var t codec.Tensor
-	if err := h.enc.Encode(&t, vals, cb, codec.ChooseLayout(cc.Preset, &cb, &sample)); err != nil {
+	if err := h.enc.Encode(&t, vals, cb, codec.ChooseLayout(cc.Preset, &cb, &sample).WithVersion(codec.FormatVersion2)); err != nil {
 		return nil, err
 	}
 	b, err := t.MarshalBinary()

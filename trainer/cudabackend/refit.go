@@ -44,7 +44,7 @@ func refitted(cb codec.Codebook, cc session.ClassCodec, h *codec.Histogram) (cod
 			cb = fresh
 		}
 	}
-	return cb, codec.ChooseLayout(cc.Preset, &cb, h), true
+	return cb, codec.ChooseLayout(cc.Preset, &cb, h).WithVersion(codec.FormatVersion2), true
 }
 
 // startRefit starts k's refit for its histogram k.hist on another

@@ -29,7 +29,7 @@ func TestRefitBesideTheStepMatchesRefitAtEncode(t *testing.T) {
 	a, b := gaussHist(1<<20, 0.02), gaussHist(1<<20, 3)
 	newKey := func() *gpuKey {
 		k := &gpuKey{cc: cc, cb: codec.FitCodebook(cc.Dist, &a), hist: b}
-		k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &a)
+		k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &a).WithVersion(codec.FormatVersion2)
 		return k
 	}
 	c := &gpuCodec{}

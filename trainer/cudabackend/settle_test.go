@@ -44,7 +44,7 @@ func newSettleSetup(t *testing.T) *settleSetup {
 		cb := codec.FitCodebook(cc.Dist, &sample)
 		var ct codec.Tensor
 		var enc codec.Encoder
-		h.check(enc.Encode(&ct, v, cb, codec.ChooseLayout(cc.Preset, &cb, &sample)))
+		h.check(enc.Encode(&ct, v, cb, codec.ChooseLayout(cc.Preset, &cb, &sample).WithVersion(codec.FormatVersion2)))
 		if ct.Stats.Spilled > 0 && len(ct.Overflow) > 0 {
 			va = v
 			t.Logf("tensor A: %s, %d values, %d overflow bytes", name, len(v), len(ct.Overflow))

@@ -18,12 +18,13 @@ func pieceLen(l codec.Layout) int {
 }
 
 // tally sums the encodings of a tensor's pieces. Blocks are coded each on
-// its own (streams, spill bitmap, overflow region), so a tensor coded piece
+// its own (streams, tails, codebooks of their own), so a tensor coded piece
 // by piece with one codebook and layout holds the same bytes as coded whole,
-// less one header per piece after the first.
+// less one header and tensor codebook per piece after the first.
 type tally struct {
 	n, pieces                     int
 	storedNoHeader                int
+	residues                      int
 	codeBits                      uint64
 	escaped, spilled              int
 	spillingStreams, totalStreams int
@@ -39,11 +40,12 @@ func (a *tally) add(t *codec.Tensor) {
 	s := &t.Stats
 	a.n += t.N
 	a.pieces++
-	a.storedNoHeader += t.StoredBytes() - t.HeaderBytes()
-	a.header = t.HeaderBytes()
+	a.storedNoHeader += t.StoredBytes() - t.TensorHeaderBytes()
+	a.header = t.TensorHeaderBytes()
+	a.residues += len(t.SF)
 	a.caps = append(a.caps, t.BlockBytes...)
-	// UsedBits is (code bits + 8·spilled)/N: the integer comes back exactly.
-	a.codeBits += uint64(math.Round(s.UsedBits*float64(t.N))) - 8*uint64(s.Spilled)
+	// UsedBits is code bits/N: the integer comes back exactly.
+	a.codeBits += uint64(math.Round(s.UsedBits * float64(t.N)))
 	a.escaped += s.Escaped
 	a.spilled += s.Spilled
 	a.spillingStreams += s.SpillingStreams
@@ -66,10 +68,10 @@ func (a *tally) stats(t *tensor, ch choice, header int) session.TensorStats {
 	n := float64(a.n)
 	ts.StoredBytes = stored
 	ts.Ratio = 2 * n / float64(stored)
-	ts.AllocatedBits = 8 * float64(stored-a.n) / n
-	ts.UsedBits = float64(a.codeBits+8*uint64(a.spilled)) / n
+	ts.AllocatedBits = 8 * float64(stored-a.residues) / n
+	ts.UsedBits = float64(a.codeBits) / n
 	ts.Entropy = a.hist.Entropy()
-	ts.ExpectedBits = ch.cb.ExpectedBits(&a.hist)
+	ts.ExpectedBits = ts.UsedBits
 	ts.EscapeRate = float64(a.escaped) / n
 	ts.OverflowRate = float64(a.spilled) / n
 	if a.totalStreams > 0 {
@@ -83,7 +85,3 @@ func (a *tally) stats(t *tensor, ch choice, header int) session.TensorStats {
 	}
 	return ts
 }
-
-// headerBytes is what a tensor coded as ch stores besides its elements: the
-// header with its codebook.
-func headerBytes(ch choice) int { return storedWithoutOverflow(0, ch) }

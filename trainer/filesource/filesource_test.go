@@ -19,10 +19,14 @@ import (
 func TestSampleIndicesMatchCodec(t *testing.T) {
 	for _, n := range []int{1, 100, codec.SampleSize, codec.SampleSize + 1, 10_000, 3*65536 + 17, 1 << 20} {
 		vals := adamV(uint64(n), n)
-		want := codec.SampleHistogram(vals)
+		want := codec.SampleSplitHistogram(vals)
 		tn := &tensor{name: "x", dtype: "BF16", n: n, raw: safetensors.BF16Bytes(vals), src: &mapping{}}
-		if got := sampleHistogram(tn); got != want {
-			t.Fatalf("n = %d: sampled histogram differs from codec.SampleHistogram", n)
+		got := sampleHistogram(tn)
+		if got != want {
+			t.Fatalf("n = %d: sampled histogram differs from codec.SampleSplitHistogram", n)
+		}
+		if got.Exponents() != codec.SampleHistogram(vals) {
+			t.Fatalf("n = %d: sampled exponents differ from codec.SampleHistogram", n)
 		}
 	}
 }

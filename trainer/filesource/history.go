@@ -89,7 +89,8 @@ func pointOf(v *view) point {
 		case !st.Estimated:
 			p.dists[t.name] = distOf((*codec.Histogram)(&st.Histogram))
 		case v.sampled[i]:
-			p.dists[t.name] = distOf(&v.samples[i])
+			exp := v.samples[i].Exponents()
+			p.dists[t.name] = distOf(&exp)
 		}
 	}
 	for c, r := range raw {

@@ -30,10 +30,11 @@ func sampleIndices(n int) []int {
 	return idx
 }
 
-// sampleHistogram is codec.SampleHistogram of a tensor in a mapping, read
-// value by value; the pages read are released as it goes.
-func sampleHistogram(t *tensor) codec.Histogram {
-	var h codec.Histogram
+// sampleHistogram is the split histogram of codec's sample of a tensor in a
+// mapping (its exponents are codec.SampleHistogram's), read value by value;
+// the pages read are released as it goes.
+func sampleHistogram(t *tensor) codec.SplitHistogram {
+	var h codec.SplitHistogram
 	idx := sampleIndices(t.n)
 	const batch = 256 // sampled values read between two prefetches and releases
 	for lo := 0; lo < len(idx); lo += batch {
@@ -45,7 +46,7 @@ func sampleHistogram(t *tensor) codec.Histogram {
 		}
 		for _, i := range part {
 			v := uint16(t.raw[2*i]) | uint16(t.raw[2*i+1])<<8
-			h[byte(v>>7)]++
+			h[v>>4]++
 		}
 		t.src.release(span)
 	}
@@ -53,75 +54,91 @@ func sampleHistogram(t *tensor) codec.Histogram {
 }
 
 // choice is what the codec does with a tensor under one setting: the
-// codebook fitted to its sample and the layout chosen from both.
+// codebook and the layout pack chooses (codec.PlanHistograms), from the
+// split histogram of every value where exact, of the sample for the
+// estimate.
 type choice struct {
 	cc     session.ClassCodec
 	cb     codec.Codebook
 	layout codec.Layout
+	exact  bool // chosen from every value: what pack chooses
 }
 
-func choose(cc session.ClassCodec, sample *codec.Histogram) choice {
-	cb := codec.FitCodebook(cc.Dist, sample)
-	return choice{cc: cc, cb: cb, layout: codec.ChooseLayout(cc.Preset, &cb, sample)}
+// choose is the choice for an n-element tensor under cc, from the split
+// histogram of its sample, or of every value (full, exact) with the
+// sample's exponents for the parametric fit.
+func choose(cc session.ClassCodec, n int, sample, full *codec.SplitHistogram) choice {
+	exp := sample.Exponents()
+	h, exact := sample, false
+	if full != nil {
+		h, exact = full, true
+	}
+	cb, l, err := codec.PlanHistograms(n, h, &exp, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	if err != nil {
+		// The settings come from the codec's own lists: unreachable.
+		panic(err)
+	}
+	return choice{cc: cc, cb: cb, layout: l, exact: exact}
 }
 
-// storedWithoutOverflow is what an n-element tensor coded as ch stores
-// before any spill: header and codebook as the encoder stores it, sf bytes,
-// stream areas, per-block bitmaps and offsets (codec.Tensor.StoredBytes of a
-// tensor with no overflow).
-func storedWithoutOverflow(n int, ch choice) int {
-	t := codec.Tensor{N: n, Layout: ch.layout, Codebook: ch.cb,
-		CompactCodebook: codec.CompactCodebook(&ch.cb, ch.layout), DerivedCodebook: codec.DerivedCodebook(&ch.cb, ch.layout)}
-	return t.StoredBytes()
+// headerBytes is what a tensor coded as ch stores once, besides its blocks:
+// the header with the tensor's codebook.
+func headerBytes(ch choice) int {
+	t := codec.Tensor{Layout: ch.layout, Codebook: ch.cb, DerivedCodebook: codec.DerivedCodebook(&ch.cb, ch.layout)}
+	return t.TensorHeaderBytes()
 }
 
-// estimate fills a tensor's figures from its sample alone. Everything but
-// the overflow follows from the codebook and layout; the overflow is the
-// expectation under a normal approximation of each full stream's code bits
-// (the model AUTO chooses its capacity with): a spilling stream costs its
-// marker byte and a byte per exponent past the capacity.
-func estimate(t *tensor, sample *codec.Histogram, ch choice) session.TensorStats {
+// estimate fills a tensor's figures from its sample alone (format version
+// 3, §7): the header, the residues and the heads follow from the codebook
+// and layout; the tails are the expectation under a normal approximation
+// of each full stream's code bits (the model AUTO's one C comes from),
+// each block with tails paying its length table.
+func estimate(t *tensor, sample *codec.SplitHistogram, ch choice) session.TensorStats {
 	ts := baseStats(t, ch)
 	ts.Estimated = true
-	ts.Histogram = *sample
-	total := float64(sample.Total())
+	exp := sample.Exponents()
+	ts.Histogram = exp
+	total := float64(exp.Total())
 	if total == 0 {
 		return rawStats(ts, t)
 	}
 	var mean, sq, escaped float64
-	for e, c := range sample {
+	for b, c := range sample {
 		if c == 0 {
 			continue
 		}
-		cost := float64(ch.cb.Cost(byte(e)))
+		v := uint16(b) << 4
+		cost := float64(ch.cb.ValueCost(v))
 		mean += cost * float64(c)
 		sq += cost * cost * float64(c)
-		if ch.cb.Lengths[e] == 0 {
+		if ch.cb.Escapes(v) {
 			escaped += float64(c)
 		}
 	}
 	mean /= total
 	variance := max(sq/total-mean*mean, 0)
-	k := float64(ch.layout.BlockSize / codec.Streams) // exponents in a full block's stream
-	capBits := float64(8 * ch.layout.StreamBytes)
-	pSpill, excessBits := normalTail(k*mean, math.Sqrt(k*variance), capBits)
-	streams := float64(t.n) / k
-	spilled := 0.0
-	if mean > 0 {
-		spilled = streams * excessBits / mean
-	}
-	overflow := streams*pSpill + spilled
-	stored := storedWithoutOverflow(t.n, ch) + int(math.Round(overflow))
+	l := ch.layout
+	k := float64(l.BlockSize / codec.Streams) // values in a full block's stream
+	pTail, tailBits := normalTail(k*mean, math.Sqrt(k*variance), float64(8*l.StreamBytes))
 	n := float64(t.n)
+	blocks := l.Blocks(t.n)
+	streams := n / k
+	tails := streams * tailBits / 8
+	if pTail > 0 {
+		tails += float64(blocks) * (1 - math.Pow(1-pTail, codec.Streams)) * 160 // length tables
+	}
+	w := codec.ResidueBits(&ch.cb, l.Sign)
+	residues := (t.n*w + 7) / 8
+	stored := headerBytes(ch) + residues + l.StreamAreaBytes(t.n) + blocks + int(math.Round(tails))
 	ts.StoredBytes = stored
 	ts.Ratio = 2 * n / float64(stored)
-	ts.AllocatedBits = 8 * float64(stored-t.n) / n
-	ts.Entropy = sample.Entropy()
-	ts.ExpectedBits = ch.cb.ExpectedBits(sample)
+	ts.AllocatedBits = 8 * float64(stored-residues) / n
+	ts.Entropy = exp.Entropy()
+	ts.ExpectedBits = mean
+	ts.UsedBits = mean
 	ts.EscapeRate = escaped / total
-	ts.OverflowRate = min(spilled/n, 1)
-	ts.UsedBits = ts.ExpectedBits*(1-ts.OverflowRate) + 8*ts.OverflowRate
-	ts.SpillStreamRate = pSpill
+	ts.OverflowRate = min(streams*tailBits/mean/n, 1)
+	ts.SpillStreamRate = pTail
 	if stored >= 2*t.n {
 		return rawStats(ts, t)
 	}

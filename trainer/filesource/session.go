@@ -335,8 +335,8 @@ func (s *Session) Detail(name string, block int) (session.TensorDetail, error) {
 			return session.TensorDetail{}, err
 		}
 		if ch == nil {
-			h := codec.SampleHistogram(vals)
-			c := choose(s.codecFor(t), &h)
+			sample, full := codec.SampleSplitHistogram(vals), codec.FullSplitHistogram(vals)
+			c := choose(s.codecFor(t), t.n, &sample, &full)
 			ch = &c
 		}
 	}
@@ -356,9 +356,12 @@ func (s *Session) Detail(name string, block int) (session.TensorDetail, error) {
 		t.values(lo, hi, d.Values)
 		t.src.release(t.raw[2*lo : 2*hi])
 	}
-	// AUTO stores each block at the capacity its own values give (as pack
-	// does); the block alone is one block, so its layout has that C.
-	d.Layout = codec.ChooseBlockLayout(d.Layout, &d.Codebook, d.Values)
+	// AUTO stores each block at the capacity its own values give, and a
+	// block may have a codebook of its own (as pack does); the block alone
+	// is one block, so its layout has that C.
+	own := d.Codebook
+	d.Codebook, d.Layout = codec.BlockPlan(d.Codebook, d.Layout, d.Values)
+	d.TensorFit = d.Codebook == own
 	return d, nil
 }
 
@@ -393,7 +396,11 @@ func (s *Session) acquire(name string) (t *tensor, ch *choice, release func(), e
 	if v.sampled[i] {
 		c := v.jobs[i].ch
 		if c.cc != s.codecFor(t) {
-			c = choose(s.codecFor(t), &v.samples[i])
+			var full *codec.SplitHistogram
+			if v.haveFull[i] {
+				full = &v.full[i]
+			}
+			c = choose(s.codecFor(t), t.n, &v.samples[i], full)
 		}
 		ch = &c
 	}

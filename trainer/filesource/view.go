@@ -12,18 +12,26 @@ import (
 // exact tensor by tensor.
 type view struct {
 	ck      *checkpoint
-	samples []codec.Histogram // per tensor, when sampled[i]
-	sampled []bool            // an .lct file's LCT tensors are sampled once decoded
-	stats   []session.TensorStats
-	jobs    []job
-	cursor  int  // tensors before it need no more pieces handed out
-	pointed bool // its exact figures are in the history
+	samples []codec.SplitHistogram // per tensor, when sampled[i]
+	sampled []bool                 // an .lct file's LCT tensors are sampled once decoded
+	// full is every value's split histogram, where haveFull: what pack
+	// fits a codebook to and takes the sign from, so the exact pass counts
+	// it first.
+	full     []codec.SplitHistogram
+	haveFull []bool
+	stats    []session.TensorStats
+	jobs     []job
+	cursor   int  // tensors before it need no more pieces handed out
+	pointed  bool // its exact figures are in the history
 }
 
-// job is one coded tensor's exact pass under its current setting.
+// job is one coded tensor's exact pass under its current setting: first,
+// where the tensor's full histogram is not known yet, pieces that count it
+// (scan), then pieces that code it.
 type job struct {
 	gen       int // bumps when the setting changes; older pieces are dropped
 	ch        choice
+	scan      bool
 	exact     bool
 	plen      int // elements per piece
 	pieces    int
@@ -39,7 +47,8 @@ type job struct {
 // stored.
 func (s *Session) newView(ck *checkpoint) (*view, error) {
 	n := len(ck.tensors)
-	v := &view{ck: ck, samples: make([]codec.Histogram, n), sampled: make([]bool, n), stats: make([]session.TensorStats, n), jobs: make([]job, n)}
+	v := &view{ck: ck, samples: make([]codec.SplitHistogram, n), sampled: make([]bool, n), stats: make([]session.TensorStats, n), jobs: make([]job, n),
+		full: make([]codec.SplitHistogram, n), haveFull: make([]bool, n)}
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -102,11 +111,19 @@ func (s *Session) resetJob(v *view, i int) {
 	if !v.sampled[i] {
 		return // an LCT tensor: the pass decodes it, samples, then codes it whole
 	}
-	j.ch = choose(s.codecFor(t), &v.samples[i])
+	cc := s.codecFor(t)
+	est := choose(cc, t.n, &v.samples[i], nil)
+	v.stats[i] = estimate(t, &v.samples[i], est)
+	j.ch = est
+	if v.haveFull[i] {
+		j.ch = choose(cc, t.n, &v.samples[i], &v.full[i])
+	} else {
+		j.scan = true
+		clear(v.full[i][:])
+	}
 	j.plen = pieceLen(j.ch.layout)
 	j.pieces = (t.n + j.plen - 1) / j.plen
 	j.header = headerBytes(j.ch)
-	v.stats[i] = estimate(t, &v.samples[i], j.ch)
 }
 
 // progress counts the exact pass over the coded tensors.
@@ -164,6 +181,7 @@ type task struct {
 	gen   int
 	piece int
 	ch    choice
+	scan  bool // count the piece's histogram, not code it
 	whole bool // an LCT tensor: decode, sample, choose, code every piece
 }
 
@@ -183,7 +201,7 @@ func (s *Session) nextTask() (tk task, ok bool) {
 				if !v.ck.tensors[i].coded() || j.exact || j.handed >= j.pieces {
 					continue
 				}
-				tk = task{v: v, i: i, gen: j.gen, piece: j.handed, ch: j.ch, whole: !v.sampled[i]}
+				tk = task{v: v, i: i, gen: j.gen, piece: j.handed, ch: j.ch, scan: j.scan, whole: !v.sampled[i]}
 				j.handed++
 				v.ck.refs.Add(1)
 				return tk, true
@@ -239,6 +257,11 @@ func (w *worker) run(tk task) {
 		vals := w.vals[:hi-lo]
 		t.values(lo, hi, vals)
 		t.src.release(raw)
+		if tk.scan {
+			h := codec.FullSplitHistogram(vals)
+			w.s.finishScan(tk, &h)
+			return
+		}
 		if err := w.encode(vals, tk.ch); err != nil {
 			w.s.failed(tk, err)
 			return
@@ -252,8 +275,8 @@ func (w *worker) run(tk task) {
 		w.s.failed(tk, err)
 		return
 	}
-	sample := codec.SampleHistogram(vals)
-	ch, gen, ok := w.s.sampledWhole(tk, sample)
+	sample, full := codec.SampleSplitHistogram(vals), codec.FullSplitHistogram(vals)
+	ch, gen, ok := w.s.sampledWhole(tk, &sample, &full)
 	if !ok {
 		return
 	}
@@ -285,16 +308,18 @@ func (w *worker) encode(vals []uint16, ch choice) error {
 	return w.enc.Encode(&w.out, vals, ch.cb, l)
 }
 
-// sampledWhole records an LCT tensor's sample once decoded and returns the
-// choice to code it with; ok is false when the tensor is no longer wanted.
-func (s *Session) sampledWhole(tk task, sample codec.Histogram) (choice, int, bool) {
+// sampledWhole records an LCT tensor's sample and full histogram once
+// decoded and returns the choice to code it with; ok is false when the
+// tensor is no longer wanted.
+func (s *Session) sampledWhole(tk task, sample, full *codec.SplitHistogram) (choice, int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := tk.v
 	if s.view != v {
 		return choice{}, 0, false
 	}
-	v.samples[tk.i], v.sampled[tk.i] = sample, true
+	v.samples[tk.i], v.sampled[tk.i] = *sample, true
+	v.full[tk.i], v.haveFull[tk.i] = *full, true
 	j := &v.jobs[tk.i]
 	gen := j.gen
 	if gen != tk.gen {
@@ -312,6 +337,35 @@ func (s *Session) sampledWhole(tk task, sample codec.Histogram) (choice, int, bo
 	j.gen = gen         // the same pass goes on, here
 	j.handed = j.pieces
 	return j.ch, j.gen, true
+}
+
+// finishScan counts a scanned piece's histogram; with the last, the tensor
+// gets pack's choice and its pieces are handed out again, to be coded.
+func (s *Session) finishScan(tk task, h *codec.SplitHistogram) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := tk.v
+	j := &v.jobs[tk.i]
+	if s.view != v || j.gen != tk.gen || !j.scan {
+		return
+	}
+	full := &v.full[tk.i]
+	for b, c := range h {
+		full[b] += c
+	}
+	j.finished++
+	if j.finished < j.pieces {
+		return
+	}
+	t := v.ck.tensors[tk.i]
+	v.haveFull[tk.i] = true
+	j.ch = choose(j.ch.cc, t.n, &v.samples[tk.i], full)
+	j.scan, j.handed, j.finished = false, 0, 0
+	j.plen = pieceLen(j.ch.layout)
+	j.pieces = (t.n + j.plen - 1) / j.plen
+	j.header = headerBytes(j.ch)
+	v.cursor = min(v.cursor, tk.i)
+	s.work.Broadcast()
 }
 
 // finishPiece counts a coded piece; it reports whether the tensor's pass

@@ -228,17 +228,19 @@ func (s *Source) Values(name string) ([]uint16, error) {
 }
 
 // encode returns t encoded under its codec (cached), laid out as the
-// trainer lays out its tensors (one C from the sample); s.mu held.
+// trainer lays out its tensors (codec.PlanOneCapacity); s.mu held.
 func (s *Source) encode(t Tensor) (*codec.Tensor, error) {
 	cc := s.codecOf(t)
 	k := fmt.Sprintf("%s|%s|%s", t.Name, cc.Preset, cc.Dist)
 	if e, ok := s.encoded[k]; ok {
 		return e, nil
 	}
-	h := codec.SampleHistogram(t.Values)
-	cb := codec.FitCodebook(cc.Dist, &h)
+	cb, l, err := codec.PlanOneCapacity(t.Values, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	if err != nil {
+		return nil, fmt.Errorf("fake: encoding %s: %w", t.Name, err)
+	}
 	e := new(codec.Tensor)
-	if err := (&codec.Encoder{}).Encode(e, t.Values, cb, codec.ChooseLayout(cc.Preset, &cb, &h)); err != nil {
+	if err := (&codec.Encoder{}).Encode(e, t.Values, cb, l); err != nil {
 		return nil, fmt.Errorf("fake: encoding %s: %w", t.Name, err)
 	}
 	s.encoded[k] = e
@@ -386,7 +388,7 @@ func Tensors() []Tensor {
 			g := 1e-3 * r.NormFloat64() * math.Exp(2*r.NormFloat64())
 			return g * g
 		})},
-		{Name: "h0.ln1.g", Class: session.ClassWeight, Values: gen(256, func() float64 { return 1 + 0.01*r.NormFloat64() })},
+		{Name: "h0.ln1.g", Class: session.ClassWeight, Values: gen(48, func() float64 { return 1 + 0.01*r.NormFloat64() })},
 		{Name: "h0.mlp.fc.w", Class: session.ClassWeight, Values: gen(3*65536, func() float64 { return 0.02 * r.NormFloat64() })},
 		{Name: "h0.mlp.act", Class: session.ClassActivation, Values: gen(65536, func() float64 { return math.Max(0, r.NormFloat64()) })},
 	}

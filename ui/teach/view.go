@@ -68,9 +68,22 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	lines = append(lines, l(strings.Repeat(" ", 9)+"sign │ exponent (8 bits) │ fraction (7 bits)"))
 
 	// 2. the split.
-	sfBits := fmt.Sprintf("%08b", v.SF)
-	lines = append(lines, st.Key.Render("2 split  ")+l("sf = sign·fraction = ")+val(sfBits[:1]+"·"+sfBits[1:])+
-		l(fmt.Sprintf(" = 0x%02X", v.SF))+l(" → stored as is, 8 bits"))
+	if a.V3() {
+		rb := a.ResidueBits()
+		what := "sign and fraction"
+		if rb < 8 {
+			what = fmt.Sprintf("%d fraction bits", 7-int(cb.Split))
+			if rb == 8-int(cb.Split) {
+				what = "sign and " + what
+			}
+		}
+		lines = append(lines, st.Key.Render("2 split  ")+l("residue = "+what+" = ")+val(bits(uint32(v.Residue), rb))+
+			l(fmt.Sprintf(" → stored as is, %d bits", rb)))
+	} else {
+		sfBits := fmt.Sprintf("%08b", v.SF)
+		lines = append(lines, st.Key.Render("2 split  ")+l("sf = sign·fraction = ")+val(sfBits[:1]+"·"+sfBits[1:])+
+			l(fmt.Sprintf(" = 0x%02X", v.SF))+l(" → stored as is, 8 bits"))
+	}
 	binade := "zero or subnormal"
 	switch {
 	case v.Exp == 255:
@@ -78,9 +91,16 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	case v.Exp > 0:
 		binade = fmt.Sprintf("|x| in [2^%d, 2^%d)", int(v.Exp)-127, int(v.Exp)-126)
 	}
-	// What happens to e, as step 3 says it: coded, or escaped where the
+	// What happens to e, as step 3 says it: coded (in version 3 with the
+	// fraction bits and the sign its symbols hold), or escaped where the
 	// codebook has no code for it.
 	fate := " → entropy-coded"
+	if a.V3() && (cb.Split > 0 || cb.Signed) {
+		fate = fmt.Sprintf(" → coded with the top %d fraction bits", cb.Split)
+		if cb.Signed {
+			fate += " and the sign"
+		}
+	}
 	if v.Escaped {
 		fate = " → escaped (no code)"
 	}
@@ -89,7 +109,7 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 
 	// 3. the code.
 	if v.Escaped {
-		code := l(" → ESC | literal = ") + hi(bits(uint32(a.Esc), v.CodeLen)) + l(" | ") + hi(fmt.Sprintf("%08b", v.Exp)) + l(" = ") + val(bitCount(v.Len))
+		code := l(" → ESC | literal = ") + hi(bits(v.Code>>8, v.CodeLen)) + l(" | ") + hi(fmt.Sprintf("%08b", v.Exp)) + l(" = ") + val(bitCount(v.Len))
 		lines = append(lines, fit(w,
 			st.Key.Render("3 code   ")+st.Warn.Render(fmt.Sprintf("e=%d has no code: escaped", v.Exp))+code+
 				l(fmt.Sprintf(" (%d for ESC, 8 for the exponent as it is)", v.CodeLen)),
@@ -102,18 +122,22 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 
 	// 4. where it lands.
 	stream := fmt.Sprintf("stream j = (%d mod 256 + %d div 256) mod 256 = ", i, i)
-	if a.Detail.Layout.Version1 {
+	if a.Detail.Layout.FormatVersion() == codec.FormatVersion1 {
 		stream = fmt.Sprintf("stream j = %d mod 256 = ", i)
 	}
 	// Short: (i mod 256 + i div 256) mod 256 is (i + p) mod 256.
 	short := l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = (%d + %d) mod 256 = ", i, v.Position)) + hi(fmt.Sprint(v.Stream))
-	if a.Detail.Layout.Version1 {
+	if a.Detail.Layout.FormatVersion() == codec.FormatVersion1 {
 		short = l(fmt.Sprintf("p = %d div 256 = ", i)) + hi(fmt.Sprint(v.Position)) + l(fmt.Sprintf(", stream j = %d mod 256 = ", i)) + hi(fmt.Sprint(v.Stream))
 	}
 	lines = append(lines, fit(w,
 		st.Key.Render("4 place  ")+l(stream)+hi(fmt.Sprint(v.Stream))+l(fmt.Sprintf(", position p = %d div 256 = ", i))+hi(fmt.Sprint(v.Position)),
 		st.Key.Render("4 place  ")+short))
-	if v.Spilled {
+	if v.Spilled && a.V3() {
+		full := st.Warn.Render(fmt.Sprintf("spilled: stream %d's tail holds bits %d..%d (past its head's %d)", v.Stream, v.StartBit, v.StartBit+v.Len-1, a.CapacityBits()))
+		stored := l(" stored: ") + storedBits(st, a, v)
+		lines = append(lines, fit(w, l(strings.Repeat(" ", 9))+full+stored+checkMark(st, v, true), l(strings.Repeat(" ", 9))+full))
+	} else if v.Spilled {
 		full := st.Warn.Render(fmt.Sprintf("spilled: stream %d was full after %d codes", v.Stream, a.Coded[v.Stream])) + l(fmt.Sprintf(" → overflow byte %d", v.SpillByte))
 		lines = append(lines, fit(w, l(strings.Repeat(" ", 9))+full+l(fmt.Sprintf(" (after %d marker%s)", a.SpillingStreams, plural(a.SpillingStreams))), l(strings.Repeat(" ", 9))+full))
 	} else {
@@ -137,6 +161,10 @@ func View(st styles.Styles, a *Analysis, i int, loadErr error, w, h int) string 
 	spills := fmt.Sprintf("%d/256 streams spill %d exp%s → overflow %d B", a.SpillingStreams, a.Spilled, plural(a.Spilled), a.OverflowBytes())
 	summary := []string{fit(w, l(strings.Repeat(" ", 9)+spills+fmt.Sprintf(" (%d marker%s + %d raw)", a.SpillingStreams, plural(a.SpillingStreams), a.Spilled)),
 		l(strings.Repeat(" ", 9)+spills))}
+	if a.V3() {
+		tails := fmt.Sprintf("%d/256 streams have tails: %d code%s end past the heads → tails %d B", a.SpillingStreams, a.Spilled, plural(a.Spilled), a.OverflowBytes())
+		summary = []string{l(strings.Repeat(" ", 9) + tails)}
+	}
 	agree := st.Good.Render("✓ the encoder's figures agree")
 	if a.Check != nil {
 		agree = st.Error.Render("✗ " + a.Check.Error())
@@ -324,7 +352,7 @@ func storedBits(st styles.Styles, a *Analysis, v Value) string {
 	firstByte, lastByte := v.StartBit/8, (v.StartBit+v.Len-1)/8
 	var s strings.Builder
 	for k := firstByte; k <= lastByte; k++ {
-		byteVal := a.Encoded.Streams[k*codec.Streams+v.Stream]
+		byteVal := a.StreamByteValue(v.Stream, k)
 		for bit := 0; bit < 8; bit++ {
 			pos := k*8 + bit
 			c := string('0' + rune(byteVal>>(7-bit)&1))
@@ -377,9 +405,12 @@ func neighbours(st styles.Styles, a *Analysis, v Value, w int) string {
 		o := a.Value(i)
 		code := bits(o.Code, o.Len)
 		if o.Escaped {
-			code = bits(uint32(a.Esc), o.CodeLen) + "|" + fmt.Sprintf("%08b", o.Exp)
+			code = bits(o.Code>>8, o.CodeLen) + "|" + fmt.Sprintf("%08b", o.Exp)
 		}
-		if o.Spilled {
+		switch {
+		case o.Spilled && a.V3():
+			code += " (tail)"
+		case o.Spilled:
 			code = "spill"
 		}
 		text := fmt.Sprintf("p%d e%d:%s", p, o.Exp, code)

@@ -1,0 +1,200 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Sign says whether every value of a tensor has one sign (format version 3,
+// format.md §1): then the header holds it and no value stores it.
+type Sign uint8
+
+// The sign modes, numbered as in the header's residue byte.
+const (
+	SignMixed Sign = iota // each value's residue holds its sign
+	SignPlus              // every sign bit is 0 (Adam's v, squares, norms)
+	SignMinus             // every sign bit is 1
+)
+
+var signNames = [...]string{"mixed", "plus", "minus"}
+
+func (s Sign) String() string {
+	if int(s) < len(signNames) {
+		return signNames[s]
+	}
+	return fmt.Sprintf("sign(%d)", uint8(s))
+}
+
+func (s Sign) valid() bool { return int(s) < len(signNames) }
+
+// SignOf is SignPlus when no value of src has its sign bit set, SignMinus
+// when every one has, else SignMixed. An empty tensor is SignPlus.
+func SignOf(src []uint16) Sign {
+	and, or := uint16(0xFFFF), uint16(0)
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		s := src[i : i+4 : i+4]
+		and &= s[0] & s[1] & s[2] & s[3]
+		or |= s[0] | s[1] | s[2] | s[3]
+		if and>>15 == 0 && or>>15 != 0 {
+			return SignMixed
+		}
+	}
+	for ; i < len(src); i++ {
+		and &= src[i]
+		or |= src[i]
+	}
+	switch {
+	case or>>15 == 0:
+		return SignPlus
+	case and>>15 != 0 && len(src) > 0:
+		return SignMinus
+	}
+	return SignMixed
+}
+
+// MaxSplit is the most fraction bits a version 3 symbol carries beside the
+// exponent (format.md §1).
+const MaxSplit = 3
+
+// ResidueBits is W, the bits each value of sign s stores as they are
+// under codebook cb in format version 3: the 7 fraction bits less those its
+// symbols hold, and the sign where values differ in it and the symbols do
+// not hold it (format.md §1).
+func ResidueBits(cb *Codebook, s Sign) int {
+	w := 7 - int(cb.Split)
+	if s == SignMixed && !cb.Signed {
+		w++
+	}
+	return w
+}
+
+// residueBytes is the size of n residues of w bits, packed.
+func residueBytes(n, w int) int { return (n*w + 7) / 8 }
+
+// residueOf is value v's residue of w bits under split k: the low 7 − k
+// fraction bits, with the sign above them when w = 8 − k.
+func residueOf(v uint16, k uint, w uint) uint64 {
+	r := uint64(v) & (1<<(7-k) - 1)
+	if w == 8-k {
+		r |= uint64(v>>15) << (7 - k)
+	}
+	return r
+}
+
+// packResidues writes the residues of src (w bits each, MSB-first, value i
+// at bit i·w) into dst, which holds residueBytes(len(src), w) bytes.
+func packResidues(dst []byte, src []uint16, k, w uint) {
+	if w == 8 && k == 0 {
+		for i, v := range src {
+			dst[i] = byte(v>>8)&0x80 | byte(v)&0x7F
+		}
+		return
+	}
+	low := uint64(1)<<(7-k) - 1
+	// With the sign kept, it sits right above the low bits: v >> (15 − (7 − k))
+	// brings it there, and signMask keeps it alone.
+	var signMask uint64
+	if w == 8-k {
+		signMask = 1 << (7 - k)
+	}
+	sh := 8 + k
+	i, out := 0, 0
+	// Eight values make w bytes; one 8-byte store writes them (the bytes
+	// past the group are written again by the next). Four values' residues
+	// at a time are the low and sign bits of a 64-bit word of them.
+	keep := low | signMask<<sh
+	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
+		s := src[i : i+8 : i+8]
+		a := uint64(s[0])&keep | (uint64(s[1])&keep)<<16 | (uint64(s[2])&keep)<<32 | (uint64(s[3])&keep)<<48
+		c := uint64(s[4])&keep | (uint64(s[5])&keep)<<16 | (uint64(s[6])&keep)<<32 | (uint64(s[7])&keep)<<48
+		// Move each lane's sign down beside its low bits.
+		a = a&(low*0x0001000100010001) | a>>sh&(signMask*0x0001000100010001)
+		c = c&(low*0x0001000100010001) | c>>sh&(signMask*0x0001000100010001)
+		acc := (a&0xFFFF)<<(7*w) | (a>>16&0xFFFF)<<(6*w) | (a>>32&0xFFFF)<<(5*w) | (a>>48)<<(4*w) |
+			(c&0xFFFF)<<(3*w) | (c>>16&0xFFFF)<<(2*w) | (c>>32&0xFFFF)<<w | c>>48
+		binary.BigEndian.PutUint64(dst[out:], acc<<(64-8*w))
+		out += int(w)
+	}
+	var acc uint64
+	var n uint
+	for ; i < len(src); i++ {
+		v := src[i]
+		acc = acc<<w | uint64(v)&low | uint64(v>>sh)&signMask
+		n += w
+		for n >= 8 {
+			n -= 8
+			dst[out] = byte(acc >> n)
+			out++
+		}
+	}
+	if n > 0 {
+		dst[out] = byte(acc << (8 - n))
+	}
+}
+
+// unpackResidues sets dst[i] to sym[i] (the bits of value i's symbol) and
+// its other bits: the sign (from the residue, or s) and the low 7 − k
+// fraction bits, for the values first .. first+len(dst)−1 of residues res
+// (w bits each). sym may be dst itself: each value's symbol is read before
+// its place is written.
+func unpackResidues(dst, sym []uint16, res []byte, first int, k, w uint, s Sign) {
+	var sign uint16
+	if s == SignMinus {
+		sign = 0x8000
+	}
+	sym = sym[:len(dst)]
+	if w == 8 && k == 0 {
+		for i, x := range res[first : first+len(dst)] {
+			dst[i] = uint16(x&0x80)<<8 | uint16(x&0x7F) | sym[i]
+		}
+		return
+	}
+	low := uint64(1)<<(7-k) - 1
+	var signBit uint64
+	if w == 8-k {
+		signBit = 1 << (7 - k)
+	}
+	sh := 8 + k
+	val := func(r uint64) uint16 { return uint16(r&low) | uint16(r&signBit)<<sh | sign }
+	mask := uint64(1)<<w - 1
+	i := 0
+	bit := uint(first) * w
+	// Whole groups of eight from a group boundary on, one 8-byte load each.
+	if bit%8 == 0 {
+		at := int(bit / 8)
+		for ; i+8 <= len(dst) && at+8 <= len(res); i += 8 {
+			acc := binary.BigEndian.Uint64(res[at:]) >> (64 - 8*w)
+			d := dst[i : i+8 : i+8]
+			y := sym[i : i+8 : i+8]
+			d[0] = val(acc>>(7*w)&mask) | y[0]
+			d[1] = val(acc>>(6*w)&mask) | y[1]
+			d[2] = val(acc>>(5*w)&mask) | y[2]
+			d[3] = val(acc>>(4*w)&mask) | y[3]
+			d[4] = val(acc>>(3*w)&mask) | y[4]
+			d[5] = val(acc>>(2*w)&mask) | y[5]
+			d[6] = val(acc>>w&mask) | y[6]
+			d[7] = val(acc&mask) | y[7]
+			at += int(w)
+		}
+		bit += uint(i) * w
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = val(readBits(res, bit, w)) | sym[i]
+		bit += w
+	}
+}
+
+// readBits reads n <= 32 bits at bit offset off of b (MSB-first); bits past
+// b read as 0.
+func readBits(b []byte, off, n uint) uint64 {
+	var acc uint64
+	at := int(off / 8)
+	for i := 0; i < 5; i++ {
+		acc <<= 8
+		if at+i < len(b) {
+			acc |= uint64(b[at+i])
+		}
+	}
+	return acc >> (40 - n - off%8) & (1<<n - 1)
+}
