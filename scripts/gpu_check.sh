@@ -53,19 +53,22 @@ if want tests; then
 fi
 if want pack; then
 	# The GPU codec writes the CPU codec's bytes for every shared file under
-	# four codecs, and unpacks them to the original bytes.
+	# four codecs, in each format version pack writes (both sides ask for
+	# the same one), and unpacks them to the original bytes.
 	pack_all() {
-		local bad=0 f p d s u
+		local bad=0 f p d s u v
 		for f in "$LCTTOP_TENSORS"/*.safetensors; do
-			for pd in auto/empirical clean/gaussian clean/empirical high/laplace; do
-				p=${pd%/*} d=${pd#*/}
-				"$root/bin/lcttop" pack --preset "$p" --dist "$d" "$f" "$LOGS/cpu.lct" >/dev/null &&
-					"$root/bin/lcttop" pack --backend cuda --preset "$p" --dist "$d" "$f" "$LOGS/gpu.lct" >/dev/null || return 1
-				cmp -s "$LOGS/cpu.lct" "$LOGS/gpu.lct" && s="same bytes" || { s=DIFFER; bad=1; }
-				rm -f "$LOGS/back.safetensors"
-				"$root/bin/lcttop" unpack --backend cuda "$LOGS/gpu.lct" "$LOGS/back.safetensors" >/dev/null &&
-					cmp -s "$LOGS/back.safetensors" "$f" && u="unpacks to the original" || { u="UNPACK DIFFERS"; bad=1; }
-				echo "$s, $u: $(basename "$f") $pd"
+			for v in 2 3; do
+				for pd in auto/empirical clean/gaussian clean/empirical high/laplace; do
+					p=${pd%/*} d=${pd#*/}
+					"$root/bin/lcttop" pack --format-version "$v" --preset "$p" --dist "$d" "$f" "$LOGS/cpu.lct" >/dev/null &&
+						"$root/bin/lcttop" pack --format-version "$v" --backend cuda --preset "$p" --dist "$d" "$f" "$LOGS/gpu.lct" >/dev/null || return 1
+					cmp -s "$LOGS/cpu.lct" "$LOGS/gpu.lct" && s="same bytes" || { s=DIFFER; bad=1; }
+					rm -f "$LOGS/back.safetensors"
+					"$root/bin/lcttop" unpack --backend cuda "$LOGS/gpu.lct" "$LOGS/back.safetensors" >/dev/null &&
+						cmp -s "$LOGS/back.safetensors" "$f" && u="unpacks to the original" || { u="UNPACK DIFFERS"; bad=1; }
+					echo "$s, $u: $(basename "$f") v$v $pd"
+				done
 			done
 		done
 		rm -f "$LOGS/cpu.lct" "$LOGS/gpu.lct" "$LOGS/back.safetensors"

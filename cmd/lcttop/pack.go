@@ -23,7 +23,7 @@ func newPackCmd() *cobra.Command {
 	var cf codecFlags
 	var bf backendFlag
 	var planPath string
-	var workers int
+	var workers, version int
 	verify := true
 	cmd := &cobra.Command{
 		Use:   "pack [--preset P] [--dist D] [--plan PLAN.json] [--backend cpu|cuda] IN.safetensors OUT.lct",
@@ -47,12 +47,19 @@ device is written directly. The output may not be the input.
 
 --plan applies a codec plan, the file the e key of lcttop open writes: each
 tensor it names takes its codec, each class it names (from the tensor's name,
-as lcttop open classifies it) the class's; the rest take --preset and --dist.`,
+as lcttop open classifies it) the class's; the rest take --preset and --dist.
+
+--format-version 2 writes format version 2 (no free sign bit, no tails, one
+codebook per tensor) for a reader that knows no later version; unpack reads
+versions 1 to 3.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			preset, dist, err := cf.parse()
 			if err != nil {
 				return err
+			}
+			if version != codec.FormatVersion2 && version != codec.FormatVersion3 {
+				return fmt.Errorf("--format-version %d: pack writes %d or %d", version, codec.FormatVersion2, codec.FormatVersion3)
 			}
 			if err := distinctFiles(args[0], args[1]); err != nil {
 				return err
@@ -72,7 +79,7 @@ as lcttop open classifies it) the class's; the rest take --preset and --dist.`,
 				return err
 			}
 			defer release()
-			opt := lctfile.Options{Preset: preset, Dist: dist, Backend: backend, Verify: verify, PerTensor: perTensor, Workers: workers}
+			opt := lctfile.Options{Preset: preset, Dist: dist, Backend: backend, Verify: verify, PerTensor: perTensor, Workers: workers, Version: version}
 			return runStream(cmd, "packed", args[0], args[1], opt, lctfile.PackPath)
 		},
 	}
@@ -81,6 +88,7 @@ as lcttop open classifies it) the class's; the rest take --preset and --dist.`,
 	cmd.Flags().BoolVar(&verify, "verify", true, "decode each tensor after encoding it and compare before writing")
 	cmd.Flags().StringVar(&planPath, "plan", "", "codec plan (JSON) from lcttop open's export: a codec per class and per tensor")
 	cmd.Flags().IntVar(&workers, "workers", 0, "goroutines that code (0: one per core)")
+	cmd.Flags().IntVar(&version, "format-version", codec.FormatVersion, "LCT format version to write: 3, or 2 for readers of version 2 only")
 	return cmd
 }
 

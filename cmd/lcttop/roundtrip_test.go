@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"lcttop/codec"
@@ -49,5 +52,28 @@ func TestPackUnpackGappedFile(t *testing.T) {
 		if !bytes.Equal(readFile(t, filepath.Join(dir, "back.safetensors")), readFile(t, in)) {
 			t.Errorf("%s: gapped file does not round-trip", p)
 		}
+	}
+}
+
+// --format-version writes the version asked for (the container's version
+// field, bytes 4–5), which unpack restores; a version pack does not write
+// is one line and a non-zero exit.
+func TestPackFormatVersion(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "g.safetensors"), gappedFile(t))
+	lct, back := filepath.Join(dir, "g.lct"), filepath.Join(dir, "back.safetensors")
+	for _, v := range []int{codec.FormatVersion2, codec.FormatVersion3} {
+		mustRun(t, "pack", "--format-version", fmt.Sprint(v), in, lct)
+		if got := binary.LittleEndian.Uint16(readFile(t, lct)[4:]); int(got) != v {
+			t.Errorf("--format-version %d wrote version %d", v, got)
+		}
+		mustRun(t, "unpack", lct, back)
+		if !bytes.Equal(readFile(t, back), readFile(t, in)) {
+			t.Errorf("version %d: the file does not round-trip", v)
+		}
+	}
+	r := lcttop(t, "pack", "--format-version", "1", in, lct)
+	if r.code == 0 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "--format-version 1") {
+		t.Errorf("--format-version 1: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

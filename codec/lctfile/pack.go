@@ -28,6 +28,21 @@ type Options struct {
 	// Progress, when set, is called as a streaming pack or unpack goes, from
 	// one goroutine.
 	Progress func(Progress)
+	// Version is the format version pack writes: 0 (the current, Version)
+	// or 3, or 2 for a reader of version 2 only (the CUDA kernels code
+	// version 2).
+	Version int
+}
+
+// version is the format version opt asks pack for, checked.
+func (opt Options) version() (int, error) {
+	switch opt.Version {
+	case 0:
+		return Version, nil
+	case codec.FormatVersion2, codec.FormatVersion3:
+		return opt.Version, nil
+	}
+	return 0, fmt.Errorf("format version %d: pack writes %d or %d", opt.Version, codec.FormatVersion2, codec.FormatVersion3)
 }
 
 // Pack encodes a safetensors file into an .lct file.
@@ -43,7 +58,12 @@ func Pack(st *safetensors.File, opt Options) ([]byte, error) {
 // the gaps around them) and encodes the BF16 tensors. Each LCT segment keeps
 // its encoded Tensor, Stats included, for reporting.
 func NewArchive(st *safetensors.File, opt Options) (*Archive, error) {
-	a := &Archive{Version: Version, Header: st.Header}
+	version, err := opt.version()
+	if err != nil {
+		return nil, err
+	}
+	opt.Version = version
+	a := &Archive{Version: uint16(version), Header: st.Header}
 	segs, err := cutSegments(st.Tensors, int64(len(st.Data)))
 	if err != nil {
 		return nil, err
@@ -138,7 +158,7 @@ func encodeSegment(s *Segment, b Backend, opt Options) error {
 		return nil
 	}
 	values := safetensors.BF16Values(raw)
-	cb, layout, err := codec.Plan(values, codec.Options{Preset: opt.Preset, Dist: opt.Dist})
+	cb, layout, err := codec.Plan(values, codec.Options{Preset: opt.Preset, Dist: opt.Dist, Version: opt.Version})
 	if err != nil {
 		return fmt.Errorf("encoding: %w", err)
 	}

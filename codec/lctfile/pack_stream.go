@@ -94,11 +94,16 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 	if err != nil {
 		return sum, err
 	}
+	version, err := opt.version()
+	if err != nil {
+		return sum, err
+	}
+	opt.Version = version
 	header = append([]byte(nil), header...) // the mapping's pages go; the header stays
 	cw := newCRCWriter(w)
 	var pre []byte
 	pre = append(pre, Magic...)
-	pre = binary.LittleEndian.AppendUint16(pre, Version)
+	pre = binary.LittleEndian.AppendUint16(pre, uint16(version))
 	pre = binary.LittleEndian.AppendUint16(pre, 0)
 	pre = binary.LittleEndian.AppendUint64(pre, uint64(len(header)))
 	pre = binary.LittleEndian.AppendUint32(pre, headerCRC(header))
@@ -221,7 +226,7 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist})
+			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
 			if err != nil {
 				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
 			}
@@ -252,6 +257,11 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // tensor is not resident whole.
 func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
 	sample := in.sampleHistogram(raw, vals)
+	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
+		cb := codec.FitCodebookVersion(opt.Dist, &sample, opt.Version)
+		l := codec.ChooseLayout(opt.Preset, &cb, &sample).WithVersion(opt.Version)
+		return cb, codec.PerBlockLayout(l, len(vals)), nil
+	}
 	var full codec.SplitHistogram
 	for lo := 0; lo < len(vals); lo += histogramPiece {
 		hi := min(lo+histogramPiece, len(vals))

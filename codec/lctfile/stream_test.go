@@ -3,6 +3,7 @@ package lctfile
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -71,9 +72,17 @@ func TestPackStreamIsPack(t *testing.T) {
 		{"mixed", mixedFile(t), Options{Verify: true}},
 		{"large auto", largeFile(t), Options{Preset: codec.Auto, Dist: codec.Empirical, Verify: true}},
 		{"large high laplace", largeFile(t), Options{Preset: codec.High, Dist: codec.Laplace, Workers: 1}},
+		{"large auto version 2", largeFile(t), Options{Preset: codec.Auto, Dist: codec.Empirical, Version: codec.FormatVersion2, Verify: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			want := mustPack(t, c.file, c.opt)
+			a, err := ReadArchive(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := cmp.Or(c.opt.Version, Version); int(a.Version) != v {
+				t.Fatalf("archive of version %d, asked for %d", a.Version, v)
+			}
 			got, sum := packStream(t, fileInput(t, c.file), c.opt)
 			if !bytes.Equal(got, want) {
 				t.Fatalf("PackStream wrote %d bytes, Pack %d; first difference at byte %d", len(got), len(want), firstDiff(got, want))
@@ -161,4 +170,13 @@ func firstDiff(a, b []byte) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// Pack writes format versions 2 and 3 only, and says so.
+func TestPackRefusesOtherVersions(t *testing.T) {
+	for _, v := range []int{1, 4} {
+		if _, err := PackStream(context.Background(), fileInput(t, smallFile(t)), &bytes.Buffer{}, Options{Version: v}); err == nil || !strings.Contains(err.Error(), "format version") {
+			t.Errorf("version %d: error %v", v, err)
+		}
+	}
 }
