@@ -28,9 +28,8 @@ import (
 //     queue is flushed in one EncodeBatch (one launch of the encoder and
 //     one of its overflow pass for all of them, instead of two or three
 //     launches each, most of whose CTAs would idle) when the window closes
-//     or when something needs a queued tensor's bytes first (a decode, a
-//     fused update reading it); the store keeps the sources until the
-//     window's settle anyway;
+//     or when something needs a queued tensor's bytes first (a decode);
+//     the store keeps the sources until the window's settle anyway;
 //   - every encode also counts the exponent histogram of its values into
 //     a device arena (in the same pass: EncodeBatch counts as it reads);
 //     CloseWindow queues the copy of the window's
@@ -52,14 +51,8 @@ type gpuCodec struct {
 	// Profile times every queued codec operation with device events (two
 	// event records per operation); TakeDeviceTime returns the sum.
 	Profile bool
-	// Fused applies the optimizer to the compressed tensors in one pass
-	// (gpu's AdamWStepLCT, SGDStepLCT), but for a parameter's first and
-	// every fusedEvery-th update, which go through the dense kernels so
-	// that its histograms (refits) are counted; the figures of a fused
-	// output decode it to count its histogram when asked.
-	Fused bool
-	prof  codecProfile
-	ovf   map[string]OverflowUse // settled encodes' overflow room and use (TakeOverflow)
+	prof    codecProfile
+	ovf     map[string]OverflowUse // settled encodes' overflow room and use (TakeOverflow)
 	// queue holds the encodes set up and not yet launched (see flush).
 	queue []queuedEncode
 	// decoded holds, per view a decode wrote, the side stream's point
@@ -205,17 +198,6 @@ func opKind(op string, gs []*gpuTensor) string {
 	return op + ": " + strings.Join(cats, "+")
 }
 
-// outsOf is a fused update's outputs.
-func outsOf(j *fusedJob) []*gpuTensor {
-	gs := make([]*gpuTensor, 0, len(j.Outs))
-	for _, o := range j.Outs {
-		if g, ok := o.(*gpuTensor); ok {
-			gs = append(gs, g)
-		}
-	}
-	return gs
-}
-
 // valuesOf is the number of values the tensors hold.
 func valuesOf(gs []*gpuTensor) int {
 	n := 0
@@ -304,113 +286,6 @@ type gpuKey struct {
 	hist    codec.Histogram
 	toCheck bool
 	job     *refitJob // the refit for hist, started at the settle (refit.go)
-	updates int       // fused-update candidates seen (parameters' weights)
-}
-
-// fusedEvery: one update in so many of a parameter is not fused.
-const fusedEvery = 8
-
-// FusedOn reports Fused (the store decodes no states ahead for a fused codec).
-func (c *gpuCodec) FusedOn() bool { return c.Fused }
-
-// FusedUpdate implements the store's fusedUpdater.
-func (c *gpuCodec) FusedUpdate(mem *Mem, keys []string, cats []session.Category, job *fusedJob) (bool, error) {
-	if !c.Fused {
-		return false, nil
-	}
-	k0 := c.keys[keys[0]]
-	if k0 == nil {
-		return false, nil
-	}
-	k0.updates++
-	if k0.updates == 1 || k0.updates%fusedEvery == 0 {
-		// The first update counts the histograms the codebooks of the
-		// states (fitted to their zeros at load) are refitted from.
-		return false, nil
-	}
-	bs := 0
-	for i, key := range keys {
-		k := c.keys[key]
-		g, ok := job.Ins[i].(*gpuTensor)
-		if k == nil || !ok || g.n != job.N {
-			return false, nil
-		}
-		if err := c.flushFor(g); err != nil {
-			return false, err
-		}
-		if k.toCheck {
-			takeRefit(k)
-			k.toCheck = false
-		}
-		for _, l := range []codec.Layout{k.layout, g.t.Layout()} {
-			if bs == 0 {
-				bs = l.BlockSize
-			}
-			if l.BlockSize != bs {
-				return false, nil // the kernels want one block size
-			}
-		}
-	}
-	for i, key := range keys {
-		k := c.keys[key]
-		t, err := c.dev.NewTensorIn(c.sideAlloc(mem), job.N, k.layout, k.cb, k.ovRoom, cats[i])
-		if err != nil {
-			for _, o := range job.Outs {
-				c.Free(mem, o)
-			}
-			job.Outs = nil
-			return false, fmt.Errorf("gpu codec: %s: %w", key, err)
-		}
-		t.Name = key
-		job.Outs = append(job.Outs, &gpuTensor{t: t, key: k, n: job.N, cat: cats[i], codec: c, mem: mem, win: c.win, histAt: -1})
-	}
-	in, out := job.tensors()
-	if !c.dev.FusedFits(in, out) {
-		// Too much shared memory: gpu would take scratch of its own.
-		for _, o := range job.Outs {
-			c.Free(mem, o)
-		}
-		job.Outs = nil
-		return false, nil
-	}
-	if err := c.timed("fused update", outsOf(job), func() error { return c.launchFused(job) }); err != nil {
-		return true, err
-	}
-	return true, c.usedBy(job)
-}
-
-// usedBy records the side stream's point after job's update as the last
-// use of its tensors and gradient.
-func (c *gpuCodec) usedBy(job *fusedJob) error {
-	pt, err := c.dev.Point()
-	if err != nil {
-		return err
-	}
-	for i := range job.Ins {
-		job.Ins[i].(*gpuTensor).side = pt
-		job.Outs[i].(*gpuTensor).side = pt
-	}
-	job.Outs[0].(*gpuTensor).mem.Touch(job.G, pt)
-	return nil
-}
-
-// tensors are job's inputs and outputs as gpu tensors.
-func (job *fusedJob) tensors() (in, out []*gpu.Tensor) {
-	for i := range job.Ins {
-		in = append(in, job.Ins[i].(*gpuTensor).t)
-		out = append(out, job.Outs[i].(*gpuTensor).t)
-	}
-	return in, out
-}
-
-// launchFused queues job's update from its inputs into its outputs.
-func (c *gpuCodec) launchFused(job *fusedJob) error {
-	in, out := job.tensors()
-	g := dense(job.G, job.N)
-	if a := job.Opt.AdamW; a != nil {
-		return c.dev.AdamWStepLCT(out[0], out[1], out[2], in[0], in[1], in[2], g, gpu.AdamWStep(a.Step(job.Step, job.Decay)))
-	}
-	return c.dev.SGDStepLCT(out[0], out[1], in[0], in[1], g, gpu.SGDStep(job.Opt.SGD.Step(job.Step, job.Decay)))
 }
 
 // overflowRoom is the overflow room a key's next encode gets after one
@@ -484,9 +359,6 @@ type gpuTensor struct {
 	mustFit bool
 	// queued: the encode is in the codec's queue, not launched yet.
 	queued bool
-	// codec, for an output of a fused update (no histogram counted): its
-	// figures decode it to count one when asked.
-	codec *gpuCodec
 	// mem is the run whose memory holds it; side the side stream's point
 	// after the last work that used it.
 	mem  *Mem
@@ -503,13 +375,6 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 		return codec.Stats{}, fmt.Errorf("%s: figures asked before its encode was settled", g.t.Name)
 	}
 	if g.stats == nil {
-		if g.codec != nil {
-			h, err := g.codec.histogramOf(g)
-			if err != nil {
-				return codec.Stats{}, err
-			}
-			g.hist, g.codec = h, nil
-		}
 		s, err := g.t.Stats(g.hist)
 		if err != nil {
 			return s, err
@@ -517,26 +382,6 @@ func (g *gpuTensor) Stats() (codec.Stats, error) {
 		g.stats = &s
 	}
 	return *g.stats, nil
-}
-
-// histogramOf decodes g into scratch and counts its exponents (waits).
-func (c *gpuCodec) histogramOf(g *gpuTensor) (codec.Histogram, error) {
-	var h codec.Histogram
-	p, err := g.mem.AllocSide(session.CodecScratch, 2*int64(g.n))
-	if err != nil {
-		return h, err
-	}
-	defer g.mem.Free(p)
-	if err := c.flushFor(g); err != nil {
-		return h, err
-	}
-	if err := c.dev.AfterDefault(); err != nil {
-		return h, err
-	}
-	if err := c.dev.Decode(dense(p, g.n), g.t); err != nil {
-		return h, err
-	}
-	return c.dev.FullHistogram(dense(p, g.n), g.n) // waits for the side stream
 }
 
 // memAlloc gives a tensor's sections from a run's Mem: the encoded
@@ -622,7 +467,7 @@ func (c *gpuCodec) Encode(mem *Mem, key string, cat session.Category, src gpu.Pt
 			return nil, err
 		}
 	}
-	g.settled, g.stats, g.codec = false, nil, nil
+	g.settled, g.stats = false, nil
 	g.win, g.histAt, g.mustFit = c.win, slot, false
 	g.queued = true
 	c.queue = append(c.queue, queuedEncode{g: g, src: dense(src, n), at: src})
@@ -692,9 +537,8 @@ func (c *gpuCodec) CloseWindow(mem *Mem) (CodecWindow, error) {
 // keeps running the work queued since), then, for each encode of pend: the
 // histogram first, so that a tensor whose code was stale is encoded again
 // with a fitted codebook, not again with the stale one; then the overflow:
-// an encode whose spill did not fit is encoded again from its source (a
-// fused update: run again from its inputs, all its outputs) into the room
-// it needed. Those encodes are pending in the open window, checked at its
+// an encode whose spill did not fit is encoded again from its source into
+// the room it needed. Those encodes are pending in the open window, checked at its
 // settle; one that was given the room it needed and still did not fit is
 // an error.
 func (c *gpuCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int, error) {
@@ -728,7 +572,6 @@ func (c *gpuCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		ts[i] = g
 	}
 	again := make([]bool, len(pend))
-	rerun := map[*fusedJob]bool{}
 	for i, g := range ts {
 		if g.histAt >= 0 {
 			// The encode's first settle: its histogram.
@@ -758,10 +601,6 @@ func (c *gpuCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		if err := g.t.GrowOverflow(g.key.ovRoom); err != nil {
 			return nil, fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 		}
-		if j := pend[i].Job; j != nil {
-			rerun[j] = true
-			continue
-		}
 		if err := c.timed("encode again", []*gpuTensor{g}, func() error { return c.dev.Encode(g.t, dense(pend[i].Src, g.n)) }); err != nil {
 			return nil, err
 		}
@@ -770,20 +609,8 @@ func (c *gpuCodec) SettleWindow(mem *Mem, cw CodecWindow, pend []Pending) ([]int
 		}
 		g.mustFit, again[i] = true, true
 	}
-	for j := range rerun {
-		if err := c.timed("fused update again", outsOf(j), func() error { return c.launchFused(j) }); err != nil {
-			return nil, err
-		}
-		if err := c.usedBy(j); err != nil {
-			return nil, err
-		}
-	}
 	var out []int
 	for i, g := range ts {
-		if j := pend[i].Job; j != nil && rerun[j] {
-			// Every output was written again: each is checked again.
-			g.mustFit, again[i] = true, true
-		}
 		if again[i] {
 			g.win = c.win
 			out = append(out, i)

@@ -74,33 +74,11 @@ func settleCodec(c Codec, mem *Mem, pend []Pending) error {
 // recode with a fitted codebook, its overflow room, and one more.
 const maxSettleRounds = 4
 
-// Pending is an encode not yet settled and the values it encodes: the
-// dense source Src, or for an output of a fused update, Job (its inputs and
-// gradient, which the caller keeps until the settle).
+// Pending is an encode not yet settled and the values it encodes, its
+// dense source Src (which the caller keeps until the settle).
 type Pending struct {
 	T   Compressed
 	Src gpu.Ptr
-	Job *fusedJob
-}
-
-// fusedJob is one fused optimizer update of compressed tensors: what it
-// read and wrote, so that a settle can run it again.
-type fusedJob struct {
-	Ins, Outs []Compressed
-	G         gpu.Ptr
-	N         int
-	Opt       optimizerSettings
-	Step      int
-	Decay     bool
-}
-
-// fusedUpdater is a codec that applies the optimizer to compressed
-// tensors in one pass (gpuCodec with Fused set).
-type fusedUpdater interface {
-	// FusedUpdate queues job (Ins, G, ...) into new tensors for keys and
-	// fills job.Outs; false when it does not apply (the caller decodes,
-	// updates and encodes instead).
-	FusedUpdate(mem *Mem, keys []string, cats []session.Category, job *fusedJob) (bool, error)
 }
 
 // unqueuer is a codec that may hold encodes not yet launched (gpuCodec
@@ -170,8 +148,7 @@ type codecClock struct {
 // store closes it (the codec queues the reading back of its results) and
 // settles the window closed before it, whose results the device has
 // produced meanwhile, so that the device always has queued work while the
-// host waits. At the end of every step (and for a read of a fused update's
-// output) it settles everything. A read of a pending tensor copies its
+// host waits. At the end of every step it settles everything. A read of a pending tensor copies its
 // source. See docs/cuda-trainer.md, "Syncs".
 type lctStore struct {
 	mem     *Mem
@@ -215,7 +192,6 @@ const rawRetry = 8
 type pendingEncode struct {
 	s   *slot // nil: dropped (replaced or released before its settle)
 	src gpu.Ptr
-	job *fusedJob
 }
 
 // lctWindow is a window of pending encodes.
@@ -300,15 +276,15 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	if enc.Settled() {
 		return st.finish(s, p)
 	}
-	st.addPending(s, p, nil)
+	st.addPending(s, p)
 	return st.closeIfFull()
 }
 
-// addPending puts s's encode from src (or by job) in the open window.
-func (st *lctStore) addPending(s *slot, src gpu.Ptr, job *fusedJob) {
+// addPending puts s's encode from src in the open window.
+func (st *lctStore) addPending(s *slot, src gpu.Ptr) {
 	w := st.open
 	st.pendingOf[s] = pendingRef{w, len(w.entries)}
-	w.entries = append(w.entries, pendingEncode{s: s, src: src, job: job})
+	w.entries = append(w.entries, pendingEncode{s: s, src: src})
 	w.bytes += 2 * int64(s.n)
 }
 
@@ -438,21 +414,18 @@ func (st *lctStore) dropPending(s *slot) {
 	}
 	delete(st.pendingOf, s)
 	e := &ref.w.entries[ref.i]
-	if u, ok := st.codec.(unqueuer); ok && e.job == nil {
+	if u, ok := st.codec.(unqueuer); ok {
 		if h := st.held[s]; h != nil && h.enc != nil {
 			u.Unqueue(h.enc)
 		}
 	}
-	if e.src != 0 {
-		st.mem.Free(e.src)
-	}
+	st.mem.Free(e.src)
 	ref.w.bytes -= 2 * int64(s.n)
 	*e = pendingEncode{}
 }
 
 // settle completes every pending encode and checks the device's work
-// queued so far (the end of a step; a read of a fused update's output
-// before its settle): it closes the open window and settles it after the
+// queued so far (the end of a step): it closes the open window and settles it after the
 // closed one, and the windows of what they encode again.
 func (st *lctStore) settle() error {
 	start := time.Now()
@@ -476,15 +449,14 @@ func (st *lctStore) settle() error {
 
 // settleWindow settles closed window w: the encodes the codec made again
 // move to the open window with their sources; the others are finished
-// (their sources freed, a tensor not smaller kept as it is) and a fused
-// update whose outputs are all settled gives back its inputs and gradient.
+// (their sources freed, a tensor not smaller kept as it is).
 func (st *lctStore) settleWindow(w *lctWindow) error {
 	st.clock.settles++
 	var pend []Pending
 	var idx []int
 	for i, e := range w.entries {
 		if e.s != nil {
-			pend = append(pend, Pending{T: st.held[e.s].enc, Src: e.src, Job: e.job})
+			pend = append(pend, Pending{T: st.held[e.s].enc, Src: e.src})
 			idx = append(idx, i)
 		}
 	}
@@ -498,14 +470,9 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 	}
 	st.clock.again += len(again)
 	redo := make([]bool, len(pend))
-	jobAgain := map[*fusedJob]bool{}
 	for _, k := range again {
 		redo[k] = true
-		if j := pend[k].Job; j != nil {
-			jobAgain[j] = true
-		}
 	}
-	jobs := map[*fusedJob]bool{}
 	var first error
 	for k, i := range idx {
 		e := w.entries[i]
@@ -513,39 +480,22 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 		w.entries[i] = pendingEncode{}
 		switch {
 		case redo[k]:
-			st.addPending(e.s, e.src, e.job)
-		case e.job != nil:
-			jobs[e.job] = true // its outputs stay compressed
+			st.addPending(e.s, e.src)
 		default:
 			if err := st.finish(e.s, e.src); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	for j := range jobs {
-		if jobAgain[j] {
-			continue
-		}
-		for _, in := range j.Ins {
-			st.codec.Free(st.mem, in)
-		}
-		st.mem.Free(j.G)
-	}
 	return first
 }
 
 // decode writes s's values to p. A tensor whose encode is pending still
-// has its values in its source: they are copied (queued, no wait), except
-// for a fused update's outputs, which are settled first.
+// has its values in its source: they are copied (queued, no wait).
 func (st *lctStore) decode(s *slot, p gpu.Ptr) error {
 	if ref, ok := st.pendingOf[s]; ok {
-		if src := ref.w.entries[ref.i].src; src != 0 {
-			st.clock.sourceReads++
-			return st.mem.Dev().Copy(p, src, 2*int64(s.n))
-		}
-		if err := st.settle(); err != nil {
-			return err
-		}
+		st.clock.sourceReads++
+		return st.mem.Dev().Copy(p, ref.w.entries[ref.i].src, 2*int64(s.n))
 	}
 	h, ok := st.held[s]
 	if !ok {
@@ -688,10 +638,11 @@ func (st *lctStore) release(s *slot) {
 	delete(st.held, s)
 }
 
-// update decodes the parameter and its states into codec scratch, applies
-// the optimizer with the dense run's kernels (so both runs compute the same
-// bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error) {
+// update decodes the parameter and its states into codec scratch (those
+// not given decoded ahead), applies the optimizer with the dense run's
+// kernels (so both runs compute the same bits) and encodes them back (the
+// encodes own the scratch from there).
+func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	given := false
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(p.state[i]) {
@@ -700,24 +651,13 @@ func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings,
 	}
 	if !given {
 		if done, err := st.updateRaw(p, g, step, opt); done || err != nil {
-			return false, err
+			return err
 		}
 	}
-	slots := append([]*slot{p.w}, p.state...)
-	if !given {
-		if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
-			return took, err
-		}
-	}
-	return false, st.updateUnfused(p, slots, g, step, opt, ahead)
+	return st.updateDecoded(p, append([]*slot{p.w}, p.state...), g, step, opt, ahead)
 }
 
-// aheadStates: states decoded ahead go the unfused way, so a codec that
-// fuses updates gets none.
-func (st *lctStore) aheadStates() bool {
-	f, ok := st.codec.(interface{ FusedOn() bool })
-	return !ok || !f.FusedOn()
-}
+func (st *lctStore) aheadStates() bool { return true }
 
 // updateRaw applies the update in place when the parameter and its states
 // are all always raw (false otherwise): no copies in or out.
@@ -738,42 +678,8 @@ func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt optimizerSettin
 	return true, st.ops.SGD(w, states[0], g, p.n, opt.SGD.Step(step, p.decay))
 }
 
-// fusedUpdate applies the update in one pass on the compressed tensors
-// when the codec can (every slot compressed and settled): the new tensors
-// are pending until the settle, which keeps the old ones and g (the store
-// takes g: true) to run it again if a spill did not fit.
-func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings) (bool, error) {
-	fu, ok := st.codec.(fusedUpdater)
-	if !ok {
-		return false, nil
-	}
-	job := &fusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
-	keys := make([]string, len(slots))
-	cats := make([]session.Category, len(slots))
-	for i, s := range slots {
-		h := st.held[s]
-		if _, pending := st.pendingOf[s]; pending || h == nil || h.enc == nil || st.rawLeft[s] > 0 {
-			return false, nil
-		}
-		job.Ins = append(job.Ins, h.enc)
-		keys[i], cats[i] = s.name, s.cat
-	}
-	start := time.Now()
-	took, err := fu.FusedUpdate(st.mem, keys, cats, job)
-	st.clock.encode += time.Since(start)
-	if !took || err != nil {
-		return false, err
-	}
-	st.dropKept(p.w)
-	for i, s := range slots {
-		st.held[s] = &lctHeld{enc: job.Outs[i]}
-		st.addPending(s, 0, job)
-	}
-	return true, st.closeIfFull()
-}
-
-// updateUnfused decodes, updates with the dense run's kernels and encodes.
-func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
+// updateDecoded decodes, updates with the dense run's kernels and encodes.
+func (st *lctStore) updateDecoded(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	views := make([]gpu.Ptr, len(slots))
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(slots[i+1]) {

@@ -363,11 +363,7 @@ func (r *modelRun) update(step int, name string, g gpu.Ptr) {
 				ahead[i] = v
 			}
 		}
-		took, err := r.st.update(p, g, step, r.cfg.Optimizer, ahead)
-		r.keep(err)
-		if took {
-			return
-		}
+		r.keep(r.st.update(p, g, step, r.cfg.Optimizer, ahead))
 	}
 	r.free(g)
 }

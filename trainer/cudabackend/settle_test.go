@@ -212,51 +212,6 @@ func TestLCTStoreReportsCorruptDecodeAtWindowSettle(t *testing.T) {
 	x.expectDecodeErrorAtNextWindow(t)
 }
 
-// A read of a fused update's output, which has no source to copy, settles
-// everything first.
-func TestLCTStoreSettlesBeforeReadingFusedOutput(t *testing.T) {
-	x := newSettleSetup(t)
-	h, st := x.h, x.st
-	x.gc.Fused = true
-	n := x.a.n
-	p := &param{name: "w", n: n, decay: true,
-		w: &slot{name: "w", class: session.ClassWeight, cat: session.Weights, n: n}}
-	p.state = []*slot{
-		{name: "w.mom", class: session.ClassMomentum, cat: session.OptimizerState, n: n},
-	}
-	opt := mustOptimizer(t, "sgd")
-	h.check(st.set(p.w, x.va))
-	h.check(st.set(p.state[0], h.randBF16(n, 0, 1e-3)))
-	h.check(st.settle())
-	grad := func() gpu.Ptr { return h.bf16(h.randBF16(n, 0, 1e-2)) }
-	// The first update is never fused (it refits the codebooks); the second is.
-	for step := 1; step <= 2; step++ {
-		g := grad()
-		took, err := st.update(p, g, step, opt, nil)
-		h.check(err)
-		if !took {
-			h.mem.Free(g)
-		}
-		if step == 2 && !took {
-			t.Skip("the fused update does not apply to this tensor's layout")
-		}
-		if step == 1 {
-			h.check(st.settle())
-		}
-	}
-	if x.where(p.w) == "" {
-		t.Fatal("the fused update's output is not pending")
-	}
-	drains := st.clock.drains
-	v := x.readBack(p.w)
-	if st.clock.drains != drains+1 || len(st.pendingOf) != 0 {
-		t.Errorf("reading the fused output: %d drains (was %d), %d pending", st.clock.drains, drains, len(st.pendingOf))
-	}
-	got, err := st.get(p.w)
-	h.check(err)
-	assertSameBF16(t, "fused output read while pending vs settled", v, got)
-}
-
 // A closed window is settled early, at the next encode rather than when the
 // open window fills, once the sources of both pass two windows: a large
 // tensor's source is not kept a whole window longer.

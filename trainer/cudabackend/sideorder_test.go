@@ -39,33 +39,6 @@ func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
 	assertSameBF16(h.t, what, h.get16(copied, n), want)
 }
 
-// The codec's scratch for a fused output's histogram (histogramOf) is a
-// block the trainer may still be reading: the decode into it waits.
-func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	v := h.randBF16(5000, 0, 0.02)
-	src := h.bf16(v)
-	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-	var want codec.Histogram
-	for _, x := range v {
-		want[(x>>7)&0xFF]++
-	}
-	for round := range 4 {
-		copied := readPending(h, 2*int64(len(v)))
-		got, err := gc.histogramOf(ct.(*gpuTensor))
-		h.check(err)
-		if got != want {
-			t.Errorf("round %d: the histogram of the decoded values differs from theirs", round)
-		}
-		checkPending(h, "the trainer's read of the block the codec decoded into next", copied, len(v))
-	}
-	gc.Free(h.mem, ct)
-}
-
 // When a window's histogram arena grows, the copy into its new block
 // waits for the trainer's last use of that block.
 func TestGPUCodecArenaAfterTrainerRead(t *testing.T) {
