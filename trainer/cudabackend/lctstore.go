@@ -7,131 +7,21 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
 )
 
-// Codec compresses BF16 tensors held in device memory for the LCT run: its
-// compressed tensors occupy device memory charged to the run's ledger, and
-// Decode restores the exact values. HostCodec implements it with the
-// reference codec on the host; gpuCodec with package gpu's kernels on the
-// device (see docs/cuda-trainer.md).
-type Codec interface {
-	// Encode compresses the n values at src, the new contents of the
-	// stored tensor key, with setting cc into device memory charged to
-	// category cat of mem. prev is what key holds now (nil if nothing): the
-	// codec may encode into it and return it; otherwise the caller frees
-	// prev. The encode may still be running when Encode returns: until the
-	// settle of its window has checked it (Settled), src must stay as it is.
-	Encode(mem *Mem, key string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, prev Compressed) (Compressed, error)
-	// CloseWindow ends the window of the encodes made since the last call:
-	// it queues the reading back of what the device will have found once
-	// the work queued so far is done (those encodes' spills and figures,
-	// every decode's errors) and returns without waiting.
-	CloseWindow(mem *Mem) (CodecWindow, error)
-	// SettleWindow waits for w's reading back, that is for the work queued
-	// before w was closed and not for the work queued since, reports the
-	// decode errors it found, and completes the encodes pend of w: every
-	// encode made in w and not replaced since (and those SettleWindow
-	// returned from w's own window to be checked in w). It returns the
-	// indices in pend of the encodes it made again (a spill that did not
-	// fit, a code fitted to other values): those belong to the window open
-	// now, their sources kept until its settle; the others are Settled.
-	SettleWindow(mem *Mem, w CodecWindow, pend []Pending) (again []int, err error)
-	// Decode writes the values of t to dst (queued; a corrupt tensor is
-	// reported by the settle of a window closed after it at the latest).
-	Decode(dst gpu.Ptr, t Compressed) error
-	// Free releases t's device memory.
-	Free(mem *Mem, t Compressed)
-}
-
-// CodecWindow is a closed window of encodes (see Codec.CloseWindow).
-type CodecWindow any
-
-// settleCodec settles pend, encoded in c's open window, at once: it closes
-// the window and settles it, and the windows of what that encodes again,
-// until every encode is complete (a wait each).
-func settleCodec(c Codec, mem *Mem, pend []Pending) error {
-	for range maxSettleRounds {
-		w, err := c.CloseWindow(mem)
-		if err != nil {
-			return err
-		}
-		again, err := c.SettleWindow(mem, w, pend)
-		if err != nil || len(again) == 0 {
-			return err
-		}
-		next := make([]Pending, len(again))
-		for i, k := range again {
-			next[i] = pend[k]
-		}
-		pend = next
-	}
-	return fmt.Errorf("codec: encodes still not complete after %d settles", maxSettleRounds)
-}
-
-// maxSettleRounds bounds the settles an encode may need: the first, a
-// recode with a fitted codebook, its overflow room, and one more.
-const maxSettleRounds = 4
-
-// Pending is an encode not yet settled and the values it encodes, its
-// dense source Src (which the caller keeps until the settle).
-type Pending struct {
-	T   Compressed
-	Src gpu.Ptr
-}
-
-// unqueuer is a codec that may hold encodes not yet launched (gpuCodec
-// batches a window's): Unqueue drops t's, whose source is about to be
-// freed because its values were replaced or released.
-type unqueuer interface {
-	Unqueue(t Compressed)
-}
-
-// readier is a codec whose decodes may still be running beside the
-// trainer's work when it queues its own (gpuCodec on a side stream).
-type readier interface {
-	// Ready orders the trainer's work queued from here after the decode
-	// into view p.
-	Ready(p gpu.Ptr) error
-}
-
-func (st *lctStore) ready(p gpu.Ptr) error {
-	if r, ok := st.codec.(readier); ok {
-		return r.Ready(p)
-	}
-	return nil
-}
-
-// batchDecoder is a codec that decodes several tensors in one launch.
-type batchDecoder interface {
-	DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error
-}
-
-// Compressed is one compressed tensor in device memory.
-type Compressed interface {
-	// Settled reports whether the encode is known complete.
-	Settled() bool
-	// Bytes is its serialised size (format.md §5), once settled.
-	Bytes() int64
-	// Stats is what encoding it measured, once settled.
-	Stats() (codec.Stats, error)
-	// Codebook is the code it was encoded with.
-	Codebook() codec.Codebook
-	// Layout is its blocks' and streams' shape.
-	Layout() codec.Layout
-}
-
 // codecClock is the codec's share of a step.
 type codecClock struct {
 	encode, decode           time.Duration
-	encodeBytes, decodeBytes int64
-	settles                  int // windows settled: waits for queued encodes
-	drains                   int // full settles: waits for all the queued work
-	sourceReads              int // reads of pending tensors from their kept sources
-	again                    int // encodes made again at a settle
-	decodes                  int // single-tensor decode launches
-	decodeBatches            int // batched decode launches
+	encodeBytes, decodeBytes int64 // dense bytes the codec encoded and decoded
+	settles                  int   // windows settled: waits for queued encodes
+	drains                   int   // full settles: waits for all the queued work
+	sourceReads              int   // reads of pending tensors from their kept sources
+	again                    int   // encodes made again at a settle
+	decodes                  int   // single-tensor decode launches
+	decodeBatches            int   // batched decode launches
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -153,7 +43,7 @@ type codecClock struct {
 type lctStore struct {
 	mem     *Mem
 	ops     *gptOps
-	codec   Codec
+	codec   *lct.Codec
 	classes map[session.TensorClass]session.ClassCodec
 	// chosen is the codec choice of single tensors, by name, over their
 	// class's.
@@ -198,7 +88,7 @@ type pendingEncode struct {
 type lctWindow struct {
 	entries []pendingEncode
 	bytes   int64       // dense bytes of the entries not dropped
-	codec   CodecWindow // once closed
+	codec   *lct.Window // once closed
 }
 
 // pendingRef is where a slot's pending encode is.
@@ -218,12 +108,12 @@ func defaultWindow(m trainer.ModelConfig) int64 {
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
 // (with the codebook of the encode that found compression did not pay).
 type lctHeld struct {
-	enc Compressed
+	enc *lct.Tensor
 	raw gpu.Ptr
 	cb  codec.Codebook
 }
 
-func newLCTStore(mem *Mem, c Codec, classes map[session.TensorClass]session.ClassCodec, window int64) (*lctStore, error) {
+func newLCTStore(mem *Mem, c *lct.Codec, classes map[session.TensorClass]session.ClassCodec, window int64) (*lctStore, error) {
 	for _, cl := range trainer.TensorClasses {
 		if _, ok := classes[cl]; !ok {
 			return nil, fmt.Errorf("LCT store: no codec setting for class %s", cl)
@@ -241,10 +131,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[session.TensorClass]session.Clas
 // encode is settled.
 func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	start := time.Now()
-	defer func() {
-		st.clock.encode += time.Since(start)
-		st.clock.encodeBytes += 2 * int64(s.n)
-	}()
+	defer func() { st.clock.encode += time.Since(start) }()
 	st.dropPending(s)
 	st.dropKept(s)
 	if s.n <= st.rawBelow {
@@ -254,11 +141,12 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 		st.rawLeft[s]--
 		return st.keepRaw(s, p)
 	}
-	var prev Compressed
+	var prev *lct.Tensor
 	h := st.held[s]
 	if h != nil {
 		prev = h.enc
 	}
+	st.clock.encodeBytes += 2 * int64(s.n)
 	enc, err := st.codec.Encode(st.mem, s.name, s.cat, p, s.n, st.codecOf(s), prev)
 	if err != nil {
 		st.mem.Free(p)
@@ -266,7 +154,7 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	}
 	if h != nil {
 		if h.enc != nil && h.enc != enc {
-			st.codec.Free(st.mem, h.enc)
+			st.codec.Free(h.enc)
 		}
 		if h.raw != 0 {
 			st.mem.Free(h.raw)
@@ -379,7 +267,7 @@ func (st *lctStore) keepRaw(s *slot, p gpu.Ptr) error {
 		st.held[s] = h
 	}
 	if h.enc != nil {
-		st.codec.Free(st.mem, h.enc)
+		st.codec.Free(h.enc)
 		h.enc = nil
 	}
 	if h.raw == 0 {
@@ -414,15 +302,17 @@ func (st *lctStore) dropPending(s *slot) {
 	}
 	delete(st.pendingOf, s)
 	e := &ref.w.entries[ref.i]
-	if u, ok := st.codec.(unqueuer); ok {
-		if h := st.held[s]; h != nil && h.enc != nil {
-			u.Unqueue(h.enc)
-		}
+	if h := st.held[s]; h != nil && h.enc != nil {
+		st.codec.Unqueue(h.enc)
 	}
 	st.mem.Free(e.src)
 	ref.w.bytes -= 2 * int64(s.n)
 	*e = pendingEncode{}
 }
+
+// maxSettleRounds bounds the settles an encode may need: the first, a
+// recode with a fitted codebook, its overflow room, and one more.
+const maxSettleRounds = 4
 
 // settle completes every pending encode and checks the device's work
 // queued so far (the end of a step): it closes the open window and settles it after the
@@ -452,11 +342,11 @@ func (st *lctStore) settle() error {
 // (their sources freed, a tensor not smaller kept as it is).
 func (st *lctStore) settleWindow(w *lctWindow) error {
 	st.clock.settles++
-	var pend []Pending
+	var pend []lct.Pending
 	var idx []int
 	for i, e := range w.entries {
 		if e.s != nil {
-			pend = append(pend, Pending{T: st.held[e.s].enc, Src: e.src})
+			pend = append(pend, lct.Pending{T: st.held[e.s].enc, Src: e.src})
 			idx = append(idx, i)
 		}
 	}
@@ -514,6 +404,10 @@ func (st *lctStore) decode(s *slot, p gpu.Ptr) error {
 	}
 	return nil
 }
+
+// ready orders the trainer's use of view p after the decode into it (the
+// codec's side stream may still be writing it).
+func (st *lctStore) ready(p gpu.Ptr) error { return st.codec.Ready(p) }
 
 func (st *lctStore) set(s *slot, v []uint16) error {
 	if len(v) != s.n {
@@ -630,7 +524,7 @@ func (st *lctStore) release(s *slot) {
 		return
 	}
 	if h.enc != nil {
-		st.codec.Free(st.mem, h.enc)
+		st.codec.Free(h.enc)
 	}
 	if h.raw != 0 {
 		st.mem.Free(h.raw)
@@ -728,20 +622,19 @@ func (st *lctStore) updateDecoded(p *param, slots []*slot, g gpu.Ptr, step int, 
 }
 
 // readBatch reads into views each slot whose view is 0, as read does; the
-// settled compressed ones in one launch where the codec decodes batches (a
-// parameter and its states: the views are all live at the update anyway,
-// so allocating them first adds nothing to the peak).
+// settled compressed ones in one launch (a parameter and its states: the
+// views are all live at the update anyway, so allocating them first adds
+// nothing to the peak).
 func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
-	bd, batches := st.codec.(batchDecoder)
 	var dsts []gpu.Ptr
-	var encs []Compressed
+	var encs []*lct.Tensor
 	var bytes int64
 	for i, s := range slots {
 		if views[i] != 0 {
 			continue
 		}
 		h := st.held[s]
-		if _, pending := st.pendingOf[s]; batches && !pending && h != nil && h.enc != nil {
+		if _, pending := st.pendingOf[s]; !pending && h != nil && h.enc != nil {
 			p, err := st.mem.Alloc(session.CodecScratch, 2*int64(s.n))
 			if err != nil {
 				return err
@@ -761,7 +654,7 @@ func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 		return nil
 	}
 	start := time.Now()
-	err := bd.DecodeBatch(dsts, encs)
+	err := st.codec.DecodeBatch(dsts, encs)
 	st.clock.decode += time.Since(start)
 	if len(encs) == 1 {
 		st.clock.decodes++

@@ -3,6 +3,7 @@ package cudabackend
 import (
 	"testing"
 
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
 )
@@ -15,7 +16,7 @@ import (
 func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 	h := newTDev(t)
 	const n = 300
-	st, err := newLCTStore(h.mem, &HostCodec{}, trainer.DefaultClassCodec, 1<<20)
+	st, err := newLCTStore(h.mem, lct.NewReference(), trainer.DefaultClassCodec, 1<<20)
 	h.check(err)
 	st.rawBelow = n
 	dense := &denseStore{mem: h.mem, ops: h.ops}

@@ -26,11 +26,11 @@ func TestLCTRunSideStreamOrdered(t *testing.T) {
 		{"serial", false, 0, 0},
 	} {
 		dev := testDevice(t)
-		gc := openTestGPUCodec(t, c.side)
+		gc, gd := openTestGPUCodec(t, c.side)
 		if standIn(t) {
 			c.sideLag, c.defaultLag = min(c.sideLag, 64<<10), min(c.defaultLag, 64<<10)
 		}
-		if err := gc.dev.DelayStreams(c.sideLag, c.defaultLag); err != nil {
+		if err := gd.DelayStreams(c.sideLag, c.defaultLag); err != nil {
 			t.Fatal(err)
 		}
 		const steps = 4
@@ -51,7 +51,7 @@ func TestLCTRunSideStreamOrdered(t *testing.T) {
 		if !sum.AllIdentical || sum.Mismatch != "" || sum.WeightsChecked != steps {
 			t.Errorf("%s: summary %+v", c.name, sum)
 		}
-		if got := gc.dev.SideStream(); got != c.side {
+		if got := gd.SideStream(); got != c.side {
 			t.Errorf("%s: side stream %v", c.name, got)
 		}
 	}
