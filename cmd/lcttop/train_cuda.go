@@ -91,10 +91,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		if err != nil || skip < 0 {
 			skip = 1
 		}
-		p, err := cudabackend.NewProfiled(dev, os.Stderr, skip)
-		if err != nil {
-			return err
-		}
+		p := cudabackend.NewProfiled(g.Compute(), os.Stderr, skip)
 		defer p.Close()
 		dev = p
 	}

@@ -74,9 +74,12 @@ func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]u
 	mem := newRunMem(pool, cfg.Budget)
 	dense := &denseStore{mem: mem, ops: newGPTOps(mem)}
 	var st store = dense
+	var ls *lctStore
+	var floor *copyFloorStore
 	switch {
 	case opts != nil && opts.CopyFloor:
-		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: opts.CopyBeside, views: map[gpu.Ptr]uint64{}}
+		floor = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: opts.CopyBeside, views: map[gpu.Ptr]uint64{}}
+		st = floor
 	case opts != nil:
 		c, classes := opts.Codec, opts.Classes
 		if c == nil {
@@ -89,8 +92,8 @@ func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]u
 		if window == 0 {
 			window = defaultWindow(cfg.Model)
 		}
-		ls, err := newLCTStore(mem, c, classes, window)
-		if err != nil {
+		var err error
+		if ls, err = newLCTStore(mem, c, classes, window); err != nil {
 			return nil, err
 		}
 		if c.OnDevice() {
@@ -103,6 +106,7 @@ func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]u
 	if err != nil {
 		return nil, err
 	}
+	r.lct, r.floor = ls, floor
 	if err := r.Load(vals); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("%s run: %w", name, err)
@@ -152,14 +156,14 @@ func (b *lockstep) Step(batch *trainer.Batch, step int) (stepResult, error) {
 		res.PeakShadow = b.Shadow.Memory().PeakTotal
 	}
 	if b.LCT != nil {
-		switch st := b.LCT.st.(type) {
-		case *lctStore:
-			res.LossLCT, res.TimeLCT, err = b.stepLCT(st, &res, batch, step)
-		case *copyFloorStore:
+		switch {
+		case b.LCT.lct != nil:
+			res.LossLCT, res.TimeLCT, err = b.stepLCT(b.LCT.lct, &res, batch, step)
+		case b.LCT.floor != nil:
 			res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
-			res.FloorCopies, res.FloorCopyBytes = st.takeCopies()
+			res.FloorCopies, res.FloorCopyBytes = b.LCT.floor.takeCopies()
 		default:
-			err = fmt.Errorf("LCT run: store %T", st)
+			err = fmt.Errorf("LCT run: store %T", b.LCT.st)
 		}
 		if err != nil {
 			return res, err
@@ -268,8 +272,8 @@ func (b *lockstep) Tensors() ([]session.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
-	ls, ok := b.LCT.st.(*lctStore)
-	if !ok {
+	ls := b.LCT.lct
+	if ls == nil {
 		return nil, nil // the copy floor: nothing compressed
 	}
 	var out []session.TensorStats

@@ -43,7 +43,7 @@ func TestCopyFloorCopiesWhatTheCodecCodes(t *testing.T) {
 		if _, err := lct.Step(batch, step); err != nil {
 			t.Fatal(err)
 		}
-		clock := lct.LCT.st.(*lctStore).clock // the step's
+		clock := lct.LCT.lct.clock // the step's
 		encoded, decoded := clock.encodeBytes/2, clock.decodeBytes/2
 		coded := float64(encoded + decoded)
 		for name, b := range runs {

@@ -104,7 +104,7 @@ func TestGPUCodecRefitsDriftedCodebooks(t *testing.T) {
 	const name = "blk0.fc.w.v"
 	codebook := func() codec.Codebook { // of the tensor the store holds
 		t.Helper()
-		for s, h := range b.LCT.st.(*lctStore).held {
+		for s, h := range b.LCT.lct.held {
 			if s.name == name && h.enc != nil {
 				return h.enc.Codebook()
 			}

@@ -109,6 +109,10 @@ type modelRun struct {
 	ops  *gptOps
 	st   store
 	name string
+	// lct and floor are st where it is the LCT store or the copy floor
+	// (nil otherwise).
+	lct   *lctStore
+	floor *copyFloorStore
 
 	params []*param
 	byName map[string]*param
