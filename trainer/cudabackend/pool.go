@@ -83,7 +83,7 @@ type block struct {
 }
 
 // sideFence is a codec whose work runs on a stream of its own beside the
-// trainer's (gpuCodec on gpu's side stream). A block its work used may go
+// trainer's (lct.Codec on gpu's side stream). A block its work used may go
 // back to the pool before that work is done; the default stream's first
 // user of the block waits for it (Hold), and the codec orders its own
 // users after the default stream's work itself.

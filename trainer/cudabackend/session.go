@@ -61,11 +61,6 @@ type codecFigures struct {
 	step                   int
 }
 
-// profiler is a codec whose kernels can be timed (gpuCodec).
-type profiler interface {
-	SetProfile(on bool)
-}
-
 // NewSession sets up opts' runs on dev. opts.Steps of 0 trains until Stop.
 func NewSession(dev Device, opts TrainOptions) (*Session, error) {
 	if opts.LCT == nil || opts.LCT.CopyFloor || opts.LCT.Alone {
@@ -127,11 +122,11 @@ func (s *Session) step() (session.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.t
-	prof, _ := t.opts.LCT.Codec.(profiler)
-	profiled := prof != nil && s.ProfileEvery > 0 && (t.step+1)%s.ProfileEvery == 1%s.ProfileEvery
+	c := t.opts.LCT.Codec
+	profiled := c != nil && c.OnDevice() && s.ProfileEvery > 0 && (t.step+1)%s.ProfileEvery == 1%s.ProfileEvery
 	if profiled {
-		prof.SetProfile(true)
-		defer prof.SetProfile(false)
+		c.SetProfile(true)
+		defer c.SetProfile(false)
 	}
 	res, err := t.next()
 	if err != nil {

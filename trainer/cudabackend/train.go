@@ -375,8 +375,8 @@ func sweepTrial(dev Device, m trainer.ModelConfig, opts SweepOptions, vals map[s
 		name = "lct"
 	}
 	if opts.LCT != nil {
-		if f, ok := opts.LCT.Codec.(interface{ Forget() }); ok {
-			f.Forget()
+		if c := opts.LCT.Codec; c != nil {
+			c.Forget()
 		}
 	}
 	pool := newDevicePool(dev)
