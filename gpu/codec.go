@@ -20,6 +20,7 @@ type Codec struct {
 	bstats  []byte
 	host    codec.Decoder // tensors of versions the kernels do not code (Decode)
 	hostEnc codec.Encoder // the same, for Encode
+	v3      codec3        // format version 3's buffers
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
@@ -45,6 +46,9 @@ func (c *Codec) Close() error {
 		first = err
 	}
 	c.vals = Buffer{}
+	if err := c.v3.free(c.dev); err != nil && first == nil {
+		first = err
+	}
 	if c.own {
 		if err := c.dev.Close(); err != nil && first == nil {
 			first = err
@@ -162,8 +166,8 @@ func (c *Codec) encodeBlocks(dst *codec.Tensor, src []uint16, cb codec.Codebook,
 
 // Decode decodes t into dst (len(dst) must be t.N), checking t's structure
 // first and its streams on the device, as codec.Decoder.Decode does. The
-// kernels code format version 2; a tensor of another version is decoded by
-// the CPU reference decoder.
+// kernels decode format versions 2 and 3; a tensor of version 1 is decoded
+// by the CPU reference decoder.
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if err := t.CheckStructure(); err != nil {
 		return fmt.Errorf("gpu: decode: %w", err)
@@ -173,6 +177,9 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	}
 	if t.N == 0 {
 		return nil
+	}
+	if t.Layout.FormatVersion() == codec.FormatVersion3 {
+		return c.decode3(t, dst)
 	}
 	if v := t.Layout.FormatVersion(); v != codec.FormatVersion2 {
 		if err := c.host.Decode(t, dst); err != nil {

@@ -31,6 +31,7 @@ const (
 	kBatchClearErrors
 	kDecodePipe
 	kDecodeBatchPipe
+	kDecode3
 	numKernels
 )
 
@@ -52,6 +53,7 @@ var kernelNames = [numKernels]string{
 	kBatchClearErrors: "lct_batch_clear_errors",
 	kDecodePipe:       "lct_decode_pipe",
 	kDecodeBatchPipe:  "lct_decode_batch_pipe",
+	kDecode3:          "lct_decode3",
 }
 
 // deviceInfo is what the host code sizes launches by.
