@@ -19,7 +19,6 @@ type Codec struct {
 	vals    Buffer
 	bstats  []byte
 	host    codec.Decoder // tensors of versions the kernels do not code (Decode)
-	hostEnc codec.Encoder // the same, for Encode
 	v3      codec3        // format version 3's buffers
 }
 
@@ -77,11 +76,10 @@ func (c *Codec) prepare(n int, l codec.Layout, caps []uint16, cb codec.Codebook)
 // layout with capacities per block gets codec.BlockCapacities, chosen here
 // on the host).
 //
-// The kernels code format version 2; a layout of version 3 is encoded by
-// the CPU reference encoder until they code it (version 1 is refused).
+// The kernels code format versions 2 and 3 (version 1 is refused).
 func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error {
 	if l.FormatVersion() == codec.FormatVersion3 {
-		return c.hostEnc.Encode(dst, src, cb, l)
+		return c.encode3(dst, src, cb, l)
 	}
 	if len(src) > codec.MaxElements {
 		return fmt.Errorf("gpu: encode: %d elements, at most %d allowed", len(src), codec.MaxElements)

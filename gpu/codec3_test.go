@@ -13,29 +13,30 @@ import (
 	"lcttop/internal/testtensors"
 )
 
-// encode3 is src encoded by codec in format version 3 as pack plans it.
-func encode3(t testing.TB, src []uint16, p codec.Preset, d codec.Distribution) *codec.Tensor {
+// plan3 is the codebook and layout codec.Encode chooses for src in format
+// version 3.
+func plan3(t testing.TB, src []uint16, p codec.Preset, d codec.Distribution) (codec.Codebook, codec.Layout) {
 	t.Helper()
-	ct, err := codec.Encode(src, codec.Options{Preset: p, Dist: d, Version: codec.FormatVersion3})
+	cb, l, err := codec.Plan(src, codec.Options{Preset: p, Dist: d, Version: codec.FormatVersion3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ct
+	return cb, l
+}
+
+// encode3 is src encoded by codec in format version 3 as pack plans it.
+func encode3(t testing.TB, src []uint16, p codec.Preset, d codec.Distribution) *codec.Tensor {
+	t.Helper()
+	cb, l := plan3(t, src, p, d)
+	return cpuEncode(t, src, cb, l)
 }
 
 // encode3With is src encoded by codec in format version 3 under the
 // codebook of the plan and layout l.
 func encode3With(t testing.TB, src []uint16, d codec.Distribution, l codec.Layout) *codec.Tensor {
 	t.Helper()
-	cb, _, err := codec.Plan(src, codec.Options{Preset: l.Preset, Dist: d, Version: codec.FormatVersion3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := new(codec.Tensor)
-	if err := new(codec.Encoder).Encode(ct, src, cb, l); err != nil {
-		t.Fatal(err)
-	}
-	return ct
+	cb, _ := plan3(t, src, l.Preset, d)
+	return cpuEncode(t, src, cb, l)
 }
 
 // checkDecode3 decodes ct on the device and wants src, every value written.
@@ -57,10 +58,34 @@ func checkDecode3(t *testing.T, c *Codec, what string, ct *codec.Tensor, src []u
 	}
 }
 
-// TestDecode3AllPatterns: all 65,536 patterns (shuffled, in order, and with
+// check3 encodes src under cb and l on the device and wants codec's
+// tensor, Stats and serialisation; then decodes codec's tensor on the
+// device and wants src, every value written.
+func check3(t *testing.T, c *Codec, what string, src []uint16, cb codec.Codebook, l codec.Layout) *codec.Tensor {
+	t.Helper()
+	want := cpuEncode(t, src, cb, l)
+	got := new(codec.Tensor)
+	if err := c.Encode(got, src, cb, l); err != nil {
+		t.Fatalf("%s: gpu encode: %v", what, err)
+	}
+	if err := sameTensor(want, got); err != nil {
+		t.Fatalf("%s (n=%d, %s/%s, C=%d, split %d, sign %v): gpu encode differs from codec: %v", what, len(src), l.Preset, cb.Dist, l.StreamBytes, cb.Split, l.Sign, err)
+	}
+	checkDecode3(t, c, what, want, src)
+	return want
+}
+
+// check3Plan is check3 under the plan codec.Encode makes for p and d.
+func check3Plan(t *testing.T, c *Codec, what string, src []uint16, p codec.Preset, d codec.Distribution) *codec.Tensor {
+	t.Helper()
+	cb, l := plan3(t, src, p, d)
+	return check3(t, c, what, src, cb, l)
+}
+
+// TestCode3AllPatterns: all 65,536 patterns (shuffled, in order, and with
 // one sign), every preset and distribution, decode on the device to
 // themselves.
-func TestDecode3AllPatterns(t *testing.T) {
+func TestCode3AllPatterns(t *testing.T) {
 	c := testCodec(t)
 	shuffled := allPatterns(3)
 	plus := slices.Clone(shuffled)
@@ -71,37 +96,35 @@ func TestDecode3AllPatterns(t *testing.T) {
 	}
 	for _, p := range codec.Presets {
 		for _, d := range codec.Distributions {
-			checkDecode3(t, c, fmt.Sprintf("all patterns shuffled %s/%s", p, d), encode3(t, shuffled, p, d), shuffled)
+			check3Plan(t, c, fmt.Sprintf("all patterns shuffled %s/%s", p, d), shuffled, p, d)
 		}
 	}
 	ordered := testbf16.AllPatterns(nil)
-	checkDecode3(t, c, "all patterns in order", encode3(t, ordered, codec.Auto, codec.Empirical), ordered)
+	check3Plan(t, c, "all patterns in order", ordered, codec.Auto, codec.Empirical)
 	for _, src := range [][]uint16{plus, minus} {
-		ct := encode3(t, src, codec.Auto, codec.Empirical)
-		if ct.Layout.Sign == codec.SignMixed {
+		if ct := check3Plan(t, c, "all patterns of one sign", src, codec.Auto, codec.Empirical); ct.Layout.Sign == codec.SignMixed {
 			t.Fatal("values of one sign coded with a sign per value")
 		}
-		checkDecode3(t, c, "all patterns of one sign", ct, src)
 	}
 }
 
-// TestDecode3Sizes: partial last blocks and sizes below a stream row.
-func TestDecode3Sizes(t *testing.T) {
+// TestCode3Sizes: partial last blocks and sizes below a stream row.
+func TestCode3Sizes(t *testing.T) {
 	c := testCodec(t)
 	r := rand.New(rand.NewPCG(13, 14))
 	sizes := []int{0, 1, 2, 7, 255, 256, 257, 4095, 4097, 65535, 65537, 131072 + 12345, 300007}
 	for _, n := range sizes {
 		src := testbf16.Gaussian(r, n, 0.05)
 		for _, p := range []codec.Preset{codec.Clean, codec.High, codec.Auto} {
-			checkDecode3(t, c, fmt.Sprintf("gaussian n=%d %s", n, p), encode3(t, src, p, codec.Empirical), src)
+			check3Plan(t, c, fmt.Sprintf("gaussian n=%d %s", n, p), src, p, codec.Empirical)
 		}
 	}
 }
 
-// TestDecode3Adversarial: every exponent escaped (long tails, the largest
+// TestCode3Adversarial: every exponent escaped (long tails, the largest
 // units), capacities of a few bytes, blocks with codebooks of their own,
 // symbols that hold the sign.
-func TestDecode3Adversarial(t *testing.T) {
+func TestCode3Adversarial(t *testing.T) {
 	c := testCodec(t)
 	r := rand.New(rand.NewPCG(15, 16))
 	n := 3*65536 + 777
@@ -116,29 +139,24 @@ func TestDecode3Adversarial(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Sign = codec.SignMixed
-	var ct codec.Tensor
-	if err := new(codec.Encoder).Encode(&ct, uniform, cb, l); err != nil {
-		t.Fatal(err)
-	}
-	if ct.Stats.SpillingStreams != ct.Stats.TotalStreams {
+	if ct := check3(t, c, "uniform exponents, normal codebook", uniform, cb, l); ct.Stats.SpillingStreams != ct.Stats.TotalStreams {
 		t.Fatalf("uniform exponents: %d of %d streams have tails; the test wants every stream to", ct.Stats.SpillingStreams, ct.Stats.TotalStreams)
 	}
-	checkDecode3(t, c, "uniform exponents, normal codebook", &ct, uniform)
 
 	for _, capacity := range []int{2, 3, 9} {
 		l := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: capacity, Version: codec.FormatVersion3}
-		checkDecode3(t, c, fmt.Sprintf("C=%d", capacity), encode3With(t, normal, codec.Empirical, l), normal)
-		checkDecode3(t, c, fmt.Sprintf("C=%d laplace", capacity), encode3With(t, normal, codec.Laplace, l), normal)
+		for _, d := range []codec.Distribution{codec.Empirical, codec.Laplace} {
+			cb, _ := plan3(t, normal, codec.Auto, d)
+			check3(t, c, fmt.Sprintf("C=%d %s", capacity, d), normal, cb, l)
+		}
 	}
 
 	// Blocks that differ in scale: codebooks of their own.
 	mixed := slices.Clone(normal)
 	copy(mixed[65536:], testbf16.Gaussian(r, n-65536, 3e-5))
-	ct3 := encode3(t, mixed, codec.Auto, codec.Empirical)
-	if len(ct3.BlockCodebooks) == 0 {
+	if ct := check3Plan(t, c, "codebooks per block", mixed, codec.Auto, codec.Empirical); len(ct.BlockCodebooks) == 0 {
 		t.Fatal("no block of the mixed tensor has a codebook of its own")
 	}
-	checkDecode3(t, c, "codebooks per block", ct3, mixed)
 
 	// A sign that the exponent tells, fractions at random: the symbols
 	// pay to hold the sign.
@@ -147,23 +165,21 @@ func TestDecode3Adversarial(t *testing.T) {
 		e := uint16(127 + r.IntN(2))
 		few[i] = (e-127)<<15 | e<<7 | uint16(r.IntN(128))
 	}
-	ct4 := encode3(t, few, codec.Auto, codec.Empirical)
-	if !ct4.Codebook.Signed || ct4.Codebook.Split == 0 {
-		t.Fatalf("a few values: split %d, signed %v; the test wants both", ct4.Codebook.Split, ct4.Codebook.Signed)
+	if ct := check3Plan(t, c, "signed symbols", few, codec.Auto, codec.Empirical); !ct.Codebook.Signed || ct.Codebook.Split == 0 {
+		t.Fatalf("a few values: split %d, signed %v; the test wants both", ct.Codebook.Split, ct.Codebook.Signed)
 	}
-	checkDecode3(t, c, "signed symbols", ct4, few)
 }
 
-// TestDecode3RealTensors: every tensor of every shared file as pack codes
+// TestCode3RealTensors: every tensor of every shared file as pack codes
 // it under every preset and distribution, decoded on the device.
-func TestDecode3RealTensors(t *testing.T) {
+func TestCode3RealTensors(t *testing.T) {
 	c := testCodec(t)
 	count := 0
 	for _, f := range testtensors.Files(t) {
 		for _, nt := range testtensors.LoadBF16(t, f) {
 			for _, p := range codec.Presets {
 				for _, d := range codec.Distributions {
-					checkDecode3(t, c, fmt.Sprintf("%s %s %s/%s", filepath.Base(f), nt.Name, p, d), encode3(t, nt.Values, p, d), nt.Values)
+					check3Plan(t, c, fmt.Sprintf("%s %s %s/%s", filepath.Base(f), nt.Name, p, d), nt.Values, p, d)
 					count++
 				}
 			}

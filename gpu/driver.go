@@ -32,6 +32,8 @@ const (
 	kDecodePipe
 	kDecodeBatchPipe
 	kDecode3
+	kMeasure3
+	kEncode3
 	numKernels
 )
 
@@ -54,6 +56,8 @@ var kernelNames = [numKernels]string{
 	kDecodePipe:       "lct_decode_pipe",
 	kDecodeBatchPipe:  "lct_decode_batch_pipe",
 	kDecode3:          "lct_decode3",
+	kMeasure3:         "lct_measure3",
+	kEncode3:          "lct_encode3",
 }
 
 // deviceInfo is what the host code sizes launches by.

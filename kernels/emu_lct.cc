@@ -12,6 +12,8 @@ extern const EmuKernel emu_lct_kernels[] = {
     EMU_KERNEL(lct_decode_batch),
     EMU_KERNEL(lct_decode_batch_pipe),
     EMU_KERNEL(lct_decode3),
+    EMU_KERNEL(lct_measure3),
+    EMU_KERNEL(lct_encode3),
     EMU_KERNEL(lct_batch_clear_errors),
     EMU_KERNEL(lct_sample_hist),
     EMU_KERNEL(lct_hist),

@@ -1696,7 +1696,7 @@ extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, lo
   }
 }
 
-// ---- format version 3: decode ---------------------------------------------------
+// ---- format version 3: decode and encode -----------------------------------------
 
 // Format version 3 (format.md §7) codes symbols (the exponent with the top k
 // fraction bits, and the sign where the symbols hold it) into streams of a
@@ -1706,7 +1706,11 @@ extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, lo
 // reading its stream's bytes from global memory (head bytes at a stride of
 // 256, the tail's at a bit offset) and writing each value, its residue
 // joined, as it decodes it: the lanes of a warp decode the same position of
-// neighbouring streams, which hold neighbouring elements.
+// neighbouring streams, which hold neighbouring elements. The encoder is two
+// passes, as the host chooses each block's C and tail unit between them
+// from every stream's bits: lct_measure3 counts them, lct_encode3 writes
+// the heads, the tails (ORed into the zeroed tail area: neighbouring
+// streams' tails share bytes) and the residues.
 
 // Lct3Desc describes one version 3 tensor in device memory. The Go side
 // (gpu/codec3.go) writes the same 8-byte fields in the same order.
@@ -1716,7 +1720,8 @@ struct Lct3Desc {
   u64 tails;    // u8: the tail area
   u64 blocks;   // u64[3 * nblocks]: C_b | unit code << 16 | decode table << 32; head offset; tail region offset
   u64 lens;     // u8[160 * nblocks]: each block's tail length table (0s where it has no tails)
-  u64 tables;   // u32[256 * tables]: decode tables by the next 8 bits (codec.Codebook.SymbolDecodeTable)
+  u64 tables;   // decode: u32[256 * tables], by the next 8 bits (codec.Codebook.SymbolDecodeTable);
+                // encode: u32[2048 * tables], code << 5 | length by symbol (codec.Codebook.CodeTable)
   u64 status;   // u64: first decode error (~0 = none)
   long long n;  // elements
   long long B;  // block size
@@ -1886,4 +1891,126 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode3(const Lct3Desc* __
   if (__syncthreads_or(err != 0)) return;
   if (j == 0 && unit != 0 && (longest <= 0 || (unit > 1 && longest <= (31 << (unit - 2)))))
     report3(d, b, 0, LCT_ERR_TAIL_UNIT);
+}
+
+// lct3_symbol is value v's symbol, the sign in it where mode says so.
+LCT_DEV u32 lct3_symbol(u16 v, int k, int mode) { return (u32)(v & (mode == 3 ? 0xFFFF : 0x7FFF)) >> (7 - k); }
+
+// lct3_load_codes copies the block's code table (2048 words, the largest
+// alphabet's) into shared memory. Every thread must call it.
+LCT_DEV void lct3_load_codes(u32* tab, const Lct3Desc* d, u64 w0) {
+  const u32* g = (const u32*)d->tables + (w0 >> 32) * 2048;
+  for (int i = threadIdx.x; i < 2048; i += 256) tab[i] = g[i];
+  __syncthreads();
+}
+
+// lct_measure3 counts, for block blockIdx.x, the code bits of each stream
+// (x) and its escaped symbols (esc), as the codec's first pass does.
+// Shared memory: the block's code table.
+extern "C" __global__ void __launch_bounds__(256) lct_measure3(const Lct3Desc* __restrict__ d, const u16* __restrict__ src, u32* __restrict__ x, u32* __restrict__ esc) {
+  const int b = blockIdx.x, j = threadIdx.x;
+  u32* tab = (u32*)LCT_DYNAMIC_SMEM;
+  lct3_load_codes(tab, d, ((const u64*)d->blocks)[3 * (long long)b]);
+  const long long base = (long long)b * d->B;
+  const long long rem = d->n - base;
+  const int nb = (int)(rem < d->B ? rem : d->B);
+  const int full = nb >> 8, rest = nb & 255;
+  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  const int k = (int)d->k, mode = (int)d->sign;
+  const u16* in = src + base;
+  u32 bits = 0, escaped = 0;
+  for (int p = 0; p < count; p++) {
+    const u32 n = tab[lct3_symbol(in[(p << 8) | ((j - p) & 255)], k, mode)] & 31;
+    bits += n;
+    escaped += n > 8;
+  }
+  x[256 * (long long)b + j] = bits;
+  esc[256 * (long long)b + j] = escaped;
+}
+
+// lct3_or_byte ORs byte v into the byte array a (4-byte aligned) at bit
+// offset bit (MSB-first), where it may span two bytes.
+LCT_DEV void lct3_or_byte(u8* a, u64 bit, u32 v) {
+  const u64 q = bit >> 3;
+  const u32 off = (u32)(bit & 7);
+  const u32 hi = v >> off, lo = (v << (8 - off)) & 0xFF;
+  if (hi) atomicOr((u32*)(a + (q & ~3ull)), hi << (8 * (u32)(q & 3)));
+  if (lo) atomicOr((u32*)(a + ((q + 1) & ~3ull)), lo << (8 * (u32)((q + 1) & 3)));
+}
+
+// lct_encode3 writes block blockIdx.x: its streams' heads and tails, its
+// residues, and each stream's codes that end past its head (spilled). The
+// tail area must be zero. Shared memory: the block's code table, then 32
+// scratch words.
+extern "C" __global__ void __launch_bounds__(256) lct_encode3(const Lct3Desc* __restrict__ d, const u16* __restrict__ src, u32* __restrict__ spilled) {
+  const int b = blockIdx.x, j = threadIdx.x;
+  u32* tab = (u32*)LCT_DYNAMIC_SMEM;
+  u32* tmp = tab + 2048;
+  const u64* bt = (const u64*)d->blocks + 3 * (long long)b;
+  const u64 w0 = bt[0];
+  lct3_load_codes(tab, d, w0);
+  const u32 Cb = (u32)(w0 & 0xFFFF), unit = (u32)(w0 >> 16) & 0xF;
+  const long long base = (long long)b * d->B;
+  const long long rem = d->n - base;
+  const int nb = (int)(rem < d->B ? rem : d->B);
+  const int full = nb >> 8, rest = nb & 255;
+  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  u32 L = 0;
+  if (unit) {
+    const u8* lens = (const u8*)d->lens + 160ll * b;
+    const u32 bit = 5 * j;
+    u32 y = (u32)lens[bit >> 3] << 8;
+    if ((bit >> 3) + 1 < 160) y |= lens[(bit >> 3) + 1];
+    L = (y >> (11 - (bit & 7))) & 31;
+  }
+  const u32 u = unit ? 1u << (unit - 1) : 0;
+  u32 total;
+  const u64 tbit = 8 * bt[2] + block_scan(L * u, tmp, total);
+  const int k = (int)d->k, W = (int)d->W, mode = (int)d->sign;
+  const u32 capBits = 8 * Cb;
+  u8* head = (u8*)d->heads + bt[1] + j;
+  u8* tails = (u8*)d->tails;
+  const u16* in = src + base;
+  u64 acc = 0;
+  u32 pend = 0, bits = 0, spill = 0, at = 0;  // at: the next stream byte
+  for (int p = 0; p < count; p++) {
+    const u32 e = tab[lct3_symbol(in[(p << 8) | ((j - p) & 255)], k, mode)];
+    const u32 n = e & 31;
+    acc = acc << n | (e >> 5);
+    pend += n;
+    bits += n;
+    spill += bits > capBits;
+    while (pend >= 8) {
+      pend -= 8;
+      const u32 v = (u32)(acc >> pend) & 0xFF;
+      if (at < Cb) head[(long long)at << 8] = (u8)v;
+      else lct3_or_byte(tails, tbit + 8ull * (at - Cb), v);
+      at++;
+    }
+  }
+  if (pend) {
+    const u32 v = (u32)(acc << (8 - pend)) & 0xFF;
+    if (at < Cb) head[(long long)at << 8] = (u8)v;
+    else lct3_or_byte(tails, tbit + 8ull * (at - Cb), v);
+    at++;
+  }
+  for (; at < Cb; at++) head[(long long)at << 8] = 0;
+  spilled[256 * (long long)b + j] = spill;
+
+  // Residues: a thread packs 8 values, W bytes, at a time.
+  const u32 lowMask = (1u << (7 - k)) - 1;
+  u8* res = (u8*)d->res + base * W / 8;
+  for (int g = j; 8 * g < nb; g += 256) {
+    const int m = nb - 8 * g < 8 ? nb - 8 * g : 8;
+    u64 r = 0;
+    for (int q = 0; q < m; q++) {
+      const u16 v = in[8 * g + q];
+      u32 y = v & lowMask;
+      if (mode == 0) y |= (u32)(v >> 15) << (7 - k);
+      r = r << W | y;
+    }
+    const int rb = m * W;
+    r <<= 64 - rb;
+    for (int q = 0; q < (rb + 7) >> 3; q++) res[(long long)g * W + q] = (u8)(r >> (56 - 8 * q));
+  }
 }

@@ -38,8 +38,7 @@ func TestCUDABackendMatchesCPU(t *testing.T) {
 		files = append(files, testtensors.Files(t)...)
 	}
 	for _, in := range files {
-		// Format version 3 (the default) encodes on the host and decodes on
-		// the device; version 2 codes on the device both ways.
+		// Format version 3 (the default) and version 2.
 		for _, opts := range [][]string{{"--preset", "clean", "--dist", "gaussian"}, {"--preset", "auto", "--dist", "empirical"}, {"--format-version", "2", "--preset", "auto", "--dist", "empirical"}} {
 			cpu, gpu := filepath.Join(dir, "cpu.lct"), filepath.Join(dir, "gpu.lct")
 			back := filepath.Join(dir, "back.safetensors")
