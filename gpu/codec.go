@@ -13,13 +13,13 @@ import (
 // device buffers between calls, growing them as tensors grow. A Codec must
 // not be used by two goroutines at once.
 type Codec struct {
-	dev     *Device
-	own     bool
-	t       *Tensor
-	vals    Buffer
-	bstats  []byte
-	host    codec.Decoder // tensors of versions the kernels do not code (Decode)
-	v3      codec3        // format version 3's buffers
+	dev    *Device
+	own    bool
+	t      *Tensor
+	vals   Buffer
+	bstats []byte
+	host   codec.Decoder // tensors of versions the kernels do not code (Decode)
+	v3     codec3        // format version 3's buffers
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
