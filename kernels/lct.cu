@@ -4,7 +4,8 @@
 //
 // One CTA of 256 threads works on one codec block; thread j owns stream j,
 // which holds the block's element p*256 + ((j - p) & 255) at position p (the
-// skewed round robin of format version 2; these kernels code version 2 only).
+// skewed round robin of format version 2). Format version 3's kernels are at
+// the end of the file.
 // Batched launches (lct_encode_batch, lct_decode_batch & co.) run the blocks
 // of many tensors in one grid, a small table telling each CTA its tensor:
 // a tensor of a few dozen blocks alone leaves most multiprocessors idle.
