@@ -179,6 +179,10 @@ func (d *Decoder) decode3(t *Tensor, dst []uint16) error {
 	return nil
 }
 
+// TailRegionBytes is the bytes of block b's tail region in a version 3
+// tensor (format.md §7.3), for a decoder that places the regions itself.
+func (t *Tensor) TailRegionBytes(b int) int { return t.tailRegionBytes(b) }
+
 // tailRegionBytes is the bytes of block b's tail region: its streams'
 // tail lengths in units, padded to a byte.
 func (t *Tensor) tailRegionBytes(b int) int {

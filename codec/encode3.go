@@ -530,3 +530,39 @@ func symbolShift(cb *Codebook) (shift uint, mask uint16) {
 	}
 	return 7 - uint(cb.Split), mask
 }
+
+// BlockCodebooks is what the version 3 encoder fits the blocks of src
+// under codebook cb and layout l (with Layout.BlockCodebooks): one entry a
+// block, its own codebook or the zero Codebook where it keeps cb; nil where
+// no block has one. For an encoder outside this package (the GPU's).
+func BlockCodebooks(src []uint16, cb *Codebook, l Layout) []Codebook {
+	if !l.BlockCodebooks || cb.Dist != Empirical {
+		return nil
+	}
+	var e Encoder
+	own := e.blockCodebooks(nil, src, cb, l)
+	if len(own) == 0 {
+		return nil
+	}
+	return own
+}
+
+// BlockHeads is what the version 3 encoder makes of block b of an n-value
+// tensor laid out as l whose streams' codes take x bits: the block's
+// full-block C (AUTO's search where search, else c), its head bytes C_b,
+// its tail unit code, each stream's tail length set in lens (the block's
+// 160-byte table, zeroed) and its tail region's bytes (format.md §7.3). For
+// an encoder outside this package that counts x itself (the GPU's).
+func BlockHeads(x *[Streams]uint32, l Layout, n, b, c int, search bool, lens []byte) (full, cbytes int, unit uint8, tailBytes int) {
+	if search {
+		c = leastBytesV3(x, l, n, b)
+	}
+	cbytes = l.scaledStreamBytes(n, b, c)
+	unit, bits := blockTails(x, 8*cbytes)
+	for j, v := range x {
+		if L := tailLen(int(v), 8*cbytes, unit); L > 0 {
+			putTailLen(lens, j, L)
+		}
+	}
+	return c, cbytes, unit, (bits + 7) / 8
+}

@@ -651,3 +651,19 @@ func (cb *Codebook) SymbolOf(v uint16) int {
 	c := cb.symCode()
 	return c.symbol(v)
 }
+
+// SymbolDecodeTable maps the next 8 bits of a version 3 stream coded with
+// cb to what its code prefixes, for a decoder outside this package (the
+// GPU's): the symbol, or for ESC x the x, in bits 0–11, bit 12 set for an
+// ESC, the code length in bits 16–23, 0 for an invalid prefix (format.md
+// §7.2). cb must be valid.
+func (cb *Codebook) SymbolDecodeTable() [256]uint32 {
+	c := cb.symCode()
+	codes, esc := c.codes(nil)
+	dt := c.decodeTable(codes, esc)
+	var t [256]uint32
+	for i, e := range dt {
+		t[i] = uint32(e)
+	}
+	return t
+}

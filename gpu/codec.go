@@ -13,13 +13,13 @@ import (
 // device buffers between calls, growing them as tensors grow. A Codec must
 // not be used by two goroutines at once.
 type Codec struct {
-	dev     *Device
-	own     bool
-	t       *Tensor
-	vals    Buffer
-	bstats  []byte
-	host    codec.Decoder // tensors of versions the kernels do not code (Decode)
-	hostEnc codec.Encoder // the same, for Encode
+	dev    *Device
+	own    bool
+	t      *Tensor
+	vals   Buffer
+	bstats []byte
+	host   codec.Decoder // tensors of versions the kernels do not code (Decode)
+	v3     codec3        // format version 3's buffers
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
@@ -45,6 +45,9 @@ func (c *Codec) Close() error {
 		first = err
 	}
 	c.vals = Buffer{}
+	if err := c.v3.free(c.dev); err != nil && first == nil {
+		first = err
+	}
 	if c.own {
 		if err := c.dev.Close(); err != nil && first == nil {
 			first = err
@@ -73,11 +76,10 @@ func (c *Codec) prepare(n int, l codec.Layout, caps []uint16, cb codec.Codebook)
 // layout with capacities per block gets codec.BlockCapacities, chosen here
 // on the host).
 //
-// The kernels code format version 2; a layout of version 3 is encoded by
-// the CPU reference encoder until they code it (version 1 is refused).
+// The kernels code format versions 2 and 3 (version 1 is refused).
 func (c *Codec) Encode(dst *codec.Tensor, src []uint16, cb codec.Codebook, l codec.Layout) error {
 	if l.FormatVersion() == codec.FormatVersion3 {
-		return c.hostEnc.Encode(dst, src, cb, l)
+		return c.encode3(dst, src, cb, l)
 	}
 	if len(src) > codec.MaxElements {
 		return fmt.Errorf("gpu: encode: %d elements, at most %d allowed", len(src), codec.MaxElements)
@@ -162,8 +164,8 @@ func (c *Codec) encodeBlocks(dst *codec.Tensor, src []uint16, cb codec.Codebook,
 
 // Decode decodes t into dst (len(dst) must be t.N), checking t's structure
 // first and its streams on the device, as codec.Decoder.Decode does. The
-// kernels code format version 2; a tensor of another version is decoded by
-// the CPU reference decoder.
+// kernels decode format versions 2 and 3; a tensor of version 1 is decoded
+// by the CPU reference decoder.
 func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	if err := t.CheckStructure(); err != nil {
 		return fmt.Errorf("gpu: decode: %w", err)
@@ -173,6 +175,9 @@ func (c *Codec) Decode(t *codec.Tensor, dst []uint16) error {
 	}
 	if t.N == 0 {
 		return nil
+	}
+	if t.Layout.FormatVersion() == codec.FormatVersion3 {
+		return c.decode3(t, dst)
 	}
 	if v := t.Layout.FormatVersion(); v != codec.FormatVersion2 {
 		if err := c.host.Decode(t, dst); err != nil {

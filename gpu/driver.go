@@ -31,6 +31,9 @@ const (
 	kBatchClearErrors
 	kDecodePipe
 	kDecodeBatchPipe
+	kDecode3
+	kMeasure3
+	kEncode3
 	numKernels
 )
 
@@ -52,6 +55,9 @@ var kernelNames = [numKernels]string{
 	kBatchClearErrors: "lct_batch_clear_errors",
 	kDecodePipe:       "lct_decode_pipe",
 	kDecodeBatchPipe:  "lct_decode_batch_pipe",
+	kDecode3:          "lct_decode3",
+	kMeasure3:         "lct_measure3",
+	kEncode3:          "lct_encode3",
 }
 
 // deviceInfo is what the host code sizes launches by.

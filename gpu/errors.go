@@ -11,6 +11,8 @@ var decodeErrorKinds = map[uint64]string{
 	2: "code runs past the stream's capacity",
 	3: "spill marker out of range",
 	4: "overflow region out of bounds",
+	5: "tail longer than the stream's codes need",
+	6: "tail unit not the smallest that holds the block's tails",
 }
 
 // DecodeError is corrupt data met while decoding a tensor on the device.

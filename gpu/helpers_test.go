@@ -120,6 +120,18 @@ func sameTensor(want, got *codec.Tensor) error {
 			return fmt.Errorf("%s differ: %s", s.name, firstDiff(s.want, s.got))
 		}
 	}
+	// Format version 3's tables, and the serialisation as a whole.
+	if !bytes.Equal(want.TailUnits, got.TailUnits) || !bytes.Equal(want.TailLens, got.TailLens) {
+		return fmt.Errorf("tail units or lengths differ: units %s, lengths %s", firstDiff(want.TailUnits, got.TailUnits), firstDiff(want.TailLens, got.TailLens))
+	}
+	if !slices.Equal(want.BlockCodebooks, got.BlockCodebooks) {
+		return fmt.Errorf("codebooks per block differ (%d and %d)", len(want.BlockCodebooks), len(got.BlockCodebooks))
+	}
+	wb, werr := want.MarshalBinary()
+	gb, gerr := got.MarshalBinary()
+	if werr != nil || gerr != nil || !bytes.Equal(wb, gb) {
+		return fmt.Errorf("serialisations differ (%v, %v): %s", werr, gerr, firstDiff(wb, gb))
+	}
 	if !reflect.DeepEqual(want.Stats, got.Stats) {
 		return fmt.Errorf("stats differ:\nwant %+v\n got %+v", statsLine(want.Stats), statsLine(got.Stats))
 	}

@@ -151,6 +151,11 @@ inline unsigned long long atomicExch(unsigned long long* p, unsigned long long v
   *p = v;
   return old;
 }
+inline unsigned atomicOr(unsigned* p, unsigned v) {
+  unsigned old = *p;
+  *p = old | v;
+  return old;
+}
 inline unsigned long long atomicMin(unsigned long long* p, unsigned long long v) {
   unsigned long long old = *p;
   if (v < old) *p = v;

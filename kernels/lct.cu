@@ -4,7 +4,8 @@
 //
 // One CTA of 256 threads works on one codec block; thread j owns stream j,
 // which holds the block's element p*256 + ((j - p) & 255) at position p (the
-// skewed round robin of format version 2; these kernels code version 2 only).
+// skewed round robin of format version 2). Format version 3's kernels are at
+// the end of the file.
 // Batched launches (lct_encode_batch, lct_decode_batch & co.) run the blocks
 // of many tensors in one grid, a small table telling each CTA its tensor:
 // a tensor of a few dozen blocks alone leaves most multiprocessors idle.
@@ -1693,5 +1694,324 @@ extern "C" __global__ void __launch_bounds__(256) lct_fill_gaussian(u16* dst, lo
     const float u2 = (float)((z >> 16) & 0xFFFFFFull) * (1.0f / 16777216.0f);
     const float r = sqrtf(-2.0f * logf(u1)) * cosf(6.28318530718f * u2) * scale;
     dst[i] = (u16)(f2bf(r) & (absolute ? 0x7FFFu : 0xFFFFu));
+  }
+}
+
+// ---- format version 3: decode and encode -----------------------------------------
+
+// Format version 3 (format.md §7) codes symbols (the exponent with the top k
+// fraction bits, and the sign where the symbols hold it) into streams of a
+// head of C_b bytes, laid out as version 2's stream area, and a tail of L_j
+// units in the block's tail region; each value's other bits are a residue of
+// W bits, packed. lct_decode3 decodes one block a CTA, thread j stream j,
+// reading its stream's bytes from global memory (head bytes at a stride of
+// 256, the tail's at a bit offset) and writing each value, its residue
+// joined, as it decodes it: the lanes of a warp decode the same position of
+// neighbouring streams, which hold neighbouring elements. The encoder is two
+// passes, as the host chooses each block's C and tail unit between them
+// from every stream's bits: lct_measure3 counts them, lct_encode3 writes
+// the heads, the tails (ORed into the zeroed tail area: neighbouring
+// streams' tails share bytes) and the residues.
+
+// Lct3Desc describes one version 3 tensor in device memory. The Go side
+// (gpu/codec3.go) writes the same 8-byte fields in the same order.
+struct Lct3Desc {
+  u64 res;      // u8[ceil(n * W / 8)]: the residues
+  u64 heads;    // u8: every block's stream heads
+  u64 tails;    // u8: the tail area
+  u64 blocks;   // u64[3 * nblocks]: C_b | unit code << 16 | decode table << 32; head offset; tail region offset
+  u64 lens;     // u8[160 * nblocks]: each block's tail length table (0s where it has no tails)
+  u64 tables;   // decode: u32[256 * tables], by the next 8 bits (codec.Codebook.SymbolDecodeTable);
+                // encode: u32[2048 * tables], code << 5 | length by symbol (codec.Codebook.CodeTable)
+  u64 status;   // u64: first decode error (~0 = none)
+  long long n;  // elements
+  long long B;  // block size
+  long long nblocks;
+  long long k;     // split: fraction bits in the symbols
+  long long W;     // residue bits
+  long long sign;  // 0: in the residue, 1: every sign 0, 2: every sign 1, 3: in the symbol
+};
+
+// Decode table entry (codec.Codebook.SymbolDecodeTable): the symbol, or for
+// ESC x the x, in bits 0-11, bit 12 marking ESC, the code length in bits
+// 16-23 (0: an invalid prefix).
+#define LCT3_ESC (1u << 12)
+
+// Error kinds of version 3 besides LCT_ERR_INVALID_CODE and
+// LCT_ERR_PAST_CAPACITY.
+#define LCT_ERR_TAIL_LONG 5  // a stream's tail has a unit its codes do not reach
+#define LCT_ERR_TAIL_UNIT 6  // the block's tail unit is not the smallest that holds its tails
+
+// Reader3 reads stream j of a block: its head bytes, then its tail's bits,
+// then 0s.
+struct Reader3 {
+  const u8* head;  // byte i of the head at head[256 * i]
+  const u8* tail;  // the tail area
+  u64 tbit;        // the tail's first bit in the tail area
+  u32 Cb;          // head bytes
+  u32 avail;       // bits of head and tail
+  u32 next;        // the next stream byte to load
+  u64 buf;         // bits loaded, left-aligned
+  int have;        // how many
+};
+
+// rd3_byte is byte i of the reader's stream (bits past avail read 0).
+LCT_DEV u32 rd3_byte(const Reader3& r, u32 i) {
+  if (8 * i >= r.avail) return 0;
+  const u32 left = r.avail - 8 * i;
+  const u32 valid = left < 8 ? left : 8;
+  u32 x;
+  if (i < r.Cb) {
+    x = r.head[(long long)i << 8];
+  } else {
+    const u64 bit = r.tbit + 8ull * (i - r.Cb);
+    const u64 at = bit >> 3;
+    const u32 sh = (u32)(bit & 7);
+    x = (u32)r.tail[at] << 8;
+    if (sh + valid > 8) x |= r.tail[at + 1];
+    x = (x >> (8 - sh)) & 0xFF;
+  }
+  return x & (0xFF00u >> valid) & 0xFF;
+}
+
+// rd3_fill keeps at least 16 bits loaded: a code and an ESC's literal.
+LCT_DEV void rd3_fill(Reader3& r) {
+  while (r.have < 16) {
+    r.buf |= (u64)rd3_byte(r, r.next++) << (56 - r.have);
+    r.have += 8;
+  }
+}
+
+// lct3_residue is element i's residue of W bits (MSB-first at bit i * W).
+LCT_DEV u32 lct3_residue(const u8* __restrict__ res, long long i, int W) {
+  const u64 bit = (u64)i * (u64)W;
+  const u64 at = bit >> 3;
+  const u32 sh = (u32)(bit & 7);
+  u32 x = (u32)res[at] << 8;
+  if (sh + W > 8) x |= res[at + 1];
+  return (x >> (16 - sh - W)) & ((1u << W) - 1);
+}
+
+// report3 records a decode error as report does: the first by block,
+// stream and kind.
+LCT_DEV void report3(const Lct3Desc* d, int b, int j, u32 kind) {
+  atomicMin((u64*)d->status, ((u64)b << 16) | ((u64)j << 8) | kind);
+}
+
+// block_max is the largest v over the CTA. Every thread must call it.
+LCT_DEV int block_max(int v, int* tmp) {
+  for (int o = 16; o; o >>= 1) {
+    const int y = __shfl_xor_sync(LCT_FULL, v, o);
+    v = y > v ? y : v;
+  }
+  if ((threadIdx.x & 31) == 0) tmp[threadIdx.x >> 5] = v;
+  __syncthreads();
+  int m = tmp[0];
+  for (int i = 1; i < 8; i++) m = tmp[i] > m ? tmp[i] : m;
+  __syncthreads();
+  return m;
+}
+
+// lct_decode3 decodes block blockIdx.x of a version 3 tensor into dst.
+// Shared memory: the block's decode table (256 words), then 32 words of
+// scratch.
+extern "C" __global__ void __launch_bounds__(256) lct_decode3(const Lct3Desc* __restrict__ d, u16* __restrict__ dst) {
+  const int b = blockIdx.x, j = threadIdx.x;
+  u32* tab = (u32*)LCT_DYNAMIC_SMEM;
+  u32* tmp = tab + 256;
+  const u64* bt = (const u64*)d->blocks + 3 * (long long)b;
+  const u64 w0 = bt[0];
+  const u32 Cb = (u32)(w0 & 0xFFFF), unit = (u32)(w0 >> 16) & 0xF;
+  tab[j] = ((const u32*)d->tables)[(w0 >> 32) * 256 + j];
+  const long long base = (long long)b * d->B;
+  const long long rem = d->n - base;
+  const int nb = (int)(rem < d->B ? rem : d->B);
+  const int full = nb >> 8, rest = nb & 255;
+  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  // Stream j's tail: L units, after the tails of the streams before it.
+  u32 L = 0;
+  if (unit) {
+    const u8* lens = (const u8*)d->lens + 160ll * b;
+    const u32 bit = 5 * j;
+    u32 x = (u32)lens[bit >> 3] << 8;
+    if ((bit >> 3) + 1 < 160) x |= lens[(bit >> 3) + 1];
+    L = (x >> (11 - (bit & 7))) & 31;
+  }
+  const u32 u = unit ? 1u << (unit - 1) : 0;
+  u32 total;
+  const u32 before = block_scan(L * u, tmp, total);
+  Reader3 r;
+  r.head = (const u8*)d->heads + bt[1] + j;
+  r.tail = (const u8*)d->tails;
+  r.tbit = 8 * bt[2] + before;
+  r.Cb = Cb;
+  r.avail = 8 * Cb + L * u;
+  r.next = 0;
+  r.buf = 0;
+  r.have = 0;
+  const int k = (int)d->k, W = (int)d->W, mode = (int)d->sign;
+  const u32 escMask = (1u << k) - 1;
+  const u32 lowMask = (1u << (7 - k)) - 1;
+  const u16 sign = mode == 2 ? 0x8000 : 0;
+  const u8* res = (const u8*)d->res;
+  u16* out = dst + base;
+  u32 err = 0, used = 0;
+  for (int p = 0; p < count; p++) {
+    rd3_fill(r);
+    const u32 e = tab[r.buf >> 56];
+    const u32 len = (e >> 16) & 0xFF;
+    if (len == 0) {
+      err = LCT_ERR_INVALID_CODE;
+      break;
+    }
+    u32 sym = e & 0xFFF, adv = len;
+    if (e & LCT3_ESC) {
+      const u32 lit = (u32)((r.buf << len) >> 56);
+      sym = ((sym >> k << 8 | lit) << k) | (sym & escMask);
+      adv += 8;
+    }
+    r.buf <<= adv;
+    r.have -= (int)adv;
+    used += adv;
+    if (used > r.avail) {
+      err = LCT_ERR_PAST_CAPACITY;
+      break;
+    }
+    const int i = (p << 8) | ((j - p) & 255);
+    const u32 x = lct3_residue(res, base + i, W);
+    u16 v = (u16)(sym << (7 - k)) | (u16)(x & lowMask);
+    if (mode == 0) v |= (u16)((x >> (7 - k)) << 15);
+    out[i] = v | sign;
+  }
+  if (!err && L == 0 && used > 8 * Cb) err = LCT_ERR_PAST_CAPACITY;
+  if (!err && L > 0 && used <= r.avail - u) err = LCT_ERR_TAIL_LONG;
+  if (err) report3(d, b, j, err);
+  // The block's unit: needed (some code passes its head), and the smallest
+  // that holds every tail (format.md §7.3).
+  const int longest = block_max(err ? 0 : (int)used - (int)(8 * Cb), (int*)tmp);
+  if (__syncthreads_or(err != 0)) return;
+  if (j == 0 && unit != 0 && (longest <= 0 || (unit > 1 && longest <= (31 << (unit - 2)))))
+    report3(d, b, 0, LCT_ERR_TAIL_UNIT);
+}
+
+// lct3_symbol is value v's symbol, the sign in it where mode says so.
+LCT_DEV u32 lct3_symbol(u16 v, int k, int mode) { return (u32)(v & (mode == 3 ? 0xFFFF : 0x7FFF)) >> (7 - k); }
+
+// lct3_load_codes copies the block's code table (2048 words, the largest
+// alphabet's) into shared memory. Every thread must call it.
+LCT_DEV void lct3_load_codes(u32* tab, const Lct3Desc* d, u64 w0) {
+  const u32* g = (const u32*)d->tables + (w0 >> 32) * 2048;
+  for (int i = threadIdx.x; i < 2048; i += 256) tab[i] = g[i];
+  __syncthreads();
+}
+
+// lct_measure3 counts, for block blockIdx.x, the code bits of each stream
+// (x) and its escaped symbols (esc), as the codec's first pass does.
+// Shared memory: the block's code table.
+extern "C" __global__ void __launch_bounds__(256) lct_measure3(const Lct3Desc* __restrict__ d, const u16* __restrict__ src, u32* __restrict__ x, u32* __restrict__ esc) {
+  const int b = blockIdx.x, j = threadIdx.x;
+  u32* tab = (u32*)LCT_DYNAMIC_SMEM;
+  lct3_load_codes(tab, d, ((const u64*)d->blocks)[3 * (long long)b]);
+  const long long base = (long long)b * d->B;
+  const long long rem = d->n - base;
+  const int nb = (int)(rem < d->B ? rem : d->B);
+  const int full = nb >> 8, rest = nb & 255;
+  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  const int k = (int)d->k, mode = (int)d->sign;
+  const u16* in = src + base;
+  u32 bits = 0, escaped = 0;
+  for (int p = 0; p < count; p++) {
+    const u32 n = tab[lct3_symbol(in[(p << 8) | ((j - p) & 255)], k, mode)] & 31;
+    bits += n;
+    escaped += n > 8;
+  }
+  x[256 * (long long)b + j] = bits;
+  esc[256 * (long long)b + j] = escaped;
+}
+
+// lct3_or_byte ORs byte v into the byte array a (4-byte aligned) at bit
+// offset bit (MSB-first), where it may span two bytes.
+LCT_DEV void lct3_or_byte(u8* a, u64 bit, u32 v) {
+  const u64 q = bit >> 3;
+  const u32 off = (u32)(bit & 7);
+  const u32 hi = v >> off, lo = (v << (8 - off)) & 0xFF;
+  if (hi) atomicOr((u32*)(a + (q & ~3ull)), hi << (8 * (u32)(q & 3)));
+  if (lo) atomicOr((u32*)(a + ((q + 1) & ~3ull)), lo << (8 * (u32)((q + 1) & 3)));
+}
+
+// lct_encode3 writes block blockIdx.x: its streams' heads and tails, its
+// residues, and each stream's codes that end past its head (spilled). The
+// tail area must be zero. Shared memory: the block's code table, then 32
+// scratch words.
+extern "C" __global__ void __launch_bounds__(256) lct_encode3(const Lct3Desc* __restrict__ d, const u16* __restrict__ src, u32* __restrict__ spilled) {
+  const int b = blockIdx.x, j = threadIdx.x;
+  u32* tab = (u32*)LCT_DYNAMIC_SMEM;
+  u32* tmp = tab + 2048;
+  const u64* bt = (const u64*)d->blocks + 3 * (long long)b;
+  const u64 w0 = bt[0];
+  lct3_load_codes(tab, d, w0);
+  const u32 Cb = (u32)(w0 & 0xFFFF), unit = (u32)(w0 >> 16) & 0xF;
+  const long long base = (long long)b * d->B;
+  const long long rem = d->n - base;
+  const int nb = (int)(rem < d->B ? rem : d->B);
+  const int full = nb >> 8, rest = nb & 255;
+  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  u32 L = 0;
+  if (unit) {
+    const u8* lens = (const u8*)d->lens + 160ll * b;
+    const u32 bit = 5 * j;
+    u32 y = (u32)lens[bit >> 3] << 8;
+    if ((bit >> 3) + 1 < 160) y |= lens[(bit >> 3) + 1];
+    L = (y >> (11 - (bit & 7))) & 31;
+  }
+  const u32 u = unit ? 1u << (unit - 1) : 0;
+  u32 total;
+  const u64 tbit = 8 * bt[2] + block_scan(L * u, tmp, total);
+  const int k = (int)d->k, W = (int)d->W, mode = (int)d->sign;
+  const u32 capBits = 8 * Cb;
+  u8* head = (u8*)d->heads + bt[1] + j;
+  u8* tails = (u8*)d->tails;
+  const u16* in = src + base;
+  u64 acc = 0;
+  u32 pend = 0, bits = 0, spill = 0, at = 0;  // at: the next stream byte
+  for (int p = 0; p < count; p++) {
+    const u32 e = tab[lct3_symbol(in[(p << 8) | ((j - p) & 255)], k, mode)];
+    const u32 n = e & 31;
+    acc = acc << n | (e >> 5);
+    pend += n;
+    bits += n;
+    spill += bits > capBits;
+    while (pend >= 8) {
+      pend -= 8;
+      const u32 v = (u32)(acc >> pend) & 0xFF;
+      if (at < Cb) head[(long long)at << 8] = (u8)v;
+      else lct3_or_byte(tails, tbit + 8ull * (at - Cb), v);
+      at++;
+    }
+  }
+  if (pend) {
+    const u32 v = (u32)(acc << (8 - pend)) & 0xFF;
+    if (at < Cb) head[(long long)at << 8] = (u8)v;
+    else lct3_or_byte(tails, tbit + 8ull * (at - Cb), v);
+    at++;
+  }
+  for (; at < Cb; at++) head[(long long)at << 8] = 0;
+  spilled[256 * (long long)b + j] = spill;
+
+  // Residues: a thread packs 8 values, W bytes, at a time.
+  const u32 lowMask = (1u << (7 - k)) - 1;
+  u8* res = (u8*)d->res + base * W / 8;
+  for (int g = j; 8 * g < nb; g += 256) {
+    const int m = nb - 8 * g < 8 ? nb - 8 * g : 8;
+    u64 r = 0;
+    for (int q = 0; q < m; q++) {
+      const u16 v = in[8 * g + q];
+      u32 y = v & lowMask;
+      if (mode == 0) y |= (u32)(v >> 15) << (7 - k);
+      r = r << W | y;
+    }
+    const int rb = m * W;
+    r <<= 64 - rb;
+    for (int q = 0; q < (rb + 7) >> 3; q++) res[(long long)g * W + q] = (u8)(r >> (56 - 8 * q));
   }
 }

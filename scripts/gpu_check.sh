@@ -55,7 +55,8 @@ fi
 if want pack; then
 	# The GPU codec writes the CPU codec's bytes for every shared file under
 	# four codecs, in each format version pack writes (both sides ask for
-	# the same one), and unpacks them to the original bytes.
+	# the same one; the kernels code both), and unpacks them to the
+	# original bytes.
 	pack_all() {
 		local bad=0 f p d s u v
 		for f in "$LCTTOP_TENSORS"/*.safetensors; do

@@ -25,9 +25,9 @@ func execute(t *testing.T, newCmd func() *cobra.Command, args ...string) {
 	}
 }
 
-// --backend cuda writes the same .lct bytes as the CPU codec and unpacks
-// them byte for byte: on the GPU, or where there is none through the
-// kernels' CPU emulation.
+// --backend cuda writes the same .lct bytes as the CPU codec, asked for the
+// same format version, and unpacks them byte for byte: on the GPU, or where
+// there is none through the kernels' CPU emulation.
 func TestCUDABackendMatchesCPU(t *testing.T) {
 	onGPU := useGPUOrEmulation(t)
 	dir := t.TempDir()
@@ -38,7 +38,8 @@ func TestCUDABackendMatchesCPU(t *testing.T) {
 		files = append(files, testtensors.Files(t)...)
 	}
 	for _, in := range files {
-		for _, opts := range [][]string{{"--preset", "clean", "--dist", "gaussian"}, {"--preset", "auto", "--dist", "empirical"}} {
+		// Format version 3 (the default) and version 2.
+		for _, opts := range [][]string{{"--preset", "clean", "--dist", "gaussian"}, {"--preset", "auto", "--dist", "empirical"}, {"--format-version", "2", "--preset", "auto", "--dist", "empirical"}} {
 			cpu, gpu := filepath.Join(dir, "cpu.lct"), filepath.Join(dir, "gpu.lct")
 			back := filepath.Join(dir, "back.safetensors")
 			execute(t, newPackCmd, append(opts, in, cpu)...)

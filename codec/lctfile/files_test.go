@@ -153,6 +153,36 @@ func TestOutputWritesDevicesInPlace(t *testing.T) {
 	}
 }
 
+// A file in /dev/shm is a file like any other: written beside and renamed
+// over, so that nothing of a longer file it replaces is left.
+func TestOutputReplacesFilesInDevShm(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "lctfile-test-")
+	if err != nil {
+		t.Skip("no /dev/shm:", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := filepath.Join(dir, "out.lct")
+	if err := os.WriteFile(p, []byte("a longer file than the new one"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, err := CreateOutput(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Direct() {
+		t.Error("a file in /dev/shm is written in place")
+	}
+	if _, err := o.Write([]byte("short")); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(readFile(t, p)); got != "short" {
+		t.Fatalf("the file holds %q, want %q", got, "short")
+	}
+}
+
 // ArchiveSize tells a whole archive from every shorter prefix of it.
 func TestArchiveSize(t *testing.T) {
 	lct := mustPack(t, mixedFile(t), Options{})

@@ -38,9 +38,16 @@ func CreateOutput(path string) (*Output, error) {
 		return nil, fmt.Errorf("%s: cannot write: %w", path, pathReason(err))
 	}
 	o := &Output{name: path, mode: 0o644}
-	direct := func() (*Output, error) {
-		// A device or a FIFO is written where it is; O_TRUNC means nothing there.
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	direct := func(regular bool) (*Output, error) {
+		// A device or a FIFO is written where it is; O_TRUNC means nothing
+		// there. A regular file a system name leads to (/dev/stdout
+		// redirected to one) is truncated, so that no byte of what it held
+		// is left after the new file's.
+		flag := os.O_WRONLY
+		if regular {
+			flag |= os.O_TRUNC
+		}
+		f, err := os.OpenFile(path, flag, 0)
 		if err != nil {
 			return fail(err)
 		}
@@ -52,7 +59,7 @@ func CreateOutput(path string) (*Output, error) {
 	case err == nil && fi.IsDir():
 		return nil, fmt.Errorf("%s: cannot write: is a directory", path)
 	case err == nil && (!fi.Mode().IsRegular() || systemPath(path)):
-		return direct()
+		return direct(fi.Mode().IsRegular())
 	case err == nil:
 		o.mode = fi.Mode().Perm()
 		if o.target, err = filepath.EvalSymlinks(path); err != nil {
@@ -75,10 +82,11 @@ func CreateOutput(path string) (*Output, error) {
 }
 
 // systemPath reports a name under /dev or /proc (/dev/stdout and the like,
-// whatever they lead to): never replaced, always written in place.
+// whatever they lead to): never replaced, always written in place. Files
+// in /dev/shm, a file system like any other, are not.
 func systemPath(path string) bool {
 	abs, err := filepath.Abs(path)
-	return err == nil && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
+	return err == nil && !strings.HasPrefix(abs, "/dev/shm/") && (strings.HasPrefix(abs, "/dev/") || strings.HasPrefix(abs, "/proc/"))
 }
 
 // followLinks returns the file path names once every symbolic link on the
