@@ -27,7 +27,7 @@ const (
 	smallRequest = 1 << 20
 	smallSegment = page
 	midRequest   = 10 << 20
-	midSegment   = 32 << 20
+	midSegment   = 64 << 20
 )
 
 // devicePool caches device memory between uses, so that training steps do
