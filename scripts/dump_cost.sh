@@ -12,6 +12,9 @@
 # outside $OUT (a gpt162m dump is 1.3 GB); the last run's folder is read, where BIN/lcttop
 # exists (go build -o bin/lcttop ./cmd/lcttop), with lcttop watch --headless --once and lcttop
 # open --headless, and shown in the UI under tmux when tmux is there (text captures in $OUT).
+# LAUNCH starts the script (default python3; "torchrun --nproc-per-node 2" for several ranks)
+# and ARGS are added to each run (--fsdp, --ddp, --device cpu): scripts/sharded_check.sh does so;
+# TIMEOUT (300) is the most seconds a run may take; PYTHON (python3) is the one with PyTorch.
 set -uo pipefail
 OUT=${OUT:-device-out}
 BIN=${BIN:-bin}
@@ -20,19 +23,24 @@ STEPS=${STEPS:-100}
 EVERY=${EVERY:-20}
 MODEL=${MODEL:-gpt162m}
 DUMP=${DUMP:-/tmp/lcttop-dump}
+LAUNCH=${LAUNCH:-python3}
+ARGS=${ARGS:-}
+TIMEOUT=${TIMEOUT:-300}
+PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT"
 exec > >(tee "$OUT/dump_cost.log") 2>&1
 stage() { echo; echo "=== $1 ($(date +%T))"; }
 
 stage machine
-nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv
-python3 -c 'import torch; print("torch", torch.__version__)'
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.sm --format=csv
+$PYTHON -c 'import torch; print("torch", torch.__version__)'
 df -h "$OUT" | tail -1
 
 run() { # name, extra args...
   local name=$1
   shift
-  PYTHONUNBUFFERED=1 timeout 300 python3 scripts/pytorch_reference.py --model "$MODEL" --steps "$STEPS" --warmup 5 "$@" \
+  # shellcheck disable=SC2086 # LAUNCH and ARGS are words
+  PYTHONUNBUFFERED=1 timeout "$TIMEOUT" $LAUNCH scripts/pytorch_reference.py --model "$MODEL" --steps "$STEPS" --warmup 5 $ARGS "$@" \
     >"$OUT/$name.jsonl" 2>"$OUT/$name.err"
   echo "$name rc=$? $(tail -1 "$OUT/$name.jsonl" | cut -c1-300)"
   tail -2 "$OUT/$name.err"

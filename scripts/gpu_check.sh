@@ -3,10 +3,11 @@
 # machine with an NVIDIA GPU and no Go toolchain. Build first, where Go is
 # (scripts/gpu_build.sh), and take devrun/ along; then run
 #   bash scripts/gpu_check.sh
-# from the repository root. STAGES picks stages (default: all but ui and
-# dump, which run scripts/ui_check.sh and scripts/dump_cost.sh); full logs go
-# to $LOGS (default devrun/out), packed into $ARCHIVE as well when it is set
-# (a device call brings back few files); a short table is printed last.
+# from the repository root. STAGES picks stages (default: all but step, ui
+# and dump: the step's figures beside PyTorch's, scripts/ui_check.sh and
+# scripts/dump_cost.sh); full logs go to $LOGS (default devrun/out), packed
+# into $ARCHIVE as well when it is set (a device call brings back few
+# files); a short table is printed last.
 # Exits non-zero if a stage failed.
 set -uo pipefail
 root=$(pwd)
@@ -40,11 +41,12 @@ if want tests; then
 	}
 	tests kernels kernels "$root/bin/kernels.test" -test.v -test.timeout 5m &
 	tests gpu gpu "$root/bin/gpu.test" -test.v -test.timeout 10m &
+	tests lct gpu/lct "$root/bin/lct.test" -test.v -test.timeout 10m &
 	tests cudabackend trainer/cudabackend "$root/bin/cudabackend.test" -test.v -test.timeout 10m &
 	tests ui ui "$root/bin/ui.test" -test.v -test.run 'TestRealTrainer' -test.timeout 5m &
 	LCTTOP_BIN="$root/bin/lcttop" tests cli cmd/lcttop "$root/bin/cli.test" -test.v -test.run 'CUDA|GPU' -test.timeout 10m &
 	wait
-	for n in kernels gpu cudabackend ui cli; do
+	for n in kernels gpu lct cudabackend ui cli; do
 		rc=$(cat "$LOGS/$n-test.rc")
 		echo "$n tests: exit $rc" | tee -a "$LOGS/steps.txt"
 		[ "$rc" -eq 0 ] || failed+=("$n tests")
@@ -94,6 +96,24 @@ if want fuzz; then
 	# in a prebuilt test binary; the mutations still reach every byte)
 	step "fuzz gpu decode 1M" "$LOGS/fuzz.log" bash -c "cd gpu && timeout ${FUZZ_SECONDS:-150} '$root/bin/gpu.test' -test.run '^$' -test.fuzz '^FuzzDecodeCorrupt$' -test.fuzztime 1000000x -test.parallel 8 -test.fuzzcachedir /tmp/lcttop-fuzzcache"
 fi
+if want step; then
+	# Where the step's time goes, batch 32, the run repeated, and PyTorch
+	# on the same model (eager, compiled, batch 32).
+	step "train gpt162m 200 again" "$LOGS/train-again.jsonl" "$root/bin/lcttop" train --headless --backend cuda --model gpt162m --steps 200 \
+		--check-every 50 --val-every 50 --val-batches 4 --timing-warmup 3 --json
+	step "train gpt162m batch 32" "$LOGS/train-b32.jsonl" "$root/bin/lcttop" train --headless --backend cuda --model gpt162m --batch 32 --steps 40 \
+		--check-every 20 --val-every 0 --timing-warmup 3 --json
+	step "dense step by op" "$LOGS/dense-ops.err" env LCTTOP_PROFILE_OPS=2 "$root/bin/lcttop" train --headless --backend cuda --shadow-only \
+		--model gpt162m --steps 20 --val-every 0 --timing-warmup 3 --json
+	step "codec by kind" "$LOGS/codec-ops.jsonl" "$root/bin/lcttop" bench step --codec-profile --model gpt162m --steps 20 --check-every 0 --val-every 0 --json
+	for t in "eager 8" "compile 8" "eager 32"; do
+		set -- $t
+		flag=""
+		[ "$1" = compile ] && flag=--compile
+		step "pytorch $1 batch $2" "$LOGS/torch-$1-$2.jsonl" env PYTHONUNBUFFERED=1 timeout 200 python3 scripts/pytorch_reference.py \
+			--model gpt162m --batch "$2" --steps 30 --warmup 5 $flag
+	done
+fi
 if want ui; then
 	step "ui" "$LOGS/ui_check.log" env OUT="$LOGS/ui" STAGES="screen cost" bash scripts/ui_check.sh
 fi
@@ -111,6 +131,14 @@ summary() {
 	for f in "$LOGS"/mem-*.jsonl; do [ -f "$f" ] && echo "$(basename "$f"): $(tail -1 "$f")"; done
 	sed -n '/^lcttop bench:/,$p' "$LOGS/bench.txt" 2>/dev/null
 	tail -3 "$LOGS/fuzz.log" 2>/dev/null
+	for f in train-again train-b32 codec-ops torch-eager-8 torch-compile-8 torch-eager-32; do
+		[ -f "$LOGS/$f.jsonl" ] && echo "$f: $(grep '^{' "$LOGS/$f.jsonl" | tail -1 | cut -c1-700)"
+	done
+	[ -f "$LOGS/train-again.jsonl" ] && python3 - "$LOGS/train.jsonl" "$LOGS/train-again.jsonl" <<'PY'
+import json, sys
+runs = [[(r.get("step"), r.get("loss_lct"), r.get("loss_shadow"), r.get("val_loss")) for r in map(json.loads, open(f)) if "step" in r and not r.get("summary")] for f in sys.argv[1:]]
+print("two runs of 200 steps: %d and %d step lines, %s" % (len(runs[0]), len(runs[1]), "the same losses at every step" if runs[0] == runs[1] and runs[0] else "LOSSES DIFFER"))
+PY
 	tail -4 "$LOGS/ui_check.log" 2>/dev/null
 	grep -A12 "=== cost" "$LOGS/dump/dump_cost.log" 2>/dev/null
 	cat "$LOGS/steps.txt"

@@ -29,9 +29,10 @@ exp_avg.<name>, exp_avg_sq.<name>, momentum_buffer.<name>. Floating-point values
 BF16 (values of other float types are rounded to BF16); integer and one-element states (Adam's
 step counter) are left out.
 
-Sharding: under DDP every rank holds the whole model, so rank r writes the parameters p_i with
-i % world == r (together the ranks write each once); under FSDP (a DTensor parameter, or a model
-wrapped in FullyShardedDataParallel) each rank writes its own shard of every parameter, named
+Sharding: under DDP every rank holds the whole model, so the ranks split the parameters, each
+writing about as many bytes (the largest parameter first, each to the rank with the fewest bytes
+so far; together they write each once); under FSDP (a DTensor parameter, or a model wrapped in
+FullyShardedDataParallel) each rank writes its own shard of every parameter, named
 <kind>.<name>.shard<r>. shard="all" makes every rank write everything.
 """
 
@@ -63,6 +64,7 @@ class Dumper:
         for i, (name, p) in enumerate(model.named_parameters()):
             self.names[p] = (i, name)
         self.mode = self._shard_mode(shard)
+        self._owner = self._split() if self.mode == "split" else {}
         self.step = 0  # optimizer steps seen by the hooks
         self.written, self.skipped = 0, 0
         self.errors = []
@@ -92,9 +94,18 @@ class Dumper:
             return "local"
         return "split" if self.world > 1 else "all"
 
+    def _split(self):
+        """Which rank writes each parameter under DDP: the largest first, each to the rank with
+        the fewest bytes so far (every rank works out the same)."""
+        load, owner = [0] * self.world, {}
+        for p, _ in sorted(self.names.items(), key=lambda item: (-item[0].numel(), item[1][0])):
+            r = min(range(self.world), key=lambda r: (load[r], r))
+            owner[p] = r
+            load[r] += p.numel()
+        return owner
+
     def _mine(self, p):
-        i, _ = self.names[p]
-        return self.mode != "split" or i % self.world == self.rank
+        return self.mode != "split" or self._owner[p] == self.rank
 
     def _local(self, t):
         if type(t).__name__ == "DTensor":
@@ -182,9 +193,8 @@ class Dumper:
             tensors.append((self._label("param", p), self._local(p)))
             if self._label("grad", p) in grads:
                 tensors.append((self._label("grad", p), grads[self._label("grad", p)]))
-            for key, value in self.optimizer.state.get(p, {}).items():
-                if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1:
-                    tensors.append((self._label(key, p), self._local(value)))
+            for key, value in dumped_states(self.optimizer.state.get(p, {})):
+                tensors.append((self._label(key, p), self._local(value)))
         self._stage(step, tensors)
 
     def _dump_bytes(self):
@@ -192,9 +202,8 @@ class Dumper:
         for p in self.names:
             if self._mine(p):
                 n += 2 * self._local(p).numel()  # weight and gradient
-                for value in self.optimizer.state.get(p, {}).values():
-                    if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1:
-                        n += self._local(value).numel()
+                for _, value in dumped_states(self.optimizer.state.get(p, {})):
+                    n += self._local(value).numel()
         return 2 * n
 
     def _new_buffer(self, nbytes):
@@ -279,6 +288,27 @@ class Dumper:
         if self._pending_states is not None:
             torch.cuda.current_stream().wait_event(self._pending_states)
         return self
+
+
+def dumped_states(state):
+    """What a dump holds of one parameter's optimizer state (a dict, optimizer.state[p]), as
+    [(key, tensor)]: the floating-point tensors of more than one element (not Adam's step)."""
+    return [(key, value) for key, value in state.items()
+            if torch.is_tensor(value) and value.is_floating_point() and value.numel() > 1]
+
+
+def write_bf16(path, tensors, metadata):
+    """Writes [(name, tensor)] as a BF16 safetensors file the way a dump is written: other float
+    types rounded to BF16, through a hidden temporary name, synced, then renamed."""
+    header, parts, off = {}, [], 0
+    for name, t in tensors:
+        flat = t.detach().to("cpu", torch.bfloat16).contiguous().reshape(-1)
+        header[name] = {"dtype": "BF16", "shape": list(t.shape), "data_offsets": [off, off + 2 * flat.numel()]}
+        parts.append(flat)
+        off += 2 * flat.numel()
+    header["__metadata__"] = dict(metadata)
+    data = torch.cat(parts).view(torch.uint8) if parts else torch.empty(0, dtype=torch.uint8)
+    _write_safetensors(path, header, data)
 
 
 def _write_safetensors(path, header, data):

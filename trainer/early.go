@@ -31,9 +31,7 @@ func (st *store) encodeEarly(s *slot, vals []uint16, train bool) {
 		return
 	}
 	st.settleEarly()
-	if s.chunks == nil {
-		s.chunks = make([]chunk, s.chunkCount())
-	}
+	st.makeChunks(s)
 	st.growWorkers()
 	e := &earlyEncode{s: s, vals: vals, errs: make([]error, s.chunkCount()), reserved: 2 * int64(s.n), done: make(chan struct{})}
 	st.fail(st.alloc.Alloc(s.cat, e.reserved))

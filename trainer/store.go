@@ -29,9 +29,11 @@ type slot struct {
 	cat   session.Category
 	n     int
 
-	dense  []uint16 // dense run: the values (nil while an activation is not held)
-	chunks []chunk  // LCT run: nil while an activation is not held
-	stats  session.TensorStats
+	dense   []uint16 // dense run: the values (nil while an activation is not held)
+	chunks  []chunk  // LCT run: nil while an activation is not held
+	stats   session.TensorStats
+	plans   []chunkPlan // LCT run: how each chunk was last coded, kept across encodes (plan.go)
+	stagger int         // spreads the slots' full fits over steps (plan.go)
 	// settled: the LCT run encoded this activation early and settled it
 	// before its commit, which then only frees the dense buffer.
 	settled bool
@@ -60,8 +62,9 @@ type chunk struct {
 // which the codec encodes and decodes on its caller's goroutine, so
 // parallelism comes from running chunks side by side.
 type codecWorker struct {
-	enc codec.Encoder
-	dec codec.Decoder
+	enc   codec.Encoder
+	dec   codec.Decoder
+	spare *codec.Tensor // a chunk planned raw handed its tensor back for the next
 }
 
 // codecClock is the codec's share of one step: wall time of the sections
@@ -85,6 +88,8 @@ type store struct {
 	workers  []*codecWorker
 	clock    codecClock
 	early    *earlyEncode // an activation encoding while ops run (early.go)
+
+	slotsPlanned int // slots given plans so far (makeChunks)
 
 	errMu sync.Mutex
 	err   error
@@ -372,9 +377,7 @@ func (st *store) decodeChunk(w *codecWorker, s *slot, i int, dst []uint16) error
 // encodeAll encodes vals as the whole content of s, chunks side by side.
 func (st *store) encodeAll(s *slot, vals []uint16) {
 	st.settleEarly()
-	if s.chunks == nil {
-		s.chunks = make([]chunk, s.chunkCount())
-	}
+	st.makeChunks(s)
 	nc := s.chunkCount()
 	errs := make([]error, nc)
 	st.timed(&st.clock.encode, &st.clock.encodeBytes, 2*s.n, func() {
@@ -388,6 +391,18 @@ func (st *store) encodeAll(s *slot, vals []uint16) {
 		st.accept(s, i, vals[lo:hi], errs[i])
 	}
 	s.stats = st.tensorStats(s)
+}
+
+// makeChunks gives s its chunks, and its plans when it has none yet.
+func (st *store) makeChunks(s *slot) {
+	if s.chunks == nil {
+		s.chunks = make([]chunk, s.chunkCount())
+	}
+	if s.plans == nil {
+		s.plans = make([]chunkPlan, s.chunkCount())
+		s.stagger = st.slotsPlanned
+		st.slotsPlanned++
+	}
 }
 
 // encodeChunks encodes chunk i of each slot from vals[j], slots side by side.
@@ -407,20 +422,27 @@ func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
 }
 
 // attempt encodes src as chunk i of s with its class's codebook family and
-// preset: fit, choose the layout (one C, the sign where the values share
-// one: Adam's v), encode (format.md §2–4, §7).
+// preset, the codebook and layout chosen as plan.go says (format.md §2–4,
+// §7). A chunk planned raw is left without an encoding (c.enc nil), which
+// accept stores as it is.
 func (st *store) attempt(w *codecWorker, s *slot, i int, src []uint16) error {
-	cc := st.codecOf(s)
 	c := &s.chunks[i]
-	if c.enc == nil {
-		c.enc = new(codec.Tensor)
+	held := c.enc != nil
+	if !held {
+		c.enc = w.spare
+		w.spare = nil
+		if c.enc == nil {
+			c.enc = new(codec.Tensor)
+		}
 	}
-	cb, layout, err := codec.PlanOneCapacity(src, codec.Options{Preset: cc.Preset, Dist: cc.Dist})
+	raw, err := s.plans[i].encode(&w.enc, c.enc, held, src, st.codecOf(s), s.stagger+i)
 	if err != nil {
 		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
 	}
-	if err := w.enc.Encode(c.enc, src, cb, layout); err != nil {
-		return fmt.Errorf("encoding %s, chunk %d: %w", s.name, i, err)
+	if raw {
+		w.spare, c.enc = c.enc, nil
+		c.stats = codec.Stats{Histogram: codec.FullHistogram(src)}
+		return nil
 	}
 	c.stats = c.enc.Stats
 	return nil
@@ -435,6 +457,10 @@ func (st *store) accept(s *slot, i int, src []uint16, err error) {
 	st.uncharge(s, c)
 	if err != nil {
 		st.fail(err)
+		return
+	}
+	if c.enc == nil {
+		st.keepRaw(s, c, src, false)
 		return
 	}
 	stored, overflow := int64(c.enc.StoredBytes()), int64(len(c.enc.Overflow))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/trainer"
 	"lcttop/trainer/cudabackend"
 )
@@ -69,10 +70,10 @@ type deviceLine struct {
 	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
 	// LCTCodecOps is that device time by kind of operation ("decode batch:
 	// activations").
-	LCTCodecOps map[string]cudabackend.CodecOpTime `json:"lct_codec_ops,omitempty"`
+	LCTCodecOps map[string]lct.OpTime `json:"lct_codec_ops,omitempty"`
 	// LCTOverflow is the overflow room its encodes settled this step had,
 	// and what their spills used, by category.
-	LCTOverflow map[string]cudabackend.OverflowUse `json:"lct_overflow,omitempty"`
+	LCTOverflow map[string]lct.OverflowUse `json:"lct_overflow,omitempty"`
 	// FloorCopies and FloorCopyBytes are the copy floor's copies this
 	// step and the bytes they read and wrote (bench step --codec copy).
 	FloorCopies    int   `json:"floor_copies,omitempty"`
@@ -90,10 +91,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 		if err != nil || skip < 0 {
 			skip = 1
 		}
-		p, err := cudabackend.NewProfiled(dev, os.Stderr, skip)
-		if err != nil {
-			return err
-		}
+		p := cudabackend.NewProfiled(g.Compute(), os.Stderr, skip)
 		defer p.Close()
 		dev = p
 	}
@@ -137,17 +135,16 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			return fmt.Errorf("--codec: %w", err)
 		}
 		codecName = "gpu"
-		if _, ok := c.(*cudabackend.HostCodec); ok {
+		if !c.OnDevice() {
 			codecName = "host"
 		} else if cf.lctCodec == "gpu-serial" {
 			codecName = cf.lctCodec
 		}
 		if cf.codecProfile {
-			g, ok := c.(interface{ SetProfile(bool) })
-			if !ok {
+			if !c.OnDevice() {
 				return fmt.Errorf("--codec-profile: the %s codec has no device kernels to time", codecName)
 			}
-			g.SetProfile(true)
+			c.SetProfile(true)
 		}
 		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c, Alone: cf.alone}
 		switch {
@@ -177,6 +174,11 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 	opts, err := cudaTrainOptions(cfg, m, opt, budget, lct, cf.timingWarmup)
 	if err != nil {
 		return err
+	}
+	if !asJSON {
+		// The step line needs no tensor figures: take them as often as the
+		// UI's session does, so that headless steps cost what the UI's do.
+		opts.FigureEvery = cudabackend.FigureEvery
 	}
 	if opts.Steps == 0 {
 		opts.Steps = math.MaxInt32 // until interrupted

@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -85,43 +86,43 @@ var drops = []drop{
 		old: "\tif err := cuda.Event(b).Synchronize(); err != nil {\n\t\treturn 0, err\n\t}\n", new: "",
 		why: "Compute.Millis: the end event waited for before it is read"},
 
-	// package trainer/cudabackend: the GPU codec, the copy stream, the pool.
-	{name: "codec-timed-after-default", file: "trainer/cudabackend/gpucodec.go",
-		old: "func (c *gpuCodec) timed(op string, gs []*gpuTensor, run func() error) error {\n\tif err := c.dev.AfterDefault(); err != nil {",
-		new: "func (c *gpuCodec) timed(op string, gs []*gpuTensor, run func() error) error {\n\tif err := error(nil); err != nil {",
-		why: "every codec operation (encode, decode, fused update) after the trainer's work on its inputs"},
-	{name: "codec-histogram-after-default", file: "trainer/cudabackend/gpucodec.go",
-		old: "\tif err := c.dev.AfterDefault(); err != nil {\n\t\treturn h, err\n\t}", new: "",
-		why: "histogramOf: the scratch view decoded into after the trainer's last use of it"},
-	{name: "codec-sample-after-default", file: "trainer/cudabackend/gpucodec.go",
+	// package gpu/lct: the GPU codec.
+	{name: "codec-timed-after-default", file: "gpu/lct/figures.go",
+		old: "func (c *Codec) timed(op string, gs []*Tensor, run func() error) error {\n\tif err := c.dev.AfterDefault(); err != nil {",
+		new: "func (c *Codec) timed(op string, gs []*Tensor, run func() error) error {\n\tif err := error(nil); err != nil {",
+		why: "every codec operation (encode, decode, encode again) after the trainer's work on its inputs"},
+	{name: "codec-sample-after-default", file: "gpu/lct/codec.go",
 		old: "\tif err := c.dev.AfterDefault(); err != nil {\n\t\treturn nil, err\n\t}\n\tsample, err",
 		new: "\tsample, err",
 		why: "a key's first fit: the sample histogram after the trainer wrote the values"},
-	{name: "codec-arena-after-default", file: "trainer/cudabackend/gpucodec.go",
+	{name: "codec-arena-after-default", file: "gpu/lct/arena.go",
 		old: "\t\tif err := dev.AfterDefault(); err != nil {\n\t\t\tmem.Free(p)", new: "\t\tif err := error(nil); err != nil {\n\t\t\tmem.Free(p)",
 		why: "the histogram arena's new block after the default stream's last use of it"},
-	{name: "codec-ready-hold", file: "trainer/cudabackend/gpucodec.go",
+	{name: "codec-ready-hold", file: "gpu/lct/codec.go",
 		old: "\tdelete(c.decoded, p)\n\treturn c.dev.HoldDefault(pt)", new: "\tdelete(c.decoded, p)\n\t_ = pt\n\treturn nil",
-		why: "gpuCodec.Ready: the trainer's use of a decoded view after its decode"},
-	{name: "codec-pool-hold", file: "trainer/cudabackend/gpucodec.go",
-		old: "func (c *gpuCodec) Hold(point uint64) error { return c.dev.HoldDefault(point) }",
-		new: "func (c *gpuCodec) Hold(point uint64) error { return nil }",
-		why: "gpuCodec.Hold: a pooled block the side stream used, reused by the default stream after that use"},
-	{name: "codec-settle-wait", file: "trainer/cudabackend/gpucodec.go",
+		why: "Codec.Ready: the trainer's use of a decoded view after its decode"},
+	{name: "codec-pool-hold", file: "gpu/lct/codec.go",
+		old: "func (c *Codec) Hold(point uint64) error { return c.dev.HoldDefault(point) }",
+		new: "func (c *Codec) Hold(point uint64) error { return nil }",
+		why: "Codec.Hold: a pooled block the side stream used, reused by the default stream after that use"},
+	{name: "codec-settle-wait", file: "gpu/lct/window.go",
 		old: "\tif err := w.read.Wait(); err != nil {\n\t\treturn nil, fmt.Errorf(\"gpu codec: %w\", err)\n\t}",
 		new: "",
 		why: "SettleWindow: the window's status words and histograms read after their copy"},
+
+	// package trainer/cudabackend: the LCT store, the pool, the copy stream.
 	{name: "store-ready", file: "trainer/cudabackend/lctstore.go",
-		old: "\tif r, ok := st.codec.(readier); ok {\n\t\treturn r.Ready(p)\n\t}", new: "",
+		old: "func (st *lctStore) ready(p gpu.Ptr) error { return st.codec.Ready(p) }",
+		new: "func (st *lctStore) ready(p gpu.Ptr) error { return nil }",
 		why: "the LCT store's use of a decoded view after its decode"},
-	{name: "pool-fence", file: "trainer/cudabackend/mem.go",
-		old: "\t\t\tif err := p.fence.Hold(b.side); err != nil {", new: "\t\t\tif err := error(nil); err != nil {",
+	{name: "pool-fence", file: "trainer/cudabackend/pool.go",
+		old: "\t\tif err := p.fence.Hold(b.side); err != nil {", new: "\t\tif err := error(nil); err != nil {",
 		why: "devicePool.get: a block the side stream used, handed to the default stream after that use"},
 	{name: "pool-fence-set", file: "trainer/cudabackend/backend.go",
-		old: "\t\tif f, ok := c.(sideFence); ok {\n\t\t\tpool.SetFence(f)\n\t\t}", new: "",
+		old: "\t\tif c.OnDevice() {\n\t\t\tpool.SetFence(c)\n\t\t}", new: "",
 		why: "the run's pool given the codec's fence"},
-	{name: "pool-trim-sync", file: "trainer/cudabackend/mem.go",
-		old: "\t\t\t\tif err := p.dev.Sync(); err != nil {\n\t\t\t\t\treturn err\n\t\t\t\t}\n", new: "",
+	{name: "pool-trim-sync", file: "trainer/cudabackend/pool.go",
+		old: "\t\t\tif err := p.dev.Sync(); err != nil {\n\t\t\t\treturn err\n\t\t\t}\n", new: "",
 		why:       "devicePool.trim: the side stream's work done before its blocks are freed",
 		redundant: "cuMemFree waits for the device's work itself"},
 	{name: "copy-stream-after-default", file: "trainer/cudabackend/copystream.go",
@@ -134,34 +135,33 @@ var drops = []drop{
 		new: "func (g gpuCopyStream) Hold(point uint64) error { return nil }",
 		why: "the copy floor's views used by the trainer after their copy"},
 
-	// The side-stream points the trainer records as a block's last use by
-	// the codec, from which the pool's fence (pool-fence) holds the default
-	// stream: dropping one hands a block over before the codec is done.
-	{name: "point-encode-source", file: "trainer/cudabackend/gpucodec.go",
+	// The side-stream points the codec records as a block's last use, from
+	// which the pool's fence (pool-fence) holds the default stream: dropping
+	// one hands a block over before the codec is done.
+	{name: "point-encode-source", file: "gpu/lct/queue.go",
 		old: "\t\tq.g.mem.Touch(q.at, pt)\n", new: "",
 		why: "flush: an encode batch's sources used by the side stream up to its point"},
-	{name: "point-fused-gradient", file: "trainer/cudabackend/gpucodec.go",
-		old: "\tjob.Outs[0].(*gpuTensor).mem.Touch(job.G, pt)\n", new: "",
-		why: "usedBy: a fused update's gradient used by the side stream up to its point"},
-	{name: "point-sections-freed", file: "trainer/cudabackend/gpucodec.go",
-		old: "\t\ta.mem.Touch(p, point)\n", new: "",
-		why: "memAlloc.FreeAfter: a tensor's sections given back at the side stream's point"},
-	{name: "point-used-with", file: "trainer/cudabackend/gpucodec.go",
+	{name: "point-sections-freed", file: "gpu/lct/memory.go",
+		old: "\ta.mem.Touch(p, point)\n", new: "",
+		why: "sections.FreeAfter: a tensor's sections given back at the side stream's point"},
+	{name: "point-used-with", file: "gpu/lct/codec.go",
 		old: "\tfor _, p := range ps {\n\t\tg.mem.Touch(p, pt)\n\t}", new: "",
 		why: "usedWith: the source of an encode made again used by the side stream up to its point"},
-	{name: "point-decoded-view", file: "trainer/cudabackend/gpucodec.go",
+	{name: "point-decoded-view", file: "gpu/lct/codec.go",
 		old: "\t\tg.mem.Touch(p, pt)\n\t\tc.decoded[p] = pt", new: "\t\tc.decoded[p] = pt",
 		why: "decodedInto: a decode's view written by the side stream up to its point"},
-	{name: "point-arena", file: "trainer/cudabackend/gpucodec.go",
+	{name: "point-arena", file: "gpu/lct/arena.go",
 		old: "\t\t\tmem.Touch(a.buf, pt)\n", new: "\t\t\t_ = pt\n",
 		why: "the histogram arena's old block read by the side stream's copy up to its point"},
-	{name: "point-free-tag", file: "trainer/cudabackend/mem.go",
-		old: "\tm.freeTag = max(prev, point)\n", new: "",
-		why: "freeTagged: a compressed tensor's blocks given back as used up to its last point"},
+	{name: "point-free-tag", file: "gpu/lct/memory.go",
+		old: "\ta.tag = point\n", new: "",
+		why: "sections.freeAfter: a compressed tensor's blocks given back as used up to its last point"},
 }
 
-// packages are what a drop is tested by, in order (gpu's suite is quick).
-var packages = []string{"gpu", "trainer/cudabackend"}
+// packages are what a drop is tested by, in order (gpu's suite is quick),
+// each importing those before it: a drop in one is tested by it and those
+// after it.
+var packages = []string{"gpu", "gpu/lct", "trainer/cudabackend"}
 
 // skip are tests whose work is on one stream only, skipped to save time.
 const skip = "TestDenseRunTracksCPUTrainer|TestAttentionMatchesCPU|TestLayerNormMatchesCPU|TestEncodeAllPatterns"
@@ -253,9 +253,9 @@ func try(root, work string, env []string, d drop, seeds []string, verbose bool) 
 	if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 		return "", "", err
 	}
-	for _, pkg := range packages {
-		if pkg == "gpu" && strings.HasPrefix(d.file, "trainer/") {
-			continue
+	for i, pkg := range packages {
+		if i < slices.Index(packages, filepath.Dir(d.file)) {
+			continue // cannot reach the drop's package
 		}
 		bin := filepath.Join(work, filepath.Base(pkg)+".test")
 		build := exec.Command("go", "test", "-c", "-overlay", ov, "-o", bin, "./"+pkg)

@@ -163,17 +163,11 @@ func (r *modelRun) states(p *param) []*slot {
 	return p.state
 }
 
-// phaseViews flattens a phase's reads, in order, into r's reused list:
-// each item a *slot or a []*slot.
-func (r *modelRun) phaseViews(items ...any) []*slot {
+// phaseViews flattens a phase's reads, in order, into r's reused list.
+func (r *modelRun) phaseViews(groups ...[]*slot) []*slot {
 	out := r.phaseSlots[:0]
-	for _, it := range items {
-		switch v := it.(type) {
-		case *slot:
-			out = append(out, v)
-		case []*slot:
-			out = append(out, v...)
-		}
+	for _, g := range groups {
+		out = append(out, g...)
 	}
 	r.phaseSlots = out
 	return out

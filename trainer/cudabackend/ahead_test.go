@@ -78,23 +78,6 @@ func TestMemHighWaterLeavesOutViewsAhead(t *testing.T) {
 	}
 }
 
-// batchCountingCodec is HostCodec with a batch decoder that counts its
-// batches, so that the store takes its batched paths.
-type batchCountingCodec struct {
-	HostCodec
-	sizes []int // tensors per DecodeBatch call
-}
-
-func (c *batchCountingCodec) DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error {
-	c.sizes = append(c.sizes, len(ts))
-	for i, t := range ts {
-		if err := c.Decode(dsts[i], t); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // From its second step the LCT run decodes each block's four weight
 // matrices in forward with one batch (and more of backward's reads, its
 // updates' states among them, where the rule allows), with the same losses, weights and states as the
@@ -117,7 +100,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 	}
 	var views map[session.TensorClass]int // of the run decoding ahead
 	run := func(ahead, resetPeak bool) []figures {
-		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{Codec: &batchCountingCodec{}})
+		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
 )
 
 // LCTOptions asks for the LCT run beside the shadow.
 type LCTOptions struct {
-	// Codec compresses the LCT run's tensors (nil: HostCodec; OpenCodec
-	// gives the GPU's).
-	Codec Codec
+	// Codec compresses the LCT run's tensors (nil: the reference codec,
+	// lct.NewReference; OpenCodec gives the GPU's).
+	Codec *lct.Codec
 	// Window is the dense bytes of one window of encodes, settled when the
 	// next window closes (0: an eighth of the parameters' bytes, within
 	// 128 KiB..32 MiB); see docs/cuda-trainer.md, "Syncs".
@@ -47,19 +48,19 @@ type lockstep struct {
 }
 
 // newLockstep sets up the runs of cfg on dev (not taking ownership of dev) from the
-// starting values vals; lct, if not nil, adds the LCT run.
-func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*lockstep, error) {
+// starting values vals; opts, if not nil, adds the LCT run.
+func newLockstep(dev Device, cfg Config, vals map[string][]uint16, opts *LCTOptions) (*lockstep, error) {
 	b := &lockstep{dev: dev, pool: newDevicePool(dev)}
 	b.pool.trace = cfg.PoolTrace
 	var err error
-	if lct == nil || !lct.Alone {
+	if opts == nil || !opts.Alone {
 		if b.Shadow, err = newLoadedRun(b.pool, "shadow", cfg, vals, nil); err != nil {
 			b.Close()
 			return nil, err
 		}
 	}
-	if lct != nil {
-		if b.LCT, err = newLoadedRun(b.pool, "lct", cfg, vals, lct); err != nil {
+	if opts != nil {
+		if b.LCT, err = newLoadedRun(b.pool, "lct", cfg, vals, opts); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -67,33 +68,36 @@ func newLockstep(dev Device, cfg Config, vals map[string][]uint16, lct *LCTOptio
 	return b, nil
 }
 
-// newLoadedRun makes a run with its own ledger on pool, dense (lct nil) or
+// newLoadedRun makes a run with its own ledger on pool, dense (opts nil) or
 // LCT, loads vals and starts its peak from there.
-func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]uint16, lct *LCTOptions) (*modelRun, error) {
+func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]uint16, opts *LCTOptions) (*modelRun, error) {
 	mem := newRunMem(pool, cfg.Budget)
 	dense := &denseStore{mem: mem, ops: newGPTOps(mem)}
 	var st store = dense
+	var ls *lctStore
+	var floor *copyFloorStore
 	switch {
-	case lct != nil && lct.CopyFloor:
-		st = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: lct.CopyBeside, views: map[gpu.Ptr]uint64{}}
-	case lct != nil:
-		c, classes := lct.Codec, lct.Classes
+	case opts != nil && opts.CopyFloor:
+		floor = &copyFloorStore{denseStore: dense, rawBelow: smallParamLimit(cfg.Model), beside: opts.CopyBeside, views: map[gpu.Ptr]uint64{}}
+		st = floor
+	case opts != nil:
+		c, classes := opts.Codec, opts.Classes
 		if c == nil {
-			c = &HostCodec{}
+			c = lct.NewReference()
 		}
 		if classes == nil {
 			classes = trainer.DefaultClassCodec
 		}
-		window := lct.Window
+		window := opts.Window
 		if window == 0 {
 			window = defaultWindow(cfg.Model)
 		}
-		ls, err := newLCTStore(mem, c, classes, window)
-		if err != nil {
+		var err error
+		if ls, err = newLCTStore(mem, c, classes, window); err != nil {
 			return nil, err
 		}
-		if f, ok := c.(sideFence); ok {
-			pool.SetFence(f)
+		if c.OnDevice() {
+			pool.SetFence(c)
 		}
 		ls.rawBelow = smallParamLimit(cfg.Model)
 		st = ls
@@ -102,6 +106,7 @@ func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]u
 	if err != nil {
 		return nil, err
 	}
+	r.lct, r.floor = ls, floor
 	if err := r.Load(vals); err != nil {
 		r.Close()
 		return nil, fmt.Errorf("%s run: %w", name, err)
@@ -116,38 +121,23 @@ func (b *lockstep) Device() Device { return b.dev }
 // Pool is the device memory the runs draw on.
 func (b *lockstep) Pool() *devicePool { return b.pool }
 
-// CodecOpTime is the device time of one kind of codec operation in a step.
-type CodecOpTime struct {
-	Launches int     `json:"launches"`
-	Ms       float64 `json:"ms"`
-	MValues  float64 `json:"mvalues"` // millions of values coded
-}
-
-// OverflowUse is the overflow room the encodes settled in a step had, and
-// what their spills used of it.
-type OverflowUse struct {
-	Encodes   int   `json:"encodes"`
-	RoomBytes int64 `json:"room_bytes"`
-	UsedBytes int64 `json:"used_bytes"`
-}
-
 // stepResult is one lockstep step of both runs.
 type stepResult struct {
 	Step                   int
 	LossShadow, LossLCT    float32
 	TimeShadow, TimeLCT    time.Duration
-	BitIdentical           bool                   // the losses' bits agree (true when there is no LCT run)
-	CodecTime              time.Duration          // the LCT run's encoding and decoding (host time: launches and waits)
-	Settles                int                    // the LCT run's settled windows of encodes (waits for the work of one window)
-	Drains                 int                    // the LCT run's full settles (waits for all the queued work: the step's end)
-	SourceReads            int                    // the LCT run's reads of pending tensors, copied from their kept sources
-	EncodedAgain           int                    // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
-	Decodes, DecodeBatches int                    // the LCT run's decode launches: single tensors, batches
-	CodecDeviceTime        time.Duration          // device time of the codec's kernels (gpuCodec with Profile set; else 0)
-	CodecOps               map[string]CodecOpTime // CodecDeviceTime by kind of operation
-	Overflow               map[string]OverflowUse // the LCT run's overflow room and use by category (gpuCodec)
-	FloorCopies            int                    // the copy floor's copies (LCTOptions.CopyFloor)
-	FloorCopyBytes         int64                  // and the bytes they read and wrote
+	BitIdentical           bool                       // the losses' bits agree (true when there is no LCT run)
+	CodecTime              time.Duration              // the LCT run's encoding and decoding (host time: launches and waits)
+	Settles                int                        // the LCT run's settled windows of encodes (waits for the work of one window)
+	Drains                 int                        // the LCT run's full settles (waits for all the queued work: the step's end)
+	SourceReads            int                        // the LCT run's reads of pending tensors, copied from their kept sources
+	EncodedAgain           int                        // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
+	Decodes, DecodeBatches int                        // the LCT run's decode launches: single tensors, batches
+	CodecDeviceTime        time.Duration              // device time of the codec's kernels (the GPU codec, profiling; else 0)
+	CodecOps               map[string]lct.OpTime      // CodecDeviceTime by kind of operation
+	Overflow               map[string]lct.OverflowUse // the LCT run's overflow room and use by category (the GPU codec)
+	FloorCopies            int                        // the copy floor's copies (LCTOptions.CopyFloor)
+	FloorCopyBytes         int64                      // and the bytes they read and wrote
 	PeakShadow, PeakLCT    int64
 	PoolHeld, PoolHeldPeak int64 // device memory the pool holds for both runs
 	PoolAllocs             int   // device allocations the pool made during the step (its cache missed)
@@ -166,14 +156,14 @@ func (b *lockstep) Step(batch *trainer.Batch, step int) (stepResult, error) {
 		res.PeakShadow = b.Shadow.Memory().PeakTotal
 	}
 	if b.LCT != nil {
-		switch st := b.LCT.st.(type) {
-		case *lctStore:
-			res.LossLCT, res.TimeLCT, err = b.stepLCT(st, &res, batch, step)
-		case *copyFloorStore:
+		switch {
+		case b.LCT.lct != nil:
+			res.LossLCT, res.TimeLCT, err = b.stepLCT(b.LCT.lct, &res, batch, step)
+		case b.LCT.floor != nil:
 			res.LossLCT, res.TimeLCT, err = b.LCT.TrainStep(batch.Tokens, batch.Targets, step)
-			res.FloorCopies, res.FloorCopyBytes = st.takeCopies()
+			res.FloorCopies, res.FloorCopyBytes = b.LCT.floor.takeCopies()
 		default:
-			err = fmt.Errorf("LCT run: store %T", st)
+			err = fmt.Errorf("LCT run: store %T", b.LCT.st)
 		}
 		if err != nil {
 			return res, err
@@ -198,15 +188,8 @@ func (b *lockstep) stepLCT(ls *lctStore, res *stepResult, batch *trainer.Batch, 
 	res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
 	res.EncodedAgain = ls.clock.again
 	res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
-	if p, ok := ls.codec.(interface{ TakeDeviceTime() time.Duration }); ok {
-		res.CodecDeviceTime = p.TakeDeviceTime()
-	}
-	if p, ok := ls.codec.(interface{ TakeOpTimes() map[string]CodecOpTime }); ok {
-		res.CodecOps = p.TakeOpTimes()
-	}
-	if p, ok := ls.codec.(interface{ TakeOverflow() map[string]OverflowUse }); ok {
-		res.Overflow = p.TakeOverflow()
-	}
+	f := ls.codec.TakeFigures()
+	res.CodecDeviceTime, res.CodecOps, res.Overflow = f.DeviceTime, f.Ops, f.Overflow
 	return loss, took, err
 }
 
@@ -289,8 +272,8 @@ func (b *lockstep) Tensors() ([]session.TensorStats, error) {
 	if b.LCT == nil {
 		return nil, nil
 	}
-	ls, ok := b.LCT.st.(*lctStore)
-	if !ok {
+	ls := b.LCT.lct
+	if ls == nil {
 		return nil, nil // the copy floor: nothing compressed
 	}
 	var out []session.TensorStats

@@ -41,7 +41,7 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 		a, lw := &r.blocks[l], &r.layers[l]
 		p := lw.prefix
 		mlp := r.phaseID(phaseBackwardMLP, l)
-		r.beginPhase(mlp, r.phaseViews(lw.fcproj.w, a.fc, r.states(lw.fcproj), lw.fc.w, a.ln2, r.states(lw.fc), a.mid)...)
+		r.beginPhase(mlp, r.phaseViews([]*slot{lw.fcproj.w, a.fc}, r.states(lw.fcproj), []*slot{lw.fc.w, a.ln2}, r.states(lw.fc), []*slot{a.mid})...)
 
 		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
 		fcproj := linearLayer{N: N, In: 4 * C, Out: C}
@@ -77,7 +77,7 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
 		att := r.phaseID(phaseBackwardAttention, l)
-		r.beginPhase(att, r.phaseViews(lw.proj.w, a.attn, r.states(lw.proj), a.qkv, lw.qkv.w, a.ln1, r.states(lw.qkv), a.in)...)
+		r.beginPhase(att, r.phaseViews([]*slot{lw.proj.w, a.attn}, r.states(lw.proj), []*slot{a.qkv, lw.qkv.w, a.ln1}, r.states(lw.qkv), []*slot{a.in})...)
 		proj := linearLayer{N: N, In: C, Out: C}
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")

@@ -29,7 +29,7 @@ func TestCheckWeightsFindsOneFlippedBit(t *testing.T) {
 	if diff, err := b.CheckWeights(); err != nil || diff != "" {
 		t.Fatalf("identical runs: %q, %v", diff, err)
 	}
-	ls := b.LCT.st.(*lctStore)
+	ls := b.LCT.lct
 	for _, name := range []string{"blk0.fc.w", "blk0.fc.w.v", "blk0.ln1.g"} {
 		s := b.LCT.byName[trimState(name)].w
 		for _, st := range b.LCT.byName[trimState(name)].state {

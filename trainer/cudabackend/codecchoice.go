@@ -83,8 +83,8 @@ func (b *lockstep) lctSlot(name string) (*lctStore, *slot, error) {
 	if b.LCT == nil {
 		return nil, nil, fmt.Errorf("no LCT run")
 	}
-	st, ok := b.LCT.st.(*lctStore)
-	if !ok {
+	st := b.LCT.lct
+	if st == nil {
 		return nil, nil, fmt.Errorf("the LCT run stores nothing compressed")
 	}
 	for _, p := range b.LCT.params {
@@ -108,8 +108,8 @@ func (b *lockstep) SetCodecs(classes map[session.TensorClass]session.ClassCodec,
 	if b.LCT == nil {
 		return fmt.Errorf("no LCT run")
 	}
-	st, ok := b.LCT.st.(*lctStore)
-	if !ok {
+	st := b.LCT.lct
+	if st == nil {
 		return fmt.Errorf("the LCT run stores nothing compressed")
 	}
 	changed := map[*slot]bool{}

@@ -131,26 +131,25 @@ func (c *copyFloorStore) commit(s *slot, p gpu.Ptr, keep bool) error {
 }
 
 // update decodes the states and encodes the parameter and its states, as
-// the LCT store's unfused update does.
-func (c *copyFloorStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error) {
+// the LCT store's update does.
+func (c *copyFloorStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	for _, s := range p.state {
 		if err := c.code(s, s.ptr, true); err != nil {
-			return false, err
+			return err
 		}
 		if err := c.ready(s.ptr); err != nil {
-			return false, err
+			return err
 		}
 	}
-	took, err := c.denseStore.update(p, g, step, opt, ahead)
-	if err != nil {
-		return took, err
+	if err := c.denseStore.update(p, g, step, opt, ahead); err != nil {
+		return err
 	}
 	for _, s := range append([]*slot{p.w}, p.state...) {
 		if err := c.code(s, s.ptr, false); err != nil {
-			return took, err
+			return err
 		}
 	}
-	return took, nil
+	return nil
 }
 
 // settle orders the trainer's later work after every copy (the step's end,

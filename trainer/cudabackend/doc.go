@@ -8,8 +8,8 @@
 // ledger (Mem), the run (forward, backward, optimizer) and the lockstep of
 // the two runs. The device itself is package gpu's
 // (gpu.Compute, on a GPU or the CPU emulation of the same kernels); the LCT
-// run's codec is the GPU codec on gpu's side stream (OpenCodec), or the
-// reference codec on the host for comparison. Train is the headless loop,
+// run's codec is package lct's (gpu/lct): the GPU codec on gpu's side
+// stream (OpenCodec), or the reference codec on the host for comparison. Train is the headless loop,
 // Session the same run as a session.Session that the UI drives, Sweep the
 // longest sequence at batch 1 under a memory budget.
 //

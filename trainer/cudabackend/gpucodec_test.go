@@ -1,15 +1,15 @@
 package cudabackend
 
 import (
-	"bytes"
 	"context"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"lcttop/codec"
-	"lcttop/internal/testtensors"
+	"lcttop/gpu"
+	"lcttop/gpu/lct"
+	"lcttop/internal/testgpu"
 	"lcttop/session"
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
@@ -18,11 +18,15 @@ import (
 // testGPUCodec opens a device of its own beside the trainer's (on the GPU,
 // or the CPU emulation) and returns a codec on it, its work on a side
 // stream as OpenCodec's.
-func testGPUCodec(t testing.TB) *gpuCodec { return openTestGPUCodec(t, true) }
+func testGPUCodec(t testing.TB) *lct.Codec {
+	c, _ := openTestGPUCodec(t, true)
+	return c
+}
 
 // openTestGPUCodec is testGPUCodec with the codec's work on a side stream
-// or, without side, on the trainer's stream ("gpu-serial").
-func openTestGPUCodec(t testing.TB, side bool) *gpuCodec {
+// or, without side, on the trainer's stream ("gpu-serial"); it returns the
+// codec's device too.
+func openTestGPUCodec(t testing.TB, side bool) (*lct.Codec, *gpu.Device) {
 	t.Helper()
 	d := freshGPU(t)
 	if side {
@@ -30,108 +34,29 @@ func openTestGPUCodec(t testing.TB, side bool) *gpuCodec {
 			t.Fatal(err)
 		}
 	}
-	return newGPUCodec(d)
+	return lct.New(d), d
 }
 
-// codecModel is the GPT of the GPU codec's training tests: one block, so
-// that they finish in a couple of minutes on the CPU emulation, which runs
-// every CTA's 256 threads as OS threads.
-var codecModel = trainer.ModelConfig{Name: "codec-test", Layers: 1, Dim: 32, Heads: 2, Context: 16, Batch: 2, SeqLen: 8}
-
-// codecTensors are the tensors the codec tests encode: real weights,
-// gradients, optimizer states and activations (the first of each file), the
-// starting weights of the test model, and all-zero and tiny tensors.
-func codecTensors(t *testing.T) map[string][]uint16 {
-	out := map[string][]uint16{}
-	for _, f := range testtensors.Files(t) {
-		if ts := testtensors.LoadBF16(t, f); len(ts) > 0 {
-			out[filepath.Base(f)+":"+ts[0].Name] = ts[0].Values
-		}
-	}
-	for name, v := range trainer.InitialValues(codecModel, 3) {
-		out["init:"+name] = v
-	}
-	out["zeros"] = make([]uint16, 70000)
-	out["one"] = []uint16{0x3f80}
-	return out
-}
-
-// The GPU codec, working on the trainer's device memory, writes the bytes
-// the reference codec writes (HostCodec's serialised tensor) and reports the
-// same figures, and decodes them back exactly; encodes whose spill needs
-// overflow room are settled by encoding them again.
-func TestGPUCodecMatchesHostCodec(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	var hc HostCodec
-	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
-	spilled := 0
-	for name, v := range codecTensors(t) {
-		src := h.bf16(v)
-		want, err := hc.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
-		h.check(err)
-		got, err := gc.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
-		h.check(err)
-		if got.Settled() {
-			t.Fatalf("%s: a GPU encode settled before Settle", name)
-		}
-		h.check(gc.Settle(h.mem, []Pending{{T: got, Src: src}}))
-		gt := got.(*gpuTensor)
-		var ct codec.Tensor
-		h.check(gt.t.Download(&ct))
-		gotBytes, err := ct.MarshalBinary()
-		h.check(err)
-		ht := want.(*hostTensor)
-		wantBytes := make([]byte, ht.bytes)
-		h.check(h.d.Download(wantBytes, ht.ptr))
-		if !bytes.Equal(gotBytes, wantBytes) {
-			t.Errorf("%s (%d values): GPU codec wrote %d bytes, host codec %d, not the same", name, len(v), len(gotBytes), len(wantBytes))
-			continue
-		}
-		if got.Bytes() != want.Bytes() {
-			t.Errorf("%s: Bytes %d (GPU) vs %d (host)", name, got.Bytes(), want.Bytes())
-		}
-		gs, err := got.Stats()
-		h.check(err)
-		hs, _ := want.Stats()
-		if gs != hs {
-			t.Errorf("%s: stats\n GPU  %+v\n host %+v", name, gs, hs)
-		}
-		spilled += gs.Spilled
-		out := h.alloc(2 * int64(len(v)))
-		h.check(gc.Decode(out, got))
-		h.check(gc.Settle(h.mem, nil))
-		assertSameBF16(t, name+" decoded", h.get16(out, len(v)), v)
-		gc.Free(h.mem, got)
-		hc.Free(h.mem, want)
-	}
-	if spilled == 0 {
-		t.Error("no tensor spilled: the overflow path was not exercised")
-	}
-}
+// codecModel is the GPT of the GPU codec's training tests.
+var codecModel = testgpu.CodecModel
 
 // The LCT run on the GPU codec takes the shadow's steps bit for bit with
-// either optimizer, the update unfused (decode, the dense run's kernel,
-// encode: what lcttop trains with) or fused on the compressed tensors
-// after a parameter's first: losses every step, every weight and state
-// when checked; a small window makes it settle many times a step.
+// either optimizer: losses every step, every weight and state when
+// checked; a small window makes it settle many times a step.
 func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		opt    string
 		window int64
 		steps  int
-		fused  bool
 	}{
-		{"adamw", "adamw", 0, 3, false},
-		{"sgd, 16 KiB window", "sgd", 16 << 10, 2, false},
-		{"adamw, fused", "adamw", 0, 3, true},
-		{"sgd, fused, 16 KiB window", "sgd", 16 << 10, 2, true},
+		{"adamw", "adamw", 0, 3},
+		{"sgd, 16 KiB window", "sgd", 16 << 10, 2},
 	} {
 		dev := testDevice(t)
 		gc := testGPUCodec(t)
-		gc.Profile = c.window != 0 // one case times the codec's work
-		gc.Fused = c.fused
+		profile := c.window != 0 // one case times the codec's work
+		gc.SetProfile(profile)
 		opts := TrainOptions{
 			Config: Config{Model: codecModel, Batch: 2, SeqLen: 8, Optimizer: mustOptimizer(t, c.opt)},
 			Steps:  c.steps, Seed: 23, Data: testData(t, 8), CheckEvery: c.steps,
@@ -144,10 +69,10 @@ func TestLCTRunGPUCodecIdenticalToShadow(t *testing.T) {
 			if len(r.Snapshot.Tensors) == 0 {
 				t.Errorf("%s, step %d: no tensor figures", c.name, r.Step)
 			}
-			if (r.CodecDeviceTime > 0) != gc.Profile || r.Settles < 1 {
-				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, gc.Profile, r.Settles)
+			if (r.CodecDeviceTime > 0) != profile || r.Settles < 1 {
+				t.Errorf("%s, step %d: codec device time %v (profiling %v), %d settles", c.name, r.Step, r.CodecDeviceTime, profile, r.Settles)
 			}
-			checkCodecOps(t, c.name, r.stepResult, gc.Profile)
+			checkCodecOps(t, c.name, r.stepResult, profile)
 			if o := r.Overflow[session.Activations.String()]; o.Encodes < 1 {
 				t.Errorf("%s, step %d: overflow figures %+v: want the step's activations' encodes", c.name, r.Step, r.Overflow)
 			}
@@ -177,18 +102,24 @@ func TestGPUCodecRefitsDriftedCodebooks(t *testing.T) {
 	}
 	defer b.Close()
 	const name = "blk0.fc.w.v"
-	first := gc.keys[name]
-	if first == nil {
-		t.Fatalf("no codec state for %s", name)
+	codebook := func() codec.Codebook { // of the tensor the store holds
+		t.Helper()
+		for s, h := range b.LCT.lct.held {
+			if s.name == name && h.enc != nil {
+				return h.enc.Codebook()
+			}
+		}
+		t.Fatalf("%s: no compressed tensor held", name)
+		return codec.Codebook{}
 	}
-	cb0 := first.cb
+	cb0 := codebook()
 	text := testData(t, cfg.SeqLen)
 	for step := 1; step <= 2; step++ {
 		if _, err := b.Step(text.TrainBatch(5, step, cfg.Batch, cfg.SeqLen), step); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if gc.keys[name].cb == cb0 {
+	if codebook() == cb0 {
 		t.Errorf("%s: codebook still the one fitted to zeros", name)
 	}
 	ts, err := b.Tensors()

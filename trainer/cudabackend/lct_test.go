@@ -186,7 +186,7 @@ func TestLCTStoreKeepsSmallTensorsRaw(t *testing.T) {
 		}
 		defer b.Close()
 		if raise {
-			b.LCT.st.(*lctStore).rawBelow = limit
+			b.LCT.lct.rawBelow = limit
 		}
 		text := testData(t, cfg.SeqLen)
 		if _, err := b.Step(text.TrainBatch(4, 1, cfg.Batch, cfg.SeqLen), 1); err != nil {

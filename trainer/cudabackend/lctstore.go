@@ -7,153 +7,21 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
 )
 
-// Codec compresses BF16 tensors held in device memory for the LCT run: its
-// compressed tensors occupy device memory charged to the run's ledger, and
-// Decode restores the exact values. HostCodec implements it with the
-// reference codec on the host; gpuCodec with package gpu's kernels on the
-// device (see docs/cuda-trainer.md).
-type Codec interface {
-	// Encode compresses the n values at src, the new contents of the
-	// stored tensor key, with setting cc into device memory charged to
-	// category cat of mem. prev is what key holds now (nil if nothing): the
-	// codec may encode into it and return it; otherwise the caller frees
-	// prev. The encode may still be running when Encode returns: until the
-	// settle of its window has checked it (Settled), src must stay as it is.
-	Encode(mem *Mem, key string, cat session.Category, src gpu.Ptr, n int, cc session.ClassCodec, prev Compressed) (Compressed, error)
-	// CloseWindow ends the window of the encodes made since the last call:
-	// it queues the reading back of what the device will have found once
-	// the work queued so far is done (those encodes' spills and figures,
-	// every decode's errors) and returns without waiting.
-	CloseWindow(mem *Mem) (CodecWindow, error)
-	// SettleWindow waits for w's reading back, that is for the work queued
-	// before w was closed and not for the work queued since, reports the
-	// decode errors it found, and completes the encodes pend of w: every
-	// encode made in w and not replaced since (and those SettleWindow
-	// returned from w's own window to be checked in w). It returns the
-	// indices in pend of the encodes it made again (a spill that did not
-	// fit, a code fitted to other values): those belong to the window open
-	// now, their sources kept until its settle; the others are Settled.
-	SettleWindow(mem *Mem, w CodecWindow, pend []Pending) (again []int, err error)
-	// Decode writes the values of t to dst (queued; a corrupt tensor is
-	// reported by the settle of a window closed after it at the latest).
-	Decode(dst gpu.Ptr, t Compressed) error
-	// Free releases t's device memory.
-	Free(mem *Mem, t Compressed)
-}
-
-// CodecWindow is a closed window of encodes (see Codec.CloseWindow).
-type CodecWindow any
-
-// settleCodec settles pend, encoded in c's open window, at once: it closes
-// the window and settles it, and the windows of what that encodes again,
-// until every encode is complete (a wait each).
-func settleCodec(c Codec, mem *Mem, pend []Pending) error {
-	for range maxSettleRounds {
-		w, err := c.CloseWindow(mem)
-		if err != nil {
-			return err
-		}
-		again, err := c.SettleWindow(mem, w, pend)
-		if err != nil || len(again) == 0 {
-			return err
-		}
-		next := make([]Pending, len(again))
-		for i, k := range again {
-			next[i] = pend[k]
-		}
-		pend = next
-	}
-	return fmt.Errorf("codec: encodes still not complete after %d settles", maxSettleRounds)
-}
-
-// maxSettleRounds bounds the settles an encode may need: the first, a
-// recode with a fitted codebook, its overflow room, and one more.
-const maxSettleRounds = 4
-
-// Pending is an encode not yet settled and the values it encodes: the
-// dense source Src, or for an output of a fused update, Job (its inputs and
-// gradient, which the caller keeps until the settle).
-type Pending struct {
-	T   Compressed
-	Src gpu.Ptr
-	Job *fusedJob
-}
-
-// fusedJob is one fused optimizer update of compressed tensors: what it
-// read and wrote, so that a settle can run it again.
-type fusedJob struct {
-	Ins, Outs []Compressed
-	G         gpu.Ptr
-	N         int
-	Opt       optimizerSettings
-	Step      int
-	Decay     bool
-}
-
-// fusedUpdater is a codec that applies the optimizer to compressed
-// tensors in one pass (gpuCodec with Fused set).
-type fusedUpdater interface {
-	// FusedUpdate queues job (Ins, G, ...) into new tensors for keys and
-	// fills job.Outs; false when it does not apply (the caller decodes,
-	// updates and encodes instead).
-	FusedUpdate(mem *Mem, keys []string, cats []session.Category, job *fusedJob) (bool, error)
-}
-
-// unqueuer is a codec that may hold encodes not yet launched (gpuCodec
-// batches a window's): Unqueue drops t's, whose source is about to be
-// freed because its values were replaced or released.
-type unqueuer interface {
-	Unqueue(t Compressed)
-}
-
-// readier is a codec whose decodes may still be running beside the
-// trainer's work when it queues its own (gpuCodec on a side stream).
-type readier interface {
-	// Ready orders the trainer's work queued from here after the decode
-	// into view p.
-	Ready(p gpu.Ptr) error
-}
-
-func (st *lctStore) ready(p gpu.Ptr) error {
-	if r, ok := st.codec.(readier); ok {
-		return r.Ready(p)
-	}
-	return nil
-}
-
-// batchDecoder is a codec that decodes several tensors in one launch.
-type batchDecoder interface {
-	DecodeBatch(dsts []gpu.Ptr, ts []Compressed) error
-}
-
-// Compressed is one compressed tensor in device memory.
-type Compressed interface {
-	// Settled reports whether the encode is known complete.
-	Settled() bool
-	// Bytes is its serialised size (format.md §5), once settled.
-	Bytes() int64
-	// Stats is what encoding it measured, once settled.
-	Stats() (codec.Stats, error)
-	// Codebook is the code it was encoded with.
-	Codebook() codec.Codebook
-	// Layout is its blocks' and streams' shape.
-	Layout() codec.Layout
-}
-
 // codecClock is the codec's share of a step.
 type codecClock struct {
 	encode, decode           time.Duration
-	encodeBytes, decodeBytes int64
-	settles                  int // windows settled: waits for queued encodes
-	drains                   int // full settles: waits for all the queued work
-	sourceReads              int // reads of pending tensors from their kept sources
-	again                    int // encodes made again at a settle
-	decodes                  int // single-tensor decode launches
-	decodeBatches            int // batched decode launches
+	encodeBytes, decodeBytes int64 // dense bytes the codec encoded and decoded
+	settles                  int   // windows settled: waits for queued encodes
+	drains                   int   // full settles: waits for all the queued work
+	sourceReads              int   // reads of pending tensors from their kept sources
+	again                    int   // encodes made again at a settle
+	decodes                  int   // single-tensor decode launches
+	decodeBatches            int   // batched decode launches
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -170,13 +38,12 @@ type codecClock struct {
 // store closes it (the codec queues the reading back of its results) and
 // settles the window closed before it, whose results the device has
 // produced meanwhile, so that the device always has queued work while the
-// host waits. At the end of every step (and for a read of a fused update's
-// output) it settles everything. A read of a pending tensor copies its
+// host waits. At the end of every step it settles everything. A read of a pending tensor copies its
 // source. See docs/cuda-trainer.md, "Syncs".
 type lctStore struct {
 	mem     *Mem
 	ops     *gptOps
-	codec   Codec
+	codec   *lct.Codec
 	classes map[session.TensorClass]session.ClassCodec
 	// chosen is the codec choice of single tensors, by name, over their
 	// class's.
@@ -215,14 +82,13 @@ const rawRetry = 8
 type pendingEncode struct {
 	s   *slot // nil: dropped (replaced or released before its settle)
 	src gpu.Ptr
-	job *fusedJob
 }
 
 // lctWindow is a window of pending encodes.
 type lctWindow struct {
 	entries []pendingEncode
 	bytes   int64       // dense bytes of the entries not dropped
-	codec   CodecWindow // once closed
+	codec   *lct.Window // once closed
 }
 
 // pendingRef is where a slot's pending encode is.
@@ -242,12 +108,12 @@ func defaultWindow(m trainer.ModelConfig) int64 {
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
 // (with the codebook of the encode that found compression did not pay).
 type lctHeld struct {
-	enc Compressed
+	enc *lct.Tensor
 	raw gpu.Ptr
 	cb  codec.Codebook
 }
 
-func newLCTStore(mem *Mem, c Codec, classes map[session.TensorClass]session.ClassCodec, window int64) (*lctStore, error) {
+func newLCTStore(mem *Mem, c *lct.Codec, classes map[session.TensorClass]session.ClassCodec, window int64) (*lctStore, error) {
 	for _, cl := range trainer.TensorClasses {
 		if _, ok := classes[cl]; !ok {
 			return nil, fmt.Errorf("LCT store: no codec setting for class %s", cl)
@@ -265,10 +131,7 @@ func newLCTStore(mem *Mem, c Codec, classes map[session.TensorClass]session.Clas
 // encode is settled.
 func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	start := time.Now()
-	defer func() {
-		st.clock.encode += time.Since(start)
-		st.clock.encodeBytes += 2 * int64(s.n)
-	}()
+	defer func() { st.clock.encode += time.Since(start) }()
 	st.dropPending(s)
 	st.dropKept(s)
 	if s.n <= st.rawBelow {
@@ -278,11 +141,12 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 		st.rawLeft[s]--
 		return st.keepRaw(s, p)
 	}
-	var prev Compressed
+	var prev *lct.Tensor
 	h := st.held[s]
 	if h != nil {
 		prev = h.enc
 	}
+	st.clock.encodeBytes += 2 * int64(s.n)
 	enc, err := st.codec.Encode(st.mem, s.name, s.cat, p, s.n, st.codecOf(s), prev)
 	if err != nil {
 		st.mem.Free(p)
@@ -290,7 +154,7 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	}
 	if h != nil {
 		if h.enc != nil && h.enc != enc {
-			st.codec.Free(st.mem, h.enc)
+			st.codec.Free(h.enc)
 		}
 		if h.raw != 0 {
 			st.mem.Free(h.raw)
@@ -300,15 +164,15 @@ func (st *lctStore) encode(s *slot, p gpu.Ptr) error {
 	if enc.Settled() {
 		return st.finish(s, p)
 	}
-	st.addPending(s, p, nil)
+	st.addPending(s, p)
 	return st.closeIfFull()
 }
 
-// addPending puts s's encode from src (or by job) in the open window.
-func (st *lctStore) addPending(s *slot, src gpu.Ptr, job *fusedJob) {
+// addPending puts s's encode from src in the open window.
+func (st *lctStore) addPending(s *slot, src gpu.Ptr) {
 	w := st.open
 	st.pendingOf[s] = pendingRef{w, len(w.entries)}
-	w.entries = append(w.entries, pendingEncode{s: s, src: src, job: job})
+	w.entries = append(w.entries, pendingEncode{s: s, src: src})
 	w.bytes += 2 * int64(s.n)
 }
 
@@ -403,7 +267,7 @@ func (st *lctStore) keepRaw(s *slot, p gpu.Ptr) error {
 		st.held[s] = h
 	}
 	if h.enc != nil {
-		st.codec.Free(st.mem, h.enc)
+		st.codec.Free(h.enc)
 		h.enc = nil
 	}
 	if h.raw == 0 {
@@ -438,21 +302,20 @@ func (st *lctStore) dropPending(s *slot) {
 	}
 	delete(st.pendingOf, s)
 	e := &ref.w.entries[ref.i]
-	if u, ok := st.codec.(unqueuer); ok && e.job == nil {
-		if h := st.held[s]; h != nil && h.enc != nil {
-			u.Unqueue(h.enc)
-		}
+	if h := st.held[s]; h != nil && h.enc != nil {
+		st.codec.Unqueue(h.enc)
 	}
-	if e.src != 0 {
-		st.mem.Free(e.src)
-	}
+	st.mem.Free(e.src)
 	ref.w.bytes -= 2 * int64(s.n)
 	*e = pendingEncode{}
 }
 
+// maxSettleRounds bounds the settles an encode may need: the first, a
+// recode with a fitted codebook, its overflow room, and one more.
+const maxSettleRounds = 4
+
 // settle completes every pending encode and checks the device's work
-// queued so far (the end of a step; a read of a fused update's output
-// before its settle): it closes the open window and settles it after the
+// queued so far (the end of a step): it closes the open window and settles it after the
 // closed one, and the windows of what they encode again.
 func (st *lctStore) settle() error {
 	start := time.Now()
@@ -476,15 +339,14 @@ func (st *lctStore) settle() error {
 
 // settleWindow settles closed window w: the encodes the codec made again
 // move to the open window with their sources; the others are finished
-// (their sources freed, a tensor not smaller kept as it is) and a fused
-// update whose outputs are all settled gives back its inputs and gradient.
+// (their sources freed, a tensor not smaller kept as it is).
 func (st *lctStore) settleWindow(w *lctWindow) error {
 	st.clock.settles++
-	var pend []Pending
+	var pend []lct.Pending
 	var idx []int
 	for i, e := range w.entries {
 		if e.s != nil {
-			pend = append(pend, Pending{T: st.held[e.s].enc, Src: e.src, Job: e.job})
+			pend = append(pend, lct.Pending{T: st.held[e.s].enc, Src: e.src})
 			idx = append(idx, i)
 		}
 	}
@@ -498,14 +360,9 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 	}
 	st.clock.again += len(again)
 	redo := make([]bool, len(pend))
-	jobAgain := map[*fusedJob]bool{}
 	for _, k := range again {
 		redo[k] = true
-		if j := pend[k].Job; j != nil {
-			jobAgain[j] = true
-		}
 	}
-	jobs := map[*fusedJob]bool{}
 	var first error
 	for k, i := range idx {
 		e := w.entries[i]
@@ -513,39 +370,22 @@ func (st *lctStore) settleWindow(w *lctWindow) error {
 		w.entries[i] = pendingEncode{}
 		switch {
 		case redo[k]:
-			st.addPending(e.s, e.src, e.job)
-		case e.job != nil:
-			jobs[e.job] = true // its outputs stay compressed
+			st.addPending(e.s, e.src)
 		default:
 			if err := st.finish(e.s, e.src); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	for j := range jobs {
-		if jobAgain[j] {
-			continue
-		}
-		for _, in := range j.Ins {
-			st.codec.Free(st.mem, in)
-		}
-		st.mem.Free(j.G)
-	}
 	return first
 }
 
 // decode writes s's values to p. A tensor whose encode is pending still
-// has its values in its source: they are copied (queued, no wait), except
-// for a fused update's outputs, which are settled first.
+// has its values in its source: they are copied (queued, no wait).
 func (st *lctStore) decode(s *slot, p gpu.Ptr) error {
 	if ref, ok := st.pendingOf[s]; ok {
-		if src := ref.w.entries[ref.i].src; src != 0 {
-			st.clock.sourceReads++
-			return st.mem.Dev().Copy(p, src, 2*int64(s.n))
-		}
-		if err := st.settle(); err != nil {
-			return err
-		}
+		st.clock.sourceReads++
+		return st.mem.Dev().Copy(p, ref.w.entries[ref.i].src, 2*int64(s.n))
 	}
 	h, ok := st.held[s]
 	if !ok {
@@ -564,6 +404,10 @@ func (st *lctStore) decode(s *slot, p gpu.Ptr) error {
 	}
 	return nil
 }
+
+// ready orders the trainer's use of view p after the decode into it (the
+// codec's side stream may still be writing it).
+func (st *lctStore) ready(p gpu.Ptr) error { return st.codec.Ready(p) }
 
 func (st *lctStore) set(s *slot, v []uint16) error {
 	if len(v) != s.n {
@@ -680,7 +524,7 @@ func (st *lctStore) release(s *slot) {
 		return
 	}
 	if h.enc != nil {
-		st.codec.Free(st.mem, h.enc)
+		st.codec.Free(h.enc)
 	}
 	if h.raw != 0 {
 		st.mem.Free(h.raw)
@@ -688,10 +532,11 @@ func (st *lctStore) release(s *slot) {
 	delete(st.held, s)
 }
 
-// update decodes the parameter and its states into codec scratch, applies
-// the optimizer with the dense run's kernels (so both runs compute the same
-// bits) and encodes them back (the encodes own the scratch from there).
-func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error) {
+// update decodes the parameter and its states into codec scratch (those
+// not given decoded ahead), applies the optimizer with the dense run's
+// kernels (so both runs compute the same bits) and encodes them back (the
+// encodes own the scratch from there).
+func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	given := false
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(p.state[i]) {
@@ -700,24 +545,13 @@ func (st *lctStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings,
 	}
 	if !given {
 		if done, err := st.updateRaw(p, g, step, opt); done || err != nil {
-			return false, err
+			return err
 		}
 	}
-	slots := append([]*slot{p.w}, p.state...)
-	if !given {
-		if took, err := st.fusedUpdate(p, slots, g, step, opt); took || err != nil {
-			return took, err
-		}
-	}
-	return false, st.updateUnfused(p, slots, g, step, opt, ahead)
+	return st.updateDecoded(p, append([]*slot{p.w}, p.state...), g, step, opt, ahead)
 }
 
-// aheadStates: states decoded ahead go the unfused way, so a codec that
-// fuses updates gets none.
-func (st *lctStore) aheadStates() bool {
-	f, ok := st.codec.(interface{ FusedOn() bool })
-	return !ok || !f.FusedOn()
-}
+func (st *lctStore) aheadStates() bool { return true }
 
 // updateRaw applies the update in place when the parameter and its states
 // are all always raw (false otherwise): no copies in or out.
@@ -738,42 +572,8 @@ func (st *lctStore) updateRaw(p *param, g gpu.Ptr, step int, opt optimizerSettin
 	return true, st.ops.SGD(w, states[0], g, p.n, opt.SGD.Step(step, p.decay))
 }
 
-// fusedUpdate applies the update in one pass on the compressed tensors
-// when the codec can (every slot compressed and settled): the new tensors
-// are pending until the settle, which keeps the old ones and g (the store
-// takes g: true) to run it again if a spill did not fit.
-func (st *lctStore) fusedUpdate(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings) (bool, error) {
-	fu, ok := st.codec.(fusedUpdater)
-	if !ok {
-		return false, nil
-	}
-	job := &fusedJob{G: g, N: p.n, Opt: opt, Step: step, Decay: p.decay}
-	keys := make([]string, len(slots))
-	cats := make([]session.Category, len(slots))
-	for i, s := range slots {
-		h := st.held[s]
-		if _, pending := st.pendingOf[s]; pending || h == nil || h.enc == nil || st.rawLeft[s] > 0 {
-			return false, nil
-		}
-		job.Ins = append(job.Ins, h.enc)
-		keys[i], cats[i] = s.name, s.cat
-	}
-	start := time.Now()
-	took, err := fu.FusedUpdate(st.mem, keys, cats, job)
-	st.clock.encode += time.Since(start)
-	if !took || err != nil {
-		return false, err
-	}
-	st.dropKept(p.w)
-	for i, s := range slots {
-		st.held[s] = &lctHeld{enc: job.Outs[i]}
-		st.addPending(s, 0, job)
-	}
-	return true, st.closeIfFull()
-}
-
-// updateUnfused decodes, updates with the dense run's kernels and encodes.
-func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
+// updateDecoded decodes, updates with the dense run's kernels and encodes.
+func (st *lctStore) updateDecoded(p *param, slots []*slot, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error {
 	views := make([]gpu.Ptr, len(slots))
 	for i, v := range ahead {
 		if v != 0 && v != st.alwaysRaw(slots[i+1]) {
@@ -822,20 +622,19 @@ func (st *lctStore) updateUnfused(p *param, slots []*slot, g gpu.Ptr, step int, 
 }
 
 // readBatch reads into views each slot whose view is 0, as read does; the
-// settled compressed ones in one launch where the codec decodes batches (a
-// parameter and its states: the views are all live at the update anyway,
-// so allocating them first adds nothing to the peak).
+// settled compressed ones in one launch (a parameter and its states: the
+// views are all live at the update anyway, so allocating them first adds
+// nothing to the peak).
 func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
-	bd, batches := st.codec.(batchDecoder)
 	var dsts []gpu.Ptr
-	var encs []Compressed
+	var encs []*lct.Tensor
 	var bytes int64
 	for i, s := range slots {
 		if views[i] != 0 {
 			continue
 		}
 		h := st.held[s]
-		if _, pending := st.pendingOf[s]; batches && !pending && h != nil && h.enc != nil {
+		if _, pending := st.pendingOf[s]; !pending && h != nil && h.enc != nil {
 			p, err := st.mem.Alloc(session.CodecScratch, 2*int64(s.n))
 			if err != nil {
 				return err
@@ -855,7 +654,7 @@ func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 		return nil
 	}
 	start := time.Now()
-	err := bd.DecodeBatch(dsts, encs)
+	err := st.codec.DecodeBatch(dsts, encs)
 	st.clock.decode += time.Since(start)
 	if len(encs) == 1 {
 		st.clock.decodes++

@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
 )
 
 // Mem is one run's device memory: every allocation goes through its ledger
 // (live and peak bytes per category, and the budget), and through the
-// shared pool.
+// shared pool. It is the memory of the run's codec too (lct.Memory).
 type Mem struct {
 	pool   *devicePool
 	ledger *trainer.Ledger
@@ -18,11 +19,11 @@ type Mem struct {
 	live   int64 // the ledger's live total, kept here to read without its lock and maps
 	watch  highWater
 	// sideUse is, per block the codec's side stream used, the point of
-	// its last use; freeTag, when set, is that point for every block
-	// freed until it is cleared (a compressed tensor's sections).
+	// its last use.
 	sideUse map[gpu.Ptr]uint64
-	freeTag uint64
 }
+
+var _ lct.Memory = (*Mem)(nil)
 
 // Touch records that the side stream uses block ptr up to point: whoever
 // takes the block after it is freed waits for that point (devicePool.get).
@@ -34,15 +35,6 @@ func (m *Mem) Touch(ptr gpu.Ptr, point uint64) {
 		m.sideUse = map[gpu.Ptr]uint64{}
 	}
 	m.sideUse[ptr] = max(m.sideUse[ptr], point)
-}
-
-// freeTagged frees what free frees as blocks the side stream used up to
-// point.
-func (m *Mem) freeTagged(point uint64, free func()) {
-	prev := m.freeTag
-	m.freeTag = max(prev, point)
-	defer func() { m.freeTag = prev }()
-	free()
 }
 
 // highWater follows the run's highest live bytes while on, not counting
@@ -133,13 +125,17 @@ func (m *Mem) Free(ptr gpu.Ptr) {
 	delete(m.sizes, ptr)
 	m.live -= a.bytes
 	m.ledger.Free(a.cat, a.bytes)
-	side := m.freeTag
-	if u, ok := m.sideUse[ptr]; ok {
-		side = max(side, u)
-		delete(m.sideUse, ptr)
-	}
+	side := m.sideUse[ptr]
+	delete(m.sideUse, ptr)
 	m.pool.put(ptr, side)
 }
+
+// Upload copies src to dst on the trainer's stream.
+func (m *Mem) Upload(dst gpu.Ptr, src []byte) error { return m.pool.dev.Upload(dst, src) }
+
+// Download copies src to dst once the trainer's work queued before it is
+// done.
+func (m *Mem) Download(dst []byte, src gpu.Ptr) error { return m.pool.dev.Download(dst, src) }
 
 // Charge counts delta bytes more (or fewer, when negative) in category c
 // of the run's ledger: memory the run uses that it did not allocate itself

@@ -58,10 +58,11 @@ func TestPoolOrdersSideStreamBlocks(t *testing.T) {
 	if b := alloc(true); b != a || len(f.held) != 1 {
 		t.Fatalf("the side stream's own reuse waited: %v", f.held)
 	} else {
-		mem.freeTagged(11, func() { mem.Free(b) })
+		mem.Touch(b, 11)
+		mem.Free(b)
 	}
 	if b := alloc(false); len(f.held) != 2 || f.held[1] != 11 {
-		t.Fatalf("a block freed under a tag: waits %v, want point 11", f.held)
+		t.Fatalf("a block the side stream took and used: waits %v, want point 11", f.held)
 	} else {
 		mem.Free(b)
 	}

@@ -27,7 +27,7 @@ const (
 	smallRequest = 1 << 20
 	smallSegment = page
 	midRequest   = 10 << 20
-	midSegment   = 64 << 20
+	midSegment   = 32 << 20
 )
 
 // devicePool caches device memory between uses, so that training steps do
@@ -83,7 +83,7 @@ type block struct {
 }
 
 // sideFence is a codec whose work runs on a stream of its own beside the
-// trainer's (gpuCodec on gpu's side stream). A block its work used may go
+// trainer's (lct.Codec on gpu's side stream). A block its work used may go
 // back to the pool before that work is done; the default stream's first
 // user of the block waits for it (Hold), and the codec orders its own
 // users after the default stream's work itself.

@@ -349,7 +349,7 @@ func TestPoolOnRealTraffic(t *testing.T) {
 	for _, c := range []struct {
 		file  string
 		bound float64
-	}{{"gpt162m-dense.trace.gz", 1.02}, {"gpt162m-lct.trace.gz", 1.10}} {
+	}{{"gpt162m-dense.trace.gz", 1.02}, {"gpt162m-lct.trace.gz", 1.08}} {
 		f, err := os.Open(filepath.Join("testdata", "pool", c.file))
 		if err != nil {
 			t.Fatal(err)

@@ -25,6 +25,12 @@ type eventTimer interface {
 	DestroyEvent(e gpu.Event) error
 }
 
+// timedDevice is a Device that times its queued work.
+type timedDevice interface {
+	Device
+	eventTimer
+}
+
 // scoper is implemented by a Device that attributes work to named ops
 // (Profiled): Scope names the op whose launches follow until the returned
 // function is called. A scope opened inside another keeps the outer name.
@@ -86,13 +92,9 @@ type profOp struct {
 	host       time.Duration
 }
 
-// NewProfiled wraps d, which must implement eventTimer.
-func NewProfiled(d Device, w io.Writer, skip int) (*Profiled, error) {
-	t, ok := d.(eventTimer)
-	if !ok {
-		return nil, fmt.Errorf("profile: device %s has no event timer", d.Name())
-	}
-	return &Profiled{Device: d, timer: t, W: w, Skip: skip, rows: map[profKey]*profRow{}}, nil
+// NewProfiled wraps d (gpu.Compute is one).
+func NewProfiled(d timedDevice, w io.Writer, skip int) *Profiled {
+	return &Profiled{Device: d, timer: d, W: w, Skip: skip, rows: map[profKey]*profRow{}}
 }
 
 // Scope implements scoper.

@@ -109,6 +109,10 @@ type modelRun struct {
 	ops  *gptOps
 	st   store
 	name string
+	// lct and floor are st where it is the LCT store or the copy floor
+	// (nil otherwise).
+	lct   *lctStore
+	floor *copyFloorStore
 
 	params []*param
 	byName map[string]*param
@@ -363,11 +367,7 @@ func (r *modelRun) update(step int, name string, g gpu.Ptr) {
 				ahead[i] = v
 			}
 		}
-		took, err := r.st.update(p, g, step, r.cfg.Optimizer, ahead)
-		r.keep(err)
-		if took {
-			return
-		}
+		r.keep(r.st.update(p, g, step, r.cfg.Optimizer, ahead))
 	}
 	r.free(g)
 }

@@ -49,17 +49,16 @@ type Session struct {
 	codecFig codecFigures
 }
 
+// FigureEvery is how often a Session takes the per-tensor figures unless
+// told otherwise.
+const FigureEvery = time.Second
+
 // codecFigures are the codec's throughput and device time on the last
 // profiled step.
 type codecFigures struct {
 	encodeGBps, decodeGBps float64
 	device                 time.Duration
 	step                   int
-}
-
-// profiler is a codec whose kernels can be timed (gpuCodec).
-type profiler interface {
-	SetProfile(on bool)
 }
 
 // NewSession sets up opts' runs on dev. opts.Steps of 0 trains until Stop.
@@ -79,7 +78,7 @@ func NewSession(dev Device, opts TrainOptions) (*Session, error) {
 		classes = maps.Clone(trainer.DefaultClassCodec)
 	}
 	return &Session{t: t, snaps: make(chan session.Snapshot, 1), wake: make(chan struct{}, 1),
-		FigureEvery: time.Second, ProfileEvery: 16,
+		FigureEvery: FigureEvery, ProfileEvery: 16,
 		classes: classes, tensors: map[string]session.ClassCodec{},
 		pendingC: map[session.TensorClass]session.ClassCodec{}, pendingT: map[string]*session.ClassCodec{}}, nil
 }
@@ -123,11 +122,11 @@ func (s *Session) step() (session.Snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.t
-	prof, _ := t.opts.LCT.Codec.(profiler)
-	profiled := prof != nil && s.ProfileEvery > 0 && (t.step+1)%s.ProfileEvery == 1%s.ProfileEvery
+	c := t.opts.LCT.Codec
+	profiled := c != nil && c.OnDevice() && s.ProfileEvery > 0 && (t.step+1)%s.ProfileEvery == 1%s.ProfileEvery
 	if profiled {
-		prof.SetProfile(true)
-		defer prof.SetProfile(false)
+		c.SetProfile(true)
+		defer c.SetProfile(false)
 	}
 	res, err := t.next()
 	if err != nil {
@@ -152,13 +151,7 @@ func (s *Session) snapshot(res stepResult, figures bool) (session.Snapshot, erro
 		snap = rep.Snapshot
 		s.figured = time.Now()
 	} else {
-		snap = s.last
-		snap.Step, snap.Time = res.Step, time.Now()
-		snap.LossShadow, snap.LossLCT, snap.ValLoss, snap.ValStep = res.LossShadow, res.LossLCT, t.valLoss, t.valStep
-		snap.StepTimeShadow, snap.StepTimeLCT = res.TimeShadow, res.TimeLCT
-		snap.MemShadow, snap.PeakBytesShadow = t.b.Shadow.Memory(), res.PeakShadow
-		snap.MemLCT, snap.PeakBytesLCT = t.b.LCT.Memory(), res.PeakLCT
-		snap.BitIdentical, snap.Mismatch, snap.WeightsChecked = t.sum.AllIdentical, t.sum.Mismatch, t.sum.WeightsChecked
+		snap = t.carried(s.last, res)
 	}
 	snap.Workers = 0
 	snap.EncodeGBps, snap.DecodeGBps, snap.CodecTime = s.codecFig.encodeGBps, s.codecFig.decodeGBps, s.codecFig.device

@@ -1,16 +1,14 @@
 package cudabackend
 
 import (
-	"bytes"
 	"fmt"
-	"math"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
-	"lcttop/trainer/bf16"
 )
 
 // readPending hands a block of bytes back to the run's pool while the
@@ -39,55 +37,9 @@ func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
 	assertSameBF16(h.t, what, h.get16(copied, n), want)
 }
 
-// The codec's scratch for a fused output's histogram (histogramOf) is a
-// block the trainer may still be reading: the decode into it waits.
-func TestGPUCodecScratchAfterTrainerRead(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	v := h.randBF16(5000, 0, 0.02)
-	src := h.bf16(v)
-	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-	var want codec.Histogram
-	for _, x := range v {
-		want[(x>>7)&0xFF]++
-	}
-	for round := range 4 {
-		copied := readPending(h, 2*int64(len(v)))
-		got, err := gc.histogramOf(ct.(*gpuTensor))
-		h.check(err)
-		if got != want {
-			t.Errorf("round %d: the histogram of the decoded values differs from theirs", round)
-		}
-		checkPending(h, "the trainer's read of the block the codec decoded into next", copied, len(v))
-	}
-	gc.Free(h.mem, ct)
-}
-
-// When a window's histogram arena grows, the copy into its new block
-// waits for the trainer's last use of that block.
-func TestGPUCodecArenaAfterTrainerRead(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	a := &gc.arena
-	for range 64 {
-		_, err := a.take(h.mem, gc.dev)
-		h.check(err)
-	}
-	grown := int64(128 * histSlotBytes)
-	copied := readPending(h, grown)
-	_, err := a.take(h.mem, gc.dev) // grows the arena into the block, copying 64 slots
-	h.check(err)
-	h.check(gc.dev.Synchronize())
-	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
-	h.mem.Free(a.buf)
-}
-
 // A block the codec's side stream read, given back to the pool, is handed
 // to the trainer only behind the side stream's work up to that read (the
-// pool's fence, gpuCodec.Hold): the trainer's write into it waits.
+// pool's fence, lct.Codec.Hold): the trainer's write into it waits.
 func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 	h := newTDev(t)
 	gc := testGPUCodec(t)
@@ -97,15 +49,16 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 	first := h.bf16(h.randBF16(5000, 0, 0.02))
 	ct, err := gc.Encode(h.mem, "w", session.Weights, first, 5000, cc, nil)
 	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: first}})) // the key's code and overflow room
-	gc.Free(h.mem, ct)
+	h.check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: first}})) // the key's code and overflow room
+	gc.Free(ct)
 	for round := range 4 {
 		v := h.randBF16(5000, 0, 0.02)
 		kept := h.bf16(v) // for an encode made again at the settle
 		src := h.bf16(v)
 		ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 		h.check(err)
-		h.check(gc.flush()) // the encode reading src is queued on the side stream
+		w, err := gc.CloseWindow(h.mem) // the encode reading src is queued on the side stream
+		h.check(err)
 		h.mem.Free(src)
 		again, err := h.mem.Alloc(scratchCat, 2*int64(len(v)))
 		h.check(err)
@@ -115,13 +68,18 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 		h.check(h.d.Memset(again, 0, 2*int64(len(v)))) // the trainer's write into it
 		var one [2]byte
 		h.check(h.d.Download(one[:], again)) // the trainer's stream runs its work so far
-		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: kept}}))
+		pend := []lct.Pending{{T: ct, Src: kept}}
+		redo, err := gc.SettleWindow(h.mem, w, pend)
+		h.check(err)
+		if len(redo) > 0 {
+			h.check(gc.Settle(h.mem, pend))
+		}
 		out := h.alloc(2 * int64(len(v)))
 		h.check(gc.Decode(out, ct))
 		h.check(gc.Settle(h.mem, nil))
 		h.check(gc.Ready(out))
 		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded from a block the trainer took back", round), h.get16(out, len(v)), v)
-		gc.Free(h.mem, ct)
+		gc.Free(ct)
 		for _, p := range []gpu.Ptr{again, kept, out} {
 			h.mem.Free(p)
 		}
@@ -141,16 +99,16 @@ func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if f, ok := b.pool.fence.(*gpuCodec); !ok || f != gc {
+	if b.pool.fence != gc {
 		t.Errorf("the LCT run's pool has fence %T, want its GPU codec", b.pool.fence)
 	}
-	h, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: &HostCodec{}})
+	h, err := newLockstep(dev, cfg, vals, &LCTOptions{Codec: lct.NewReference()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	if h.pool.fence != nil {
-		t.Errorf("a run on the host codec has a fence, %T", h.pool.fence)
+		t.Errorf("a run on the reference codec has a fence, %T", h.pool.fence)
 	}
 }
 
@@ -193,111 +151,6 @@ func TestCopyFloorSinkReusedAfterItsCopies(t *testing.T) {
 	}
 }
 
-// A section a tensor gives back while the side stream may still read it
-// (its overflow buffer, replaced by a larger one while a decode of the
-// tensor is queued) goes back to the pool marked with the side stream's
-// point, and the trainer's write into that block waits for the decode.
-func TestGPUCodecGrownSectionFreedAfterItsDecode(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	h.mem.pool.SetFence(gc)
-	defer h.mem.pool.SetFence(nil)
-	cc := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
-	v := make([]uint16, 20000) // exponents over a wide range: the streams spill
-	for i := range v {
-		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(80)-40)))
-	}
-	src := h.bf16(v)
-	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-	gc.keys["w"].ovRoom = 8192 // an overflow buffer, spill or not
-	ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-	trainerRounds := 0 // rounds where the trainer took the old block
-	for round := range 4 {
-		g := ct.(*gpuTensor)
-		oldCap := g.t.OverflowCap()
-		if oldCap == 0 {
-			t.Fatal("the tensor has no overflow buffer")
-		}
-		out := h.alloc(2 * int64(len(v)))
-		h.check(gc.Decode(out, ct)) // reads the overflow buffer on the side stream
-		inUse := map[gpu.Ptr]int64{}
-		for p, b := range h.mem.pool.inUse {
-			inUse[p] = b.size
-		}
-		gc.keys["w"].ovRoom = 2*oldCap + 4096 // the next encode into the tensor grows its overflow buffer
-		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
-		h.check(err)
-		var old gpu.Ptr // the old overflow buffer's block, given back
-		for p, size := range inUse {
-			if _, still := h.mem.pool.inUse[p]; !still && size == alignUp(int64(oldCap)) {
-				old = p
-			}
-		}
-		if old == 0 {
-			t.Fatalf("round %d: the old overflow buffer did not go back to the pool", round)
-		}
-		fb := freeBlockHolding(h.mem.pool, old)
-		if fb == nil {
-			// Merged with free space beside it and taken by the grown
-			// buffer itself: the side stream's own use, in order.
-			if b := h.mem.pool.inUse[h.mem.pool.blockAt(old)]; b == nil {
-				t.Fatalf("round %d: the old overflow buffer's block is neither free nor in use", round)
-			}
-			h.check(gc.Ready(out))
-			h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-			h.mem.Free(out)
-			continue
-		}
-		trainerRounds++
-		if fb.side == 0 {
-			t.Errorf("round %d: the old overflow buffer went back with no side-stream point", round)
-		}
-		q, err := h.mem.Alloc(scratchCat, fb.size) // that free block, for the trainer
-		h.check(err)
-		if q != fb.ptr {
-			t.Fatalf("round %d: the pool handed out another block than the old overflow buffer's", round)
-		}
-		h.check(h.d.Memset(q, 0x3c, fb.size))
-		var one [2]byte
-		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
-		h.check(gc.Ready(out))
-		assertSameBF16(t, fmt.Sprintf("round %d: the decode queued before the overflow buffer was replaced", round), h.get16(out, len(v)), v)
-		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
-		h.mem.Free(q)
-		h.mem.Free(out)
-	}
-	if trainerRounds < 2 {
-		t.Errorf("the trainer took the old overflow buffer's block in %d of 4 rounds, want at least 2", trainerRounds)
-	}
-	gc.Free(h.mem, ct)
-}
-
-// blockAt is the address of the block in use that holds p (0: none).
-func (p *devicePool) blockAt(at gpu.Ptr) gpu.Ptr {
-	for ptr, b := range p.inUse {
-		if ptr <= at && at < ptr.Add(b.size) {
-			return ptr
-		}
-	}
-	return 0
-}
-
-// freeBlockHolding is the pool's free block that holds p, or nil.
-func freeBlockHolding(pool *devicePool, p gpu.Ptr) *block {
-	for _, l := range pool.free {
-		for _, b := range l {
-			if b.ptr <= p && p < b.ptr.Add(b.size) {
-				return b
-			}
-		}
-	}
-	return nil
-}
-
 // A view the codec decoded into and the trainer frees without using it
 // (decoded ahead, then not needed) goes back to the pool marked with the
 // decode's point: the trainer's next write into the block waits for the
@@ -312,7 +165,7 @@ func TestGPUCodecViewFreedUnusedAfterItsDecode(t *testing.T) {
 	src := h.bf16(v)
 	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
 	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	h.check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: src}}))
 	bytes := 2 * int64(len(v))
 	for round := range 3 {
 		view := h.alloc(bytes)
@@ -329,43 +182,5 @@ func TestGPUCodecViewFreedUnusedAfterItsDecode(t *testing.T) {
 		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the block of a view decoded into", round), q, len(v))
 		h.mem.Free(q)
 	}
-	gc.Free(h.mem, ct)
-}
-
-// When a window's histogram arena grows, its old block goes back to the
-// pool marked with the point of the copy out of it: the trainer's write
-// into that block waits for the copy.
-func TestGPUCodecArenaOldBlockFreedAfterItsCopy(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	h.mem.pool.SetFence(gc)
-	defer h.mem.pool.SetFence(nil)
-	a := &gc.arena
-	for range 64 {
-		_, err := a.take(h.mem, gc.dev)
-		h.check(err)
-	}
-	old, size := a.buf, 64*histSlotBytes
-	counts := make([]byte, size) // the window's histograms so far
-	for i := range counts {
-		counts[i] = byte(i % 251)
-	}
-	h.check(gc.dev.Upload(gpu.External(old, size), counts))
-	h.check(gc.dev.Synchronize())
-	_, err := a.take(h.mem, gc.dev) // grows the arena, copying the 64 slots out of old
-	h.check(err)
-	q, err := h.mem.Alloc(scratchCat, int64(size))
-	h.check(err)
-	if q != old {
-		t.Fatal("the pool handed out another block than the arena's old one")
-	}
-	h.check(h.d.Memset(q, 0, int64(size)))
-	var one [2]byte
-	h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
-	got := make([]byte, size)
-	h.check(gc.dev.Download(got, gpu.External(a.buf, size)))
-	if !bytes.Equal(got, counts) {
-		t.Error("the grown arena does not hold the histograms counted before it grew")
-	}
-	h.mem.Free(q)
+	gc.Free(ct)
 }

@@ -46,7 +46,7 @@ func BenchmarkLCTStepGPT162M(b *testing.B) {
 	for range 3 { // the codebooks' first refits
 		run()
 	}
-	ls := be.LCT.st.(*lctStore)
+	ls := be.LCT.lct
 	b.ResetTimer()
 	var lct, shadow float64
 	for range b.N {

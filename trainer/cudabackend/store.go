@@ -29,11 +29,10 @@ type store interface {
 	commit(s *slot, p gpu.Ptr, keep bool) error
 	// release drops what s holds (its last use).
 	release(s *slot)
-	// update applies the optimizer at step to p and its states from g;
-	// true when the store took g (it frees it), else the caller frees it.
-	// ahead[i], when not 0, is p.state[i]'s view decoded ahead (readAhead):
-	// the store takes it.
-	update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) (bool, error)
+	// update applies the optimizer at step to p and its states from g (the
+	// caller frees g). ahead[i], when not 0, is p.state[i]'s view decoded
+	// ahead (readAhead): the store takes it.
+	update(p *param, g gpu.Ptr, step int, opt optimizerSettings, ahead []gpu.Ptr) error
 	// aheadStates reports whether update takes states decoded ahead.
 	aheadStates() bool
 	// ready orders the trainer's work queued from here after the decode
@@ -133,9 +132,9 @@ func (d *denseStore) settle() error { return nil }
 
 func (d *denseStore) aheadStates() bool { return false }
 
-func (d *denseStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, _ []gpu.Ptr) (bool, error) {
+func (d *denseStore) update(p *param, g gpu.Ptr, step int, opt optimizerSettings, _ []gpu.Ptr) error {
 	if opt.AdamW != nil {
-		return false, d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
+		return d.ops.AdamW(p.w.ptr, p.state[0].ptr, p.state[1].ptr, g, p.n, opt.AdamW.Step(step, p.decay))
 	}
-	return false, d.ops.SGD(p.w.ptr, p.state[0].ptr, g, p.n, opt.SGD.Step(step, p.decay))
+	return d.ops.SGD(p.w.ptr, p.state[0].ptr, g, p.n, opt.SGD.Step(step, p.decay))
 }

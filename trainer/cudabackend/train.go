@@ -23,6 +23,10 @@ type TrainOptions struct {
 	LCT          *LCTOptions      // train the compressed run beside the shadow
 	CheckEvery   int              // compare all weights and states of the two runs every so many steps (0: never)
 	WarmupTiming int              // steps left out of the median step time (module load, pool growth)
+	// FigureEvery is how often Train takes the LCT run's per-tensor figures
+	// for the report's Snapshot (a small read back per tensor); between,
+	// the Snapshot carries the last ones. 0: every step.
+	FigureEvery time.Duration
 }
 
 // StepReport is what Train reports after each step.
@@ -64,6 +68,8 @@ func Train(ctx context.Context, dev Device, opts TrainOptions, report func(StepR
 		return Summary{}, err
 	}
 	defer t.b.Close()
+	var last session.Snapshot // the last report's, whose tensor figures a report may carry
+	var figured time.Time     // when they were taken
 	for t.step < opts.Steps {
 		if err := ctx.Err(); err != nil {
 			return t.summary(), err
@@ -72,14 +78,21 @@ func Train(ctx context.Context, dev Device, opts TrainOptions, report func(StepR
 		if err != nil {
 			return t.summary(), err
 		}
-		if report != nil {
-			rep, err := t.report(res)
-			if err != nil {
+		if report == nil {
+			continue
+		}
+		var rep StepReport
+		if opts.FigureEvery > 0 && time.Since(figured) < opts.FigureEvery && t.step < opts.Steps {
+			rep = t.reportCarrying(last, res)
+		} else {
+			if rep, err = t.report(res); err != nil {
 				return t.summary(), fmt.Errorf("step %d: %w", res.Step, err)
 			}
-			if err := report(rep); err != nil {
-				return t.summary(), err
-			}
+			figured = time.Now()
+		}
+		last = rep.Snapshot
+		if err := report(rep); err != nil {
+			return t.summary(), err
 		}
 	}
 	return t.summary(), nil
@@ -191,6 +204,43 @@ func (t *training) report(res stepResult) (StepReport, error) {
 	}
 	rep.Snapshot.WeightsChecked, rep.Snapshot.ValStep = sum.WeightsChecked, t.valStep
 	return rep, nil
+}
+
+// reportCarrying is the StepReport of res with last's tensor figures
+// instead of new ones.
+func (t *training) reportCarrying(last session.Snapshot, res stepResult) StepReport {
+	b, sum := t.b, &t.sum
+	rep := StepReport{stepResult: res, ValLoss: t.valLoss, ValStep: t.valStep, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep.BitIdentical = sum.AllIdentical
+	if b.Shadow != nil {
+		rep.Shadow = b.Shadow.Memory()
+	}
+	if b.LCT != nil {
+		rep.LCT = b.LCT.Memory()
+	}
+	rep.Snapshot = t.carried(last, res)
+	return rep
+}
+
+// carried is last, a step's Snapshot, brought to the step just taken (res)
+// in all but its tensor figures.
+func (t *training) carried(last session.Snapshot, res stepResult) session.Snapshot {
+	snap := last
+	snap.Step, snap.Time = res.Step, time.Now()
+	snap.LossShadow, snap.LossLCT, snap.ValLoss, snap.ValStep = res.LossShadow, res.LossLCT, t.valLoss, t.valStep
+	snap.StepTimeShadow, snap.StepTimeLCT, snap.CodecTime = res.TimeShadow, res.TimeLCT, res.CodecTime
+	if t.b.Shadow != nil {
+		snap.MemShadow = t.b.Shadow.Memory()
+	}
+	snap.PeakBytesShadow = res.PeakShadow
+	if t.b.LCT != nil {
+		snap.MemLCT, snap.PeakBytesLCT = t.b.LCT.Memory(), res.PeakLCT
+	}
+	snap.BitIdentical, snap.Mismatch, snap.WeightsChecked = t.sum.AllIdentical, t.sum.Mismatch, t.sum.WeightsChecked
+	if t.b.LCT == nil {
+		snap.BitIdentical, snap.Mismatch = false, "no LCT run"
+	}
+	return snap
 }
 
 // summary is the training's figures so far.
@@ -325,8 +375,8 @@ func sweepTrial(dev Device, m trainer.ModelConfig, opts SweepOptions, vals map[s
 		name = "lct"
 	}
 	if opts.LCT != nil {
-		if f, ok := opts.LCT.Codec.(interface{ Forget() }); ok {
-			f.Forget()
+		if c := opts.LCT.Codec; c != nil {
+			c.Forget()
 		}
 	}
 	pool := newDevicePool(dev)

@@ -3,7 +3,9 @@ package cudabackend
 import (
 	"context"
 	"math"
+	"reflect"
 	"testing"
+	"time"
 
 	"lcttop/trainer"
 	"lcttop/trainer/corpus"
@@ -142,5 +144,42 @@ func TestRunsRepeatBitForBit(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertSameBF16(t, name+" of the second run", y, x)
+	}
+}
+
+// With FigureEvery, a step's report carries the last tensor figures taken
+// (their step's, not new ones) while everything else is the step's own;
+// the last step takes them anew.
+func TestTrainCarriesTensorFiguresBetweenTakes(t *testing.T) {
+	dev := testDevice(t)
+	opts := TrainOptions{
+		Config: Config{Model: testModel, Batch: 2, SeqLen: 16, Optimizer: testSGD()},
+		Steps:  3, Seed: 3, Data: testData(t, 16), CheckEvery: 1,
+		LCT:         &LCTOptions{Codec: testGPUCodec(t)},
+		FigureEvery: time.Hour,
+	}
+	var seen []StepReport
+	if _, err := Train(context.Background(), dev, opts, func(r StepReport) error {
+		seen = append(seen, r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("%d reports, want 3", len(seen))
+	}
+	first, second, last := seen[0].Snapshot, seen[1].Snapshot, seen[2].Snapshot
+	if len(first.Tensors) == 0 {
+		t.Fatal("the first step's report has no tensor figures")
+	}
+	if !reflect.DeepEqual(second.Tensors, first.Tensors) {
+		t.Error("the second step's report does not carry the first's tensor figures")
+	}
+	if second.Step != 2 || second.LossLCT != seen[1].LossLCT || second.PeakBytesLCT != seen[1].PeakLCT || !second.BitIdentical || second.WeightsChecked != 2 {
+		t.Errorf("the second step's report: step %d, loss %v (want %v), peak %d (want %d), identical %v, checked %d",
+			second.Step, second.LossLCT, seen[1].LossLCT, second.PeakBytesLCT, seen[1].PeakLCT, second.BitIdentical, second.WeightsChecked)
+	}
+	if reflect.DeepEqual(last.Tensors, first.Tensors) {
+		t.Error("the last step's report carries the first step's tensor figures, not its own")
 	}
 }

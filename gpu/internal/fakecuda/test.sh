@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test.sh [SEED...]: builds the stand-in driver and cuBLAS and runs the GPU
-# suites (gpu/cuda, gpu/cublas, gpu, trainer/cudabackend) through the real
+# suites (gpu/cuda, gpu/cublas, gpu, gpu/lct, trainer/cudabackend) through the real
 # binding on them, once per stream seed (default: 1 2 3). After the first
 # seed, tests that use no side stream are skipped: their work is in one
 # stream's order whatever the seed. GOFLAGS and the environment pass on
@@ -18,7 +18,7 @@ unset LCTTOP_EMULATE
 export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export LCTTOP_CUBLAS=$lib/libcublas.so.12
 export LCTTOP_REQUIRE_GPU=1 # fail, not fall back to the emulation, if the stand-in does not load
-pkgs=(gpu/cuda gpu/cublas gpu trainer/cudabackend)
+pkgs=(gpu/cuda gpu/cublas gpu gpu/lct trainer/cudabackend)
 for p in "${pkgs[@]}"; do
   go test -c -o "$lib/$(basename "$p").test" "./$p"
 done

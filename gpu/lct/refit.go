@@ -1,4 +1,4 @@
-package cudabackend
+package lct
 
 import (
 	"lcttop/codec"
@@ -49,7 +49,7 @@ func refitted(cb codec.Codebook, cc session.ClassCodec, h *codec.Histogram) (cod
 
 // startRefit starts k's refit for its histogram k.hist on another
 // goroutine (replacing any not taken yet).
-func startRefit(k *gpuKey) {
+func startRefit(k *keyState) {
 	j := &refitJob{from: k.cb, cc: k.cc, hist: k.hist, done: make(chan struct{})}
 	k.job = j
 	go func() {
@@ -61,7 +61,7 @@ func startRefit(k *gpuKey) {
 // takeRefit applies k's refit for k.hist: the job's result when it was
 // started from what k holds now (waiting for it if it has not finished),
 // else computed here.
-func takeRefit(k *gpuKey) {
+func takeRefit(k *keyState) {
 	j := k.job
 	k.job = nil
 	if j == nil || j.from != k.cb || j.cc != k.cc || j.hist != k.hist {
@@ -73,8 +73,15 @@ func takeRefit(k *gpuKey) {
 	applyRefit(k, j.cb, j.lay, j.ok)
 }
 
-func applyRefit(k *gpuKey, cb codec.Codebook, lay codec.Layout, ok bool) {
+func applyRefit(k *keyState, cb codec.Codebook, lay codec.Layout, ok bool) {
 	if ok {
 		k.cb, k.layout = cb, lay
 	}
 }
+
+// refitSlack is how much worse, in bits per exponent under the latest
+// histogram, a key's codebook may be than a fresh fit before it is
+// refitted: a new codebook costs an upload of its tables (queued, no wait)
+// and, when the layout changes, a new tensor. Refits fit to the full
+// histogram, not the sample: the device counts it anyway for the figures.
+const refitSlack = 0.02

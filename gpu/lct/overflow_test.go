@@ -1,4 +1,4 @@
-package cudabackend
+package lct
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package cudabackend
+package lct
 
 import (
 	"math"
@@ -27,12 +27,12 @@ func gaussHist(n float64, scale float64) codec.Histogram {
 func TestRefitBesideTheStepMatchesRefitAtEncode(t *testing.T) {
 	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	a, b := gaussHist(1<<20, 0.02), gaussHist(1<<20, 3)
-	newKey := func() *gpuKey {
-		k := &gpuKey{cc: cc, cb: codec.FitCodebook(cc.Dist, &a), hist: b}
+	newKey := func() *keyState {
+		k := &keyState{cc: cc, cb: codec.FitCodebook(cc.Dist, &a), hist: b}
 		k.layout = codec.ChooseLayout(cc.Preset, &k.cb, &a).WithVersion(codec.FormatVersion2)
 		return k
 	}
-	c := &gpuCodec{}
+	c := &Codec{}
 	want := newKey()
 	c.refit(want, &want.hist)
 	if want.cb == newKey().cb {

@@ -1,4 +1,4 @@
-package cudabackend
+package lct
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 )
 
 // queuedOnce reports whether g is in gc's queue exactly once.
-func queuedOnce(gc *gpuCodec, g *gpuTensor) bool {
+func queuedOnce(gc *Codec, g *Tensor) bool {
 	n := 0
 	for _, q := range gc.queue {
 		if q.g == g {
@@ -24,7 +24,7 @@ func queuedOnce(gc *gpuCodec, g *gpuTensor) bool {
 // once, with the new values); a queued tensor freed leaves the queue.
 func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	h := newTDev(t)
-	gc := testGPUCodec(t)
+	gc := testCodec(t)
 	cc := trainer.DefaultClassCodec[session.ClassActivation]
 	n := 70000
 	v1, v2 := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 0.02) // two's values, one distribution
@@ -43,10 +43,10 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	if e, err := gc.Encode(h.mem, "two", session.Activations, s2, n, cc, e2); err != nil {
 		t.Fatal(err)
 	} else if e != e2 {
-		gc.Free(h.mem, e2)
+		gc.Free(e2)
 		e2 = e
 	}
-	g1, g2 := e1.(*gpuTensor), e2.(*gpuTensor)
+	g1, g2 := e1, e2
 	if len(gc.queue) != 2 || !queuedOnce(gc, g1) || !queuedOnce(gc, g2) {
 		t.Fatalf("after two encodes: %d queued (one: %v, two: %v), want both once", len(gc.queue), g1.queued, g2.queued)
 	}
@@ -64,7 +64,7 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	// old in the queue.
 	e3, err := gc.Encode(h.mem, "three", session.Activations, s3, n, cc, nil)
 	h.check(err)
-	g3 := e3.(*gpuTensor)
+	g3 := e3
 	e3b, err := gc.Encode(h.mem, "three", session.Activations, s4, n, cc, e3)
 	h.check(err)
 	if e3b != e3 {
@@ -77,54 +77,19 @@ func TestGPUCodecQueuesEncodesUntilRead(t *testing.T) {
 	// A queued tensor freed leaves the queue.
 	e5, err := gc.Encode(h.mem, "five", session.Activations, s1, n, cc, nil)
 	h.check(err)
-	gc.Free(h.mem, e5)
-	if len(gc.queue) != 1 || e5.(*gpuTensor).queued {
+	gc.Free(e5)
+	if len(gc.queue) != 1 || e5.queued {
 		t.Fatalf("after freeing a queued tensor: %d queued, want 1", len(gc.queue))
 	}
 
 	h.check(gc.Settle(h.mem, []Pending{{T: e1, Src: s1}, {T: e2, Src: s2}, {T: e3, Src: s4}}))
 	for _, c := range []struct {
 		name string
-		e    Compressed
+		e    *Tensor
 		want []uint16
 	}{{"one", e1, v1}, {"two", e2, v2}, {"three (encoded again while queued)", e3, v4}} {
 		h.check(gc.Decode(out, c.e))
 		h.check(gc.Settle(h.mem, nil))
 		assertSameBF16(t, c.name, h.get16(out, n), c.want)
 	}
-}
-
-// The store writing a tensor twice within one window drops the first
-// encode, never launched, before freeing its source: the tensor holds the
-// second values.
-func TestLCTStoreRewriteWithinWindow(t *testing.T) {
-	h := newTDev(t)
-	gc := testGPUCodec(t)
-	n := 70000
-	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 16*int64(n))
-	h.check(err)
-	a := &slot{name: "A", class: session.ClassActivation, cat: session.Activations, n: n}
-	b := &slot{name: "B", class: session.ClassActivation, cat: session.Activations, n: n}
-	va1, va2, vb := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 2), h.randBF16(n, 1, 0.1)
-	h.check(st.set(a, va1))
-	h.check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor
-	h.check(st.set(b, vb))  // may take the freed source's memory
-	ga := st.held[a].enc.(*gpuTensor)
-	if len(gc.queue) != 2 || !queuedOnce(gc, ga) {
-		t.Fatalf("%d encodes queued, A's %v; want A's and B's once each", len(gc.queue), ga.queued)
-	}
-	h.check(st.settle())
-	assertSameBF16(t, "A written twice in one window", readSlot(h, st, a), va2)
-	assertSameBF16(t, "B", readSlot(h, st, b), vb)
-}
-
-// readSlot reads s through st.
-func readSlot(h *tdev, st *lctStore, s *slot) []uint16 {
-	h.t.Helper()
-	p, err := st.read(s)
-	h.check(err)
-	v := h.get16(p, s.n)
-	st.done(s, p)
-	h.check(st.settle())
-	return v
 }

@@ -1,0 +1,31 @@
+package lct
+
+// OverflowUse is the overflow room settled encodes had, and what their
+// spills used of it.
+type OverflowUse struct {
+	Encodes   int   `json:"encodes"`
+	RoomBytes int64 `json:"room_bytes"`
+	UsedBytes int64 `json:"used_bytes"`
+}
+
+// countOverflow adds a settled encode's overflow room and use to the
+// figures by category.
+func (c *Codec) countOverflow(g *Tensor, used int) {
+	if c.ovf == nil {
+		c.ovf = map[string]OverflowUse{}
+	}
+	o := c.ovf[g.cat.String()]
+	o.Encodes++
+	o.RoomBytes += int64(g.t.OverflowCap())
+	o.UsedBytes += int64(used)
+	c.ovf[g.cat.String()] = o
+}
+
+// overflowRoom is the overflow room a key's next encode gets after one
+// that needed need bytes: an eighth and 1 KiB above that, or, where the
+// room before was larger, that room less a sixteenth. A spill that moves
+// from step to step (an activation's, a state's) so keeps room for its
+// recent largest, instead of being encoded again at the settle whenever it
+// grows past the last one; a room no longer needed shrinks within a few
+// dozen encodes.
+func overflowRoom(prev, need int) int { return max(need+need/8+1024, prev-prev/16) }

@@ -1,0 +1,161 @@
+package lct
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"testing"
+
+	"lcttop/codec"
+	"lcttop/gpu"
+	"lcttop/session"
+	"lcttop/trainer/bf16"
+)
+
+// readPending hands a block of bytes back to the run's memory while the
+// trainer's stream still has a read of it queued (a copy into a buffer of
+// its own, returned): the block's next user, if it is the codec's side
+// stream, must wait for that read. The block holds 0x3c3c... before.
+func readPending(h *tdev, bytes int64) (copied gpu.Ptr) {
+	h.t.Helper()
+	block := h.alloc(bytes)
+	h.check(h.d.Memset(block, 0x3c, bytes))
+	copied = h.alloc(bytes)
+	h.check(h.d.Sync())
+	h.check(h.d.Copy(copied, block, bytes)) // queued, not waited for
+	h.mem.Free(block)
+	return copied
+}
+
+// checkPending checks that the trainer's queued read saw the block as it
+// was: n BF16 values of 0x3c3c.
+func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
+	h.t.Helper()
+	want := make([]uint16, n)
+	for i := range want {
+		want[i] = 0x3c3c
+	}
+	assertSameBF16(h.t, what, h.get16(copied, n), want)
+}
+
+// When a window's histogram arena grows, the copy into its new block
+// waits for the trainer's last use of that block.
+func TestArenaAfterTrainerRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	a := &gc.arena
+	for range 64 {
+		_, err := a.take(h.mem, gc.dev)
+		h.check(err)
+	}
+	grown := int64(128 * histSlotBytes)
+	copied := readPending(h, grown)
+	_, err := a.take(h.mem, gc.dev) // grows the arena into the block, copying 64 slots
+	h.check(err)
+	h.check(gc.dev.Synchronize())
+	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
+	h.mem.Free(a.buf)
+}
+
+// When a window's histogram arena grows, its old block goes back to the
+// run's memory marked with the point of the copy out of it: the trainer's
+// write into that block waits for the copy.
+func TestArenaOldBlockFreedAfterItsCopy(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	h.mem.fence = gc.Hold
+	a := &gc.arena
+	for range 64 {
+		_, err := a.take(h.mem, gc.dev)
+		h.check(err)
+	}
+	old, size := a.buf, 64*histSlotBytes
+	counts := make([]byte, size) // the window's histograms so far
+	for i := range counts {
+		counts[i] = byte(i % 251)
+	}
+	h.check(gc.dev.Upload(gpu.External(old, size), counts))
+	h.check(gc.dev.Synchronize())
+	_, err := a.take(h.mem, gc.dev) // grows the arena, copying the 64 slots out of old
+	h.check(err)
+	q, err := h.mem.alloc(int64(size))
+	h.check(err)
+	if q != old {
+		t.Fatal("the memory handed out another block than the arena's old one")
+	}
+	h.check(h.d.Memset(q, 0, int64(size)))
+	var one [2]byte
+	h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+	got := make([]byte, size)
+	h.check(gc.dev.Download(got, gpu.External(a.buf, size)))
+	if !bytes.Equal(got, counts) {
+		t.Error("the grown arena does not hold the histograms counted before it grew")
+	}
+	h.mem.Free(q)
+}
+
+// A section a tensor gives back while the side stream may still read it
+// (its overflow buffer, replaced by a larger one while a decode of the
+// tensor is queued) goes back marked with the side stream's point, and the
+// trainer's write into that block waits for the decode.
+func TestGrownSectionFreedAfterItsDecode(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	h.mem.fence = gc.Hold
+	cc := session.ClassCodec{Preset: codec.High, Dist: codec.Gaussian}
+	v := make([]uint16, 20000) // exponents over a wide range: the streams spill
+	for i := range v {
+		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(80)-40)))
+	}
+	src := h.bf16(v)
+	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	gc.keys["w"].ovRoom = 8192 // an overflow buffer, spill or not
+	ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	for round := range 4 {
+		oldCap := ct.t.OverflowCap()
+		if oldCap == 0 {
+			t.Fatal("the tensor has no overflow buffer")
+		}
+		out := h.alloc(2 * int64(len(v)))
+		h.check(gc.Decode(out, ct)) // reads the overflow buffer on the side stream
+		inUse := map[gpu.Ptr]int64{}
+		for p, size := range h.mem.size {
+			inUse[p] = size
+		}
+		gc.keys["w"].ovRoom = 2*oldCap + 4096 // the next encode into the tensor grows its overflow buffer
+		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
+		h.check(err)
+		oldBytes := (int64(oldCap) + testAlign - 1) / testAlign * testAlign
+		var old gpu.Ptr // the old overflow buffer's block, given back
+		for p, size := range inUse {
+			if _, still := h.mem.size[p]; !still && size == oldBytes {
+				old = p
+			}
+		}
+		side, free := h.mem.freedAs(old)
+		if old == 0 || !free {
+			t.Fatalf("round %d: the old overflow buffer did not go back", round)
+		}
+		if side == 0 {
+			t.Errorf("round %d: the old overflow buffer went back with no side-stream point", round)
+		}
+		q, err := h.mem.alloc(oldBytes) // that block, for the trainer
+		h.check(err)
+		if q != old {
+			t.Fatalf("round %d: the memory handed out another block than the old overflow buffer's", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, oldBytes))
+		var one [2]byte
+		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the decode queued before the overflow buffer was replaced", round), h.get16(out, len(v)), v)
+		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+		h.mem.Free(q)
+		h.mem.Free(out)
+	}
+	gc.Free(ct)
+}
