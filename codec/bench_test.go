@@ -62,15 +62,18 @@ func benchWorkers() []int {
 }
 
 // BenchmarkEncode measures the whole per-step path: sample, fit, choose the
-// layout, encode into a reused Tensor; "auto-blocks" is pack's AUTO, a
-// capacity per block searched on the values. Bytes are the BF16 input.
+// layout, encode into a reused Tensor (the trainers' codebook from the
+// sample, one C); "pack" is pack's path, Plan (every value's histogram,
+// the split codebook, a capacity and a codebook per block where they pay)
+// then Encode. Bytes are the BF16 input.
 func BenchmarkEncode(b *testing.B) {
 	for _, in := range benchTensors(b) {
 		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}, {Preset: Auto, Dist: Empirical, Version: -1}} {
-			blocks := opt.Version == -1
+			pack := opt.Version == -1
 			name := fmt.Sprintf("%v-%v", opt.Preset, opt.Dist)
-			if blocks {
-				name = "auto-blocks-" + opt.Dist.String()
+			if pack {
+				name = "pack-" + name
+				opt.Version = 0
 			}
 			for _, w := range benchWorkers() {
 				b.Run(fmt.Sprintf("%s/%s/workers=%d", in.name, name, w), func(b *testing.B) {
@@ -78,11 +81,17 @@ func BenchmarkEncode(b *testing.B) {
 					var dst Tensor
 					b.SetBytes(int64(2 * len(in.src)))
 					for b.Loop() {
-						h := SampleHistogram(in.src)
-						cb := FitCodebook(opt.Dist, &h)
-						l := ChooseLayout(opt.Preset, &cb, &h)
-						if blocks {
-							l = PerBlockLayout(l, len(in.src))
+						var cb Codebook
+						var l Layout
+						if pack {
+							var err error
+							if cb, l, err = Plan(in.src, opt); err != nil {
+								b.Fatal(err)
+							}
+						} else {
+							h := SampleHistogram(in.src)
+							cb = FitCodebook(opt.Dist, &h)
+							l = ChooseLayout(opt.Preset, &cb, &h)
 						}
 						if err := e.Encode(&dst, in.src, cb, l); err != nil {
 							b.Fatal(err)
@@ -99,6 +108,8 @@ func BenchmarkEncode(b *testing.B) {
 // BenchmarkDecode measures decoding into a reused slice. Bytes are the BF16 output.
 func BenchmarkDecode(b *testing.B) {
 	for _, in := range benchTensors(b) {
+		// Encode's tensors: pack's plan (auto-empirical: a capacity and a
+		// codebook per block where they pay).
 		for _, opt := range []Options{{Preset: Clean, Dist: Empirical}, {Preset: Auto, Dist: Empirical}, {Preset: Clean, Dist: Gaussian}} {
 			enc, err := Encode(in.src, opt)
 			if err != nil {

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"lcttop/internal/testbf16"
@@ -83,23 +84,41 @@ func FuzzParseTensor(f *testing.F) {
 				b, _ = enc.MarshalBinary()
 				f.Add(b)
 			}
-			v1, err := Encode(src, Options{Preset: p, Dist: Distribution(p), Version: FormatVersion1})
-			if err != nil {
-				f.Fatal(err)
+			for _, v := range []int{FormatVersion1, FormatVersion2} {
+				old, err := Encode(src, Options{Preset: p, Dist: Distribution(p), Version: v})
+				if err != nil {
+					f.Fatal(err)
+				}
+				b, _ = old.MarshalBinary()
+				f.Add(b)
 			}
-			b, _ = v1.MarshalBinary()
-			f.Add(b)
 		}
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tt, err := ParseTensor(b)
+		// Read by pieces (streaming unpack), the bytes are accepted and
+		// refused alike and decode to the same values.
+		pieces, perr := readByPieces(b)
 		if err != nil {
+			if perr == nil {
+				t.Fatalf("pieces accepted what ParseTensor refused: %v", err)
+			}
 			return
 		}
 		if tt.N > 1<<20 {
 			return // a valid header with a huge N cannot come with that much data here
 		}
-		if _, err := DecodeAlloc(tt); err != nil {
+		vals, derr := DecodeAlloc(tt)
+		if (derr == nil) != (perr == nil) {
+			t.Fatalf("decode says %v, pieces %v", derr, perr)
+		}
+		if derr == nil && !slices.Equal(vals, pieces) {
+			t.Fatal("pieces decode to other values than the whole")
+		}
+		if tt.N > 1<<20 {
+			return // a valid header with a huge N cannot come with that much data here
+		}
+		if derr != nil {
 			return
 		}
 		again, err := tt.MarshalBinary()

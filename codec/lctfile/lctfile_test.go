@@ -2,6 +2,7 @@ package lctfile
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -315,11 +316,22 @@ func FuzzUnpack(f *testing.F) {
 	f.Add(asVersion1(f, mustPack(f, smallFile(f), Options{Preset: codec.Auto, Dist: codec.Laplace})))
 	f.Add([]byte("LCTF"))
 	f.Add([]byte{})
+	f.Add(mustPack(f, smallFile(f), Options{Version: codec.FormatVersion2}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, errRead := ReadArchive(b)
 		out, err := Unpack(b, nil)
+		// Unpacked by stream (in pieces), the file is accepted and refused
+		// alike and restored to the same bytes.
+		var streamed bytes.Buffer
+		_, serr := UnpackStream(context.Background(), streamInput(b), &streamed, Options{Workers: 1})
+		if (serr == nil) != (err == nil) {
+			t.Fatalf("Unpack says %v, UnpackStream %v", err, serr)
+		}
 		if err != nil {
 			return
+		}
+		if !bytes.Equal(streamed.Bytes(), out) {
+			t.Fatal("UnpackStream restored other bytes than Unpack")
 		}
 		if errRead != nil {
 			t.Fatalf("Unpack accepted what ReadArchive refused: %v", errRead)

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"slices"
 	"sync"
 
 	"lcttop/codec"
@@ -252,26 +253,43 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 }
 
 // planStream is codec.Plan of a tensor's values, vals (raw's, a part of
-// what Next returned): the histogram of every value is counted a piece at
-// a time, each piece's pages released once counted, so that a mapped
-// tensor is not resident whole.
+// what Next returned). In version 3 the histogram of every value is
+// counted a piece at a time, the sample's values with it, each piece's
+// pages released once counted, so that a mapped tensor is not resident
+// whole.
 func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
-	sample := in.sampleHistogram(raw, vals)
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
+		sample := in.sampleHistogram(raw, vals)
 		cb := codec.FitCodebookVersion(opt.Dist, &sample, opt.Version)
 		l := codec.ChooseLayout(opt.Preset, &cb, &sample).WithVersion(opt.Version)
 		return cb, codec.PerBlockLayout(l, len(vals)), nil
 	}
+	n := len(vals)
+	var sample codec.Histogram
+	var at []int // the sampled indices in order (codec.SampleHistogram's)
+	if n <= codec.SampleSize {
+		sample = codec.SampleHistogram(vals)
+	} else {
+		at = make([]int, codec.SampleSize)
+		for k := range at {
+			at[k] = codec.SampleIndex(k, n)
+		}
+		slices.Sort(at)
+	}
 	var full codec.SplitHistogram
-	for lo := 0; lo < len(vals); lo += histogramPiece {
-		hi := min(lo+histogramPiece, len(vals))
+	for lo := 0; lo < n; lo += histogramPiece {
+		hi := min(lo+histogramPiece, n)
 		h := codec.FullSplitHistogram(vals[lo:hi])
-		for b, n := range h {
-			full[b] += n
+		for b, c := range h {
+			full[b] += c
+		}
+		for len(at) > 0 && at[0] < hi {
+			sample[byte(vals[at[0]]>>7)]++
+			at = at[1:]
 		}
 		in.Release(raw[2*lo : 2*hi])
 	}
-	return codec.PlanHistograms(len(vals), &full, &sample, opt)
+	return codec.PlanHistograms(n, &full, &sample, opt)
 }
 
 // histogramPiece is how many values planStream counts between releases.
