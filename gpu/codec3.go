@@ -8,8 +8,9 @@ import (
 	"lcttop/codec"
 )
 
-// codec3 is a Codec's device state for format version 3 (kernels/lct.cu,
-// lct_decode3): the sections of the tensor being coded and its tables.
+// codec3 is a Codec's device state for format version 3 (kernels/lct.cu:
+// lct_measure3, lct_encode3, lct_decode3): the sections of the tensor being
+// coded, its tables and the encoder's counts.
 type codec3 struct {
 	res, heads, tails, blocks, lens, tables, status, desc Buffer
 	x, esc, spill                                         Buffer // the encoder's counts per stream
@@ -32,7 +33,8 @@ const tailTableBytes = 160
 const decode3Smem = 256*4 + 32*4
 
 // codeTableWords is a version 3 code table's entries: the largest
-// alphabet's symbols (256 exponents, 3 fraction bits, the sign).
+// alphabet's symbols, 256 exponents times 8 (3 fraction bits, or 2 and the
+// sign).
 const codeTableWords = 2048
 
 // measure3Smem and encode3Smem are lct_measure3's and lct_encode3's shared

@@ -310,6 +310,25 @@ func TestBackendIsUsed(t *testing.T) {
 	}
 }
 
+// FuzzUnpackStream: a streaming unpack (in pieces) accepts and refuses
+// what Unpack does and restores the same bytes.
+func FuzzUnpackStream(f *testing.F) {
+	f.Add(mustPack(f, smallFile(f), Options{}))
+	f.Add(mustPack(f, smallFile(f), Options{Version: codec.FormatVersion2}))
+	f.Add(asVersion1(f, mustPack(f, smallFile(f), Options{Preset: codec.Auto, Dist: codec.Laplace})))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		out, err := Unpack(b, nil)
+		var streamed bytes.Buffer
+		_, serr := UnpackStream(context.Background(), streamInput(b), &streamed, Options{Workers: 1})
+		if (serr == nil) != (err == nil) {
+			t.Fatalf("Unpack says %v, UnpackStream %v", err, serr)
+		}
+		if err == nil && !bytes.Equal(streamed.Bytes(), out) {
+			t.Fatal("UnpackStream restored other bytes than Unpack")
+		}
+	})
+}
+
 func FuzzUnpack(f *testing.F) {
 	f.Add(mustPack(f, smallFile(f), Options{}))
 	f.Add(mustPack(f, smallFile(f), Options{Preset: codec.High, Dist: codec.Empirical}))
@@ -320,18 +339,8 @@ func FuzzUnpack(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, errRead := ReadArchive(b)
 		out, err := Unpack(b, nil)
-		// Unpacked by stream (in pieces), the file is accepted and refused
-		// alike and restored to the same bytes.
-		var streamed bytes.Buffer
-		_, serr := UnpackStream(context.Background(), streamInput(b), &streamed, Options{Workers: 1})
-		if (serr == nil) != (err == nil) {
-			t.Fatalf("Unpack says %v, UnpackStream %v", err, serr)
-		}
 		if err != nil {
 			return
-		}
-		if !bytes.Equal(streamed.Bytes(), out) {
-			t.Fatal("UnpackStream restored other bytes than Unpack")
 		}
 		if errRead != nil {
 			t.Fatalf("Unpack accepted what ReadArchive refused: %v", errRead)
