@@ -189,35 +189,33 @@ func (t *training) next() (stepResult, error) {
 // report is the StepReport of res, the step just taken, its Snapshot with
 // the LCT run's tensor figures.
 func (t *training) report(res stepResult) (StepReport, error) {
+	rep := t.reportBase(res)
+	var err error
+	if rep.Snapshot, err = t.b.Snapshot(res, t.opts.Model.Name, optimizerName(t.opts.Optimizer), t.valLoss, t.sum.Mismatch); err != nil {
+		return rep, err
+	}
+	rep.Snapshot.WeightsChecked, rep.Snapshot.ValStep = t.sum.WeightsChecked, t.valStep
+	return rep, nil
+}
+
+// reportBase is the StepReport of res without its Snapshot.
+func (t *training) reportBase(res stepResult) StepReport {
 	b, sum := t.b, &t.sum
 	rep := StepReport{stepResult: res, ValLoss: t.valLoss, ValStep: t.valStep, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
+	rep.BitIdentical = sum.AllIdentical
 	if b.Shadow != nil {
 		rep.Shadow = b.Shadow.Memory()
 	}
-	rep.BitIdentical = sum.AllIdentical
 	if b.LCT != nil {
 		rep.LCT = b.LCT.Memory()
 	}
-	var err error
-	if rep.Snapshot, err = b.Snapshot(res, t.opts.Model.Name, optimizerName(t.opts.Optimizer), t.valLoss, sum.Mismatch); err != nil {
-		return rep, err
-	}
-	rep.Snapshot.WeightsChecked, rep.Snapshot.ValStep = sum.WeightsChecked, t.valStep
-	return rep, nil
+	return rep
 }
 
 // reportCarrying is the StepReport of res with last's tensor figures
 // instead of new ones.
 func (t *training) reportCarrying(last session.Snapshot, res stepResult) StepReport {
-	b, sum := t.b, &t.sum
-	rep := StepReport{stepResult: res, ValLoss: t.valLoss, ValStep: t.valStep, Mismatch: sum.Mismatch, WeightsChecked: sum.WeightsChecked}
-	rep.BitIdentical = sum.AllIdentical
-	if b.Shadow != nil {
-		rep.Shadow = b.Shadow.Memory()
-	}
-	if b.LCT != nil {
-		rep.LCT = b.LCT.Memory()
-	}
+	rep := t.reportBase(res)
 	rep.Snapshot = t.carried(last, res)
 	return rep
 }
