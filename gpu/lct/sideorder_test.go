@@ -207,3 +207,46 @@ func TestEncodeAgainSourceFreedAfterItsRead(t *testing.T) {
 		h.mem.Free(out)
 	}
 }
+
+// A freed tensor's sections go back marked with the side stream's point
+// after its last use, not with a later point of other work queued since:
+// the trainer's next user of a block waits for what used it, no more.
+func TestFreedTensorMarkedAtItsLastUse(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	va, vb := h.randBF16(20000, 0, 0.02), h.randBF16(20000, 0, 1)
+	srcA, srcB := h.bf16(va), h.bf16(vb)
+	a, err := gc.Encode(h.mem, "a", session.Weights, srcA, len(va), cc, nil)
+	h.check(err)
+	b, err := gc.Encode(h.mem, "b", session.Weights, srcB, len(vb), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: a, Src: srcA}, {T: b, Src: srcB}}))
+	outA, outB := h.alloc(2*int64(len(va))), h.alloc(2*int64(len(vb)))
+	h.check(gc.Decode(outA, a)) // a's last use
+	inUse := map[gpu.Ptr]bool{}
+	for p := range h.mem.size {
+		inUse[p] = true
+	}
+	h.check(gc.Decode(outB, b)) // other work on the side stream, after it
+	if b.side <= a.side {
+		t.Fatalf("b's decode at point %d, not after a's at %d", b.side, a.side)
+	}
+	gc.Free(a)
+	freed := 0
+	for p := range inUse {
+		if _, still := h.mem.size[p]; still {
+			continue
+		}
+		freed++
+		if side, _ := h.mem.freedAs(p); side != a.side {
+			t.Errorf("a section of a went back marked with point %d, want its last use's, %d", side, a.side)
+		}
+	}
+	if freed == 0 {
+		t.Fatal("freeing a gave no section back")
+	}
+	h.check(gc.Ready(outA))
+	h.check(gc.Ready(outB))
+	gc.Free(b)
+}
