@@ -8,7 +8,9 @@ import (
 
 	"lcttop/codec"
 	"lcttop/gpu"
+	"lcttop/internal/testgpu"
 	"lcttop/session"
+	"lcttop/trainer"
 	"lcttop/trainer/bf16"
 )
 
@@ -158,4 +160,93 @@ func TestGrownSectionFreedAfterItsDecode(t *testing.T) {
 		h.mem.Free(out)
 	}
 	gc.Free(ct)
+}
+
+// The source of an encode made again at a settle, given back before the
+// next settle, is handed to the trainer only behind the side stream's read
+// of it: the trainer's write into the block waits, and the encode made
+// again codes the values it was given.
+func TestEncodeAgainSourceFreedAfterItsRead(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	h.mem.fence = gc.Hold
+	cc := trainer.DefaultClassCodec[session.ClassActivation]
+	va, _ := testgpu.SpillingTensor(t, cc)
+	bytes := 2 * int64(len(va))
+	for round := range 4 {
+		// A new key each round: no overflow room yet, so that the first
+		// settle encodes it again.
+		name := fmt.Sprintf("A%d", round)
+		src := h.bf16(va)
+		a, err := gc.Encode(h.mem, name, session.Activations, src, len(va), cc, nil)
+		h.check(err)
+		w, err := gc.CloseWindow(h.mem)
+		h.check(err)
+		again, err := gc.SettleWindow(h.mem, w, []Pending{{T: a, Src: src}})
+		h.check(err)
+		if len(again) != 1 {
+			t.Fatalf("round %d: the first settle of a spilling tensor did not encode it again", round)
+		}
+		h.mem.Free(src) // the encode made again may still be reading it
+		q, err := h.mem.alloc(bytes)
+		h.check(err)
+		if q != src {
+			t.Fatalf("round %d: the memory handed out another block than the source", round)
+		}
+		h.check(h.d.Memset(q, 0x3c, bytes))
+		var one [2]byte
+		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.check(gc.Settle(h.mem, []Pending{{T: a, Src: q}}))
+		out := h.alloc(bytes)
+		h.check(gc.Decode(out, a))
+		h.check(gc.Settle(h.mem, nil))
+		h.check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded again from a block the trainer took back", round), h.get16(out, len(va)), va)
+		gc.Free(a)
+		h.mem.Free(q)
+		h.mem.Free(out)
+	}
+}
+
+// A freed tensor's sections go back marked with the side stream's point
+// after its last use, not with a later point of other work queued since:
+// the trainer's next user of a block waits for what used it, no more.
+func TestFreedTensorMarkedAtItsLastUse(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
+	va, vb := h.randBF16(20000, 0, 0.02), h.randBF16(20000, 0, 1)
+	srcA, srcB := h.bf16(va), h.bf16(vb)
+	a, err := gc.Encode(h.mem, "a", session.Weights, srcA, len(va), cc, nil)
+	h.check(err)
+	b, err := gc.Encode(h.mem, "b", session.Weights, srcB, len(vb), cc, nil)
+	h.check(err)
+	h.check(gc.Settle(h.mem, []Pending{{T: a, Src: srcA}, {T: b, Src: srcB}}))
+	outA, outB := h.alloc(2*int64(len(va))), h.alloc(2*int64(len(vb)))
+	h.check(gc.Decode(outA, a)) // a's last use
+	inUse := map[gpu.Ptr]bool{}
+	for p := range h.mem.size {
+		inUse[p] = true
+	}
+	h.check(gc.Decode(outB, b)) // other work on the side stream, after it
+	if b.side <= a.side {
+		t.Fatalf("b's decode at point %d, not after a's at %d", b.side, a.side)
+	}
+	gc.Free(a)
+	freed := 0
+	for p := range inUse {
+		if _, still := h.mem.size[p]; still {
+			continue
+		}
+		freed++
+		if side, _ := h.mem.freedAs(p); side != a.side {
+			t.Errorf("a section of a went back marked with point %d, want its last use's, %d", side, a.side)
+		}
+	}
+	if freed == 0 {
+		t.Fatal("freeing a gave no section back")
+	}
+	h.check(gc.Ready(outA))
+	h.check(gc.Ready(outB))
+	gc.Free(b)
 }
