@@ -1812,6 +1812,35 @@ LCT_DEV int block_max(int v, int* tmp) {
   return m;
 }
 
+// Block3 is what thread j of a version 3 block knows of its geometry:
+// where the block starts, its values, and how many its stream holds (the
+// skewed round robin: format.md §3).
+struct Block3 {
+  long long base;
+  int nb, count;
+};
+
+LCT_DEV Block3 lct3_block(const Lct3Desc* d, int b, int j) {
+  Block3 geo;
+  geo.base = (long long)b * d->B;
+  const long long rem = d->n - geo.base;
+  geo.nb = (int)(rem < d->B ? rem : d->B);
+  const int full = geo.nb >> 8, rest = geo.nb & 255;
+  geo.count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  return geo;
+}
+
+// lct3_tail_len is stream j's tail length in units, from block b's table of
+// 5-bit lengths (0 where the block has no tails: unit 0).
+LCT_DEV u32 lct3_tail_len(const Lct3Desc* d, int b, int j, u32 unit) {
+  if (!unit) return 0;
+  const u8* lens = (const u8*)d->lens + 160ll * b;
+  const u32 bit = 5 * j;
+  u32 x = (u32)lens[bit >> 3] << 8;
+  if ((bit >> 3) + 1 < 160) x |= lens[(bit >> 3) + 1];
+  return (x >> (11 - (bit & 7))) & 31;
+}
+
 // lct_decode3 decodes block blockIdx.x of a version 3 tensor into dst.
 // Shared memory: the block's decode table (256 words), then 32 words of
 // scratch.
@@ -1823,20 +1852,11 @@ extern "C" __global__ void __launch_bounds__(256) lct_decode3(const Lct3Desc* __
   const u64 w0 = bt[0];
   const u32 Cb = (u32)(w0 & 0xFFFF), unit = (u32)(w0 >> 16) & 0xF;
   tab[j] = ((const u32*)d->tables)[(w0 >> 32) * 256 + j];
-  const long long base = (long long)b * d->B;
-  const long long rem = d->n - base;
-  const int nb = (int)(rem < d->B ? rem : d->B);
-  const int full = nb >> 8, rest = nb & 255;
-  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
+  const Block3 geo = lct3_block(d, b, j);
+  const long long base = geo.base;
+  const int count = geo.count;
   // Stream j's tail: L units, after the tails of the streams before it.
-  u32 L = 0;
-  if (unit) {
-    const u8* lens = (const u8*)d->lens + 160ll * b;
-    const u32 bit = 5 * j;
-    u32 x = (u32)lens[bit >> 3] << 8;
-    if ((bit >> 3) + 1 < 160) x |= lens[(bit >> 3) + 1];
-    L = (x >> (11 - (bit & 7))) & 31;
-  }
+  const u32 L = lct3_tail_len(d, b, j, unit);
   const u32 u = unit ? 1u << (unit - 1) : 0;
   u32 total;
   const u32 before = block_scan(L * u, tmp, total);
@@ -1912,13 +1932,9 @@ extern "C" __global__ void __launch_bounds__(256) lct_measure3(const Lct3Desc* _
   const int b = blockIdx.x, j = threadIdx.x;
   u32* tab = (u32*)LCT_DYNAMIC_SMEM;
   lct3_load_codes(tab, d, ((const u64*)d->blocks)[3 * (long long)b]);
-  const long long base = (long long)b * d->B;
-  const long long rem = d->n - base;
-  const int nb = (int)(rem < d->B ? rem : d->B);
-  const int full = nb >> 8, rest = nb & 255;
-  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
-  const int k = (int)d->k, mode = (int)d->sign;
-  const u16* in = src + base;
+  const Block3 geo = lct3_block(d, b, j);
+  const int k = (int)d->k, mode = (int)d->sign, count = geo.count;
+  const u16* in = src + geo.base;
   u32 bits = 0, escaped = 0;
   for (int p = 0; p < count; p++) {
     const u32 n = tab[lct3_symbol(in[(p << 8) | ((j - p) & 255)], k, mode)] & 31;
@@ -1951,19 +1967,10 @@ extern "C" __global__ void __launch_bounds__(256) lct_encode3(const Lct3Desc* __
   const u64 w0 = bt[0];
   lct3_load_codes(tab, d, w0);
   const u32 Cb = (u32)(w0 & 0xFFFF), unit = (u32)(w0 >> 16) & 0xF;
-  const long long base = (long long)b * d->B;
-  const long long rem = d->n - base;
-  const int nb = (int)(rem < d->B ? rem : d->B);
-  const int full = nb >> 8, rest = nb & 255;
-  const int count = full + (rest != 0 && ((j - full) & 255) < rest ? 1 : 0);
-  u32 L = 0;
-  if (unit) {
-    const u8* lens = (const u8*)d->lens + 160ll * b;
-    const u32 bit = 5 * j;
-    u32 y = (u32)lens[bit >> 3] << 8;
-    if ((bit >> 3) + 1 < 160) y |= lens[(bit >> 3) + 1];
-    L = (y >> (11 - (bit & 7))) & 31;
-  }
+  const Block3 geo = lct3_block(d, b, j);
+  const long long base = geo.base;
+  const int nb = geo.nb, count = geo.count;
+  const u32 L = lct3_tail_len(d, b, j, unit);
   const u32 u = unit ? 1u << (unit - 1) : 0;
   u32 total;
   const u64 tbit = 8 * bt[2] + block_scan(L * u, tmp, total);
