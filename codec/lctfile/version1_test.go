@@ -57,20 +57,29 @@ func buildVersion1Original(t *testing.T) []byte {
 	return b
 }
 
+// committedFiles is the committed original (testdata/v1's
+// slices.safetensors) and the n files of dir matching pattern, failing the
+// test where there are not n.
+func committedFiles(t *testing.T, dir, pattern string, n int) (original []byte, files []string) {
+	t.Helper()
+	original, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ = filepath.Glob(filepath.Join(dir, pattern))
+	if len(files) != n {
+		t.Fatalf("%d files %s in %s, want %d", len(files), pattern, dir, n)
+	}
+	return original, files
+}
+
 // TestVersion1Files: files written before format version 2 still unpack
 // byte for byte, read back as version 1 throughout, and the codec, asked
 // for version 1's mapping, still writes exactly their tensors' bytes.
 func TestVersion1Files(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want, files := committedFiles(t, version1Dir, "*.v1.lct", 4)
 	if !bytes.Equal(buildVersion1Original(t), want) {
 		t.Fatal("slices.safetensors is not what the real tensors give")
-	}
-	files, _ := filepath.Glob(filepath.Join(version1Dir, "*.v1.lct"))
-	if len(files) != 4 {
-		t.Fatalf("%d version 1 files, want 4 (one per preset)", len(files))
 	}
 	presets := map[codec.Preset]bool{}
 	for _, path := range files {

@@ -2,7 +2,6 @@ package lctfile
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,14 +21,7 @@ const version2Dir = "testdata/v2"
 // they are; packed today, parametric codebooks cost no lengths and AUTO
 // gives the two-block tensor a capacity per block and is smaller.
 func TestVersion2Files(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(version2Dir, "*.v2.lct"))
-	if len(files) != 5 {
-		t.Fatalf("%d version 2 files, want 5", len(files))
-	}
+	want, files := committedFiles(t, version2Dir, "*.v2.lct", 5)
 	dists := map[codec.Distribution]bool{}
 	for _, path := range files {
 		name := filepath.Base(path)

@@ -2,7 +2,6 @@ package lctfile
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -20,14 +19,7 @@ const version3Dir = "testdata/v3"
 // the codec still writes exactly their tensors' bytes from the codebook
 // and layout they carry.
 func TestVersion3Files(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(version1Dir, "slices.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(version3Dir, "*.v3.lct"))
-	if len(files) != 4 {
-		t.Fatalf("%d version 3 files, want 4", len(files))
-	}
+	want, files := committedFiles(t, version3Dir, "*.v3.lct", 4)
 	var signOnce, split, tails, perBlock bool
 	for _, path := range files {
 		name := filepath.Base(path)
