@@ -1,15 +1,22 @@
 package cudabackend
 
-import "lcttop/gpu"
+import (
+	"slices"
+
+	"lcttop/gpu"
+)
 
 // Decoding ahead: a layer's compressed tensors (its weight matrices in
 // forward; in backward, per half of the block, the weights and saved
 // activations that half reads) are decoded by one batched launch when the
 // phase starts, instead of one launch each just before its use. Every codec
-// launch costs about one block's latency (~20–35 µs on the H200) whatever
-// its size, so a layer's four weights cost four latencies one at a time and
-// one together. The views decoded ahead are live longer, so the run decodes
-// ahead only where that cannot raise its peak (aheadCount).
+// launch costs about one block's latency whatever its size, so a layer's
+// four weights cost four latencies one at a time and one together. Where
+// the rule allows, the next phase's views are decoded as the phase before
+// starts (decodeNext): that decode runs on the side stream beside the
+// phase's own work, and the next phase's first use need not wait for it.
+// The views decoded ahead are live longer, so the run decodes ahead only
+// where that cannot raise its peak (aheadCount).
 
 // aheadCount is the peak rule for decoding ahead: how many of the views of
 // sizes bytes (in the order the phase uses them) to decode at once when the
@@ -59,26 +66,45 @@ const (
 
 func (r *modelRun) phaseID(kind, layer int) int { return kind*r.cfg.Model.Layers + layer }
 
-// beginPhase starts phase id: it decodes ahead what the rule allows of
-// slots (in the order the phase reads them) and starts measuring the
+// beginPhase starts phase id: it takes the views decoded for it during the
+// phase before (decodeNext), decodes ahead what the rule allows of the rest
+// of slots (in the order the phase reads them) and starts measuring the
 // phase's needs.
 func (r *modelRun) beginPhase(id int, slots ...*slot) {
 	if r.err != nil {
+		r.dropNext()
 		return
 	}
-	var want int64
+	var early int64 // bytes of the views decoded during the phase before
+	if r.nextID == id {
+		for _, a := range r.next {
+			early += a.bytes
+		}
+		r.ahead = append(r.ahead, r.next...)
+		r.next = r.next[:0]
+	}
+	r.dropNext()
+	rest := r.restSlots[:0]
 	for _, s := range slots {
+		if !r.hasAhead(s) {
+			rest = append(rest, s)
+		}
+	}
+	r.restSlots = rest
+	var want int64
+	for _, s := range rest {
 		want += r.st.viewBytes(s)
 	}
 	if err := r.st.relieve(want); err != nil {
 		r.keep(err)
 		return
 	}
-	r.phaseStart = r.mem.Live()
-	r.mem.startWatch()
+	r.phaseStart = r.mem.Live() - early
+	r.mem.startWatch(early)
+	r.phase = id
 	bytes := r.aheadBytes[:0]
 	var total int64
-	for _, s := range slots {
+	for _, s := range rest {
 		b := r.st.viewBytes(s)
 		bytes = append(bytes, b)
 		total += b
@@ -87,48 +113,106 @@ func (r *modelRun) beginPhase(id int, slots ...*slot) {
 	if total == 0 || r.noAhead {
 		return // reads allocate nothing (the dense store), or off (tests)
 	}
-	n := aheadCount(r.phaseStart, r.reserve[id], r.mem.Ledger().Memory().PeakTotal, bytes)
-	if n == 0 {
+	n := aheadCount(r.phaseStart+early, r.reserve[id], r.mem.Ledger().Memory().PeakTotal, bytes)
+	r.keep(r.decodeAhead(rest[:n], bytes[:n], &r.ahead))
+}
+
+// decodeNext decodes, during the phase under way, views of phase id (the
+// next; slots in the order it reads them) where the rule allows them on
+// top of the phase under way's own needs and its views: their decode on the
+// side stream runs beside this phase's work instead of before the next
+// phase's first use.
+func (r *modelRun) decodeNext(id int, slots ...*slot) {
+	if r.err != nil || r.noAhead || r.reserve[r.phase] < 0 {
 		return
 	}
+	r.dropNext()
+	bytes := r.nextBytes[:0]
+	for _, s := range slots {
+		bytes = append(bytes, r.st.viewBytes(s))
+	}
+	r.nextBytes = bytes
+	var own int64
+	for _, a := range r.ahead {
+		own += a.bytes
+	}
+	n := aheadCount(r.phaseStart+own, r.reserve[r.phase], r.mem.Ledger().Memory().PeakTotal, bytes)
+	if n == 0 || slices.Contains(bytes[:n], 0) {
+		return // nothing the rule allows, or reads that allocate nothing (the dense store)
+	}
+	r.nextID = id
+	r.keep(r.decodeAhead(slots[:n], bytes[:n], &r.next))
+	for _, s := range slots[:n] {
+		r.earlyViews[s.class]++
+	}
+}
+
+// decodeAhead decodes the views of slots (of bytes each) as one batch into
+// list, counted as views decoded ahead in the phase under way's high water.
+func (r *modelRun) decodeAhead(slots []*slot, bytes []int64, list *[]aheadView) error {
+	if len(slots) == 0 {
+		return nil
+	}
 	views := r.aheadPtrs[:0]
-	for range n {
+	for range slots {
 		views = append(views, 0)
 	}
 	r.aheadPtrs = views
 	var ahead int64
-	for _, b := range bytes[:n] {
+	for _, b := range bytes {
 		ahead += b
 	}
-	r.mem.watch.ahead = ahead
-	if err := r.st.readAhead(slots[:n], views); err != nil {
+	r.mem.watch.ahead += ahead
+	if err := r.st.readAhead(slots, views); err != nil {
 		for i, p := range views {
 			if p != 0 {
 				r.st.done(slots[i], p)
 			}
 		}
-		r.mem.watch.ahead = 0
-		r.keep(err)
-		return
+		r.mem.watch.ahead -= ahead
+		return err
 	}
 	for i, p := range views {
-		r.ahead = append(r.ahead, aheadView{s: slots[i], p: p, bytes: bytes[i]})
+		*list = append(*list, aheadView{s: slots[i], p: p, bytes: bytes[i]})
 		r.aheadViews[slots[i].class]++
 	}
+	return nil
+}
+
+// hasAhead is whether s has a view decoded ahead in the phase under way.
+func (r *modelRun) hasAhead(s *slot) bool {
+	for _, a := range r.ahead {
+		if a.s == s {
+			return true
+		}
+	}
+	return false
+}
+
+// dropNext gives back views decoded for a phase that is not the one
+// starting (after an error).
+func (r *modelRun) dropNext() {
+	for _, a := range r.next {
+		r.st.done(a.s, a.p)
+	}
+	r.next = r.next[:0]
+	r.nextID = -1
 }
 
 // endPhase records what phase id needed on top of its start (for its next
 // run's rule) and gives back any view decoded ahead and not used (after
-// an error).
+// an error), and those decoded for the next phase after an error.
 func (r *modelRun) endPhase(id int) {
 	high := r.mem.stopWatch()
 	for _, a := range r.ahead {
 		r.st.done(a.s, a.p)
 	}
 	r.ahead = r.ahead[:0]
-	if r.err == nil {
-		r.reserve[id] = high - r.phaseStart
+	if r.err != nil {
+		r.dropNext()
+		return
 	}
+	r.reserve[id] = high - r.phaseStart
 }
 
 // takeAhead returns s's view decoded ahead, if there is one not handed out.

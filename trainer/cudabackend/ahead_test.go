@@ -57,7 +57,7 @@ func TestMemHighWaterLeavesOutViewsAhead(t *testing.T) {
 	if mem.Live() != 1024 || mem.Live() != mem.Ledger().Memory().LiveTotal {
 		t.Fatalf("live %d, ledger %d, want 1024", mem.Live(), mem.Ledger().Memory().LiveTotal)
 	}
-	mem.startWatch()
+	mem.startWatch(0)
 	mem.watch.ahead = 4096
 	v := alloc(4096) // a view decoded ahead
 	a := alloc(512)
@@ -98,7 +98,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 		peak             int64
 		decodes, batches int
 	}
-	var views map[session.TensorClass]int // of the run decoding ahead
+	var views, early map[session.TensorClass]int // of the run decoding ahead
 	run := func(ahead, resetPeak bool) []figures {
 		b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 		if err != nil {
@@ -144,7 +144,7 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 			if got := b.LCT.aheadViews[session.ClassWeight] - before; got != 4*m.Layers {
 				t.Errorf("two evaluations decoded %d weights ahead, want %d (the second's)", got, 4*m.Layers)
 			}
-			views = b.LCT.aheadViews
+			views, early = b.LCT.aheadViews, b.LCT.earlyViews
 		}
 		return out
 	}
@@ -157,6 +157,12 @@ func TestLCTRunDecodesAheadWithoutRaisingPeak(t *testing.T) {
 		views[session.ClassAdamM] == 0 || views[session.ClassAdamV] == 0 {
 		t.Errorf("views decoded ahead by class: %v; want %d weights, some activations and states at least", views, 4*m.Layers*(steps-1))
 	}
+	// Decoded during the phase before theirs: the next block's weights in
+	// forward, the next half-block's reads in backward.
+	if early[session.ClassWeight] == 0 || early[session.ClassActivation] == 0 {
+		t.Errorf("views decoded during the phase before theirs, by class: %v; want weights and activations", early)
+	}
+	t.Logf("views decoded ahead %v, of them during the phase before %v", views, early)
 	for i := range steps {
 		if on[i].peak != off[i].peak {
 			t.Errorf("step %d: peak %d decoding ahead, %d at the use", i+1, on[i].peak, off[i].peak)

@@ -40,8 +40,9 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 	for l := m.Layers - 1; l >= 0; l-- {
 		a, lw := &r.blocks[l], &r.layers[l]
 		p := lw.prefix
-		mlp := r.phaseID(phaseBackwardMLP, l)
-		r.beginPhase(mlp, r.phaseViews([]*slot{lw.fcproj.w, a.fc}, r.states(lw.fcproj), []*slot{lw.fc.w, a.ln2}, r.states(lw.fc), []*slot{a.mid})...)
+		mlp, att := r.phaseID(phaseBackwardMLP, l), r.phaseID(phaseBackwardAttention, l)
+		r.beginPhase(mlp, r.mlpViews(l)...)
+		r.decodeNext(att, r.attentionViews(l)...)
 
 		// MLP: out = mid + fcproj(gelu(fc(ln2(mid)))).
 		fcproj := linearLayer{N: N, In: 4 * C, Out: C}
@@ -76,8 +77,10 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 		r.endPhase(mlp)
 
 		// Attention: mid = in + proj(attention(qkv(ln1(in)))).
-		att := r.phaseID(phaseBackwardAttention, l)
-		r.beginPhase(att, r.phaseViews([]*slot{lw.proj.w, a.attn}, r.states(lw.proj), []*slot{a.qkv, lw.qkv.w, a.ln1}, r.states(lw.qkv), []*slot{a.in})...)
+		r.beginPhase(att, r.attentionViews(l)...)
+		if l > 0 {
+			r.decodeNext(r.phaseID(phaseBackwardMLP, l-1), r.mlpViews(l-1)...)
+		}
 		proj := linearLayer{N: N, In: C, Out: C}
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")
@@ -130,6 +133,19 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 	r.update(step, "wte", dwte)
 	r.update(step, "wpe", dwpe)
 	return r.err
+}
+
+// mlpViews are the reads of layer l's MLP in backward, in their order.
+func (r *modelRun) mlpViews(l int) []*slot {
+	a, lw := &r.blocks[l], &r.layers[l]
+	return r.phaseViews([]*slot{lw.fcproj.w, a.fc}, r.states(lw.fcproj), []*slot{lw.fc.w, a.ln2}, r.states(lw.fc), []*slot{a.mid})
+}
+
+// attentionViews are the reads of layer l's attention in backward, in their
+// order.
+func (r *modelRun) attentionViews(l int) []*slot {
+	a, lw := &r.blocks[l], &r.layers[l]
+	return r.phaseViews([]*slot{lw.proj.w, a.attn}, r.states(lw.proj), []*slot{a.qkv, lw.qkv.w, a.ln1}, r.states(lw.qkv), []*slot{a.in})
 }
 
 // linearWeightGrad computes the weight and bias gradients of layer prefix

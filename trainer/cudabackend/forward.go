@@ -103,6 +103,10 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 		p := lw.prefix
 		id := r.phaseID(phase, l)
 		r.beginPhase(id, lw.qkv.w, lw.proj.w, lw.fc.w, lw.fcproj.w)
+		if l+1 < m.Layers {
+			nw := &r.layers[l+1]
+			r.decodeNext(r.phaseID(phase, l+1), nw.qkv.w, nw.proj.w, nw.fc.w, nw.fcproj.w)
+		}
 		a.mean1, a.rstd1 = stats()
 		ln1 := r.begin(a.ln1)
 		r.layerNorm(p+"ln1", ln1, a.mean1, a.rstd1, x)

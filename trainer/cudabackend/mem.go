@@ -46,9 +46,10 @@ type highWater struct {
 	high  int64
 }
 
-// startWatch starts following the high water from what is live now.
-func (m *Mem) startWatch() {
-	m.watch = highWater{on: true, high: m.live}
+// startWatch starts following the high water from what is live now but
+// ahead bytes of views decoded ahead.
+func (m *Mem) startWatch(ahead int64) {
+	m.watch = highWater{on: true, high: m.live - ahead, ahead: ahead}
 }
 
 // stopWatch stops following and returns the highest live bytes, views

@@ -135,8 +135,16 @@ type modelRun struct {
 	aheadBytes []int64
 	aheadPtrs  []gpu.Ptr
 	phaseSlots []*slot
+	restSlots  []*slot
 	noAhead    bool                        // decode every view at its use (tests)
 	aheadViews map[session.TensorClass]int // views decoded ahead so far, by class
+	// Views of the next phase decoded during the phase under way
+	// (decodeNext), for phase nextID (-1: none).
+	phase      int
+	next       []aheadView
+	nextID     int
+	nextBytes  []int64
+	earlyViews map[session.TensorClass]int // views decoded during the phase before theirs, by class
 }
 
 // newRun lays out the run's tensors; nothing is allocated until Load.
@@ -147,6 +155,8 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*modelRun, error) {
 	r := &modelRun{cfg: cfg, mem: mem, ops: newGPTOps(mem), st: st, name: name, byName: map[string]*param{}}
 	r.ops.beforeAlloc = st.relieve
 	r.aheadViews = map[session.TensorClass]int{}
+	r.earlyViews = map[session.TensorClass]int{}
+	r.nextID = -1
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
 	for i := range r.reserve {
 		r.reserve[i] = -1
