@@ -123,7 +123,7 @@ func (r *modelRun) beginPhase(id int, slots ...*slot) {
 // side stream runs beside this phase's work instead of before the next
 // phase's first use.
 func (r *modelRun) decodeNext(id int, slots ...*slot) {
-	if r.err != nil || r.noAhead || r.reserve[r.phase] < 0 {
+	if r.err != nil || r.noAhead || r.reserve[r.phase] < 0 || r.reserve[id] < 0 {
 		return
 	}
 	r.dropNext()
@@ -136,7 +136,11 @@ func (r *modelRun) decodeNext(id int, slots ...*slot) {
 	for _, a := range r.ahead {
 		own += a.bytes
 	}
-	n := aheadCount(r.phaseStart+own, r.reserve[r.phase], r.mem.Ledger().Memory().PeakTotal, bytes)
+	// The views must fit beside this phase's needs and, at the next phase's
+	// start (where this phase's last run ended), beside the next phase's.
+	peak := r.mem.Ledger().Memory().PeakTotal
+	n := aheadCount(r.phaseStart+own, r.reserve[r.phase], peak, bytes)
+	n = min(n, aheadCount(r.phaseStart+r.growth[r.phase], r.reserve[id], peak, bytes))
 	if n == 0 || slices.Contains(bytes[:n], 0) {
 		return // nothing the rule allows, or reads that allocate nothing (the dense store)
 	}
@@ -199,8 +203,9 @@ func (r *modelRun) dropNext() {
 	r.nextID = -1
 }
 
-// endPhase records what phase id needed on top of its start (for its next
-// run's rule) and gives back any view decoded ahead and not used (after
+// endPhase records what phase id needed on top of its start and what it
+// left live beyond it (for the rules of its next run and of decodeNext
+// before the phase after it), and gives back any view decoded ahead and not used (after
 // an error), and those decoded for the next phase after an error.
 func (r *modelRun) endPhase(id int) {
 	high := r.mem.stopWatch()
@@ -213,6 +218,11 @@ func (r *modelRun) endPhase(id int) {
 		return
 	}
 	r.reserve[id] = high - r.phaseStart
+	var early int64
+	for _, a := range r.next {
+		early += a.bytes
+	}
+	r.growth[id] = r.mem.Live() - early - r.phaseStart
 }
 
 // takeAhead returns s's view decoded ahead, if there is one not handed out.

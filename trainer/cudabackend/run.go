@@ -131,6 +131,7 @@ type modelRun struct {
 	// phase under way started.
 	ahead      []aheadView
 	reserve    []int64
+	growth     []int64 // live bytes each phase's last run left beyond its start
 	phaseStart int64
 	aheadBytes []int64
 	aheadPtrs  []gpu.Ptr
@@ -157,6 +158,7 @@ func newRun(name string, cfg Config, mem *Mem, st store) (*modelRun, error) {
 	r.aheadViews = map[session.TensorClass]int{}
 	r.earlyViews = map[session.TensorClass]int{}
 	r.nextID = -1
+	r.growth = make([]int64, phaseKinds*cfg.Model.Layers)
 	r.reserve = make([]int64, phaseKinds*cfg.Model.Layers)
 	for i := range r.reserve {
 		r.reserve[i] = -1
