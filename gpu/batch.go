@@ -110,7 +110,7 @@ func (s *batchState) upload(d *Device, items []batchItem, scratch bool) (table, 
 		if err := d.grow(&tab.buf, size, CodecScratch); err != nil {
 			return 0, 0, 0, err
 		}
-		if err := d.htodAsync(tab.buf, 0, b); err != nil {
+		if err := d.htod(tab.buf, 0, b); err != nil {
 			tab.host = tab.host[:0]
 			return 0, 0, 0, err
 		}

@@ -88,7 +88,7 @@ func (c *Compute) Upload(dst Ptr, src []byte) error {
 	if len(src) == 0 {
 		return nil
 	}
-	return c.call(func() error { return c.d.drv.htodCompute(dst, unsafe.Pointer(&src[0]), len(src)) })
+	return c.call(func() error { return c.d.drv.compute().htod(dst, unsafe.Pointer(&src[0]), len(src)) })
 }
 
 // Download copies src to dst once the work queued before it is done.
@@ -96,17 +96,17 @@ func (c *Compute) Download(dst []byte, src Ptr) error {
 	if len(dst) == 0 {
 		return nil
 	}
-	return c.call(func() error { return c.d.drv.dtohCompute(unsafe.Pointer(&dst[0]), src, len(dst)) })
+	return c.call(func() error { return c.d.drv.compute().dtoh(unsafe.Pointer(&dst[0]), src, len(dst)) })
 }
 
 // Memset queues setting bytes bytes at p to b.
 func (c *Compute) Memset(p Ptr, b byte, bytes int64) error {
-	return c.call(func() error { return c.d.drv.memsetCompute(p, b, int(bytes)) })
+	return c.call(func() error { return c.d.drv.compute().memset8(p, b, int(bytes)) })
 }
 
 // Copy queues a device-to-device copy.
 func (c *Compute) Copy(dst, src Ptr, bytes int64) error {
-	return c.call(func() error { return c.d.drv.dtodCompute(dst, src, int(bytes)) })
+	return c.call(func() error { return c.d.drv.compute().dtod(dst, src, int(bytes)) })
 }
 
 // Launch queues kernel (a name from kernels.GPTKernels) on a 1-D grid.
@@ -126,7 +126,7 @@ func (c *Compute) Launch(kernel string, grid, block int, args ...any) error {
 				return err
 			}
 		}
-		return c.d.drv.launchCompute(kernel, grid, block, slots, sizes)
+		return c.d.drv.compute().launch(kernel, grid, block, 0, slots, sizes)
 	}); err != nil {
 		return fmt.Errorf("gpu: launch %s: %w", kernel, err)
 	}
@@ -173,31 +173,58 @@ func (c *Compute) MemInfo() (free, total int64, err error) {
 	return free, total, err
 }
 
-// Event is a timestamp queued on the compute stream.
+// Event is a timestamp queued on the compute stream: 1 + its index in the
+// device's computeEvents.
 type Event uintptr
 
 // NewEvent creates an event (reusable: each Record moves it).
 func (c *Compute) NewEvent() (Event, error) {
 	var e Event
 	err := c.call(func() error {
-		var err error
-		e, err = c.d.drv.newComputeEvent()
-		return err
+		ev, err := c.d.drv.newEvent(true)
+		if err != nil {
+			return err
+		}
+		c.d.computeEvents = append(c.d.computeEvents, ev)
+		e = Event(len(c.d.computeEvents))
+		return nil
 	})
 	return e, err
 }
 
+// event is e's driver event; the caller holds the compute view.
+func (c *Compute) event(e Event) (event, error) {
+	if e < 1 || int(e) > len(c.d.computeEvents) || c.d.computeEvents[e-1] == nil {
+		return nil, fmt.Errorf("gpu: no event %d", e)
+	}
+	return c.d.computeEvents[e-1], nil
+}
+
 // Record queues e after the work queued so far.
 func (c *Compute) Record(e Event) error {
-	return c.call(func() error { return c.d.drv.recordComputeEvent(e) })
+	return c.call(func() error {
+		ev, err := c.event(e)
+		if err != nil {
+			return err
+		}
+		return c.d.drv.compute().record(ev)
+	})
 }
 
 // Millis is the device time from a to b, both recorded; it waits for b.
 func (c *Compute) Millis(a, b Event) (float32, error) {
 	var ms float32
 	err := c.call(func() error {
-		var err error
-		ms, err = c.d.drv.computeEventMillis(a, b)
+		ea, err := c.event(a)
+		if err != nil {
+			return err
+		}
+		eb, err := c.event(b)
+		if err != nil {
+			return err
+		}
+		m, err := eb.since(ea)
+		ms = float32(m)
 		return err
 	})
 	return ms, err
@@ -205,7 +232,15 @@ func (c *Compute) Millis(a, b Event) (float32, error) {
 
 // DestroyEvent releases e.
 func (c *Compute) DestroyEvent(e Event) error {
-	return c.call(func() error { return c.d.drv.destroyComputeEvent(e) })
+	return c.call(func() error {
+		ev, err := c.event(e)
+		if err != nil {
+			return err
+		}
+		ev.destroy()
+		c.d.computeEvents[e-1] = nil
+		return nil
+	})
 }
 
 // PackArgs turns launch arguments into 8-byte slots (the value in the low

@@ -38,6 +38,8 @@ type Device struct {
 	// queued read waited for late does not overwrite a newer status.
 	statusSeq uint64
 	reads     []*StatusRead // given back, their pinned memory kept for reuse
+	// computeEvents are Compute's events, by Event − 1 (nil: destroyed).
+	computeEvents []event
 
 	// scratch for the unfused update path and for histograms, grown on demand
 	scratch [3]Buffer
@@ -256,7 +258,8 @@ func (d *Device) Memory() MemoryReport {
 	return r
 }
 
-// Upload copies src into the start of dst.
+// Upload queues the copy of src into the start of dst, behind the work
+// queued before it; src may be reused when Upload returns.
 func (d *Device) Upload(dst Buffer, src []byte) error {
 	return d.do(func() error { return d.htod(dst, 0, src) })
 }
@@ -276,6 +279,11 @@ func (d *Device) DownloadBF16(dst []uint16, src Buffer) error {
 	return d.Download(Bytes(dst), src)
 }
 
+// htod queues an upload behind the work before it without waiting for
+// that work: the CUDA driver stages pageable memory before it returns
+// (cuMemcpyHtoDAsync), so src may be reused at once, and making or
+// re-coding a tensor (its descriptor, tables and status words) does not
+// stall the device.
 func (d *Device) htod(dst Buffer, off int, src []byte) error {
 	if off < 0 || off+len(src) > dst.size {
 		return fmt.Errorf("gpu: upload of %d bytes at %d into a %d-byte buffer", len(src), off, dst.size)
@@ -309,7 +317,7 @@ func (d *Device) launch(k kernel, grid, block, smem int, args ...uint64) error {
 	if smem > d.info.MaxSmemPerBlock {
 		return fmt.Errorf("gpu: %s needs %d bytes of shared memory, the device gives %d", kernelNames[k], smem, d.info.MaxSmemPerBlock)
 	}
-	if err := d.drv.launch(k, grid, block, smem, args); err != nil {
+	if err := d.drv.launch(kernelNames[k], grid, block, smem, args, nil); err != nil {
 		return fmt.Errorf("gpu: launch %s: %w", kernelNames[k], err)
 	}
 	return nil
@@ -345,20 +353,20 @@ func (d *Device) NewTimer() (*Timer, error) {
 	t := &Timer{d: d}
 	err := d.do(func() error {
 		var err error
-		if t.start, err = d.drv.newEvent(); err != nil {
+		if t.start, err = d.drv.newEvent(true); err != nil {
 			return err
 		}
-		t.end, err = d.drv.newEvent()
+		t.end, err = d.drv.newEvent(true)
 		return err
 	})
 	return t, err
 }
 
 // Start marks the start.
-func (t *Timer) Start() error { return t.d.do(t.start.record) }
+func (t *Timer) Start() error { return t.d.do(func() error { return t.d.drv.record(t.start) }) }
 
 // Stop marks the end.
-func (t *Timer) Stop() error { return t.d.do(t.end.record) }
+func (t *Timer) Stop() error { return t.d.do(func() error { return t.d.drv.record(t.end) }) }
 
 // Ms waits for the end mark and returns the milliseconds from start to end.
 func (t *Timer) Ms() (float64, error) {

@@ -72,22 +72,33 @@ type deviceInfo struct {
 // driver is what Device needs of CUDA: the driver API (cudaDriver) or the
 // CPU emulation (emuDriver). The codec's methods run between enter and
 // exit, which the CUDA driver uses to make its context current on the
-// calling OS thread. Launches and device-to-device copies are asynchronous;
-// copies to and from the host wait for the work before them.
+// calling OS thread.
+//
+// A driver has two streams. Its own methods of stream queue on the codec's
+// stream: the legacy default stream until useSideStream, then the side
+// stream. compute is the legacy default stream whatever the codec's
+// stream is: Compute queues there.
 type driver interface {
+	stream
+	compute() stream
+
 	enter() error
+	// makeCurrent makes the context current on the calling thread for the
+	// compute view, leaving enter's saved context alone.
+	makeCurrent() error
 	exit()
 	info() deviceInfo
 	alloc(bytes int) (Ptr, error)
 	free(p Ptr) error
-	htod(dst Ptr, src unsafe.Pointer, bytes int) error
-	dtoh(dst unsafe.Pointer, src Ptr, bytes int) error
-	dtod(dst, src Ptr, bytes int) error
-	memset32(dst Ptr, v uint32, words int) error
-	launch(k kernel, grid, block, smem int, args []uint64) error
-	synchronize() error
-	newEvent() (event, error)
-	// useSideStream moves the driver's later work to a stream of its own
+	// allocHost is pinned host memory, which a stream's dtohAsync copies
+	// into without waiting.
+	allocHost(bytes int) (unsafe.Pointer, error)
+	freeHost(p unsafe.Pointer)
+	// newEvent makes an event for a stream's record; timing says whether
+	// since can measure from it (a plain event is cheaper to record and wait
+	// for).
+	newEvent(timing bool) (event, error)
+	// useSideStream moves the codec's later work to a stream of its own
 	// that does not wait for the legacy default stream, with ring events
 	// to mark it by; afterDefault, markSide and holdDefault order the two
 	// (see side.go).
@@ -95,38 +106,47 @@ type driver interface {
 	afterDefault() error
 	markSide(i int) error
 	holdDefault(i int) error
-	// delay queues a memset of words at p on the side stream (side) or on
-	// the legacy default stream: work that only takes time (side.go).
-	delay(side bool, p Ptr, words int) error
+	// prepareCompute loads what the compute stream loads at its first use
+	// (the GPT kernels' module, cuBLAS); gemm queues a product through
+	// cuBLAS on the compute stream.
+	prepareCompute() error
+	gemm(g Gemm) error
+	// synchronizeAll waits for the work of every stream.
+	synchronizeAll() error
+	memInfo() (free, total int64, err error)
 	// close releases the driver; it runs between enter and exit and does
 	// the exit itself.
 	close() error
-
-	// The compute stream (Compute): the legacy default stream, whatever
-	// the codec's stream is. launchCompute runs a kernel of gpt.cu by
-	// name; gemm a product through cuBLAS. htodCompute returns once src is
-	// staged; dtohCompute waits for the work before it; synchronizeAll for
-	// the work of every stream.
-	makeCurrent() error
-	prepareCompute() error
-	launchCompute(name string, grid, block int, args []uint64, sizes []uint8) error
-	gemm(g Gemm) error
-	htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error
-	dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error
-	dtodCompute(dst, src Ptr, bytes int) error
-	memsetCompute(p Ptr, b byte, bytes int) error
-	synchronizeAll() error
-	memInfo() (free, total int64, err error)
-	newComputeEvent() (Event, error)
-	recordComputeEvent(e Event) error
-	computeEventMillis(a, b Event) (float32, error)
-	destroyComputeEvent(e Event) error
 }
 
-// event marks a point in the device's work, for timing.
+// stream is one order of device work. Launches, device-to-device copies,
+// fills and records are queued; htod returns once src may be reused, its
+// copy queued behind the stream's work; dtoh waits for the work before it
+// and returns with dst written; dtohAsync queues a copy into pinned host
+// memory (allocHost) that an event recorded after it says is done.
+type stream interface {
+	htod(dst Ptr, src unsafe.Pointer, bytes int) error
+	dtoh(dst unsafe.Pointer, src Ptr, bytes int) error
+	dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error
+	dtod(dst, src Ptr, bytes int) error
+	memset8(dst Ptr, b byte, bytes int) error
+	memset32(dst Ptr, v uint32, words int) error
+	// launch queues the kernel of kernels/lct.cu or kernels/gpt.cu named
+	// kernel with args, each in an 8-byte slot; sizes are their sizes in
+	// bytes (nil: every one 8).
+	launch(kernel string, grid, block, smem int, args []uint64, sizes []uint8) error
+	// record queues e: it is reached once the work queued before it is done.
+	record(e event) error
+	// synchronize waits for the stream's work.
+	synchronize() error
+}
+
+// event marks a point in a stream's work.
 type event interface {
-	record() error
-	// since waits for the event and returns the milliseconds from start to it.
+	// wait returns once the work up to the event's last record is done.
+	wait() error
+	// since waits for the event and returns the milliseconds from start's
+	// record to its own; both must have been made with timing.
 	since(start event) (float64, error)
 	destroy()
 }

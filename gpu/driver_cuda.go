@@ -16,14 +16,18 @@ import (
 // cudaDriver drives one GPU through the CUDA driver API (package gpu/cuda,
 // loaded at run time), on the GPU's primary context.
 type cudaDriver struct {
-	dev   cuda.Device
-	ctx   cuda.Context
-	mod   cuda.Module
-	fns   [numKernels]cuda.Function
+	// *cudaStream is where the codec's work is queued: legacy, until
+	// useSideStream.
+	*cudaStream
+	legacy cudaStream // the legacy default stream, the compute stream
+	dev    cuda.Device
+	ctx    cuda.Context
+	mod    cuda.Module
+	// fns are lct.cu's kernels by name, read-only once loaded.
+	fns   map[string]cuda.Function
 	inf   deviceInfo
 	prior cuda.Context
-	// stream is where the codec's work is queued: 0, the legacy default
-	// stream, until useSideStream.
+	// stream is the side stream's handle once useSideStream made it, else 0.
 	stream cuda.Stream
 	side   sideEvents
 	// The compute stream's module of GPT kernels and cuBLAS, loaded at
@@ -32,6 +36,13 @@ type cudaDriver struct {
 	gptFns  map[string]cuda.Function
 	blas    *cublas.Handle
 	blasErr error
+}
+
+// cudaStream is one stream of the driver's context: h 0 is the legacy
+// default stream.
+type cudaStream struct {
+	d *cudaDriver
+	h cuda.Stream
 }
 
 // sideEvents are the side stream's ordering events: one recorded on the
@@ -61,7 +72,9 @@ func openCUDADriver(ordinal int) (driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: GPU %d: context: %w", ordinal, err)
 	}
-	d := &cudaDriver{dev: dev, ctx: ctx}
+	d := &cudaDriver{dev: dev, ctx: ctx, fns: map[string]cuda.Function{}}
+	d.legacy = cudaStream{d: d}
+	d.cudaStream = &d.legacy
 	// The context is current per OS thread: stay on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -95,7 +108,7 @@ func (d *cudaDriver) load() error {
 	if err != nil {
 		return fmt.Errorf("gpu: %s: load kernels PTX: %w", name, err)
 	}
-	for k, kn := range kernelNames {
+	for _, kn := range kernelNames {
 		f, err := d.mod.Function(kn)
 		if err != nil {
 			return fmt.Errorf("gpu: %s: %w", name, err)
@@ -103,7 +116,7 @@ func (d *cudaDriver) load() error {
 		if err := f.AllowSharedMemory(optin); err != nil {
 			return fmt.Errorf("gpu: %s: kernel %s: raise shared memory to %d: %w", name, kn, optin, err)
 		}
-		d.fns[k] = f
+		d.fns[kn] = f
 	}
 	d.inf = deviceInfo{Name: name, SMs: sms, MaxSmemPerBlock: optin, JITNote: jitCacheNote(os.Getenv)}
 	return nil
@@ -136,46 +149,59 @@ func (d *cudaDriver) alloc(bytes int) (Ptr, error) {
 
 func (d *cudaDriver) free(p Ptr) error { return cuda.MemFree(cuda.Ptr(p)) }
 
-func (d *cudaDriver) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
-	if d.stream != 0 {
-		// From pageable memory the call returns once src is staged: the
-		// caller may reuse it, and the copy is ordered on the stream.
-		return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, d.stream)
-	}
-	return cuda.CopyHtoD(cuda.Ptr(dst), src, bytes)
+func (d *cudaDriver) compute() stream { return &d.legacy }
+
+// htod is asynchronous from pageable memory: the driver stages src before
+// it returns and queues the copy behind the stream's work, where a
+// synchronous copy would first wait for all of it and leave the device
+// idle while the host queues the next work.
+func (s *cudaStream) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
+	return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, s.h)
 }
 
-// htodAsync queues the copy on the driver's stream, where the kernels run;
-// pageable src is staged before the call returns.
-func (d *cudaDriver) htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error {
-	return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, d.stream)
-}
-
-func (d *cudaDriver) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
-	if d.stream != 0 {
-		if err := cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, d.stream); err != nil {
+func (s *cudaStream) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
+	if s.h != 0 {
+		if err := cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, s.h); err != nil {
 			return err
 		}
-		return d.stream.Synchronize()
+		return s.h.Synchronize()
 	}
 	return cuda.CopyDtoH(dst, cuda.Ptr(src), bytes)
 }
 
-func (d *cudaDriver) dtod(dst, src Ptr, bytes int) error {
-	return cuda.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), bytes, d.stream)
+// dtohAsync queues the copy behind the stream's work; dst must be pinned
+// (allocHost) for the call not to wait.
+func (s *cudaStream) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
+	return cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, s.h)
 }
 
-func (d *cudaDriver) memset32(dst Ptr, v uint32, words int) error {
-	return cuda.MemsetD32Async(cuda.Ptr(dst), v, words, d.stream)
+func (s *cudaStream) dtod(dst, src Ptr, bytes int) error {
+	return cuda.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), bytes, s.h)
 }
 
-func (d *cudaDriver) launch(k kernel, grid, block, smem int, args []uint64) error {
-	return cuda.Launch(d.fns[k], grid, block, smem, d.stream, args)
+func (s *cudaStream) memset8(dst Ptr, b byte, bytes int) error {
+	return cuda.MemsetD8Async(cuda.Ptr(dst), b, bytes, s.h)
 }
 
-func (d *cudaDriver) synchronize() error {
-	if d.stream != 0 {
-		return d.stream.Synchronize()
+func (s *cudaStream) memset32(dst Ptr, v uint32, words int) error {
+	return cuda.MemsetD32Async(cuda.Ptr(dst), v, words, s.h)
+}
+
+// launch takes the argument slots as they are: cuLaunchKernel reads each
+// parameter's own size from its slot's start.
+func (s *cudaStream) launch(kernel string, grid, block, smem int, args []uint64, _ []uint8) error {
+	f, err := s.d.function(kernel)
+	if err != nil {
+		return err
+	}
+	return cuda.Launch(f, grid, block, smem, s.h, args)
+}
+
+func (s *cudaStream) record(e event) error { return e.(*cudaEvent).ev.Record(s.h) }
+
+func (s *cudaStream) synchronize() error {
+	if s.h != 0 {
+		return s.h.Synchronize()
 	}
 	return cuda.Synchronize()
 }
@@ -207,21 +233,18 @@ func (d *cudaDriver) close() error {
 	return first
 }
 
-// cudaEvent is an event recorded on the driver's stream.
-type cudaEvent struct {
-	ev cuda.Event
-	d  *cudaDriver
-}
+// cudaEvent is an event of the driver's context.
+type cudaEvent struct{ ev cuda.Event }
 
-func (d *cudaDriver) newEvent() (event, error) {
-	ev, err := cuda.NewEvent(true)
+func (d *cudaDriver) newEvent(timing bool) (event, error) {
+	ev, err := cuda.NewEvent(timing)
 	if err != nil {
 		return nil, err
 	}
-	return &cudaEvent{ev: ev, d: d}, nil
+	return &cudaEvent{ev: ev}, nil
 }
 
-func (e *cudaEvent) record() error { return e.ev.Record(e.d.stream) }
+func (e *cudaEvent) wait() error { return e.ev.Synchronize() }
 
 func (e *cudaEvent) since(start event) (float64, error) {
 	if err := e.ev.Synchronize(); err != nil {
@@ -236,23 +259,6 @@ func (e *cudaEvent) destroy() { e.ev.Destroy() }
 func (d *cudaDriver) allocHost(bytes int) (unsafe.Pointer, error) { return cuda.MemAllocHost(bytes) }
 
 func (d *cudaDriver) freeHost(p unsafe.Pointer) { cuda.MemFreeHost(p) }
-
-// dtohAsync queues the copy on the driver's stream, behind the work queued
-// before it; dst must be pinned (allocHost) for the call not to wait.
-func (d *cudaDriver) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
-	return cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, d.stream)
-}
-
-// newSyncEvent makes an event without timing (cheaper to record and wait for).
-func (d *cudaDriver) newSyncEvent() (syncEvent, error) {
-	ev, err := cuda.NewEvent(false)
-	if err != nil {
-		return nil, err
-	}
-	return &cudaEvent{ev: ev, d: d}, nil
-}
-
-func (e *cudaEvent) wait() error { return e.ev.Synchronize() }
 
 // useSideStream creates the side stream and its events; the driver's work
 // goes there from now on. It is all or nothing: on a failure the driver
@@ -287,6 +293,7 @@ func (d *cudaDriver) useSideStream(ring int) error {
 		ev.ring = append(ev.ring, e)
 	}
 	d.stream, d.side = s, ev
+	d.cudaStream = &cudaStream{d: d, h: s}
 	return nil
 }
 
@@ -309,6 +316,7 @@ func (d *cudaDriver) dropSideStream() error {
 		first = err
 	}
 	d.stream, d.side = 0, sideEvents{}
+	d.cudaStream = &d.legacy
 	return first
 }
 
@@ -324,21 +332,17 @@ func (d *cudaDriver) afterDefault() error {
 // markSide records ring event i on the side stream.
 func (d *cudaDriver) markSide(i int) error { return d.side.ring[i].Record(d.stream) }
 
-// delay queues a memset on the side stream or the legacy default stream.
-func (d *cudaDriver) delay(side bool, p Ptr, words int) error {
-	s := cuda.Stream(0)
-	if side {
-		s = d.stream
-	}
-	return cuda.MemsetD32Async(cuda.Ptr(p), 0, words, s)
-}
-
 // holdDefault makes the legacy default stream's later work wait for ring
 // event i's record.
 func (d *cudaDriver) holdDefault(i int) error { return cuda.Stream(0).Wait(d.side.ring[i]) }
 
-// gptFunction is GPT kernel name, loading gpt.cu's module at the first call.
-func (d *cudaDriver) gptFunction(name string) (cuda.Function, error) {
+// function is the kernel named name: one of lct.cu's, or of gpt.cu's,
+// whose module is loaded at the first call for one (on the compute stream's
+// calls alone, so that the codec's reads of fns race with nothing).
+func (d *cudaDriver) function(name string) (cuda.Function, error) {
+	if f, ok := d.fns[name]; ok {
+		return f, nil
+	}
 	if d.gptFns == nil {
 		mod, err := cuda.LoadModule(kernels.GPTPTX)
 		if err != nil {
@@ -357,28 +361,20 @@ func (d *cudaDriver) gptFunction(name string) (cuda.Function, error) {
 	}
 	f, ok := d.gptFns[name]
 	if !ok {
-		return 0, fmt.Errorf("no kernel %q in kernels/gpt.cu", name)
+		return 0, fmt.Errorf("no kernel %q in kernels/lct.cu or kernels/gpt.cu", name)
 	}
 	return f, nil
 }
 
 // prepareCompute loads what the compute stream loads at its first use.
 func (d *cudaDriver) prepareCompute() error {
-	if _, err := d.gptFunction(kernels.GPTKernels[0]); err != nil {
+	if _, err := d.function(kernels.GPTKernels[0]); err != nil {
 		return err
 	}
 	if d.blas == nil && d.blasErr == nil {
 		d.blas, d.blasErr = cublas.New()
 	}
 	return d.blasErr
-}
-
-func (d *cudaDriver) launchCompute(name string, grid, block int, args []uint64, _ []uint8) error {
-	f, err := d.gptFunction(name)
-	if err != nil {
-		return err
-	}
-	return cuda.Launch(f, grid, block, 0, 0, args)
 }
 
 func (d *cudaDriver) gemm(g Gemm) error {
@@ -401,42 +397,6 @@ func (d *cudaDriver) gemm(g Gemm) error {
 	return d.blas.Gemm(op(g.TransA), op(g.TransB), g.M, g.N, g.K, g.Alpha, mat(g.A), mat(g.B), g.Beta, mat(g.C), g.Batch)
 }
 
-// htodCompute is asynchronous from pageable memory: the driver stages src
-// before it returns and queues the copy behind the stream's work, where a
-// synchronous copy would first wait for all of it and leave the device
-// idle while the host queues the next work.
-func (d *cudaDriver) htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error {
-	return cuda.CopyHtoDAsync(cuda.Ptr(dst), src, bytes, 0)
-}
-
-func (d *cudaDriver) dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error {
-	return cuda.CopyDtoH(dst, cuda.Ptr(src), bytes)
-}
-
-func (d *cudaDriver) dtodCompute(dst, src Ptr, bytes int) error {
-	return cuda.CopyDtoDAsync(cuda.Ptr(dst), cuda.Ptr(src), bytes, 0)
-}
-
-func (d *cudaDriver) memsetCompute(p Ptr, b byte, bytes int) error {
-	return cuda.MemsetD8Async(cuda.Ptr(p), b, bytes, 0)
-}
-
 func (d *cudaDriver) synchronizeAll() error { return cuda.Synchronize() }
 
 func (d *cudaDriver) memInfo() (free, total int64, err error) { return cuda.MemInfo() }
-
-func (d *cudaDriver) newComputeEvent() (Event, error) {
-	e, err := cuda.NewEvent(true)
-	return Event(e), err
-}
-
-func (d *cudaDriver) recordComputeEvent(e Event) error { return cuda.Event(e).Record(0) }
-
-func (d *cudaDriver) computeEventMillis(a, b Event) (float32, error) {
-	if err := cuda.Event(b).Synchronize(); err != nil {
-		return 0, err
-	}
-	return cuda.Elapsed(cuda.Event(a), cuda.Event(b))
-}
-
-func (d *cudaDriver) destroyComputeEvent(e Event) error { return cuda.Event(e).Destroy() }

@@ -28,9 +28,12 @@ import (
 // the allocations they touch. Every emulated Device shares one memory, as
 // the Devices of a GPU share its context's.
 type emuDriver struct {
-	events []time.Time
-	own    map[Ptr]bool // what this driver allocated, freed at close
+	emuStream              // the codec's stream, and the compute stream: one order
+	own       map[Ptr]bool // what this driver allocated, freed at close
 }
+
+// emuStream is the emulation's one order of work.
+type emuStream struct{ e *emuDriver }
 
 // emuMemory is the emulated GPU's memory: its allocations' sizes.
 var emuMemory struct {
@@ -42,7 +45,13 @@ var emuMemory struct {
 // emuAlign is the alignment of emulated allocations, as cuMemAlloc's.
 const emuAlign = 256
 
-func openEmuDriver() (driver, error) { return &emuDriver{own: map[Ptr]bool{}}, nil }
+func openEmuDriver() (driver, error) {
+	e := &emuDriver{own: map[Ptr]bool{}}
+	e.emuStream.e = e
+	return e, nil
+}
+
+func (e *emuDriver) compute() stream { return &e.emuStream }
 
 // host turns a device address of the emulation into a pointer; written with
 // a pointer conversion so that vet sees no uintptr arithmetic.
@@ -119,8 +128,8 @@ func (e *emuDriver) view(p Ptr, bytes int64, what string) ([]byte, error) {
 	return unsafe.Slice((*byte)(p.host()), bytes), nil
 }
 
-func (e *emuDriver) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
-	v, err := e.view(dst, int64(bytes), "upload")
+func (s *emuStream) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
+	v, err := s.e.view(dst, int64(bytes), "upload")
 	if err != nil {
 		return err
 	}
@@ -128,12 +137,8 @@ func (e *emuDriver) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
 	return nil
 }
 
-func (e *emuDriver) htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error {
-	return e.htod(dst, src, bytes)
-}
-
-func (e *emuDriver) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
-	v, err := e.view(src, int64(bytes), "download")
+func (s *emuStream) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
+	v, err := s.e.view(src, int64(bytes), "download")
 	if err != nil {
 		return err
 	}
@@ -141,21 +146,36 @@ func (e *emuDriver) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
 	return nil
 }
 
-func (e *emuDriver) dtod(dst, src Ptr, bytes int) error {
-	s, err := e.view(src, int64(bytes), "copy source")
+func (s *emuStream) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
+	return s.dtoh(dst, src, bytes)
+}
+
+func (s *emuStream) dtod(dst, src Ptr, bytes int) error {
+	from, err := s.e.view(src, int64(bytes), "copy source")
 	if err != nil {
 		return err
 	}
-	t, err := e.view(dst, int64(bytes), "copy destination")
+	to, err := s.e.view(dst, int64(bytes), "copy destination")
 	if err != nil {
 		return err
 	}
-	copy(t, s)
+	copy(to, from)
 	return nil
 }
 
-func (e *emuDriver) memset32(dst Ptr, v uint32, words int) error {
-	b, err := e.view(dst, 4*int64(words), "memset")
+func (s *emuStream) memset8(dst Ptr, b byte, bytes int) error {
+	v, err := s.e.view(dst, int64(bytes), "memset")
+	if err != nil {
+		return err
+	}
+	for i := range v {
+		v[i] = b
+	}
+	return nil
+}
+
+func (s *emuStream) memset32(dst Ptr, v uint32, words int) error {
+	b, err := s.e.view(dst, 4*int64(words), "memset")
 	if err != nil {
 		return err
 	}
@@ -166,11 +186,13 @@ func (e *emuDriver) memset32(dst Ptr, v uint32, words int) error {
 	return nil
 }
 
-func (e *emuDriver) launch(k kernel, grid, block, smem int, args []uint64) error {
-	return kernels.Emulate(kernelNames[k], grid, block, smem, args, nil)
+func (s *emuStream) launch(kernel string, grid, block, smem int, args []uint64, sizes []uint8) error {
+	return kernels.Emulate(kernel, grid, block, smem, args, sizes)
 }
 
-func (e *emuDriver) synchronize() error { return nil }
+func (s *emuStream) record(ev event) error { ev.(*emuEvent).at = time.Now(); return nil }
+
+func (s *emuStream) synchronize() error { return nil }
 
 func (e *emuDriver) close() error {
 	for p := range e.own {
@@ -179,10 +201,11 @@ func (e *emuDriver) close() error {
 	return nil
 }
 
+// emuEvent is the time of its last record.
 type emuEvent struct{ at time.Time }
 
-func (e *emuDriver) newEvent() (event, error) { return &emuEvent{}, nil }
-func (v *emuEvent) record() error             { v.at = time.Now(); return nil }
+func (e *emuDriver) newEvent(bool) (event, error) { return &emuEvent{}, nil }
+func (v *emuEvent) wait() error                   { return nil }
 func (v *emuEvent) since(start event) (float64, error) {
 	return float64(v.at.Sub(start.(*emuEvent).at)) / 1e6, nil
 }
@@ -201,14 +224,6 @@ func (e *emuDriver) allocHost(bytes int) (unsafe.Pointer, error) {
 
 func (e *emuDriver) freeHost(p unsafe.Pointer) { C.free(p) }
 
-func (e *emuDriver) dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error {
-	return e.dtoh(dst, src, bytes)
-}
-
-func (e *emuDriver) newSyncEvent() (syncEvent, error) { return &emuEvent{}, nil }
-
-func (v *emuEvent) wait() error { return nil }
-
 // The emulation has one order of work: the side stream is the same order,
 // and its events are always reached.
 
@@ -216,14 +231,9 @@ func (e *emuDriver) useSideStream(ring int) error { return nil }
 func (e *emuDriver) afterDefault() error          { return nil }
 func (e *emuDriver) markSide(i int) error         { return nil }
 func (e *emuDriver) holdDefault(i int) error      { return nil }
-func (e *emuDriver) delay(bool, Ptr, int) error   { return nil }
 func (e *emuDriver) synchronizeAll() error        { return nil }
 func (e *emuDriver) memInfo() (int64, int64, error) {
 	return 0, 0, fmt.Errorf("the CPU emulation has no device memory to report")
-}
-
-func (e *emuDriver) launchCompute(name string, grid, block int, args []uint64, sizes []uint8) error {
-	return kernels.Emulate(name, grid, block, 0, args, sizes)
 }
 
 // checkPointers reports a pointer argument of a launch that lies in no
@@ -238,49 +248,6 @@ func (e *emuDriver) checkPointers(kernel string, args []any) error {
 	}
 	return nil
 }
-
-func (e *emuDriver) htodCompute(dst Ptr, src unsafe.Pointer, bytes int) error {
-	return e.htod(dst, src, bytes)
-}
-
-func (e *emuDriver) dtohCompute(dst unsafe.Pointer, src Ptr, bytes int) error {
-	return e.dtoh(dst, src, bytes)
-}
-
-func (e *emuDriver) dtodCompute(dst, src Ptr, bytes int) error { return e.dtod(dst, src, bytes) }
-
-func (e *emuDriver) memsetCompute(p Ptr, b byte, bytes int) error {
-	v, err := e.view(p, int64(bytes), "memset")
-	if err != nil {
-		return err
-	}
-	for i := range v {
-		v[i] = b
-	}
-	return nil
-}
-
-func (e *emuDriver) newComputeEvent() (Event, error) {
-	e.events = append(e.events, time.Time{})
-	return Event(len(e.events)), nil
-}
-
-func (e *emuDriver) recordComputeEvent(ev Event) error {
-	if ev < 1 || int(ev) > len(e.events) {
-		return fmt.Errorf("no event %d", ev)
-	}
-	e.events[ev-1] = time.Now()
-	return nil
-}
-
-func (e *emuDriver) computeEventMillis(a, b Event) (float32, error) {
-	if a < 1 || int(a) > len(e.events) || b < 1 || int(b) > len(e.events) {
-		return 0, fmt.Errorf("no events %d, %d", a, b)
-	}
-	return float32(e.events[b-1].Sub(e.events[a-1]).Seconds() * 1e3), nil
-}
-
-func (e *emuDriver) destroyComputeEvent(Event) error { return nil }
 
 // operand returns the view of one Gemm operand: rows×cols column-major with
 // leading dimension ld, batch matrices stride apart.

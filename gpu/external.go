@@ -3,7 +3,6 @@ package gpu
 import (
 	"errors"
 	"fmt"
-	"unsafe"
 
 	"lcttop/codec"
 )
@@ -96,26 +95,6 @@ func (t *Tensor) free(b Buffer) error {
 	}
 	t.alloc.Free(b.ptr, b.cat)
 	return nil
-}
-
-// htodAsync queues a small upload behind the work before it without waiting
-// for that work: the CUDA driver stages pageable memory before it returns
-// (cuMemcpyHtoDAsync), so src may be reused at once. A tensor's descriptor,
-// tables and status words go this way, so that making or re-coding a tensor
-// does not stall the device.
-func (d *Device) htodAsync(dst Buffer, off int, src []byte) error {
-	if off < 0 || off+len(src) > dst.size {
-		return fmt.Errorf("gpu: upload of %d bytes at %d into a %d-byte buffer", len(src), off, dst.size)
-	}
-	if len(src) == 0 {
-		return nil
-	}
-	return d.drv.(asyncUploader).htodAsync(dst.ptr+Ptr(off), unsafe.Pointer(&src[0]), len(src))
-}
-
-// asyncUploader is the drivers' queued host-to-device copy.
-type asyncUploader interface {
-	htodAsync(dst Ptr, src unsafe.Pointer, bytes int) error
 }
 
 // HistogramBytes is the size of one histogram HistogramInto writes.

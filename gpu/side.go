@@ -97,7 +97,7 @@ func (d *Device) AfterDefault() error {
 	}
 	return d.do(func() error {
 		if b := d.side.delayDefault; b.Valid() {
-			if err := d.drv.delay(false, Ptr(b.ptr), b.size/4); err != nil {
+			if err := d.drv.compute().memset32(Ptr(b.ptr), 0, b.size/4); err != nil {
 				return err
 			}
 		}
@@ -105,7 +105,7 @@ func (d *Device) AfterDefault() error {
 			return fmt.Errorf("gpu: side stream after the default stream: %w", err)
 		}
 		if b := d.side.delaySide; b.Valid() {
-			return d.drv.delay(true, Ptr(b.ptr), b.size/4)
+			return d.drv.memset32(Ptr(b.ptr), 0, b.size/4)
 		}
 		return nil
 	})

@@ -26,22 +26,6 @@ type StatusRead struct {
 	waited bool
 }
 
-// hostReader is the drivers' queued device-to-host copy into pinned host
-// memory and the events to wait for one.
-type hostReader interface {
-	allocHost(bytes int) (unsafe.Pointer, error)
-	freeHost(p unsafe.Pointer)
-	dtohAsync(dst unsafe.Pointer, src Ptr, bytes int) error
-	newSyncEvent() (syncEvent, error)
-}
-
-// syncEvent marks a point in the device's work that the host can wait for.
-type syncEvent interface {
-	event
-	// wait returns once the device's work up to the event's record is done.
-	wait() error
-}
-
 // QueueStatusRead queues the copy of every tensor's status words and of the
 // first extraBytes of extra (the caller's histograms, say; zero: none) to
 // the host, behind the work queued so far, and returns without waiting.
@@ -52,10 +36,6 @@ func (d *Device) QueueStatusRead(extra Buffer, extraBytes int) (*StatusRead, err
 	}
 	var r *StatusRead
 	err := d.do(func() error {
-		hr, ok := d.drv.(hostReader)
-		if !ok {
-			return errors.New("gpu: this driver cannot copy to the host behind queued work")
-		}
 		if n := len(d.reads); n > 0 {
 			r, d.reads = d.reads[n-1], d.reads[:n-1]
 		} else {
@@ -65,11 +45,11 @@ func (d *Device) QueueStatusRead(extra Buffer, extraBytes int) (*StatusRead, err
 		r.status, r.extra = statusBytes*a.high, extraBytes
 		if need := r.status + r.extra; need > r.size {
 			if r.host != nil {
-				hr.freeHost(r.host)
+				d.drv.freeHost(r.host)
 				r.host, r.size = nil, 0
 			}
 			size := max(need, 2*r.size, 64<<10)
-			p, err := hr.allocHost(size)
+			p, err := d.drv.allocHost(size)
 			if err != nil {
 				d.reads = append(d.reads, r)
 				return fmt.Errorf("gpu: %d bytes of pinned host memory: %w", size, err)
@@ -77,24 +57,24 @@ func (d *Device) QueueStatusRead(extra Buffer, extraBytes int) (*StatusRead, err
 			r.host, r.size = p, size
 		}
 		if r.ev == nil {
-			ev, err := hr.newSyncEvent()
+			ev, err := d.drv.newEvent(false)
 			if err != nil {
 				d.reads = append(d.reads, r)
 				return err
 			}
 			r.ev = ev
 		}
-		if err := hr.dtohAsync(r.host, Ptr(a.buf.ptr), r.status); err != nil {
+		if err := d.drv.dtohAsync(r.host, Ptr(a.buf.ptr), r.status); err != nil {
 			d.reads = append(d.reads, r)
 			return err
 		}
 		if r.extra > 0 {
-			if err := hr.dtohAsync(unsafe.Add(r.host, r.status), Ptr(extra.ptr), r.extra); err != nil {
+			if err := d.drv.dtohAsync(unsafe.Add(r.host, r.status), Ptr(extra.ptr), r.extra); err != nil {
 				d.reads = append(d.reads, r)
 				return err
 			}
 		}
-		if err := r.ev.record(); err != nil {
+		if err := d.drv.record(r.ev); err != nil {
 			d.reads = append(d.reads, r)
 			return err
 		}
@@ -122,7 +102,7 @@ func (r *StatusRead) Wait() error {
 	d := r.d
 	return d.do(func() error {
 		if !r.waited {
-			if err := r.ev.(syncEvent).wait(); err != nil {
+			if err := r.ev.wait(); err != nil {
 				return fmt.Errorf("gpu: waiting for a status read: %w", err)
 			}
 			r.waited = true
@@ -175,7 +155,7 @@ func (r *StatusRead) Release() error {
 	return d.do(func() error {
 		var err error
 		if !r.waited {
-			err = r.ev.(syncEvent).wait()
+			err = r.ev.wait()
 		}
 		r.queued, r.waited = false, false
 		clear(r.owners)
@@ -190,10 +170,9 @@ func (r *StatusRead) Release() error {
 // releaseReads frees the pinned memory and events of the reads given back
 // (at Close, the device entered).
 func (d *Device) releaseReads() {
-	hr, ok := d.drv.(hostReader)
 	for _, r := range d.reads {
-		if ok && r.host != nil {
-			hr.freeHost(r.host)
+		if r.host != nil {
+			d.drv.freeHost(r.host)
 		}
 		if r.ev != nil {
 			r.ev.destroy()

@@ -147,7 +147,7 @@ func (t *Tensor) SetCodebook(cb codec.Codebook) error {
 
 func (t *Tensor) setCodebook(cb codec.Codebook) error {
 	tab := t.dev.tablesFor(&cb)
-	if err := t.dev.htodAsync(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
+	if err := t.dev.htod(t.tables, 0, unsafe.Slice((*byte)(unsafe.Pointer(&tab[0])), len(tab)*4)); err != nil {
 		return err
 	}
 	t.cb = cb
@@ -231,7 +231,7 @@ func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error 
 		if err := t.grow(&t.blockTab, 4*len(table), CodecScratch); err != nil {
 			return err
 		}
-		if err := d.htodAsync(t.blockTab, 0, u32Bytes(table)); err != nil {
+		if err := d.htod(t.blockTab, 0, u32Bytes(table)); err != nil {
 			return err
 		}
 	}
@@ -267,7 +267,7 @@ func (t *Tensor) writeDesc() error {
 	for i, f := range fields {
 		binary.LittleEndian.PutUint64(b[8*i:], f)
 	}
-	return t.dev.htodAsync(t.desc, 0, b[:])
+	return t.dev.htod(t.desc, 0, b[:])
 }
 
 // setStatus writes the status words: the overflow length, no error, no
@@ -276,7 +276,7 @@ func (t *Tensor) setStatus(ovLen uint64) error {
 	var b [statusBytes]byte
 	binary.LittleEndian.PutUint64(b[:], ovLen)
 	binary.LittleEndian.PutUint64(b[8:], noError)
-	return t.dev.htodAsync(t.dev.status.buf, statusBytes*t.slot, b[:])
+	return t.dev.htod(t.dev.status.buf, statusBytes*t.slot, b[:])
 }
 
 // clearError resets the decode error word before a decode reads t.

@@ -29,7 +29,8 @@ func (p *Plan) Codec(name string, c TensorClass) (cc ClassCodec, ok bool) {
 	return cc, ok
 }
 
-// planFile is the JSON form: codecs as "preset/dist".
+// planFile is the JSON form: codecs as "preset/dist". ParsePlan reads
+// them as text so that an error names the entry.
 type planFile struct {
 	Format  string            `json:"format"`
 	Classes map[string]string `json:"classes"`
@@ -38,12 +39,16 @@ type planFile struct {
 
 // MarshalJSON writes the plan with its format name, keys sorted.
 func (p Plan) MarshalJSON() ([]byte, error) {
-	f := planFile{Format: PlanFormat, Classes: map[string]string{}, Tensors: map[string]string{}}
-	for c, cc := range p.Classes {
-		f.Classes[string(c)] = cc.String()
+	f := struct {
+		Format  string                     `json:"format"`
+		Classes map[TensorClass]ClassCodec `json:"classes"`
+		Tensors map[string]ClassCodec      `json:"tensors"`
+	}{PlanFormat, p.Classes, p.Tensors}
+	if f.Classes == nil {
+		f.Classes = map[TensorClass]ClassCodec{}
 	}
-	for n, cc := range p.Tensors {
-		f.Tensors[n] = cc.String()
+	if f.Tensors == nil {
+		f.Tensors = map[string]ClassCodec{}
 	}
 	return json.Marshal(f)
 }

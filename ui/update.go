@@ -87,7 +87,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			} else {
 				delete(m.pending, msg.Class)
 			}
-			to := msg.Codec.Preset.String() + "/" + msg.Codec.Dist.String()
+			to := msg.Codec.String()
 			if msg.FollowClass {
 				to = "its class's codec"
 			}
@@ -187,9 +187,9 @@ func (m *Model) clearSeenPending(ts []session.TensorStats) {
 			if t.Codec() == want {
 				delete(m.pendingTensor, name)
 				if alone {
-					m.status = fmt.Sprintf("%s now %s/%s (this tensor alone)", name, want.Preset, want.Dist)
+					m.status = fmt.Sprintf("%s now %s (this tensor alone)", name, want)
 				} else {
-					m.status = fmt.Sprintf("%s now %s/%s (its class's again)", name, want.Preset, want.Dist)
+					m.status = fmt.Sprintf("%s now %s (its class's again)", name, want)
 				}
 			}
 		}
@@ -211,10 +211,10 @@ func (m *Model) clearSeenPending(ts []session.TensorStats) {
 		if seen && all {
 			delete(m.pending, c)
 			if m.state == header.Finished {
-				m.status = fmt.Sprintf("%s now %s/%s: the run's final state re-encoded", c, cc.Preset, cc.Dist)
+				m.status = fmt.Sprintf("%s now %s: the run's final state re-encoded", c, cc)
 				continue
 			}
-			m.status = fmt.Sprintf("%s now %s/%s", c, cc.Preset, cc.Dist)
+			m.status = fmt.Sprintf("%s now %s", c, cc)
 		}
 	}
 }
@@ -457,7 +457,7 @@ func (m Model) cycleCodec(dist bool) (tea.Model, tea.Cmd) {
 	cur := m.classCodec(t.Class)
 	next := cycled(cur, dist)
 	m.pending[t.Class] = next
-	m.status = fmt.Sprintf("%s: %s/%s → %s/%s, re-encoding; the next snapshot shows it", t.Class, cur.Preset, cur.Dist, next.Preset, next.Dist)
+	m.status = fmt.Sprintf("%s: %s → %s, re-encoding; the next snapshot shows it", t.Class, cur, next)
 	return m, setClassCodec(m.src, m.setSeq, t.Class, next)
 }
 
@@ -511,7 +511,7 @@ func (m Model) cycleTensorCodec(dist bool) (tea.Model, tea.Cmd) {
 		req, how = nil, "its class's setting again"
 	}
 	m.pendingTensor[t.Name] = req
-	m.status = fmt.Sprintf("%s: %s/%s → %s/%s (%s), re-encoding; the next snapshot shows it", t.Name, cur.Preset, cur.Dist, next.Preset, next.Dist, how)
+	m.status = fmt.Sprintf("%s: %s → %s (%s), re-encoding; the next snapshot shows it", t.Name, cur, next, how)
 	return m, setTensorCodec(m.src, m.setSeq, t.Name, t.Class, req)
 }
 

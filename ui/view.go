@@ -61,7 +61,11 @@ func (m Model) compareView(w, h int) string {
 	if !ok {
 		return compare.View(m.st, compare.State{Err: fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)}, w, h)
 	}
-	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.CodecLabel(), Err: m.cmpErr}, w, h)
+	notCoded := ""
+	if t.AsIs {
+		notCoded = t.CodecLabel()
+	}
+	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.Codec(), NotCoded: notCoded, Err: m.cmpErr}, w, h)
 }
 
 func (m Model) teachError() error {
@@ -171,7 +175,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 			case asked && req == nil:
 				ti.Pending = "its class's"
 			case asked:
-				ti.Pending = req.Preset.String() + "/" + req.Dist.String()
+				ti.Pending = req.String()
 			}
 			own[t.Class] = append(own[t.Class], ti)
 			continue // the class's codec is its other tensors'
@@ -183,7 +187,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 	for c := range own {
 		if _, ok := seen[c]; !ok && m.src != nil { // every tensor of the class has its own
 			cc := m.src.ClassCodec(c)
-			seen[c] = cc.Preset.String() + "/" + cc.Dist.String()
+			seen[c] = cc.String()
 		}
 	}
 	var out []codecpanel.ClassInfo
@@ -194,7 +198,7 @@ func (m Model) classInfo() []codecpanel.ClassInfo {
 		}
 		ci := codecpanel.ClassInfo{Class: c, Codec: cc, Tensors: own[c]}
 		if p, ok := m.pending[c]; ok {
-			ci.Pending = p.Preset.String() + "/" + p.Dist.String()
+			ci.Pending = p.String()
 		}
 		out = append(out, ci)
 	}

@@ -22,7 +22,7 @@ type jsonStep struct {
 // classFigure sums one tensor class of a snapshot.
 type classFigure struct {
 	Class         session.TensorClass `json:"class"`
-	Codec         string              `json:"codec"` // "auto/empirical"; "mixed" when tensors differ
+	Codec         classCodec          `json:"codec"` // "auto/empirical"; "mixed" when tensors differ
 	Tensors       int                 `json:"tensors"`
 	AsIs          int                 `json:"as_is"`     // kept as plain BF16: by design, or the pool was full
 	Fallbacks     int                 `json:"fallbacks"` // of those, because the pool was full
@@ -33,6 +33,34 @@ type classFigure struct {
 	AllocatedBits float64             `json:"allocated_bits"` // per exponent, weighted by elements
 	EscapeRate    float64             `json:"escape_rate"`
 	OverflowRate  float64             `json:"overflow_rate"`
+}
+
+// classCodec is a class's codec in a JSON line: its tensors' choice, the
+// dtype of tensors not coded (a checkpoint's), or mixed where they differ.
+type classCodec struct {
+	choice session.ClassCodec
+	asIs   bool   // not coded; choice is zero
+	dtype  string // where asIs
+	mixed  bool   // the class's tensors differ; the rest is zero
+}
+
+// classCodecOf is tensor t's codec as its class's figure counts it.
+func classCodecOf(t session.TensorStats) classCodec {
+	if t.AsIs {
+		return classCodec{asIs: true, dtype: t.DType}
+	}
+	return classCodec{choice: t.Codec()}
+}
+
+// MarshalText writes what session.TensorStats.CodecLabel does, or "mixed".
+func (c classCodec) MarshalText() ([]byte, error) {
+	switch {
+	case c.mixed:
+		return []byte("mixed"), nil
+	case c.asIs:
+		return []byte("as-is/" + c.dtype), nil
+	}
+	return c.choice.MarshalText()
 }
 
 // jsonMode is how headless training prints: lines of text, slim JSON, or
@@ -71,12 +99,12 @@ func classFigures(ts []session.TensorStats) []classFigure {
 	for _, t := range ts {
 		c := byClass[t.Class]
 		if c == nil {
-			c = &classFigure{Class: t.Class, Codec: t.CodecLabel()}
+			c = &classFigure{Class: t.Class, Codec: classCodecOf(t)}
 			byClass[t.Class] = c
 			order = append(order, t.Class)
 		}
-		if c.Codec != t.CodecLabel() {
-			c.Codec = "mixed"
+		if c.Codec != classCodecOf(t) {
+			c.Codec = classCodec{mixed: true}
 		}
 		n := float64(t.Elements)
 		c.Tensors++

@@ -20,23 +20,23 @@ func TestCodecMatchesReference(t *testing.T) {
 	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
 	spilled := 0
 	for name, v := range testgpu.CodecTensors(t) {
-		src := h.bf16(v)
+		src := h.BF16(v)
 		// The GPU codec first, while the upload of src may still be queued
 		// on the trainer's stream: its first fit samples src after it.
 		got, err := gc.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
-		h.check(err)
+		h.Check(err)
 		want, err := ref.Encode(h.mem, name, session.Weights, src, len(v), cc, nil)
-		h.check(err)
+		h.Check(err)
 		if got.Settled() {
 			t.Fatalf("%s: a GPU encode settled before Settle", name)
 		}
-		h.check(gc.Settle(h.mem, []Pending{{T: got, Src: src}}))
+		h.Check(gc.Settle(h.mem, []Pending{{T: got, Src: src}}))
 		var ct codec.Tensor
-		h.check(got.Download(&ct))
+		h.Check(got.Download(&ct))
 		gotBytes, err := ct.MarshalBinary()
-		h.check(err)
+		h.Check(err)
 		wantBytes := make([]byte, want.ref.bytes)
-		h.check(h.d.Download(wantBytes, want.ref.ptr))
+		h.Check(h.d.Download(wantBytes, want.ref.ptr))
 		if !bytes.Equal(gotBytes, wantBytes) {
 			t.Errorf("%s (%d values): GPU codec wrote %d bytes, reference codec %d, not the same", name, len(v), len(gotBytes), len(wantBytes))
 			continue
@@ -45,19 +45,19 @@ func TestCodecMatchesReference(t *testing.T) {
 			t.Errorf("%s: Bytes %d (GPU) vs %d (reference)", name, got.Bytes(), want.Bytes())
 		}
 		gs, err := got.Stats()
-		h.check(err)
+		h.Check(err)
 		rs, _ := want.Stats()
 		if gs != rs {
 			t.Errorf("%s: stats\n GPU       %+v\n reference %+v", name, gs, rs)
 		}
 		spilled += gs.Spilled
-		out := h.alloc(2 * int64(len(v)))
-		h.check(gc.Decode(out, got))
-		h.check(gc.Settle(h.mem, nil))
-		h.check(gc.Ready(out))
-		assertSameBF16(t, name+" decoded", h.get16(out, len(v)), v)
-		h.check(ref.Decode(out, want))
-		assertSameBF16(t, name+" decoded by the reference codec", h.get16(out, len(v)), v)
+		out := h.Alloc(2 * int64(len(v)))
+		h.Check(gc.Decode(out, got))
+		h.Check(gc.Settle(h.mem, nil))
+		h.Check(gc.Ready(out))
+		assertSameBF16(t, name+" decoded", h.Get16(out, len(v)), v)
+		h.Check(ref.Decode(out, want))
+		assertSameBF16(t, name+" decoded by the reference codec", h.Get16(out, len(v)), v)
 		gc.Free(got)
 		ref.Free(want)
 	}

@@ -2,15 +2,11 @@ package lct
 
 import (
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"lcttop/gpu"
 	"lcttop/internal/testgpu"
 	"lcttop/session"
-	"lcttop/trainer/bf16"
 )
 
 // testCodec returns a codec on a device of the test's own, its work on a
@@ -28,74 +24,25 @@ func testCodec(t testing.TB) *Codec {
 // stream), a run's memory on it, and helpers to move tensors to and from
 // it; everything it allocates is freed when the test ends.
 type tdev struct {
+	*testgpu.Buffers
 	t   testing.TB
 	d   *gpu.Compute
 	mem *testMem
 	rnd *rand.Rand
 }
 
-// newTDev draws a fresh seed, logged so that a failure can be replayed with
-// LCTTOP_TEST_SEED.
+// newTDev draws a fresh seed (testgpu.Rand).
 func newTDev(t testing.TB) *tdev {
 	t.Helper()
 	d := testgpu.Shared(t).Compute()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("LCTTOP_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("LCTTOP_TEST_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (set LCTTOP_TEST_SEED to replay)", seed)
 	m := &testMem{d: d, size: map[gpu.Ptr]int64{}, side: map[gpu.Ptr]uint64{}, free: map[int64][]freeBlock{}}
 	t.Cleanup(func() {
 		if err := m.release(); err != nil {
 			t.Errorf("freeing device memory: %v", err)
 		}
 	})
-	return &tdev{t: t, d: d, mem: m, rnd: rand.New(rand.NewPCG(seed, 0x6a7))}
-}
-
-func (h *tdev) check(err error) {
-	h.t.Helper()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-// alloc returns bytes of the trainer's memory filled with 0xFF (NaN as
-// BF16), so that a value a kernel forgets to write shows.
-func (h *tdev) alloc(bytes int64) gpu.Ptr {
-	h.t.Helper()
-	p, err := h.mem.alloc(max(bytes, 1))
-	h.check(err)
-	h.check(h.d.Memset(p, 0xFF, max(bytes, 1)))
-	return p
-}
-
-func (h *tdev) bf16(v []uint16) gpu.Ptr {
-	h.t.Helper()
-	p := h.alloc(2 * int64(len(v)))
-	h.check(h.d.Upload(p, gpu.Bytes(v)))
-	return p
-}
-
-func (h *tdev) get16(p gpu.Ptr, n int) []uint16 {
-	h.t.Helper()
-	h.check(h.d.Sync())
-	v := make([]uint16, n)
-	h.check(h.d.Download(gpu.Bytes(v), p))
-	return v
-}
-
-// randBF16 draws n values from N(mean, scale²), rounded to BF16.
-func (h *tdev) randBF16(n int, mean, scale float64) []uint16 {
-	v := make([]uint16, n)
-	for i := range v {
-		v[i] = bf16.FromFloat32(float32(mean + h.rnd.NormFloat64()*scale))
-	}
-	return v
+	rnd := testgpu.Rand(t)
+	return &tdev{Buffers: testgpu.NewBuffers(t, d, m.alloc, m.Free, rnd), t: t, d: d, mem: m, rnd: rnd}
 }
 
 // testMem is a run's memory for the codec's tests, a stand-in for the
@@ -209,23 +156,4 @@ func (m *testMem) release() error {
 	return nil
 }
 
-// assertSameBF16 requires identical bits.
-func assertSameBF16(t testing.TB, what string, got, want []uint16) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: %d values, want %d", what, len(got), len(want))
-	}
-	bad, first := 0, -1
-	for i := range want {
-		if got[i] != want[i] {
-			if first < 0 {
-				first = i
-			}
-			bad++
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%s: %d of %d values differ; first at %d: got %#04x (%g), want %#04x (%g)", what, bad, len(want),
-			first, got[first], bf16.ToFloat32(got[first]), want[first], bf16.ToFloat32(want[first]))
-	}
-}
+var assertSameBF16 = testgpu.AssertSameBF16

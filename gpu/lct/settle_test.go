@@ -18,17 +18,17 @@ import (
 func queueCorruptDecode(t *testing.T, h *tdev, gc *Codec) *Tensor {
 	cc := trainer.DefaultClassCodec[session.ClassActivation]
 	va, _ := testgpu.SpillingTensor(t, cc)
-	src := h.bf16(va)
+	src := h.BF16(va)
 	a, err := gc.Encode(h.mem, "A", session.Activations, src, len(va), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: a, Src: src}}))
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: src}}))
 	var ct codec.Tensor
-	h.check(a.Download(&ct))
+	h.Check(a.Download(&ct))
 	for i := range ct.Offsets {
 		ct.Offsets[i] = 0xFFFFFF00
 	}
-	h.check(a.t.Upload(&ct))
-	out := h.alloc(2 * int64(len(va)))
+	h.Check(a.t.Upload(&ct))
+	out := h.Alloc(2 * int64(len(va)))
 	if err := gc.Decode(out, a); err != nil {
 		t.Fatalf("the decode is queued; it failed at once: %v", err)
 	}
@@ -40,10 +40,10 @@ func queueCorruptDecode(t *testing.T, h *tdev, gc *Codec) *Tensor {
 // encode of B in it (nothing is settled yet), and settles it: that
 // reports A's DecodeError.
 func expectDecodeErrorAtSettle(t *testing.T, h *tdev, gc *Codec) {
-	vb := h.randBF16(70000, 0, 0.02)
-	src := h.bf16(vb)
+	vb := h.RandBF16(70000, 0, 0.02)
+	src := h.BF16(vb)
 	b, err := gc.Encode(h.mem, "B", session.Activations, src, len(vb), trainer.DefaultClassCodec[session.ClassActivation], nil)
-	h.check(err)
+	h.Check(err)
 	w, err := gc.CloseWindow(h.mem)
 	if err != nil {
 		t.Fatalf("closing the window after the decode (nothing settled yet): %v", err)

@@ -14,32 +14,6 @@ import (
 	"lcttop/trainer/bf16"
 )
 
-// readPending hands a block of bytes back to the run's memory while the
-// trainer's stream still has a read of it queued (a copy into a buffer of
-// its own, returned): the block's next user, if it is the codec's side
-// stream, must wait for that read. The block holds 0x3c3c... before.
-func readPending(h *tdev, bytes int64) (copied gpu.Ptr) {
-	h.t.Helper()
-	block := h.alloc(bytes)
-	h.check(h.d.Memset(block, 0x3c, bytes))
-	copied = h.alloc(bytes)
-	h.check(h.d.Sync())
-	h.check(h.d.Copy(copied, block, bytes)) // queued, not waited for
-	h.mem.Free(block)
-	return copied
-}
-
-// checkPending checks that the trainer's queued read saw the block as it
-// was: n BF16 values of 0x3c3c.
-func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
-	h.t.Helper()
-	want := make([]uint16, n)
-	for i := range want {
-		want[i] = 0x3c3c
-	}
-	assertSameBF16(h.t, what, h.get16(copied, n), want)
-}
-
 // When a window's histogram arena grows, the copy into its new block
 // waits for the trainer's last use of that block.
 func TestArenaAfterTrainerRead(t *testing.T) {
@@ -48,14 +22,14 @@ func TestArenaAfterTrainerRead(t *testing.T) {
 	a := &gc.arena
 	for range 64 {
 		_, err := a.take(h.mem, gc.dev)
-		h.check(err)
+		h.Check(err)
 	}
 	grown := int64(128 * histSlotBytes)
-	copied := readPending(h, grown)
+	copied := h.ReadPending(grown)
 	_, err := a.take(h.mem, gc.dev) // grows the arena into the block, copying 64 slots
-	h.check(err)
-	h.check(gc.dev.Synchronize())
-	checkPending(h, "the trainer's read of the block the arena grew into", copied, int(grown/2))
+	h.Check(err)
+	h.Check(gc.dev.Synchronize())
+	h.CheckPending("the trainer's read of the block the arena grew into", copied, int(grown/2))
 	h.mem.Free(a.buf)
 }
 
@@ -69,27 +43,27 @@ func TestArenaOldBlockFreedAfterItsCopy(t *testing.T) {
 	a := &gc.arena
 	for range 64 {
 		_, err := a.take(h.mem, gc.dev)
-		h.check(err)
+		h.Check(err)
 	}
 	old, size := a.buf, 64*histSlotBytes
 	counts := make([]byte, size) // the window's histograms so far
 	for i := range counts {
 		counts[i] = byte(i % 251)
 	}
-	h.check(gc.dev.Upload(gpu.External(old, size), counts))
-	h.check(gc.dev.Synchronize())
+	h.Check(gc.dev.Upload(gpu.External(old, size), counts))
+	h.Check(gc.dev.Synchronize())
 	_, err := a.take(h.mem, gc.dev) // grows the arena, copying the 64 slots out of old
-	h.check(err)
+	h.Check(err)
 	q, err := h.mem.alloc(int64(size))
-	h.check(err)
+	h.Check(err)
 	if q != old {
 		t.Fatal("the memory handed out another block than the arena's old one")
 	}
-	h.check(h.d.Memset(q, 0, int64(size)))
+	h.Check(h.d.Memset(q, 0, int64(size)))
 	var one [2]byte
-	h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+	h.Check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
 	got := make([]byte, size)
-	h.check(gc.dev.Download(got, gpu.External(a.buf, size)))
+	h.Check(gc.dev.Download(got, gpu.External(a.buf, size)))
 	if !bytes.Equal(got, counts) {
 		t.Error("the grown arena does not hold the histograms counted before it grew")
 	}
@@ -109,28 +83,28 @@ func TestGrownSectionFreedAfterItsDecode(t *testing.T) {
 	for i := range v {
 		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(80)-40)))
 	}
-	src := h.bf16(v)
+	src := h.BF16(v)
 	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	gc.keys["w"].ovRoom = 8192 // an overflow buffer, spill or not
 	ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 	for round := range 4 {
 		oldCap := ct.t.OverflowCap()
 		if oldCap == 0 {
 			t.Fatal("the tensor has no overflow buffer")
 		}
-		out := h.alloc(2 * int64(len(v)))
-		h.check(gc.Decode(out, ct)) // reads the overflow buffer on the side stream
+		out := h.Alloc(2 * int64(len(v)))
+		h.Check(gc.Decode(out, ct)) // reads the overflow buffer on the side stream
 		inUse := map[gpu.Ptr]int64{}
 		for p, size := range h.mem.size {
 			inUse[p] = size
 		}
 		gc.keys["w"].ovRoom = 2*oldCap + 4096 // the next encode into the tensor grows its overflow buffer
 		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
-		h.check(err)
+		h.Check(err)
 		oldBytes := (int64(oldCap) + testAlign - 1) / testAlign * testAlign
 		var old gpu.Ptr // the old overflow buffer's block, given back
 		for p, size := range inUse {
@@ -146,16 +120,16 @@ func TestGrownSectionFreedAfterItsDecode(t *testing.T) {
 			t.Errorf("round %d: the old overflow buffer went back with no side-stream point", round)
 		}
 		q, err := h.mem.alloc(oldBytes) // that block, for the trainer
-		h.check(err)
+		h.Check(err)
 		if q != old {
 			t.Fatalf("round %d: the memory handed out another block than the old overflow buffer's", round)
 		}
-		h.check(h.d.Memset(q, 0x3c, oldBytes))
+		h.Check(h.d.Memset(q, 0x3c, oldBytes))
 		var one [2]byte
-		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
-		h.check(gc.Ready(out))
-		assertSameBF16(t, fmt.Sprintf("round %d: the decode queued before the overflow buffer was replaced", round), h.get16(out, len(v)), v)
-		h.check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+		h.Check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.Check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the decode queued before the overflow buffer was replaced", round), h.Get16(out, len(v)), v)
+		h.Check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
 		h.mem.Free(q)
 		h.mem.Free(out)
 	}
@@ -177,31 +151,31 @@ func TestEncodeAgainSourceFreedAfterItsRead(t *testing.T) {
 		// A new key each round: no overflow room yet, so that the first
 		// settle encodes it again.
 		name := fmt.Sprintf("A%d", round)
-		src := h.bf16(va)
+		src := h.BF16(va)
 		a, err := gc.Encode(h.mem, name, session.Activations, src, len(va), cc, nil)
-		h.check(err)
+		h.Check(err)
 		w, err := gc.CloseWindow(h.mem)
-		h.check(err)
+		h.Check(err)
 		again, err := gc.SettleWindow(h.mem, w, []Pending{{T: a, Src: src}})
-		h.check(err)
+		h.Check(err)
 		if len(again) != 1 {
 			t.Fatalf("round %d: the first settle of a spilling tensor did not encode it again", round)
 		}
 		h.mem.Free(src) // the encode made again may still be reading it
 		q, err := h.mem.alloc(bytes)
-		h.check(err)
+		h.Check(err)
 		if q != src {
 			t.Fatalf("round %d: the memory handed out another block than the source", round)
 		}
-		h.check(h.d.Memset(q, 0x3c, bytes))
+		h.Check(h.d.Memset(q, 0x3c, bytes))
 		var one [2]byte
-		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
-		h.check(gc.Settle(h.mem, []Pending{{T: a, Src: q}}))
-		out := h.alloc(bytes)
-		h.check(gc.Decode(out, a))
-		h.check(gc.Settle(h.mem, nil))
-		h.check(gc.Ready(out))
-		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded again from a block the trainer took back", round), h.get16(out, len(va)), va)
+		h.Check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: q}}))
+		out := h.Alloc(bytes)
+		h.Check(gc.Decode(out, a))
+		h.Check(gc.Settle(h.mem, nil))
+		h.Check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded again from a block the trainer took back", round), h.Get16(out, len(va)), va)
 		gc.Free(a)
 		h.mem.Free(q)
 		h.mem.Free(out)
@@ -215,20 +189,20 @@ func TestFreedTensorMarkedAtItsLastUse(t *testing.T) {
 	h := newTDev(t)
 	gc := testCodec(t)
 	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	va, vb := h.randBF16(20000, 0, 0.02), h.randBF16(20000, 0, 1)
-	srcA, srcB := h.bf16(va), h.bf16(vb)
+	va, vb := h.RandBF16(20000, 0, 0.02), h.RandBF16(20000, 0, 1)
+	srcA, srcB := h.BF16(va), h.BF16(vb)
 	a, err := gc.Encode(h.mem, "a", session.Weights, srcA, len(va), cc, nil)
-	h.check(err)
+	h.Check(err)
 	b, err := gc.Encode(h.mem, "b", session.Weights, srcB, len(vb), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []Pending{{T: a, Src: srcA}, {T: b, Src: srcB}}))
-	outA, outB := h.alloc(2*int64(len(va))), h.alloc(2*int64(len(vb)))
-	h.check(gc.Decode(outA, a)) // a's last use
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: srcA}, {T: b, Src: srcB}}))
+	outA, outB := h.Alloc(2*int64(len(va))), h.Alloc(2*int64(len(vb)))
+	h.Check(gc.Decode(outA, a)) // a's last use
 	inUse := map[gpu.Ptr]bool{}
 	for p := range h.mem.size {
 		inUse[p] = true
 	}
-	h.check(gc.Decode(outB, b)) // other work on the side stream, after it
+	h.Check(gc.Decode(outB, b)) // other work on the side stream, after it
 	if b.side <= a.side {
 		t.Fatalf("b's decode at point %d, not after a's at %d", b.side, a.side)
 	}
@@ -246,7 +220,7 @@ func TestFreedTensorMarkedAtItsLastUse(t *testing.T) {
 	if freed == 0 {
 		t.Fatal("freeing a gave no section back")
 	}
-	h.check(gc.Ready(outA))
-	h.check(gc.Ready(outB))
+	h.Check(gc.Ready(outA))
+	h.Check(gc.Ready(outB))
 	gc.Free(b)
 }

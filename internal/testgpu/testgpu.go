@@ -1,6 +1,7 @@
 // Package testgpu is what the GPU tests of several packages (gpu/lct,
 // trainer/cudabackend) run on: the device, opened once per test binary or
-// fresh for a test, and the tensors the codec tests encode.
+// fresh for a test, the tensors the codec tests encode, and the helpers that
+// move a test's tensors to and from device memory (Buffers).
 package testgpu
 
 import (

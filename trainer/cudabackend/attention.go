@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"lcttop/gpu"
+	"lcttop/gpu/gptkernel"
 	"lcttop/kernels"
 )
 
@@ -63,10 +64,26 @@ func (a attentionLayer) flashGrid() int {
 	return a.B * a.H * ((a.T + kernels.FlashTile - 1) / kernels.FlashTile)
 }
 
+// The fused attention kernels by head dimension (the ones fused accepts).
+var (
+	flashForwardKernels = map[int]func(s gptkernel.Stream, grid, block int, y, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+		16: gptkernel.FlashFwdD16, 32: gptkernel.FlashFwdD32, 64: gptkernel.FlashFwdD64,
+	}
+	flashDQKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, mstat, istat, dstat, dy, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+		16: gptkernel.FlashDQD16, 32: gptkernel.FlashDQD32, 64: gptkernel.FlashDQD64,
+	}
+	flashDKDVKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, mstat, istat, dstat, dy, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+		16: gptkernel.FlashDKDVD16, 32: gptkernel.FlashDKDVD32, 64: gptkernel.FlashDKDVD64,
+	}
+)
+
 // flashForward is AttentionForward through gpt_flash_fwd.
 func (o *gptOps) flashForward(a attentionLayer, y, qkv gpu.Ptr) error {
-	k := fmt.Sprintf("gpt_flash_fwd_d%d", a.headDim())
-	return o.dev.Launch(k, a.flashGrid(), kernels.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
+	fwd, ok := flashForwardKernels[a.headDim()]
+	if !ok {
+		return fmt.Errorf("fused attention: no kernel for head dimension %d", a.headDim())
+	}
+	return fwd(o.dev, a.flashGrid(), kernels.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
 }
 
 // flashBackward is AttentionBackward through gpt_flash_dq (which also
@@ -80,12 +97,16 @@ func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) error {
 	}
 	defer o.mem.Free(stats)
 	m, inv, di := stats, stats.Add(4*rows), stats.Add(8*rows)
-	D := a.headDim()
-	args := []any{dqkv, m, inv, di, dy, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale()}
-	if err := o.dev.Launch(fmt.Sprintf("gpt_flash_dq_d%d", D), a.flashGrid(), kernels.FlashThreads, args...); err != nil {
+	dq, okQ := flashDQKernels[a.headDim()]
+	dkdv, okKV := flashDKDVKernels[a.headDim()]
+	if !okQ || !okKV {
+		return fmt.Errorf("fused attention: no kernel for head dimension %d", a.headDim())
+	}
+	T, H, C := int32(a.T), int32(a.H), int32(a.C)
+	if err := dq(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, m, inv, di, dy, qkv, T, H, C, a.scale()); err != nil {
 		return err
 	}
-	return o.dev.Launch(fmt.Sprintf("gpt_flash_dkdv_d%d", D), a.flashGrid(), kernels.FlashThreads, args...)
+	return dkdv(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, m, inv, di, dy, qkv, T, H, C, a.scale())
 }
 
 func (a attentionLayer) headDim() int { return a.C / a.H }
@@ -155,7 +176,7 @@ func (o *gptOps) chunkScores(a attentionLayer, g heads, S, P gpu.Ptr, t0, Q int)
 		A: a.qkvRows(g.k, 0), B: a.qkvRows(g.q, t0), C: scores(S, gpu.F32, Q, L), Batch: g.n}); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_attn_softmax", g.n*Q, kernels.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
+	return gptkernel.AttnSoftmax(o.dev, g.n*Q, kernels.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
 }
 
 // AttentionForward computes y from qkv.
@@ -271,7 +292,7 @@ func (o *gptOps) AttentionBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) erro
 					}
 				}
 				// dS = P∘(dP − rowsum(P∘dP)), into P's buffer
-				if err := o.dev.Launch("gpt_attn_softmax_backward", n*Q, kernels.AttentionThreads, P, S, dP, int32(L), int32(Q), int32(t0)); err != nil {
+				if err := gptkernel.AttnSoftmaxBackward(o.dev, n*Q, kernels.AttentionThreads, P, S, dP, int32(L), int32(Q), int32(t0)); err != nil {
 					return err
 				}
 				gemms = []gpu.Gemm{
@@ -288,10 +309,14 @@ func (o *gptOps) AttentionBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) erro
 				}
 			}
 			total := int64(n) * int64(a.T) * int64(D)
-			if err := o.elementwise("gpt_heads_to_bf16", total, dg.k, dK, int32(a.T), int32(D), int32(3*a.C), total); err != nil {
+			if err := o.elementwise(total, func(grid, block int) error {
+				return gptkernel.HeadsToBF16(o.dev, grid, block, dg.k, dK, int32(a.T), int32(D), int32(3*a.C), total)
+			}); err != nil {
 				return err
 			}
-			if err := o.elementwise("gpt_heads_to_bf16", total, dg.v, dV, int32(a.T), int32(D), int32(3*a.C), total); err != nil {
+			if err := o.elementwise(total, func(grid, block int) error {
+				return gptkernel.HeadsToBF16(o.dev, grid, block, dg.v, dV, int32(a.T), int32(D), int32(3*a.C), total)
+			}); err != nil {
 				return err
 			}
 		}

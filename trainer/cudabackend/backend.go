@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"lcttop/gpu"
+	"lcttop/gpu/gptkernel"
 	"lcttop/gpu/lct"
 	"lcttop/session"
 	"lcttop/trainer"
@@ -253,7 +254,7 @@ func (b *lockstep) compareOnDevice(first gpu.Ptr, s, l *slot) error {
 	a := b.Shadow.read(s)
 	v := b.LCT.read(l)
 	if b.Shadow.err == nil && b.LCT.err == nil {
-		b.LCT.keep(b.dev.Launch("gpt_first_mismatch", gridFor(int64(s.n), elemThreads), elemThreads, first, a, v, int64(s.n)))
+		b.LCT.keep(gptkernel.FirstMismatch(b.dev, gridFor(int64(s.n), elemThreads), elemThreads, first, a, v, int64(s.n)))
 	}
 	b.Shadow.done(s, a)
 	b.LCT.done(l, v)

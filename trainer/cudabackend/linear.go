@@ -2,6 +2,7 @@ package cudabackend
 
 import (
 	"lcttop/gpu"
+	"lcttop/gpu/gptkernel"
 	"lcttop/session"
 )
 
@@ -28,7 +29,10 @@ func (o *gptOps) LinearForward(l linearLayer, y, x, w, b gpu.Ptr) error {
 	beta := float32(0)
 	if b != 0 {
 		n := int64(l.N) * int64(l.Out)
-		if err := o.elementwise8("gpt_bias_fill", n, l.Out, y, b, int32(l.Out), n); err != nil {
+		if err := o.elementwise8(n, l.Out, []gpu.Ptr{y, b},
+			func(grid, block int) error { return gptkernel.BiasFill(o.dev, grid, block, y, b, int32(l.Out), n) },
+			func(grid, block int) error { return gptkernel.BiasFillV8(o.dev, grid, block, y, b, int32(l.Out), n) },
+		); err != nil {
 			return err
 		}
 		beta = 1

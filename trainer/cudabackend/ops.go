@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"lcttop/gpu"
+	"lcttop/gpu/gptkernel"
 	"lcttop/kernels"
 	"lcttop/session"
 	"lcttop/trainer/ops"
@@ -91,43 +92,50 @@ func (o *gptOps) scope(name string) func() {
 	return func() {}
 }
 
-func (o *gptOps) elementwise(kernel string, n int64, args ...any) error {
+// launchFunc queues one kernel, with its arguments bound, on grid and block.
+type launchFunc func(grid, block int) error
+
+// elementwise launches a grid-stride kernel over n items (none when n is 0).
+func (o *gptOps) elementwise(n int64, launch launchFunc) error {
 	if n == 0 {
 		return nil
 	}
-	return o.dev.Launch(kernel, gridFor(n, elemThreads), elemThreads, args...)
+	return launch(gridFor(n, elemThreads), elemThreads)
 }
 
 // scalarOnly turns off the vector forms of the element-wise kernels (for
 // tests: both forms give the same bits).
 var scalarOnly = false
 
-// elementwise8 launches kernel's vector form (kernel_v8: 8 elements a
-// thread through 16-byte accesses) when every device pointer among args is
-// 16-byte aligned and rowLen (the row length of a row-wise kernel; 8 for
-// one without rows) is a multiple of 8, else the scalar form. Both compute
-// every element with the same formula.
-func (o *gptOps) elementwise8(kernel string, n int64, rowLen int, args ...any) error {
+// elementwise8 launches a kernel's vector form (its _v8 twin: 8 elements a
+// thread through 16-byte accesses) when every device pointer of ptrs, the
+// kernel's, is 16-byte aligned and rowLen (the row length of a row-wise
+// kernel; 8 for one without rows) is a multiple of 8, else the scalar
+// form. Both compute every element with the same formula.
+func (o *gptOps) elementwise8(n int64, rowLen int, ptrs []gpu.Ptr, scalar, vector launchFunc) error {
 	if n == 0 {
 		return nil
 	}
 	vec := !scalarOnly && rowLen%8 == 0
-	for _, a := range args {
-		if p, ok := a.(gpu.Ptr); ok && p%16 != 0 {
+	for _, p := range ptrs {
+		if p%16 != 0 {
 			vec = false
 		}
 	}
 	if !vec {
-		return o.elementwise(kernel, n, args...)
+		return o.elementwise(n, scalar)
 	}
-	return o.dev.Launch(kernel+"_v8", gridFor((n+7)/8, elemThreads), elemThreads, args...)
+	return vector(gridFor((n+7)/8, elemThreads), elemThreads)
 }
 
 // Add computes dst = bf16(a + b) over n elements; dst may be a or b. Bit for
 // bit ops.Add.
 func (o *gptOps) Add(dst, a, b gpu.Ptr, n int) error {
 	defer o.scope("add")()
-	return o.elementwise8("gpt_add", int64(n), 8, dst, a, b, int64(n))
+	N := int64(n)
+	return o.elementwise8(N, 8, []gpu.Ptr{dst, a, b},
+		func(grid, block int) error { return gptkernel.Add(o.dev, grid, block, dst, a, b, N) },
+		func(grid, block int) error { return gptkernel.AddV8(o.dev, grid, block, dst, a, b, N) })
 }
 
 // GELUForward is ops.GELUForward, bit for bit; y may be x.
@@ -137,7 +145,10 @@ func (o *gptOps) GELUForward(y, x gpu.Ptr, n int) error {
 	if err != nil {
 		return err
 	}
-	return o.elementwise8("gpt_gelu_forward", int64(n), 8, y, x, fwd, int64(n))
+	N := int64(n)
+	return o.elementwise8(N, 8, []gpu.Ptr{y, x, fwd},
+		func(grid, block int) error { return gptkernel.GELUForward(o.dev, grid, block, y, x, fwd, N) },
+		func(grid, block int) error { return gptkernel.GELUForwardV8(o.dev, grid, block, y, x, fwd, N) })
 }
 
 // GELUBackward is ops.GELUBackward, bit for bit; dx may be dy.
@@ -147,7 +158,10 @@ func (o *gptOps) GELUBackward(dx, dy, x gpu.Ptr, n int) error {
 	if err != nil {
 		return err
 	}
-	return o.elementwise8("gpt_gelu_backward", int64(n), 8, dx, dy, x, slope, int64(n))
+	N := int64(n)
+	return o.elementwise8(N, 8, []gpu.Ptr{dx, dy, x, slope},
+		func(grid, block int) error { return gptkernel.GELUBackward(o.dev, grid, block, dx, dy, x, slope, N) },
+		func(grid, block int) error { return gptkernel.GELUBackwardV8(o.dev, grid, block, dx, dy, x, slope, N) })
 }
 
 // GELUBackwardForward is GELUBackward(dy, dy, x, n) followed by
@@ -160,7 +174,14 @@ func (o *gptOps) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
 	if err != nil {
 		return err
 	}
-	return o.elementwise8("gpt_gelu_backward_forward", int64(n), 8, dy, x, fwd, slope, int64(n))
+	N := int64(n)
+	return o.elementwise8(N, 8, []gpu.Ptr{dy, x, fwd, slope},
+		func(grid, block int) error {
+			return gptkernel.GELUBackwardForward(o.dev, grid, block, dy, x, fwd, slope, N)
+		},
+		func(grid, block int) error {
+			return gptkernel.GELUBackwardForwardV8(o.dev, grid, block, dy, x, fwd, slope, N)
+		})
 }
 
 // EmbeddingForward is ops.Embedding.Forward, bit for bit: x (B·T×C) from the
@@ -168,7 +189,9 @@ func (o *gptOps) GELUBackwardForward(dy, x gpu.Ptr, n int) error {
 func (o *gptOps) EmbeddingForward(x, tokens, wte, wpe gpu.Ptr, B, T, C int) error {
 	defer o.scope("embedding")()
 	n := int64(B) * int64(T) * int64(C)
-	return o.elementwise("gpt_embedding_forward", n, x, tokens, wte, wpe, int32(T), int32(C), n)
+	return o.elementwise(n, func(grid, block int) error {
+		return gptkernel.EmbeddingForward(o.dev, grid, block, x, tokens, wte, wpe, int32(T), int32(C), n)
+	})
 }
 
 // embeddingOrder is what EmbeddingBackward needs of the tokens: for each
@@ -201,11 +224,15 @@ func embeddingOrder(tokens []int32, V int) (order, start []int32, err error) {
 func (o *gptOps) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C, V, rows int) error {
 	defer o.scope("embedding")()
 	n := int64(V) * int64(C)
-	if err := o.elementwise("gpt_embedding_backward_wte", n, dwte, dx, order, start, int32(C), n); err != nil {
+	if err := o.elementwise(n, func(grid, block int) error {
+		return gptkernel.EmbeddingBackwardWTE(o.dev, grid, block, dwte, dx, order, start, int32(C), n)
+	}); err != nil {
 		return err
 	}
 	n = int64(rows) * int64(C)
-	return o.elementwise("gpt_embedding_backward_wpe", n, dwpe, dx, int32(B), int32(T), int32(C), n)
+	return o.elementwise(n, func(grid, block int) error {
+		return gptkernel.EmbeddingBackwardWPE(o.dev, grid, block, dwpe, dx, int32(B), int32(T), int32(C), n)
+	})
 }
 
 // LayerNormForward is ops.LayerNorm.Forward, bit for bit: y (N×C) and the
@@ -214,13 +241,19 @@ func (o *gptOps) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) erro
 	defer o.scope("layernorm")()
 	blocks := (N + kernels.LayerNormStatRows - 1) / kernels.LayerNormStatRows
 	if C <= kernels.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
-		return o.dev.Launch("gpt_layernorm_forward", blocks, kernels.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
+		return gptkernel.LayerNormForward(o.dev, blocks, kernels.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
 	}
-	if err := o.dev.Launch("gpt_layernorm_stats", blocks, kernels.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
+	if err := gptkernel.LayerNormStats(o.dev, blocks, kernels.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
 		return err
 	}
 	n := int64(N) * int64(C)
-	return o.elementwise8("gpt_layernorm_apply", n, C, y, x, mean, rstd, g, b, int32(C), n)
+	return o.elementwise8(n, C, []gpu.Ptr{y, x, mean, rstd, g, b},
+		func(grid, block int) error {
+			return gptkernel.LayerNormApply(o.dev, grid, block, y, x, mean, rstd, g, b, int32(C), n)
+		},
+		func(grid, block int) error {
+			return gptkernel.LayerNormApplyV8(o.dev, grid, block, y, x, mean, rstd, g, b, int32(C), n)
+		})
 }
 
 // LayerNormBackward is ops.LayerNorm.Backward: dx (N×C) bit for bit, dg and
@@ -236,15 +269,21 @@ func (o *gptOps) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, 
 	sd, sdn := sums, sums.Add(4*int64(N))
 	blocks := (N + kernels.LayerNormBackRows - 1) / kernels.LayerNormBackRows
 	if C <= kernels.LayerNormChunk { // rows that fit shared memory: row sums and dx in one pass
-		if err := o.dev.Launch("gpt_layernorm_backward", blocks, kernels.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+		if err := gptkernel.LayerNormBackward(o.dev, blocks, kernels.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 			return err
 		}
 	} else {
-		if err := o.dev.Launch("gpt_layernorm_backward_rows", blocks, kernels.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
+		if err := gptkernel.LayerNormBackwardRows(o.dev, blocks, kernels.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 			return err
 		}
 		n := int64(N) * int64(C)
-		if err := o.elementwise8("gpt_layernorm_backward_dx", n, C, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n); err != nil {
+		if err := o.elementwise8(n, C, []gpu.Ptr{dx, dy, x, g, mean, rstd, sd, sdn},
+			func(grid, block int) error {
+				return gptkernel.LayerNormBackwardDX(o.dev, grid, block, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n)
+			},
+			func(grid, block int) error {
+				return gptkernel.LayerNormBackwardDXV8(o.dev, grid, block, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n)
+			}); err != nil {
 			return err
 		}
 	}
@@ -256,13 +295,15 @@ func (o *gptOps) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, 
 	defer o.mem.Free(partial)
 	pg, pb := partial, partial.Add(4*int64(chunks)*int64(C))
 	total := int64(chunks) * int64(C)
-	if err := o.elementwise("gpt_layernorm_params_partial", total, pg, pb, dy, x, mean, rstd, int32(N), int32(C), int32(rows), total); err != nil {
+	if err := o.elementwise(total, func(grid, block int) error {
+		return gptkernel.LayerNormParamsPartial(o.dev, grid, block, pg, pb, dy, x, mean, rstd, int32(N), int32(C), int32(rows), total)
+	}); err != nil {
 		return err
 	}
-	if err := o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, dg, pg, int32(chunks), int32(C)); err != nil {
+	if err := gptkernel.ColSumFinish(o.dev, gridFor(int64(C), 128), 128, dg, pg, int32(chunks), int32(C)); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, db, pb, int32(chunks), int32(C))
+	return gptkernel.ColSumFinish(o.dev, gridFor(int64(C), 128), 128, db, pb, int32(chunks), int32(C))
 }
 
 // sumChunks is the rows per partial of a column reduction over N rows and
@@ -287,10 +328,12 @@ func (o *gptOps) ColSum(out, in gpu.Ptr, N, C int) error {
 	}
 	defer o.mem.Free(partial)
 	total := int64(chunks) * int64(C)
-	if err := o.elementwise("gpt_colsum_partial", total, partial, in, int32(N), int32(C), int32(rows), total); err != nil {
+	if err := o.elementwise(total, func(grid, block int) error {
+		return gptkernel.ColSumPartial(o.dev, grid, block, partial, in, int32(N), int32(C), int32(rows), total)
+	}); err != nil {
 		return err
 	}
-	return o.dev.Launch("gpt_colsum_finish", gridFor(int64(C), 128), 128, out, partial, int32(chunks), int32(C))
+	return gptkernel.ColSumFinish(o.dev, gridFor(int64(C), 128), 128, out, partial, int32(chunks), int32(C))
 }
 
 // CrossEntropy is ops.CrossEntropy.ForwardBackward, bit for bit: per-row
@@ -298,20 +341,31 @@ func (o *gptOps) ColSum(out, in gpu.Ptr, N, C int) error {
 // the targets (device int32, N).
 func (o *gptOps) CrossEntropy(dlogits, losses, logits, targets gpu.Ptr, N, V int, gradScale float32) error {
 	defer o.scope("crossentropy")()
-	return o.dev.Launch("gpt_crossentropy", gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
+	return gptkernel.CrossEntropy(o.dev, gridFor(int64(N), 64), 64, dlogits, losses, logits, targets, int32(N), int32(V), gradScale)
 }
 
 // AdamW applies s to n elements of w, m, v from gradient g: optim's
 // AdamWStep.Update, bit for bit.
 func (o *gptOps) AdamW(w, m, v, g gpu.Ptr, n int, s optim.AdamWStep) error {
 	defer o.scope("adamw")()
-	return o.elementwise8("gpt_adamw", int64(n), 8, w, m, v, g, int64(n), s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
-		s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
+	N := int64(n)
+	return o.elementwise8(N, 8, []gpu.Ptr{w, m, v, g},
+		func(grid, block int) error {
+			return gptkernel.AdamW(o.dev, grid, block, w, m, v, g, N, s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
+				s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
+		},
+		func(grid, block int) error {
+			return gptkernel.AdamWV8(o.dev, grid, block, w, m, v, g, N, s.LR, s.Beta1, s.OneMinusBeta1, s.Beta2,
+				s.OneMinusBeta2, s.Eps, s.WeightDecay, s.BiasCorr1, s.BiasCorr2)
+		})
 }
 
 // SGD applies s to n elements of w and m from gradient g: optim's
 // SGDStep.Update, bit for bit.
 func (o *gptOps) SGD(w, m, g gpu.Ptr, n int, s optim.SGDStep) error {
 	defer o.scope("sgd")()
-	return o.elementwise("gpt_sgd", int64(n), w, m, g, int64(n), s.LR, s.Momentum, s.WeightDecay)
+	N := int64(n)
+	return o.elementwise(N, func(grid, block int) error {
+		return gptkernel.SGD(o.dev, grid, block, w, m, g, N, s.LR, s.Momentum, s.WeightDecay)
+	})
 }

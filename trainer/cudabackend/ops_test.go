@@ -16,40 +16,40 @@ import (
 func TestAddGELUMatchCPU(t *testing.T) {
 	h := newTDev(t)
 	const n = 10007
-	x := h.randBF16(n, 0, 3)
-	other := h.randBF16(n, 0.5, 2)
+	x := h.RandBF16(n, 0, 3)
+	other := h.RandBF16(n, 0.5, 2)
 	// Edges: zeros, a subnormal, values where tanh saturates, large ones.
 	copy(x, []uint16{0x0000, 0x8000, 0x0001, bf16.FromFloat32(9), bf16.FromFloat32(-9), bf16.FromFloat32(3e4), bf16.FromFloat32(-3e4)})
-	dx, dy := h.bf16(x), h.bf16(other)
+	dx, dy := h.BF16(x), h.BF16(other)
 
-	out := h.alloc(2 * n)
-	h.check(h.ops.Add(out, dx, dy, n))
+	out := h.Alloc(2 * n)
+	h.Check(h.ops.Add(out, dx, dy, n))
 	want := make([]uint16, n)
 	ops.Add(want, x, other)
-	assertSameBF16(t, "Add", h.get16(out, n), want)
+	assertSameBF16(t, "Add", h.Get16(out, n), want)
 
-	h.check(h.ops.GELUForward(out, dx, n))
+	h.Check(h.ops.GELUForward(out, dx, n))
 	ops.GELUForward(want, x)
-	assertSameBF16(t, "GELUForward", h.get16(out, n), want)
+	assertSameBF16(t, "GELUForward", h.Get16(out, n), want)
 
-	h.check(h.ops.GELUBackward(out, dy, dx, n))
+	h.Check(h.ops.GELUBackward(out, dy, dx, n))
 	ops.GELUBackward(want, other, x)
-	assertSameBF16(t, "GELUBackward", h.get16(out, n), want)
+	assertSameBF16(t, "GELUBackward", h.Get16(out, n), want)
 
 	// In place, as the trainer calls them.
-	h.check(h.ops.GELUBackward(dy, dy, dx, n))
-	assertSameBF16(t, "GELUBackward in place", h.get16(dy, n), want)
-	h.check(h.ops.GELUForward(dx, dx, n))
+	h.Check(h.ops.GELUBackward(dy, dy, dx, n))
+	assertSameBF16(t, "GELUBackward in place", h.Get16(dy, n), want)
+	h.Check(h.ops.GELUForward(dx, dx, n))
 	ops.GELUForward(want, x)
-	assertSameBF16(t, "GELUForward in place", h.get16(dx, n), want)
+	assertSameBF16(t, "GELUForward in place", h.Get16(dx, n), want)
 
 	// Both in one pass, as the backward uses them.
-	dx, dy = h.bf16(x), h.bf16(other)
-	h.check(h.ops.GELUBackwardForward(dy, dx, n))
+	dx, dy = h.BF16(x), h.BF16(other)
+	h.Check(h.ops.GELUBackwardForward(dy, dx, n))
 	ops.GELUBackward(want, other, x)
-	assertSameBF16(t, "GELUBackwardForward gradient", h.get16(dy, n), want)
+	assertSameBF16(t, "GELUBackwardForward gradient", h.Get16(dy, n), want)
 	ops.GELUForward(want, x)
-	assertSameBF16(t, "GELUBackwardForward output", h.get16(dx, n), want)
+	assertSameBF16(t, "GELUBackwardForward output", h.Get16(dx, n), want)
 }
 
 // GELU looks every one of the 65,536 BF16 inputs up as the CPU does: the
@@ -69,13 +69,13 @@ func TestGELUEveryPatternMatchesCPU(t *testing.T) {
 	want := make([]uint16, n)
 	for _, scalar := range []bool{false, true} {
 		scalarOnly = scalar
-		out := h.alloc(2 * n)
-		h.check(h.ops.GELUForward(out, h.bf16(x), n))
+		out := h.Alloc(2 * n)
+		h.Check(h.ops.GELUForward(out, h.BF16(x), n))
 		ops.GELUForward(want, x)
-		assertSameBF16(t, fmt.Sprintf("GELUForward (scalar %v)", scalar), h.get16(out, n), want)
-		h.check(h.ops.GELUBackward(out, h.bf16(dy), h.bf16(x), n))
+		assertSameBF16(t, fmt.Sprintf("GELUForward (scalar %v)", scalar), h.Get16(out, n), want)
+		h.Check(h.ops.GELUBackward(out, h.BF16(dy), h.BF16(x), n))
 		ops.GELUBackward(want, dy, x)
-		got := h.get16(out, n)
+		got := h.Get16(out, n)
 		isNaN := func(v uint16) bool { return v&0x7fff > 0x7f80 }
 		for i := range x {
 			if isNaN(got[i]) && isNaN(want[i]) {
@@ -93,41 +93,41 @@ func TestGELUEveryPatternMatchesCPU(t *testing.T) {
 func TestElementwiseVectorFormsMatchScalar(t *testing.T) {
 	h := newTDev(t)
 	const n, N, C = 1003, 24, 40
-	x, y := h.randBF16(n, 0, 3), h.randBF16(n, 0.5, 2)
-	w, m, g := h.randBF16(n, 0, 0.05), h.randBF16(n, 0, 0.01), h.randBF16(n, 0, 0.02)
+	x, y := h.RandBF16(n, 0, 3), h.RandBF16(n, 0.5, 2)
+	w, m, g := h.RandBF16(n, 0, 0.05), h.RandBF16(n, 0, 0.01), h.RandBF16(n, 0, 0.02)
 	v := make([]uint16, n)
 	for i := range v {
 		v[i] = bf16.FromFloat32(float32(math.Abs(h.rnd.NormFloat64()) * 1e-4))
 	}
 	s := optim.AdamW{Schedule: optim.Schedule{LR: 3e-3}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}.Step(2, true)
-	lx, lg, lb, ldy := h.randBF16(N*C, 0.3, 1.5), h.randBF16(C, 1, 0.1), h.randBF16(C, 0, 0.1), h.randBF16(N*C, 0, 1)
+	lx, lg, lb, ldy := h.RandBF16(N*C, 0.3, 1.5), h.RandBF16(C, 1, 0.1), h.RandBF16(C, 0, 0.1), h.RandBF16(N*C, 0, 1)
 	// run computes every op; skew moves the first operand 2 bytes off alignment.
 	run := func(skew int64) [][]uint16 {
 		var out [][]uint16
 		in := func(v []uint16) gpu.Ptr { // a copy at the skew
-			p := h.alloc(2*int64(len(v)) + 16).Add(skew)
-			h.check(h.d.Upload(p, gpu.Bytes(v)))
+			p := h.Alloc(2*int64(len(v)) + 16).Add(skew)
+			h.Check(h.d.Upload(p, gpu.Bytes(v)))
 			return p
 		}
-		dst := h.alloc(2*n + 16).Add(skew)
-		h.check(h.ops.Add(dst, in(x), in(y), n))
-		out = append(out, h.get16(dst, n))
-		h.check(h.ops.GELUForward(dst, in(x), n))
-		out = append(out, h.get16(dst, n))
-		h.check(h.ops.GELUBackward(dst, in(y), in(x), n))
-		out = append(out, h.get16(dst, n))
+		dst := h.Alloc(2*n + 16).Add(skew)
+		h.Check(h.ops.Add(dst, in(x), in(y), n))
+		out = append(out, h.Get16(dst, n))
+		h.Check(h.ops.GELUForward(dst, in(x), n))
+		out = append(out, h.Get16(dst, n))
+		h.Check(h.ops.GELUBackward(dst, in(y), in(x), n))
+		out = append(out, h.Get16(dst, n))
 		gy, gx := in(y), in(x)
-		h.check(h.ops.GELUBackwardForward(gy, gx, n))
-		out = append(out, h.get16(gy, n), h.get16(gx, n))
+		h.Check(h.ops.GELUBackwardForward(gy, gx, n))
+		out = append(out, h.Get16(gy, n), h.Get16(gx, n))
 		dw, dm, dv := in(w), in(m), in(v)
-		h.check(h.ops.AdamW(dw, dm, dv, in(g), n, s))
-		out = append(out, h.get16(dw, n), h.get16(dm, n), h.get16(dv, n))
-		ly, mean, rstd := in(lx), h.alloc(4*N), h.alloc(4*N)
-		h.check(h.ops.LayerNormForward(ly, mean, rstd, in(lx), in(lg), in(lb), N, C))
-		out = append(out, h.get16(ly, N*C))
-		dx, dg, db := in(lx), h.alloc(2*C), h.alloc(2*C)
-		h.check(h.ops.LayerNormBackward(dx, dg, db, in(ldy), in(lx), in(lg), mean, rstd, N, C))
-		out = append(out, h.get16(dx, N*C))
+		h.Check(h.ops.AdamW(dw, dm, dv, in(g), n, s))
+		out = append(out, h.Get16(dw, n), h.Get16(dm, n), h.Get16(dv, n))
+		ly, mean, rstd := in(lx), h.Alloc(4*N), h.Alloc(4*N)
+		h.Check(h.ops.LayerNormForward(ly, mean, rstd, in(lx), in(lg), in(lb), N, C))
+		out = append(out, h.Get16(ly, N*C))
+		dx, dg, db := in(lx), h.Alloc(2*C), h.Alloc(2*C)
+		h.Check(h.ops.LayerNormBackward(dx, dg, db, in(ldy), in(lx), in(lg), mean, rstd, N, C))
+		out = append(out, h.Get16(dx, N*C))
 		return out
 	}
 	vec := run(0)
@@ -152,25 +152,25 @@ func TestEmbeddingMatchesCPU(t *testing.T) {
 		}
 	}
 	tokens[5] = 255
-	wte, wpe := h.randBF16(V*C, 0, 0.02), h.randBF16(rows*C, 0, 0.02)
+	wte, wpe := h.RandBF16(V*C, 0, 0.02), h.RandBF16(rows*C, 0, 0.02)
 	e := ops.Embedding{B: B, T: T, C: C, V: V}
 
-	x := h.alloc(2 * B * T * C)
-	dtok := h.i32(tokens)
-	h.check(h.ops.EmbeddingForward(x, dtok, h.bf16(wte), h.bf16(wpe), B, T, C))
+	x := h.Alloc(2 * B * T * C)
+	dtok := h.I32(tokens)
+	h.Check(h.ops.EmbeddingForward(x, dtok, h.BF16(wte), h.BF16(wpe), B, T, C))
 	want := make([]uint16, B*T*C)
 	e.Forward(want, tokens, wte, wpe)
-	assertSameBF16(t, "Embedding.Forward", h.get16(x, B*T*C), want)
+	assertSameBF16(t, "Embedding.Forward", h.Get16(x, B*T*C), want)
 
-	dx := h.randBF16(B*T*C, 0, 1)
+	dx := h.RandBF16(B*T*C, 0, 1)
 	order, start, err := embeddingOrder(tokens, V)
-	h.check(err)
-	dwte, dwpe := h.alloc(2*V*C), h.alloc(2*rows*C)
-	h.check(h.ops.EmbeddingBackward(dwte, dwpe, h.bf16(dx), h.i32(order), h.i32(start), B, T, C, V, rows))
+	h.Check(err)
+	dwte, dwpe := h.Alloc(2*V*C), h.Alloc(2*rows*C)
+	h.Check(h.ops.EmbeddingBackward(dwte, dwpe, h.BF16(dx), h.I32(order), h.I32(start), B, T, C, V, rows))
 	wantTE, wantPE := make([]uint16, V*C), make([]uint16, rows*C)
 	e.Backward(wantTE, wantPE, dx, tokens)
-	assertSameBF16(t, "Embedding.Backward dwte", h.get16(dwte, V*C), wantTE)
-	assertSameBF16(t, "Embedding.Backward dwpe", h.get16(dwpe, rows*C), wantPE)
+	assertSameBF16(t, "Embedding.Backward dwte", h.Get16(dwte, V*C), wantTE)
+	assertSameBF16(t, "Embedding.Backward dwpe", h.Get16(dwpe, rows*C), wantPE)
 }
 
 func TestEmbeddingOrderRejectsBadTokens(t *testing.T) {
@@ -183,36 +183,36 @@ func TestLayerNormMatchesCPU(t *testing.T) {
 	for _, shape := range []struct{ N, C int }{{45, 72}, {64, 128}, {3, 1000}, {21, 2500}} { // 2500: rows in three pieces of 1024
 		h := newTDev(t)
 		N, C := shape.N, shape.C
-		x := h.randBF16(N*C, 0.3, 1.5)
-		g, b := h.randBF16(C, 1, 0.1), h.randBF16(C, 0, 0.1)
+		x := h.RandBF16(N*C, 0.3, 1.5)
+		g, b := h.RandBF16(C, 1, 0.1), h.RandBF16(C, 0, 0.1)
 		l := ops.LayerNorm{N: N, C: C}
 
-		dxIn, dg, db := h.bf16(x), h.bf16(g), h.bf16(b)
-		y, mean, rstd := h.alloc(2*int64(N*C)), h.alloc(4*int64(N)), h.alloc(4*int64(N))
-		h.check(h.ops.LayerNormForward(y, mean, rstd, dxIn, dg, db, N, C))
+		dxIn, dg, db := h.BF16(x), h.BF16(g), h.BF16(b)
+		y, mean, rstd := h.Alloc(2*int64(N*C)), h.Alloc(4*int64(N)), h.Alloc(4*int64(N))
+		h.Check(h.ops.LayerNormForward(y, mean, rstd, dxIn, dg, db, N, C))
 		wantY, wantMean, wantRstd := make([]uint16, N*C), make([]float32, N), make([]float32, N)
 		l.Forward(wantY, wantMean, wantRstd, x, g, b)
-		assertSameF32(t, "LayerNorm mean", h.getF32(mean, N), wantMean)
-		assertSameF32(t, "LayerNorm rstd", h.getF32(rstd, N), wantRstd)
-		assertSameBF16(t, "LayerNorm.Forward", h.get16(y, N*C), wantY)
+		assertSameF32(t, "LayerNorm mean", h.GetF32(mean, N), wantMean)
+		assertSameF32(t, "LayerNorm rstd", h.GetF32(rstd, N), wantRstd)
+		assertSameBF16(t, "LayerNorm.Forward", h.Get16(y, N*C), wantY)
 
-		dy := h.randBF16(N*C, 0, 1)
-		ddy := h.bf16(dy)
+		dy := h.RandBF16(N*C, 0, 1)
+		ddy := h.BF16(dy)
 		wantDx, wantDg, wantDb := make([]uint16, N*C), make([]uint16, C), make([]uint16, C)
 		l.Backward(wantDx, wantDg, wantDb, dy, x, g, wantMean, wantRstd)
 		// One pass over the rows sums in the CPU's order: bit for bit. In
 		// chunks of 16 rows (the fast path's shape) it is within rounding.
 		for _, rows := range []int{N, 16} {
 			h.ops.SumRows = rows
-			dx, dgOut, dbOut := h.alloc(2*int64(N*C)), h.alloc(2*int64(C)), h.alloc(2*int64(C))
-			h.check(h.ops.LayerNormBackward(dx, dgOut, dbOut, ddy, dxIn, dg, mean, rstd, N, C))
-			assertSameBF16(t, "LayerNorm.Backward dx", h.get16(dx, N*C), wantDx)
+			dx, dgOut, dbOut := h.Alloc(2*int64(N*C)), h.Alloc(2*int64(C)), h.Alloc(2*int64(C))
+			h.Check(h.ops.LayerNormBackward(dx, dgOut, dbOut, ddy, dxIn, dg, mean, rstd, N, C))
+			assertSameBF16(t, "LayerNorm.Backward dx", h.Get16(dx, N*C), wantDx)
 			if rows >= N {
-				assertSameBF16(t, "LayerNorm.Backward dg", h.get16(dgOut, C), wantDg)
-				assertSameBF16(t, "LayerNorm.Backward db", h.get16(dbOut, C), wantDb)
+				assertSameBF16(t, "LayerNorm.Backward dg", h.Get16(dgOut, C), wantDg)
+				assertSameBF16(t, "LayerNorm.Backward db", h.Get16(dbOut, C), wantDb)
 			} else {
-				assertNearBF16(t, "LayerNorm.Backward dg in chunks", h.get16(dgOut, C), wantDg, linearTol)
-				assertNearBF16(t, "LayerNorm.Backward db in chunks", h.get16(dbOut, C), wantDb, linearTol)
+				assertNearBF16(t, "LayerNorm.Backward dg in chunks", h.Get16(dgOut, C), wantDg, linearTol)
+				assertNearBF16(t, "LayerNorm.Backward db in chunks", h.Get16(dbOut, C), wantDb, linearTol)
 			}
 		}
 	}
@@ -221,7 +221,7 @@ func TestLayerNormMatchesCPU(t *testing.T) {
 func TestCrossEntropyMatchesCPU(t *testing.T) {
 	h := newTDev(t)
 	const N, V = 37, 256
-	logits := h.randBF16(N*V, 0, 2)
+	logits := h.RandBF16(N*V, 0, 2)
 	targets := make([]int32, N)
 	for i := range targets {
 		targets[i] = int32(h.rnd.IntN(V))
@@ -230,16 +230,16 @@ func TestCrossEntropyMatchesCPU(t *testing.T) {
 	wantD, wantL := make([]uint16, N*V), make([]float32, N)
 	ops.CrossEntropy{N: N, V: V}.ForwardBackward(wantD, wantL, logits, targets, scale)
 
-	dl, dt := h.bf16(logits), h.i32(targets)
-	out, losses := h.alloc(2*N*V), h.alloc(4*N)
-	h.check(h.ops.CrossEntropy(out, losses, dl, dt, N, V, scale))
-	assertSameF32(t, "CrossEntropy losses", h.getF32(losses, N), wantL)
-	assertSameBF16(t, "CrossEntropy dlogits", h.get16(out, N*V), wantD)
+	dl, dt := h.BF16(logits), h.I32(targets)
+	out, losses := h.Alloc(2*N*V), h.Alloc(4*N)
+	h.Check(h.ops.CrossEntropy(out, losses, dl, dt, N, V, scale))
+	assertSameF32(t, "CrossEntropy losses", h.GetF32(losses, N), wantL)
+	assertSameBF16(t, "CrossEntropy dlogits", h.Get16(out, N*V), wantD)
 
 	// In place, as the trainer calls it.
-	h.check(h.ops.CrossEntropy(dl, losses, dl, dt, N, V, scale))
-	assertSameBF16(t, "CrossEntropy dlogits in place", h.get16(dl, N*V), wantD)
-	if got, want := ops.MeanLoss(h.getF32(losses, N)), ops.MeanLoss(wantL); got != want {
+	h.Check(h.ops.CrossEntropy(dl, losses, dl, dt, N, V, scale))
+	assertSameBF16(t, "CrossEntropy dlogits in place", h.Get16(dl, N*V), wantD)
+	if got, want := ops.MeanLoss(h.GetF32(losses, N)), ops.MeanLoss(wantL); got != want {
 		t.Errorf("mean loss %g, CPU %g", got, want)
 	}
 }
@@ -247,7 +247,7 @@ func TestCrossEntropyMatchesCPU(t *testing.T) {
 func TestOptimizersMatchCPU(t *testing.T) {
 	h := newTDev(t)
 	const n = 20011
-	w, m, g := h.randBF16(n, 0, 0.05), h.randBF16(n, 0, 0.01), h.randBF16(n, 0, 0.02)
+	w, m, g := h.RandBF16(n, 0, 0.05), h.RandBF16(n, 0, 0.01), h.RandBF16(n, 0, 0.02)
 	v := make([]uint16, n)
 	for i := range v {
 		v[i] = bf16.FromFloat32(float32(math.Abs(h.rnd.NormFloat64()) * 1e-4))
@@ -255,22 +255,22 @@ func TestOptimizersMatchCPU(t *testing.T) {
 	adam := optim.AdamW{Schedule: optim.Schedule{LR: 3e-3, Warmup: 10}, Beta1: 0.9, Beta2: 0.99, Eps: 1e-8, WeightDecay: 0.1}
 	for _, decay := range []bool{true, false} {
 		s := adam.Step(7, decay)
-		dw, dm, dv, dg := h.bf16(w), h.bf16(m), h.bf16(v), h.bf16(g)
-		h.check(h.ops.AdamW(dw, dm, dv, dg, n, s))
+		dw, dm, dv, dg := h.BF16(w), h.BF16(m), h.BF16(v), h.BF16(g)
+		h.Check(h.ops.AdamW(dw, dm, dv, dg, n, s))
 		ww, wm, wv := append([]uint16(nil), w...), append([]uint16(nil), m...), append([]uint16(nil), v...)
 		s.Update(ww, wm, wv, g)
-		assertSameBF16(t, "AdamW w", h.get16(dw, n), ww)
-		assertSameBF16(t, "AdamW m", h.get16(dm, n), wm)
-		assertSameBF16(t, "AdamW v", h.get16(dv, n), wv)
+		assertSameBF16(t, "AdamW w", h.Get16(dw, n), ww)
+		assertSameBF16(t, "AdamW m", h.Get16(dm, n), wm)
+		assertSameBF16(t, "AdamW v", h.Get16(dv, n), wv)
 	}
 	sgd := optim.SGD{Schedule: optim.Schedule{LR: 0.3}, Momentum: 0.9, WeightDecay: 0.01}
 	s := sgd.Step(3, true)
-	dw, dm := h.bf16(w), h.bf16(m)
-	h.check(h.ops.SGD(dw, dm, h.bf16(g), n, s))
+	dw, dm := h.BF16(w), h.BF16(m)
+	h.Check(h.ops.SGD(dw, dm, h.BF16(g), n, s))
 	ww, wm := append([]uint16(nil), w...), append([]uint16(nil), m...)
 	s.Update(ww, wm, g)
-	assertSameBF16(t, "SGD w", h.get16(dw, n), ww)
-	assertSameBF16(t, "SGD m", h.get16(dm, n), wm)
+	assertSameBF16(t, "SGD w", h.Get16(dw, n), ww)
+	assertSameBF16(t, "SGD m", h.Get16(dm, n), wm)
 }
 
 // linearTol: the products sum in cuBLAS's order, so a BF16 output may land
@@ -283,38 +283,38 @@ func TestLinearMatchesCPU(t *testing.T) {
 	h := newTDev(t)
 	const N, In, Out = 50, 72, 40
 	l := ops.Linear{N: N, In: In, Out: Out}
-	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
-	dxIn, dw, db := h.bf16(x), h.bf16(w), h.bf16(b)
+	x, w, b := h.RandBF16(N*In, 0, 1), h.RandBF16(Out*In, 0, 0.1), h.RandBF16(Out, 0, 0.1)
+	dxIn, dw, db := h.BF16(x), h.BF16(w), h.BF16(b)
 	dl := linearLayer{N: N, In: In, Out: Out}
 
-	y := h.alloc(2 * N * Out)
+	y := h.Alloc(2 * N * Out)
 	want := make([]uint16, N*Out)
-	h.check(h.ops.LinearForward(dl, y, dxIn, dw, db))
+	h.Check(h.ops.LinearForward(dl, y, dxIn, dw, db))
 	l.Forward(want, x, w, b)
-	assertNearBF16(t, "Linear.Forward", h.get16(y, N*Out), want, linearTol)
+	assertNearBF16(t, "Linear.Forward", h.Get16(y, N*Out), want, linearTol)
 
-	h.check(h.ops.LinearForward(dl, y, dxIn, dw, 0))
+	h.Check(h.ops.LinearForward(dl, y, dxIn, dw, 0))
 	l.Forward(want, x, w, nil)
-	assertNearBF16(t, "Linear.Forward without bias", h.get16(y, N*Out), want, linearTol)
+	assertNearBF16(t, "Linear.Forward without bias", h.Get16(y, N*Out), want, linearTol)
 
-	dy := h.randBF16(N*Out, 0, 1)
-	ddy := h.bf16(dy)
-	dx := h.alloc(2 * N * In)
-	h.check(h.ops.LinearBackwardInput(dl, dx, ddy, dw))
+	dy := h.RandBF16(N*Out, 0, 1)
+	ddy := h.BF16(dy)
+	dx := h.Alloc(2 * N * In)
+	h.Check(h.ops.LinearBackwardInput(dl, dx, ddy, dw))
 	wantDx := make([]uint16, N*In)
 	l.BackwardInput(wantDx, dy, w)
-	assertNearBF16(t, "Linear.BackwardInput", h.get16(dx, N*In), wantDx, linearTol)
+	assertNearBF16(t, "Linear.BackwardInput", h.Get16(dx, N*In), wantDx, linearTol)
 
-	gw, gb := h.alloc(2*Out*In), h.alloc(2*Out)
+	gw, gb := h.Alloc(2*Out*In), h.Alloc(2*Out)
 	h.ops.SumRows = N
-	h.check(h.ops.LinearBackwardWeight(dl, gw, gb, ddy, dxIn))
+	h.Check(h.ops.LinearBackwardWeight(dl, gw, gb, ddy, dxIn))
 	wantW, wantB := make([]uint16, Out*In), make([]uint16, Out)
 	l.BackwardWeight(wantW, wantB, dy, x)
-	assertNearBF16(t, "Linear.BackwardWeight dW", h.get16(gw, Out*In), wantW, linearTol)
-	assertSameBF16(t, "Linear.BackwardWeight db", h.get16(gb, Out), wantB)
+	assertNearBF16(t, "Linear.BackwardWeight dW", h.Get16(gw, Out*In), wantW, linearTol)
+	assertSameBF16(t, "Linear.BackwardWeight db", h.Get16(gb, Out), wantB)
 	h.ops.SumRows = 7
-	h.check(h.ops.LinearBackwardWeight(dl, gw, gb, ddy, dxIn))
-	assertNearBF16(t, "Linear.BackwardWeight db in chunks", h.get16(gb, Out), wantB, linearTol)
+	h.Check(h.ops.LinearBackwardWeight(dl, gw, gb, ddy, dxIn))
+	assertNearBF16(t, "Linear.BackwardWeight db in chunks", h.Get16(gb, Out), wantB, linearTol)
 }
 
 // The biased forward of a wide layer (the bias filled in, then the product
@@ -323,12 +323,12 @@ func TestLinearForwardWide(t *testing.T) {
 	h := newTDev(t)
 	const In, Out, N = 16, 3000, 7
 	l := ops.Linear{N: N, In: In, Out: Out}
-	x, w, b := h.randBF16(N*In, 0, 1), h.randBF16(Out*In, 0, 0.1), h.randBF16(Out, 0, 0.1)
-	y := h.alloc(2 * N * Out)
-	h.check(h.ops.LinearForward(linearLayer{N: N, In: In, Out: Out}, y, h.bf16(x), h.bf16(w), h.bf16(b)))
+	x, w, b := h.RandBF16(N*In, 0, 1), h.RandBF16(Out*In, 0, 0.1), h.RandBF16(Out, 0, 0.1)
+	y := h.Alloc(2 * N * Out)
+	h.Check(h.ops.LinearForward(linearLayer{N: N, In: In, Out: Out}, y, h.BF16(x), h.BF16(w), h.BF16(b)))
 	want := make([]uint16, N*Out)
 	l.Forward(want, x, w, b)
-	assertNearBF16(t, "Linear.Forward, wide", h.get16(y, N*Out), want, linearTol)
+	assertNearBF16(t, "Linear.Forward, wide", h.Get16(y, N*Out), want, linearTol)
 }
 
 // attentionTol: P enters the product with V rounded to BF16 (2⁻⁹ relative),
@@ -362,31 +362,31 @@ func TestAttentionMatchesCPU(t *testing.T) {
 		a := ops.Attention{B: c.B, T: c.T, C: c.C, H: c.H}
 		da := attentionLayer{B: c.B, T: c.T, C: c.C, H: c.H, Group: c.group, QueryChunk: c.chunk, Products: c.products}
 		N := c.B * c.T
-		qkv := h.randBF16(N*3*c.C, 0, 1)
-		dq := h.bf16(qkv)
-		y := h.alloc(2 * int64(N*c.C))
+		qkv := h.RandBF16(N*3*c.C, 0, 1)
+		dq := h.BF16(qkv)
+		y := h.Alloc(2 * int64(N*c.C))
 		if got := da.fused(dq, y); got == c.products {
 			t.Fatalf("%+v: fused %v", c, got)
 		}
-		h.check(h.ops.AttentionForward(da, y, dq))
+		h.Check(h.ops.AttentionForward(da, y, dq))
 		want := make([]uint16, N*c.C)
 		a.Forward(want, qkv)
 		name := "Attention.Forward"
 		if !c.products {
 			name += " (fused)"
 		}
-		assertNearBF16(t, name, h.get16(y, N*c.C), want, attentionTol)
+		assertNearBF16(t, name, h.Get16(y, N*c.C), want, attentionTol)
 
-		dy := h.randBF16(N*c.C, 0, 1)
-		dqkv := h.alloc(2 * int64(N*3*c.C))
-		h.check(h.ops.AttentionBackward(da, dqkv, h.bf16(dy), dq))
+		dy := h.RandBF16(N*c.C, 0, 1)
+		dqkv := h.Alloc(2 * int64(N*3*c.C))
+		h.Check(h.ops.AttentionBackward(da, dqkv, h.BF16(dy), dq))
 		wantD := make([]uint16, N*3*c.C)
 		a.Backward(wantD, dy, qkv)
 		name = "Attention.Backward"
 		if !c.products {
 			name += " (fused)"
 		}
-		assertNearBF16(t, name, h.get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
+		assertNearBF16(t, name, h.Get16(dqkv, N*3*c.C), wantD, attentionBackwardTol)
 	}
 }
 
@@ -416,13 +416,13 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 	h := newTDev(t)
 	const B, T, C, H = 2, 40, 64, 4
 	N := B * T
-	qkv, dy := h.bf16(h.randBF16(N*3*C, 0, 1)), h.bf16(h.randBF16(N*C, 0, 1))
+	qkv, dy := h.BF16(h.RandBF16(N*3*C, 0, 1)), h.BF16(h.RandBF16(N*C, 0, 1))
 	a := attentionLayer{B: B, T: T, C: C, H: H}
 	var first []uint16
 	for run := range 3 {
-		dqkv := h.alloc(2 * int64(N*3*C))
-		h.check(h.ops.AttentionBackward(a, dqkv, dy, qkv))
-		got := h.get16(dqkv, N*3*C)
+		dqkv := h.Alloc(2 * int64(N*3*C))
+		h.Check(h.ops.AttentionBackward(a, dqkv, dy, qkv))
+		got := h.Get16(dqkv, N*3*C)
 		if run == 0 {
 			first = got
 			continue
@@ -430,10 +430,10 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 		assertSameBF16(t, "Attention.Backward, run again", got, first)
 	}
 	l := linearLayer{N: N, In: C, Out: 3 * C}
-	dw1, dw2 := h.alloc(2*int64(3*C*C)), h.alloc(2*int64(3*C*C))
-	x := h.bf16(h.randBF16(N*C, 0, 1))
-	dyq := h.bf16(h.randBF16(N*3*C, 0, 1))
-	h.check(h.ops.LinearBackwardWeight(l, dw1, 0, dyq, x))
-	h.check(h.ops.LinearBackwardWeight(l, dw2, 0, dyq, x))
-	assertSameBF16(t, "Linear.BackwardWeight, run again", h.get16(dw2, 3*C*C), h.get16(dw1, 3*C*C))
+	dw1, dw2 := h.Alloc(2*int64(3*C*C)), h.Alloc(2*int64(3*C*C))
+	x := h.BF16(h.RandBF16(N*C, 0, 1))
+	dyq := h.BF16(h.RandBF16(N*3*C, 0, 1))
+	h.Check(h.ops.LinearBackwardWeight(l, dw1, 0, dyq, x))
+	h.Check(h.ops.LinearBackwardWeight(l, dw2, 0, dyq, x))
+	assertSameBF16(t, "Linear.BackwardWeight, run again", h.Get16(dw2, 3*C*C), h.Get16(dw1, 3*C*C))
 }

@@ -17,7 +17,7 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 	h := newTDev(t)
 	const n = 300
 	st, err := newLCTStore(h.mem, lct.NewReference(), trainer.DefaultClassCodec, 1<<20)
-	h.check(err)
+	h.Check(err)
 	st.rawBelow = n
 	dense := &denseStore{mem: h.mem, ops: h.ops}
 	newParam := func() *param {
@@ -30,28 +30,28 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 	}
 	pl, pd := newParam(), newParam()
 	for i := range 3 {
-		v := h.randBF16(n, 0, 0.5)
+		v := h.RandBF16(n, 0, 0.5)
 		if i == 2 {
-			v = h.randBF16(n, 0.01, 0.001) // v must be positive
+			v = h.RandBF16(n, 0.01, 0.001) // v must be positive
 			for j := range v {
 				v[j] &^= 0x8000
 			}
 		}
 		sl, sd := append([]*slot{pl.w}, pl.state...)[i], append([]*slot{pd.w}, pd.state...)[i]
-		h.check(st.set(sl, v))
-		h.check(dense.set(sd, v))
+		h.Check(st.set(sl, v))
+		h.Check(dense.set(sd, v))
 	}
 
 	// A weight's view kept from before (a block's matrix read for its
 	// product): the bias read after it ends it, as a copied view did.
 	big := &slot{name: "fc.w", class: session.ClassWeight, cat: session.Weights, n: 4096}
 	kv, err := h.mem.Alloc(session.CodecScratch, 2*int64(big.n))
-	h.check(err)
+	h.Check(err)
 	st.kept.s, st.kept.p = big, kv
 
 	live := h.mem.Live() - 2*int64(big.n)
 	p, err := st.read(pl.w)
-	h.check(err)
+	h.Check(err)
 	if raw := st.held[pl.w].raw; p != raw || h.mem.Live() != live+2*int64(big.n) {
 		t.Errorf("read of a small raw tensor: view %#x (its storage %#x), live %d bytes (before: %d)", p, raw, h.mem.Live(), live)
 	}
@@ -64,20 +64,20 @@ func TestLCTStoreSmallTensorsReadAndUpdatedInPlace(t *testing.T) {
 	}
 
 	opt := mustOptimizer(t, "adamw")
-	grad := h.randBF16(n, 0, 0.1)
+	grad := h.RandBF16(n, 0, 0.1)
 	h.mem.Ledger().ResetPeak()
-	gl, gd := h.bf16(grad), h.bf16(grad)
+	gl, gd := h.BF16(grad), h.BF16(grad)
 	before := h.mem.Live()
-	h.check(st.update(pl, gl, 1, opt, nil))
+	h.Check(st.update(pl, gl, 1, opt, nil))
 	if peak := h.mem.Ledger().Memory().PeakTotal; peak != before || h.mem.Live() != before {
 		t.Errorf("update in place: peak %d, live %d bytes; want both %d (nothing allocated)", peak, h.mem.Live(), before)
 	}
-	h.check(dense.update(pd, gd, 1, opt, nil))
+	h.Check(dense.update(pd, gd, 1, opt, nil))
 	for i, s := range append([]*slot{pl.w}, pl.state...) {
 		got, err := st.get(s)
-		h.check(err)
+		h.Check(err)
 		want, err := dense.get(append([]*slot{pd.w}, pd.state...)[i])
-		h.check(err)
+		h.Check(err)
 		assertSameBF16(t, s.name+" after the update", got, want)
 	}
 }

@@ -31,7 +31,7 @@ func newSettleSetup(t *testing.T) *settleSetup {
 	t.Logf("tensor A: %s, %d values", name, len(va))
 	n := len(va)
 	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 2*int64(n))
-	h.check(err)
+	h.Check(err)
 	st.wide = 1 // windows of one tensor, wherever the run is
 	act := func(name string) *slot {
 		return &slot{name: name, class: session.ClassActivation, cat: session.Activations, n: n}
@@ -59,8 +59,8 @@ func (x *settleSetup) where(s *slot) string {
 func (x *settleSetup) readBack(s *slot) []uint16 {
 	x.h.t.Helper()
 	p, err := x.st.read(s)
-	x.h.check(err)
-	v := x.h.get16(p, s.n)
+	x.h.Check(err)
+	v := x.h.Get16(p, s.n)
 	x.st.done(s, p)
 	return v
 }
@@ -74,16 +74,16 @@ func (x *settleSetup) readBack(s *slot) []uint16 {
 func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 	x := newSettleSetup(t)
 	h, st := x.h, x.st
-	vb, vc := h.randBF16(x.a.n, 0, 0.02), h.randBF16(x.a.n, 0, 1)
+	vb, vc := h.RandBF16(x.a.n, 0, 0.02), h.RandBF16(x.a.n, 0, 1)
 
-	h.check(st.set(x.a, x.va)) // fills window 0, which closes
+	h.Check(st.set(x.a, x.va)) // fills window 0, which closes
 	if got := x.where(x.a); got != "closed" || st.clock.settles != 0 {
 		t.Fatalf("after A's window closed: A pending in %q, %d settles; want closed, 0", got, st.clock.settles)
 	}
 	if st.held[x.a].enc.Settled() {
 		t.Fatal("A settled before any settle")
 	}
-	h.check(st.set(x.b, vb)) // closes window 1, settles window 0
+	h.Check(st.set(x.b, vb)) // closes window 1, settles window 0
 	if st.clock.settles != 1 || st.clock.drains != 0 {
 		t.Fatalf("after B's window closed: %d settles, %d drains; want 1, 0", st.clock.settles, st.clock.drains)
 	}
@@ -101,7 +101,7 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 		t.Errorf("reads of pending tensors: %d from sources, %d settles, %d drains; want 2, 1, 0", st.clock.sourceReads, st.clock.settles, st.clock.drains)
 	}
 
-	h.check(st.set(x.c, vc)) // closes window 2 (C and A again), settles window 1 (B)
+	h.Check(st.set(x.c, vc)) // closes window 2 (C and A again), settles window 1 (B)
 	// B is settled, or encoded again if it spilled too (then pending in
 	// C's window).
 	gb := st.held[x.b].enc
@@ -110,7 +110,7 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 			x.where(x.a), x.where(x.b), gb.Settled(), x.where(x.c), st.clock.settles)
 	}
 	live := h.mem.Ledger().Memory().Live[session.CodecScratch]
-	h.check(st.settle())
+	h.Check(st.settle())
 	if len(st.pendingOf) != 0 || st.closed != nil || !ga.Settled() || st.clock.drains != 1 {
 		t.Fatalf("after the settle: %d pending, closed window %v, A settled %v, %d drains", len(st.pendingOf), st.closed != nil, ga.Settled(), st.clock.drains)
 	}
@@ -120,24 +120,24 @@ func TestLCTStoreSettlesOneWindowLate(t *testing.T) {
 	assertSameBF16(t, "B decoded after the settle", x.readBack(x.b), vb)
 	assertSameBF16(t, "C decoded after the settle", x.readBack(x.c), vc)
 	var ct codec.Tensor
-	h.check(ga.Download(&ct))
+	h.Check(ga.Download(&ct))
 	if len(ct.Overflow) == 0 {
 		t.Error("A: no overflow after the settle (its first encode spilled)")
 	}
 	assertSameBF16(t, "A decoded after the settle", x.readBack(x.a), x.va)
-	h.check(st.settle())
+	h.Check(st.settle())
 
 	// The bytes are the reference codec's for the same values.
 	ref := lct.NewReference()
-	src := h.bf16(x.va)
+	src := h.BF16(x.va)
 	want, err := ref.Encode(h.mem, "A", session.Activations, src, x.a.n, trainer.DefaultClassCodec[session.ClassActivation], nil)
-	h.check(err)
+	h.Check(err)
 	var wt codec.Tensor
-	h.check(want.Download(&wt))
+	h.Check(want.Download(&wt))
 	wantBytes, err := wt.MarshalBinary()
-	h.check(err)
+	h.Check(err)
 	gotBytes, err := ct.MarshalBinary()
-	h.check(err)
+	h.Check(err)
 	if !bytes.Equal(gotBytes, wantBytes) {
 		t.Errorf("A: the GPU codec's %d bytes are not the reference codec's %d", len(gotBytes), len(wantBytes))
 	}
@@ -151,15 +151,15 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 	h, st := x.h, x.st
 	n := x.a.n
 	d := &slot{name: "D", class: session.ClassActivation, cat: session.Activations, n: 2 * n}
-	vd := h.randBF16(2*n, 0, 0.02)
-	h.check(st.set(d, vd)) // twice the window: closes at once
+	vd := h.RandBF16(2*n, 0, 0.02)
+	h.Check(st.set(d, vd)) // twice the window: closes at once
 	if x.where(d) != "closed" || st.clock.settles != 0 {
 		t.Fatalf("D pending in %q after %d settles, want closed after 0", x.where(d), st.clock.settles)
 	}
 	// Half a window more: the open window is not full, but the sources
 	// would pass two windows.
 	e := &slot{name: "E", class: session.ClassActivation, cat: session.Activations, n: n / 2}
-	h.check(st.set(e, x.va[:n/2]))
+	h.Check(st.set(e, x.va[:n/2]))
 	// D's window is settled: D complete, or encoded again into the room
 	// its spill needed (then pending with E, whose window that fills).
 	gd := st.held[d].enc
@@ -167,7 +167,7 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 		t.Fatalf("after E: %d settles, D settled %v (%d encoded again, pending in %q), E pending in %q; want 1 settle, D's window settled",
 			st.clock.settles, gd.Settled(), st.clock.again, x.where(d), x.where(e))
 	}
-	h.check(st.settle())
+	h.Check(st.settle())
 	assertSameBF16(t, "D", x.readBack(d), vd)
 	assertSameBF16(t, "E", x.readBack(e), x.va[:n/2])
 }
@@ -182,23 +182,23 @@ func TestLCTStoreWideWindowsRelieved(t *testing.T) {
 	n := int64(x.a.n)
 	// A peak far above what the store will keep (and what the codec's
 	// device holds for its own work, which the run's ledger counts).
-	big := h.alloc(1024 * 2 * n)
+	big := h.Alloc(1024 * 2 * n)
 	h.mem.Free(big)
 	for _, s := range []*slot{x.a, x.b, x.c} {
-		h.check(st.set(s, h.randBF16(x.a.n, 0, 0.02)))
+		h.Check(st.set(s, h.RandBF16(x.a.n, 0, 0.02)))
 	}
 	if st.closed != nil || st.open.bytes != 3*2*n {
 		t.Fatalf("three tensors of a window each: closed window %v, open window %d bytes; want none closed, all three open", st.closed != nil, st.open.bytes)
 	}
-	h.check(st.relieve(2 * n)) // far from the peak: nothing to do
+	h.Check(st.relieve(2 * n)) // far from the peak: nothing to do
 	if st.open.bytes != 3*2*n || st.clock.settles != 0 {
 		t.Fatalf("relieve far from the peak settled: open %d bytes, %d settles", st.open.bytes, st.clock.settles)
 	}
-	h.check(st.relieve(1020 * 2 * n)) // as much more would pass the peak
+	h.Check(st.relieve(1020 * 2 * n)) // as much more would pass the peak
 	if kept := st.open.bytes + st.closedBytes(); kept > 2*st.window || st.clock.settles == 0 {
 		t.Fatalf("relieve near the peak: %d bytes of sources kept (two windows: %d), %d settles", kept, 2*st.window, st.clock.settles)
 	}
-	h.check(st.settle())
+	h.Check(st.settle())
 	for _, s := range []*slot{x.a, x.b, x.c} {
 		if !st.held[s].enc.Settled() {
 			t.Errorf("%s not settled after the store's settle", s.name)
@@ -214,13 +214,13 @@ func TestLCTStoreRewriteWithinWindow(t *testing.T) {
 	gc := testGPUCodec(t)
 	n := 70000
 	st, err := newLCTStore(h.mem, gc, trainer.DefaultClassCodec, 16*int64(n))
-	h.check(err)
+	h.Check(err)
 	a := &slot{name: "A", class: session.ClassActivation, cat: session.Activations, n: n}
 	b := &slot{name: "B", class: session.ClassActivation, cat: session.Activations, n: n}
-	va1, va2, vb := h.randBF16(n, 0, 0.02), h.randBF16(n, 0, 2), h.randBF16(n, 1, 0.1)
-	h.check(st.set(a, va1))
-	h.check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor
-	h.check(st.set(b, vb))  // may take the freed source's memory
+	va1, va2, vb := h.RandBF16(n, 0, 0.02), h.RandBF16(n, 0, 2), h.RandBF16(n, 1, 0.1)
+	h.Check(st.set(a, va1))
+	h.Check(st.set(a, va2)) // frees va1's source, then encodes into A's tensor
+	h.Check(st.set(b, vb))  // may take the freed source's memory
 	pending := 0
 	for _, e := range st.open.entries {
 		if e.s == a {
@@ -230,7 +230,7 @@ func TestLCTStoreRewriteWithinWindow(t *testing.T) {
 	if pending != 1 {
 		t.Fatalf("A pending %d times in the open window, want once (the first encode dropped)", pending)
 	}
-	h.check(st.settle())
+	h.Check(st.settle())
 	assertSameBF16(t, "A written twice in one window", readSlot(h, st, a), va2)
 	assertSameBF16(t, "B", readSlot(h, st, b), vb)
 }
@@ -239,9 +239,9 @@ func TestLCTStoreRewriteWithinWindow(t *testing.T) {
 func readSlot(h *tdev, st *lctStore, s *slot) []uint16 {
 	h.t.Helper()
 	p, err := st.read(s)
-	h.check(err)
-	v := h.get16(p, s.n)
+	h.Check(err)
+	v := h.Get16(p, s.n)
 	st.done(s, p)
-	h.check(st.settle())
+	h.Check(st.settle())
 	return v
 }

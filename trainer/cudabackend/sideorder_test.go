@@ -11,32 +11,6 @@ import (
 	"lcttop/trainer"
 )
 
-// readPending hands a block of bytes back to the run's pool while the
-// trainer's stream still has a read of it queued (a copy into a buffer of
-// its own, returned): the block's next user, if it is the codec's side
-// stream, must wait for that read. The block holds 0x3c3c... before.
-func readPending(h *tdev, bytes int64) (copied gpu.Ptr) {
-	h.t.Helper()
-	block := h.alloc(bytes)
-	h.check(h.d.Memset(block, 0x3c, bytes))
-	copied = h.alloc(bytes)
-	h.check(h.d.Sync())
-	h.check(h.d.Copy(copied, block, bytes)) // queued, not waited for
-	h.mem.Free(block)
-	return copied
-}
-
-// checkPending checks that the trainer's queued read saw the block as it
-// was: n BF16 values of 0x3c3c.
-func checkPending(h *tdev, what string, copied gpu.Ptr, n int) {
-	h.t.Helper()
-	want := make([]uint16, n)
-	for i := range want {
-		want[i] = 0x3c3c
-	}
-	assertSameBF16(h.t, what, h.get16(copied, n), want)
-}
-
 // A block the codec's side stream read, given back to the pool, is handed
 // to the trainer only behind the side stream's work up to that read (the
 // pool's fence, lct.Codec.Hold): the trainer's write into it waits.
@@ -46,39 +20,39 @@ func TestPoolHoldsTrainerAfterCodecRead(t *testing.T) {
 	h.mem.pool.SetFence(gc)
 	defer h.mem.pool.SetFence(nil)
 	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	first := h.bf16(h.randBF16(5000, 0, 0.02))
+	first := h.BF16(h.RandBF16(5000, 0, 0.02))
 	ct, err := gc.Encode(h.mem, "w", session.Weights, first, 5000, cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: first}})) // the key's code and overflow room
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: first}})) // the key's code and overflow room
 	gc.Free(ct)
 	for round := range 4 {
-		v := h.randBF16(5000, 0, 0.02)
-		kept := h.bf16(v) // for an encode made again at the settle
-		src := h.bf16(v)
+		v := h.RandBF16(5000, 0, 0.02)
+		kept := h.BF16(v) // for an encode made again at the settle
+		src := h.BF16(v)
 		ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-		h.check(err)
+		h.Check(err)
 		w, err := gc.CloseWindow(h.mem) // the encode reading src is queued on the side stream
-		h.check(err)
+		h.Check(err)
 		h.mem.Free(src)
 		again, err := h.mem.Alloc(scratchCat, 2*int64(len(v)))
-		h.check(err)
+		h.Check(err)
 		if again != src {
 			t.Fatalf("round %d: the pool handed out another block", round)
 		}
-		h.check(h.d.Memset(again, 0, 2*int64(len(v)))) // the trainer's write into it
+		h.Check(h.d.Memset(again, 0, 2*int64(len(v)))) // the trainer's write into it
 		var one [2]byte
-		h.check(h.d.Download(one[:], again)) // the trainer's stream runs its work so far
+		h.Check(h.d.Download(one[:], again)) // the trainer's stream runs its work so far
 		pend := []lct.Pending{{T: ct, Src: kept}}
 		redo, err := gc.SettleWindow(h.mem, w, pend)
-		h.check(err)
+		h.Check(err)
 		if len(redo) > 0 {
-			h.check(gc.Settle(h.mem, pend))
+			h.Check(gc.Settle(h.mem, pend))
 		}
-		out := h.alloc(2 * int64(len(v)))
-		h.check(gc.Decode(out, ct))
-		h.check(gc.Settle(h.mem, nil))
-		h.check(gc.Ready(out))
-		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded from a block the trainer took back", round), h.get16(out, len(v)), v)
+		out := h.Alloc(2 * int64(len(v)))
+		h.Check(gc.Decode(out, ct))
+		h.Check(gc.Settle(h.mem, nil))
+		h.Check(gc.Ready(out))
+		assertSameBF16(t, fmt.Sprintf("round %d: the values encoded from a block the trainer took back", round), h.Get16(out, len(v)), v)
 		gc.Free(ct)
 		for _, p := range []gpu.Ptr{again, kept, out} {
 			h.mem.Free(p)
@@ -119,34 +93,34 @@ func TestLCTRunPoolHasTheCodecsFence(t *testing.T) {
 func TestCopyFloorSinkReusedAfterItsCopies(t *testing.T) {
 	h := newTDev(t)
 	s, err := OpenCopyStream(freshGPU(t))
-	h.check(err)
+	h.Check(err)
 	const small, large = 40000, 90000
-	src := h.bf16(h.randBF16(large, 0, 1))
+	src := h.BF16(h.RandBF16(large, 0, 1))
 	guard := func() gpu.Ptr { // a block in use beside the sink, so that its block stays apart
 		p, err := h.mem.Alloc(scratchCat, align)
-		h.check(err)
+		h.Check(err)
 		return p
 	}
 	for round := range 6 {
 		c := &copyFloorStore{denseStore: &denseStore{mem: h.mem, ops: h.ops}, beside: s, views: map[gpu.Ptr]uint64{}}
 		before := guard()
-		h.check(c.code(&slot{n: small}, src, false))
+		h.Check(c.code(&slot{n: small}, src, false))
 		old := c.sink
 		after := guard()
-		h.check(c.code(&slot{n: large}, src, false)) // a larger sink: the old one is freed
+		h.Check(c.code(&slot{n: large}, src, false)) // a larger sink: the old one is freed
 		bytes := floorCopyBytes(small)
 		q, err := h.mem.Alloc(scratchCat, bytes)
-		h.check(err)
+		h.Check(err)
 		if q != old {
 			t.Fatalf("round %d: the pool handed out another block than the old sink", round)
 		}
 		h.mem.Free(before)
 		h.mem.Free(after)
-		h.check(h.d.Memset(q, 0x3c, bytes))
-		h.check(h.d.Sync())
-		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the old sink", round), q, int(bytes/2))
+		h.Check(h.d.Memset(q, 0x3c, bytes))
+		h.Check(h.d.Sync())
+		h.CheckPending(fmt.Sprintf("round %d: the trainer's values in the old sink", round), q, int(bytes/2))
 		h.mem.Free(q)
-		h.check(c.settle())
+		h.Check(c.settle())
 		h.mem.Free(c.sink)
 	}
 }
@@ -161,25 +135,25 @@ func TestGPUCodecViewFreedUnusedAfterItsDecode(t *testing.T) {
 	h.mem.pool.SetFence(gc)
 	defer h.mem.pool.SetFence(nil)
 	cc := session.ClassCodec{Preset: codec.Clean, Dist: codec.Gaussian}
-	v := h.randBF16(8000, 0, 0.02)
-	src := h.bf16(v)
+	v := h.RandBF16(8000, 0, 0.02)
+	src := h.BF16(v)
 	ct, err := gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
-	h.check(err)
-	h.check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: src}}))
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []lct.Pending{{T: ct, Src: src}}))
 	bytes := 2 * int64(len(v))
 	for round := range 3 {
-		view := h.alloc(bytes)
-		h.check(gc.Decode(view, ct)) // queued on the side stream, never waited for
+		view := h.Alloc(bytes)
+		h.Check(gc.Decode(view, ct)) // queued on the side stream, never waited for
 		h.mem.Free(view)
 		q, err := h.mem.Alloc(scratchCat, bytes)
-		h.check(err)
+		h.Check(err)
 		if q != view {
 			t.Fatalf("round %d: the pool handed out another block than the view", round)
 		}
-		h.check(h.d.Memset(q, 0x3c, bytes))
+		h.Check(h.d.Memset(q, 0x3c, bytes))
 		var one [2]byte
-		h.check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
-		checkPending(h, fmt.Sprintf("round %d: the trainer's values in the block of a view decoded into", round), q, len(v))
+		h.Check(h.d.Download(one[:], q)) // the trainer's stream runs its work so far
+		h.CheckPending(fmt.Sprintf("round %d: the trainer's values in the block of a view decoded into", round), q, len(v))
 		h.mem.Free(q)
 	}
 	gc.Free(ct)

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/box"
 	"lcttop/ui/format"
 	"lcttop/ui/styles"
@@ -17,10 +18,9 @@ import (
 
 // Cell is the tensor encoded under one preset and distribution.
 type Cell struct {
-	Preset codec.Preset
-	Dist   codec.Distribution
-	Stats  codec.Stats // the encoding's, as codec.Encode reports them
-	Best   bool        // the highest ratio (ties: the first in grid order)
+	Codec session.ClassCodec
+	Stats codec.Stats // the encoding's, as codec.Encode reports them
+	Best  bool        // the highest ratio (ties: the first in grid order)
 }
 
 // Grid is a tensor's cells, distribution-major in codec.Distributions ×
@@ -67,7 +67,7 @@ func Compute(name string, step int, vals []uint16) (*Grid, error) {
 			if len(g.Cells) > 0 && t.Stats.Ratio > g.Cells[best].Stats.Ratio {
 				best = len(g.Cells)
 			}
-			g.Cells = append(g.Cells, Cell{Preset: p, Dist: d, Stats: t.Stats})
+			g.Cells = append(g.Cells, Cell{Codec: session.ClassCodec{Preset: p, Dist: d}, Stats: t.Stats})
 		}
 	}
 	g.Cells[best].Best = true
@@ -87,9 +87,13 @@ func (g *Grid) BestCell() Cell {
 // State is what the view shows beside the grid.
 type State struct {
 	Grid    *Grid
-	Current string // the tensor's codec now, "auto/empirical"
-	Name    string // the tensor asked for (the grid may be an older one's)
-	Err     error
+	Current session.ClassCodec // the tensor's codec now
+	// NotCoded is the label of a tensor the codec does not take ("as-is/F32",
+	// session.TensorStats.CodecLabel): no cell is its codec. Empty for a
+	// coded tensor.
+	NotCoded string
+	Name     string // the tensor asked for (the grid may be an older one's)
+	Err      error
 }
 
 // matrixWidth is the width the 4×4 matrix needs; narrower terminals get
@@ -123,18 +127,22 @@ func View(st styles.Styles, s State, w, h int) string {
 		return box.Fit(lines[0]+"\n"+st.Dim.Render("  encoding the selected tensor under 16 codecs…"), w, h)
 	}
 	l, v := st.Label.Render, st.Value.Render
+	now := s.Current.String()
+	if s.NotCoded != "" {
+		now = s.NotCoded
+	}
 	var grid []string
 	if w >= matrixWidth {
-		grid = matrix(st, g, s.Current)
+		grid = matrix(st, g, s)
 	} else {
-		grid = list(st, g, s.Current)
+		grid = list(st, g, s)
 	}
 	b := g.BestCell()
-	best := l("★ best ratio: ") + v(b.Preset.String()+"/"+b.Dist.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
-		l(" · [ ] now: ") + v(s.Current) + l(" · D/P set this tensor, d/p its class")
+	best := l("★ best ratio: ") + v(b.Codec.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
+		l(" · [ ] now: ") + v(now) + l(" · D/P set this tensor, d/p its class")
 	if w < 100 {
-		best = l("★ best ") + v(b.Preset.String()+"/"+b.Dist.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
-			l(" · [ ] now ") + v(s.Current) + l(" · D/P tensor, d/p class")
+		best = l("★ best ") + v(b.Codec.String()) + l(fmt.Sprintf(" %.3f×", b.Stats.Ratio)) +
+			l(" · [ ] now ") + v(now) + l(" · D/P tensor, d/p class")
 	}
 	// Lines that help but can go when the terminal is short.
 	var notes []string
@@ -169,9 +177,9 @@ func View(st styles.Styles, s State, w, h int) string {
 	return box.Fit(strings.Join(lines, "\n"), w, h)
 }
 
-func cellMark(c Cell, current string) (open, close, star string) {
+func cellMark(c Cell, s State) (open, close, star string) {
 	open, close, star = " ", " ", " "
-	if c.Preset.String()+"/"+c.Dist.String() == current {
+	if s.NotCoded == "" && c.Codec == s.Current {
 		open, close = "[", "]"
 	}
 	if c.Best {
@@ -184,7 +192,7 @@ func cellMark(c Cell, current string) (open, close, star string) {
 const cellW = 30
 
 // matrix is a row per distribution, a column per preset.
-func matrix(st styles.Styles, g *Grid, current string) []string {
+func matrix(st styles.Styles, g *Grid, s State) []string {
 	head := fmt.Sprintf("%-11s", "")
 	for _, p := range codec.Presets {
 		head += fmt.Sprintf("%-*s", cellW, " "+p.String())
@@ -201,7 +209,7 @@ func matrix(st styles.Styles, g *Grid, current string) []string {
 		for range codec.Presets {
 			c := g.Cells[i]
 			i++
-			o, cl, star := cellMark(c, current)
+			o, cl, star := cellMark(c, s)
 			text := fmt.Sprintf("%s%.3f×%s%5.2f %5s %6s%s", o, c.Stats.Ratio, star, c.Stats.UsedBits,
 				format.Percent(c.Stats.EscapeRate), format.Percent(c.Stats.OverflowRate), cl)
 			text = fmt.Sprintf("%-*s", cellW, text)
@@ -217,11 +225,11 @@ func matrix(st styles.Styles, g *Grid, current string) []string {
 }
 
 // list is a line per choice, grouped by distribution.
-func list(st styles.Styles, g *Grid, current string) []string {
+func list(st styles.Styles, g *Grid, s State) []string {
 	out := []string{st.TableHead.Render(fmt.Sprintf("  %-10s %-7s %8s %6s %7s %7s", "dist", "preset", "ratio", "bits", "esc", "spill"))}
 	for _, c := range g.Cells {
-		o, cl, star := cellMark(c, current)
-		text := fmt.Sprintf("%s %-10s %-7s %7.3f×%s %5.2f %7s %7s%s", o, c.Dist, c.Preset, c.Stats.Ratio, star, c.Stats.UsedBits,
+		o, cl, star := cellMark(c, s)
+		text := fmt.Sprintf("%s %-10s %-7s %7.3f×%s %5.2f %7s %7s%s", o, c.Codec.Dist, c.Codec.Preset, c.Stats.Ratio, star, c.Stats.UsedBits,
 			format.Percent(c.Stats.EscapeRate), format.Percent(c.Stats.OverflowRate), cl)
 		if c.Best {
 			out = append(out, st.Good.Render(text))

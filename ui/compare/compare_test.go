@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"lcttop/codec"
+	"lcttop/session"
 	"lcttop/ui/fake"
 	"lcttop/ui/styles"
 )
@@ -50,7 +51,7 @@ func TestCellsAreTheCodecs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Preset != p || c.Dist != d || c.Stats.Ratio != want.Stats.Ratio || c.Stats.UsedBits != want.Stats.UsedBits ||
+			if c.Codec != (session.ClassCodec{Preset: p, Dist: d}) || c.Stats.Ratio != want.Stats.Ratio || c.Stats.UsedBits != want.Stats.UsedBits ||
 				c.Stats.EscapeRate != want.Stats.EscapeRate || c.Stats.OverflowRate != want.Stats.OverflowRate || c.Stats.StoredBytes != want.StoredBytes() {
 				t.Errorf("%s/%s: cell %+v, codec %+v", p, d, c.Stats, want.Stats)
 			}
@@ -66,10 +67,10 @@ func TestCellsAreTheCodecs(t *testing.T) {
 	// Drawn at both widths: every ratio shown, the zeros said.
 	st := styles.New(nil)
 	for _, w := range []int{80, 160} {
-		v := View(st, State{Grid: g, Name: "x", Current: "auto/empirical"}, w, 30)
+		v := View(st, State{Grid: g, Name: "x", Current: session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}}, w, 30)
 		for _, c := range g.Cells {
 			if !strings.Contains(v, strings.TrimSpace(fmtRatio(c.Stats.Ratio))) {
-				t.Errorf("%d wide: ratio %v of %s/%s not shown", w, c.Stats.Ratio, c.Preset, c.Dist)
+				t.Errorf("%d wide: ratio %v of %s/%s not shown", w, c.Stats.Ratio, c.Codec.Preset, c.Codec.Dist)
 			}
 		}
 		if !strings.Contains(v, "mostly zeros") || !strings.Contains(v, "[") {
@@ -80,9 +81,18 @@ func TestCellsAreTheCodecs(t *testing.T) {
 	// of zeros moves onto the first line; nothing is cut.
 	long := *g
 	long.Name = "h0.attn.qkv.w.v"
-	v := View(st, State{Grid: &long, Name: long.Name, Current: "auto/empirical"}, 80, 20)
+	v := View(st, State{Grid: &long, Name: long.Name, Current: session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}}, 80, 20)
 	if !strings.Contains(v, "exactly zero (mostly zeros)") || !strings.Contains(v, "★ best ") || strings.Contains(v, "…") {
 		t.Errorf("80×24:\n%s", v)
+	}
+	// The current codec's cell alone is bracketed (the other "[" is the
+	// legend's); a tensor not coded has no cell, and its label is shown.
+	for _, w := range []int{80, 160} {
+		coded := View(st, State{Grid: g, Name: "x", Current: session.ClassCodec{Preset: codec.High, Dist: codec.Laplace}}, w, 30)
+		asIs := View(st, State{Grid: g, Name: "x", NotCoded: "as-is/F32"}, w, 30)
+		if strings.Count(coded, "[") != 2 || strings.Count(asIs, "[") != 1 || !strings.Contains(asIs, "as-is/F32") || !strings.Contains(coded, "high/laplace") {
+			t.Errorf("%d wide: brackets %d coded, %d as-is:\n%s\n%s", w, strings.Count(coded, "["), strings.Count(asIs, "["), coded, asIs)
+		}
 	}
 	if _, err := Compute("empty", 1, nil); err == nil {
 		t.Error("no values accepted")
