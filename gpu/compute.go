@@ -159,6 +159,10 @@ func (c *Compute) Gemm(g Gemm) error {
 // from it.
 func (c *Compute) Prepare() error { return c.call(c.d.drv.prepareCompute) }
 
+// Scope names the op whose launches follow, for a caller's profiler that
+// wraps Compute; Compute itself attributes nothing, and end does nothing.
+func (c *Compute) Scope(name string) (end func()) { return func() {} }
+
 // Sync waits for all the device's queued work, on every stream, and reports
 // what failed in it.
 func (c *Compute) Sync() error { return c.call(c.d.drv.synchronizeAll) }

@@ -27,6 +27,10 @@ type Device interface {
 	Gemm(g gpu.Gemm) error
 	// Sync waits for the queued work and reports what failed in it.
 	Sync() error
+	// Scope names the op whose launches follow, until end is called, for
+	// a device that attributes its work to ops (Profiled); a scope opened
+	// inside another keeps the outer name.
+	Scope(name string) (end func())
 }
 
 var _ Device = (*gpu.Compute)(nil)

@@ -84,13 +84,8 @@ func gridFor(n int64, block int) int {
 }
 
 // scope names the op of the launches that follow for a profiling device
-// (scoper, LCTTOP_PROFILE_OPS); call the result when they are queued.
-func (o *gptOps) scope(name string) func() {
-	if s, ok := o.dev.(scoper); ok {
-		return s.Scope(name)
-	}
-	return func() {}
-}
+// (LCTTOP_PROFILE_OPS); call the result when they are queued.
+func (o *gptOps) scope(name string) func() { return o.dev.Scope(name) }
 
 // launchFunc queues one kernel, with its arguments bound, on grid and block.
 type launchFunc func(grid, block int) error

@@ -31,13 +31,6 @@ type timedDevice interface {
 	eventTimer
 }
 
-// scoper is implemented by a Device that attributes work to named ops
-// (Profiled): Scope names the op whose launches follow until the returned
-// function is called. A scope opened inside another keeps the outer name.
-type scoper interface {
-	Scope(name string) (end func())
-}
-
 // ProfileEnv is the environment variable that turns on the per-op profile
 // of a CUDA device (Open): its value is the number of training steps left
 // out at the start (warm-up; 1 when it is not a number).
@@ -45,7 +38,7 @@ const ProfileEnv = "LCTTOP_PROFILE_OPS"
 
 // Profiled wraps a Device with an eventTimer and times every queued
 // operation with a pair of events around it, attributed to the op scope
-// (scoper) it was queued in and its kernel (or gemm, memset, copy). Steps
+// (Device.Scope) it was queued in and its kernel (or gemm, memset, copy). Steps
 // are told apart by the GPT kernels' order: each launch of
 // gpt_embedding_forward begins a forward pass, and a pass that launches
 // gpt_embedding_backward_wte is a training step. At each pass's end it
@@ -97,7 +90,7 @@ func NewProfiled(d timedDevice, w io.Writer, skip int) *Profiled {
 	return &Profiled{Device: d, timer: d, W: w, Skip: skip, rows: map[profKey]*profRow{}}
 }
 
-// Scope implements scoper.
+// Scope implements Device: the op scope of what follows.
 func (p *Profiled) Scope(name string) func() {
 	if p.scope != "" {
 		return func() {}

@@ -28,6 +28,7 @@ func (d *clockDevice) Memset(gpu.Ptr, byte, int64) error  { d.now += d.cost["mem
 func (d *clockDevice) Copy(gpu.Ptr, gpu.Ptr, int64) error { d.now += d.cost["copy"]; return nil }
 func (d *clockDevice) Gemm(gpu.Gemm) error                { d.now += d.cost["gemm"]; return nil }
 func (d *clockDevice) Sync() error                        { d.syncs++; return nil }
+func (d *clockDevice) Scope(string) func()                { return func() {} }
 func (d *clockDevice) NewEvent() (gpu.Event, error) {
 	d.events = append(d.events, 0)
 	return gpu.Event(len(d.events) - 1), nil
