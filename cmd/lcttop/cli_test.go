@@ -50,7 +50,16 @@ func lcttopCmd(args ...string) *exec.Cmd { return exec.Command(binaryPath, args.
 
 func lcttop(t *testing.T, args ...string) result {
 	t.Helper()
+	return lcttopWithEnv(t, nil, args...)
+}
+
+// lcttopWithEnv runs lcttop with extra environment variables (NAME=value).
+func lcttopWithEnv(t *testing.T, env []string, args ...string) result {
+	t.Helper()
 	cmd := lcttopCmd(args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
