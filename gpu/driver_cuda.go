@@ -61,6 +61,9 @@ func openCUDADriver(ordinal int) (driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
+	if count == 0 {
+		return nil, fmt.Errorf("gpu: no usable CUDA GPU: the driver sees no device")
+	}
 	if ordinal < 0 || ordinal >= count {
 		return nil, fmt.Errorf("gpu: no GPU %d (%d present)", ordinal, count)
 	}
