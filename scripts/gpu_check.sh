@@ -139,7 +139,7 @@ summary() {
 	for f in train-again train-b32 codec-ops torch-eager-8 torch-compile-8 torch-eager-32; do
 		[ -f "$LOGS/$f.jsonl" ] && echo "$f: $(grep '^{' "$LOGS/$f.jsonl" | tail -1 | cut -c1-700)"
 	done
-	[ -f "$LOGS/train-again.jsonl" ] && python3 - "$LOGS/train.jsonl" "$LOGS/train-again.jsonl" <<'PY'
+	[ -f "$LOGS/train.jsonl" ] && [ -f "$LOGS/train-again.jsonl" ] && python3 - "$LOGS/train.jsonl" "$LOGS/train-again.jsonl" <<'PY'
 import json, sys
 runs = [[(r.get("step"), r.get("loss_lct"), r.get("loss_shadow"), r.get("val_loss")) for r in map(json.loads, open(f)) if "step" in r and not r.get("summary")] for f in sys.argv[1:]]
 print("two runs of 200 steps: %d and %d step lines, %s" % (len(runs[0]), len(runs[1]), "the same losses at every step" if runs[0] == runs[1] and runs[0] else "LOSSES DIFFER"))
