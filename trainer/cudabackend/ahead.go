@@ -137,10 +137,13 @@ func (r *modelRun) decodeNext(id int, slots ...*slot) {
 		own += a.bytes
 	}
 	// The views must fit beside this phase's needs and, at the next phase's
-	// start (where this phase's last run ended), beside the next phase's.
+	// start (where this phase's last run ended), beside the next phase's,
+	// each of those measured needs allowed to be off by the drift seen so
+	// far: the phases that views decoded early fill up to the peak would
+	// otherwise each be one the peak rises in.
 	peak := r.mem.Ledger().Memory().PeakTotal
-	n := aheadCount(r.phaseStart+own, r.reserve[r.phase], peak, bytes)
-	n = min(n, aheadCount(r.phaseStart+r.growth[r.phase], r.reserve[id], peak, bytes))
+	n := aheadCount(r.phaseStart+own, r.reserve[r.phase]+r.drift, peak, bytes)
+	n = min(n, aheadCount(r.phaseStart+r.growth[r.phase]+r.drift, r.reserve[id]+r.drift, peak, bytes))
 	if n == 0 || slices.Contains(bytes[:n], 0) {
 		return // nothing the rule allows, or reads that allocate nothing (the dense store)
 	}
@@ -217,12 +220,16 @@ func (r *modelRun) endPhase(id int) {
 		r.dropNext()
 		return
 	}
-	r.reserve[id] = high - r.phaseStart
+	reserve := high - r.phaseStart
 	var early int64
 	for _, a := range r.next {
 		early += a.bytes
 	}
-	r.growth[id] = r.mem.Live() - early - r.phaseStart
+	growth := r.mem.Live() - early - r.phaseStart
+	if r.reserve[id] >= 0 {
+		r.drift = max(r.drift, reserve-r.reserve[id], growth-r.growth[id])
+	}
+	r.reserve[id], r.growth[id] = reserve, growth
 }
 
 // takeAhead returns s's view decoded ahead, if there is one not handed out.

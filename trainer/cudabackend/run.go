@@ -129,9 +129,13 @@ type modelRun struct {
 	// Decoding ahead (ahead.go): the views of the phase under way, what
 	// each phase needed at its last run (-1: not run yet) and where the
 	// phase under way started.
-	ahead      []aheadView
-	reserve    []int64
-	growth     []int64 // live bytes each phase's last run left beyond its start
+	ahead   []aheadView
+	reserve []int64
+	growth  []int64 // live bytes each phase's last run left beyond its start
+	// drift is the most a phase's reserve or growth has exceeded its last
+	// run's: how far the measured needs may be off, since compressed sizes
+	// move from step to step.
+	drift      int64
 	phaseStart int64
 	aheadBytes []int64
 	aheadPtrs  []gpu.Ptr
