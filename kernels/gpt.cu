@@ -866,8 +866,11 @@ __device__ __forceinline__ void fa_block(int T, int H, int* b, int* h, int* tile
   *h = bh - *b * H;
 }
 
+// fa_fwd writes y and, where lse is not null (training), each query row's
+// log-sum-exp of its scaled scores, m + log l, which the backward kernels
+// take instead of running the forward again.
 template <int D>
-__device__ __forceinline__ void fa_fwd(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+__device__ __forceinline__ void fa_fwd(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
   __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
   __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];
   __shared__ __align__(16) bf16_t vt[D][FA_TILE + 8];
@@ -892,15 +895,19 @@ __device__ __forceinline__ void fa_fwd(bf16_t* y, const bf16_t* qkv, int T, int 
     bf16_t* out = y + ((long long)b * T + row) * C + (long long)h * D;
     for (int nd = 0; nd < D / 8; nd++)
       *(u32*)(out + nd * 8 + 2 * tg) = fa_pack(o[nd][2 * r] * inv, o[nd][2 * r + 1] * inv);
+    if (lse != nullptr && tg == 0) lse[((long long)b * H + h) * T + row] = m[r] + logf(l[r]);
   }
 }
 
+// fa_dq computes dQ for one query tile from the forward's log-sum-exp per
+// row and Di = Σ_d dy·y per row (y the forward's output), which it leaves
+// in dstat for gpt_flash_dkdv.
 template <int D>
-__device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
+__device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy, const bf16_t* y,
                                       const bf16_t* qkv, int T, int H, int C, float scale) {
   __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];  // Q, then V of each key tile
-  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];
-  __shared__ __align__(16) bf16_t vt[D][FA_TILE + 8];  // V transposed, then K transposed
+  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];  // y, then K of each key tile
+  __shared__ __align__(16) bf16_t kt[D][FA_TILE + 8];  // K transposed
   __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
   int b, h, t;
   fa_block(T, H, &b, &h, &t);
@@ -909,36 +916,31 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* mstat, float* istat, 
   int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
   long long ld = 3LL * C;
   const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
+  long long rowbase = (long long)b * T * C + (long long)h * D;
   int q0 = qb * FA_TILE;
   fa_load<D>(qs, base, ld, q0, T);
-  fa_load<D>(dos, dy + (long long)b * T * C + (long long)h * D, C, q0, T);
+  fa_load<D>(dos, dy + rowbase, C, q0, T);
+  fa_load<D>(ks, y + rowbase, C, q0, T);
   __syncthreads();
   u32 qa[D / 16][4], da[D / 16][4];
   fa_afrag<D>(qa, qs, warp * 16);
   fa_afrag<D>(da, dos, warp * 16);
-  float o[D / 8][4], m[2], l[2];
-  fa_forward<D>(o, m, l, qa, base + C, base + 2 * C, ld, T, q0, qb, scale, ks, vt);
-  // Di = Σ_d dy·y with y = o/l in float32 (y's value before rounding).
-  float inv[2], di[2];
+  float ls[2], di[2];
   int rows[2];
   for (int r = 0; r < 2; r++) {
-    rows[r] = q0 + warp * 16 + g + 8 * r;
-    inv[r] = 1.0f / l[r];
+    int lr = warp * 16 + g + 8 * r;
+    rows[r] = q0 + lr;
+    long long i = ((long long)b * H + h) * T + rows[r];
+    ls[r] = rows[r] < T ? lse[i] : 0.0f;
     float s = 0.0f;
     for (int nd = 0; nd < D / 8; nd++)
-      for (int c = 0; c < 2; c++) s = s + bf2f(dos[warp * 16 + g + 8 * r][nd * 8 + 2 * tg + c]) * (o[nd][2 * r + c] * inv[r]);
+      for (int c = 0; c < 2; c++) s = s + bf2f(dos[lr][nd * 8 + 2 * tg + c]) * bf2f(ks[lr][nd * 8 + 2 * tg + c]);
     di[r] = fa_quad_sum(s);
-    if (tg == 0 && rows[r] < T) {
-      long long i = ((long long)b * H + h) * T + rows[r];
-      mstat[i] = m[r];
-      istat[i] = inv[r];
-      dstat[i] = di[r];
-    }
+    if (tg == 0 && rows[r] < T) dstat[i] = di[r];
   }
   float dq[D / 8][4];
   for (int nd = 0; nd < D / 8; nd++) dq[nd][0] = dq[nd][1] = dq[nd][2] = dq[nd][3] = 0.0f;
-  bf16_t(*kt)[FA_TILE + 8] = vt;  // Q's fragments are in registers and the forward is done with
-  bf16_t(*vs)[D + 8] = qs;         // its tiles: they take K transposed and V
+  bf16_t(*vs)[D + 8] = qs;  // Q's fragments are in registers: its tile takes V
   for (int kb = 0; kb <= qb; kb++) {
     int k0 = kb * FA_TILE;
     __syncthreads();
@@ -952,7 +954,7 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* mstat, float* istat, 
     for (int n = 0; n < FA_TILE / 8; n++)
       for (int e = 0; e < 4; e++) {
         int r = e >> 1, key = k0 + n * 8 + 2 * tg + (e & 1);
-        float p = key > rows[r] ? 0.0f : expf(s[n][e] * scale - m[r]) * inv[r];
+        float p = key > rows[r] ? 0.0f : expf(s[n][e] * scale - ls[r]);
         s[n][e] = p * (dp[n][e] - di[r]);  // dS
       }
     u32 dsa[FA_TILE / 16][4];
@@ -968,13 +970,13 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* mstat, float* istat, 
 }
 
 template <int D>
-__device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
-                                        const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
+__device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+                                        const bf16_t* qkv, int T, int H, int C, float scale) {
   __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
   __shared__ __align__(16) bf16_t qt[D][FA_TILE + 8];
   __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
   __shared__ __align__(16) bf16_t dot[D][FA_TILE + 8];
-  __shared__ float sm[FA_TILE], si[FA_TILE], sd[FA_TILE];
+  __shared__ float sl[FA_TILE], sd[FA_TILE];
   int b, h, kb;
   fa_block(T, H, &b, &h, &kb);  // key tiles heaviest (earliest keys) first
   int tiles = (T + FA_TILE - 1) / FA_TILE;
@@ -1003,8 +1005,7 @@ __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* mstat, const 
     fa_load_t<D>(dot, dybase, C, q0, T);
     for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
       bool in = q0 + i < T;
-      sm[i] = in ? mstat[sbase + q0 + i] : 0.0f;
-      si[i] = in ? istat[sbase + q0 + i] : 0.0f;
+      sl[i] = in ? lse[sbase + q0 + i] : 0.0f;
       sd[i] = in ? dstat[sbase + q0 + i] : 0.0f;
     }
     __syncthreads();
@@ -1014,7 +1015,7 @@ __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* mstat, const 
     for (int n = 0; n < FA_TILE / 8; n++)
       for (int e = 0; e < 4; e++) {
         int qi = n * 8 + 2 * tg + (e & 1);
-        float p = keys[e >> 1] > q0 + qi ? 0.0f : expf(st[n][e] * scale - sm[qi]) * si[qi];
+        float p = keys[e >> 1] > q0 + qi ? 0.0f : expf(st[n][e] * scale - sl[qi]);
         st[n][e] = p;
         dpt[n][e] = p * (dpt[n][e] - sd[qi]);  // dSᵀ
       }
@@ -1034,39 +1035,39 @@ __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* mstat, const 
   }
 }
 
-// Launch each with FA_THREADS threads and B·H·⌈T/64⌉ blocks.
-extern "C" __global__ void gpt_flash_fwd_d16(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_fwd<16>(y, qkv, T, H, C, scale);
+// Launch each with FA_THREADS threads and B·H·⌈T/64⌉ blocks; lse holds B·H·T floats.
+extern "C" __global__ void gpt_flash_fwd_d16(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<16>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_fwd_d32(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_fwd<32>(y, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_fwd_d32(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<32>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_fwd_d64(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_fwd<64>(y, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_fwd_d64(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_fwd<64>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d16(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
-                                            const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dq<16>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dq_d16(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+                                            const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<16>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d32(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
-                                            const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dq<32>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dq_d32(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+                                            const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<32>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d64(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy,
-                                            const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dq<64>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dq_d64(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+                                            const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dq<64>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d16(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
-                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dkdv<16>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dkdv_d16(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+                                              const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<16>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d32(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
-                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dkdv<32>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dkdv_d32(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+                                              const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<32>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d64(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat,
-                                              const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) {
-  fa_dkdv<64>(dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale);
+extern "C" __global__ void gpt_flash_dkdv_d64(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+                                              const bf16_t* qkv, int T, int H, int C, float scale) {
+  fa_dkdv<64>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }
 
 // ---------------------------------------------------------------------------

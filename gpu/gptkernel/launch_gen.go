@@ -144,49 +144,49 @@ func HeadsToBF16(s Stream, grid, block int, dst gpu.Ptr, src gpu.Ptr, T int32, D
 	return s.Launch("gpt_heads_to_bf16", grid, block, dst, src, T, D, ld, total)
 }
 
-// FlashFwdD16 queues gpt_flash_fwd_d16(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashFwdD16(s Stream, grid, block int, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_fwd_d16", grid, block, y, qkv, T, H, C, scale)
+// FlashFwdD16 queues gpt_flash_fwd_d16(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashFwdD16(s Stream, grid, block int, y gpu.Ptr, lse gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_fwd_d16", grid, block, y, lse, qkv, T, H, C, scale)
 }
 
-// FlashFwdD32 queues gpt_flash_fwd_d32(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashFwdD32(s Stream, grid, block int, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_fwd_d32", grid, block, y, qkv, T, H, C, scale)
+// FlashFwdD32 queues gpt_flash_fwd_d32(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashFwdD32(s Stream, grid, block int, y gpu.Ptr, lse gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_fwd_d32", grid, block, y, lse, qkv, T, H, C, scale)
 }
 
-// FlashFwdD64 queues gpt_flash_fwd_d64(bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashFwdD64(s Stream, grid, block int, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_fwd_d64", grid, block, y, qkv, T, H, C, scale)
+// FlashFwdD64 queues gpt_flash_fwd_d64(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashFwdD64(s Stream, grid, block int, y gpu.Ptr, lse gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_fwd_d64", grid, block, y, lse, qkv, T, H, C, scale)
 }
 
-// FlashDQD16 queues gpt_flash_dq_d16(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDQD16(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dq_d16", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDQD16 queues gpt_flash_dq_d16(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy, const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDQD16(s Stream, grid, block int, dqkv gpu.Ptr, dstat gpu.Ptr, lse gpu.Ptr, dy gpu.Ptr, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dq_d16", grid, block, dqkv, dstat, lse, dy, y, qkv, T, H, C, scale)
 }
 
-// FlashDQD32 queues gpt_flash_dq_d32(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDQD32(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dq_d32", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDQD32 queues gpt_flash_dq_d32(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy, const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDQD32(s Stream, grid, block int, dqkv gpu.Ptr, dstat gpu.Ptr, lse gpu.Ptr, dy gpu.Ptr, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dq_d32", grid, block, dqkv, dstat, lse, dy, y, qkv, T, H, C, scale)
 }
 
-// FlashDQD64 queues gpt_flash_dq_d64(bf16_t* dqkv, float* mstat, float* istat, float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDQD64(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dq_d64", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDQD64 queues gpt_flash_dq_d64(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy, const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDQD64(s Stream, grid, block int, dqkv gpu.Ptr, dstat gpu.Ptr, lse gpu.Ptr, dy gpu.Ptr, y gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dq_d64", grid, block, dqkv, dstat, lse, dy, y, qkv, T, H, C, scale)
 }
 
-// FlashDKDVD16 queues gpt_flash_dkdv_d16(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDKDVD16(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dkdv_d16", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDKDVD16 queues gpt_flash_dkdv_d16(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDKDVD16(s Stream, grid, block int, dqkv gpu.Ptr, lse gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dkdv_d16", grid, block, dqkv, lse, dstat, dy, qkv, T, H, C, scale)
 }
 
-// FlashDKDVD32 queues gpt_flash_dkdv_d32(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDKDVD32(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dkdv_d32", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDKDVD32 queues gpt_flash_dkdv_d32(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDKDVD32(s Stream, grid, block int, dqkv gpu.Ptr, lse gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dkdv_d32", grid, block, dqkv, lse, dstat, dy, qkv, T, H, C, scale)
 }
 
-// FlashDKDVD64 queues gpt_flash_dkdv_d64(bf16_t* dqkv, const float* mstat, const float* istat, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
-func FlashDKDVD64(s Stream, grid, block int, dqkv gpu.Ptr, mstat gpu.Ptr, istat gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
-	return s.Launch("gpt_flash_dkdv_d64", grid, block, dqkv, mstat, istat, dstat, dy, qkv, T, H, C, scale)
+// FlashDKDVD64 queues gpt_flash_dkdv_d64(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy, const bf16_t* qkv, int T, int H, int C, float scale) on s.
+func FlashDKDVD64(s Stream, grid, block int, dqkv gpu.Ptr, lse gpu.Ptr, dstat gpu.Ptr, dy gpu.Ptr, qkv gpu.Ptr, T int32, H int32, C int32, scale float32) error {
+	return s.Launch("gpt_flash_dkdv_d64", grid, block, dqkv, lse, dstat, dy, qkv, T, H, C, scale)
 }
 
 // AdamW queues gpt_adamw(bf16_t* w, bf16_t* m, bf16_t* v, const bf16_t* g, long long n, float lr, float beta1, float oneMinusBeta1, float beta2, float oneMinusBeta2, float eps, float weightDecay, float biasCorr1, float biasCorr2) on s.

@@ -66,48 +66,53 @@ func (a attentionLayer) flashGrid() int {
 
 // The fused attention kernels by head dimension (the ones fused accepts).
 var (
-	flashForwardKernels = map[int]func(s gptkernel.Stream, grid, block int, y, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+	flashForwardKernels = map[int]func(s gptkernel.Stream, grid, block int, y, lse, qkv gpu.Ptr, T, H, C int32, scale float32) error{
 		16: gptkernel.FlashFwdD16, 32: gptkernel.FlashFwdD32, 64: gptkernel.FlashFwdD64,
 	}
-	flashDQKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, mstat, istat, dstat, dy, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+	flashDQKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, dstat, lse, dy, y, qkv gpu.Ptr, T, H, C int32, scale float32) error{
 		16: gptkernel.FlashDQD16, 32: gptkernel.FlashDQD32, 64: gptkernel.FlashDQD64,
 	}
-	flashDKDVKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, mstat, istat, dstat, dy, qkv gpu.Ptr, T, H, C int32, scale float32) error{
+	flashDKDVKernels = map[int]func(s gptkernel.Stream, grid, block int, dqkv, lse, dstat, dy, qkv gpu.Ptr, T, H, C int32, scale float32) error{
 		16: gptkernel.FlashDKDVD16, 32: gptkernel.FlashDKDVD32, 64: gptkernel.FlashDKDVD64,
 	}
 )
 
 // flashForward is AttentionForward through gpt_flash_fwd.
-func (o *gptOps) flashForward(a attentionLayer, y, qkv gpu.Ptr) error {
+func (o *gptOps) flashForward(a attentionLayer, y, qkv, lse gpu.Ptr) error {
 	fwd, ok := flashForwardKernels[a.headDim()]
 	if !ok {
 		return fmt.Errorf("fused attention: no kernel for head dimension %d", a.headDim())
 	}
-	return fwd(o.dev, a.flashGrid(), kernels.FlashThreads, y, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
+	return fwd(o.dev, a.flashGrid(), kernels.FlashThreads, y, lse, qkv, int32(a.T), int32(a.H), int32(a.C), a.scale())
 }
 
 // flashBackward is AttentionBackward through gpt_flash_dq (which also
-// leaves each query row's max, reciprocal sum and Σ dy·y in stats) and then
-// gpt_flash_dkdv.
-func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) error {
-	rows := int64(a.B) * int64(a.H) * int64(a.T)
-	stats, err := o.alloc(scratchCat, 3*4*rows)
+// leaves each query row's Σ dy·y in scratch) and then gpt_flash_dkdv, from
+// the forward's output y and its log-sum-exp per row, lse.
+func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv, y, lse gpu.Ptr) error {
+	di, err := o.alloc(scratchCat, 4*a.rows())
 	if err != nil {
 		return err
 	}
-	defer o.mem.Free(stats)
-	m, inv, di := stats, stats.Add(4*rows), stats.Add(8*rows)
+	defer o.mem.Free(di)
 	dq, okQ := flashDQKernels[a.headDim()]
 	dkdv, okKV := flashDKDVKernels[a.headDim()]
 	if !okQ || !okKV {
 		return fmt.Errorf("fused attention: no kernel for head dimension %d", a.headDim())
 	}
 	T, H, C := int32(a.T), int32(a.H), int32(a.C)
-	if err := dq(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, m, inv, di, dy, qkv, T, H, C, a.scale()); err != nil {
+	if err := dq(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, di, lse, dy, y, qkv, T, H, C, a.scale()); err != nil {
 		return err
 	}
-	return dkdv(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, m, inv, di, dy, qkv, T, H, C, a.scale())
+	return dkdv(o.dev, a.flashGrid(), kernels.FlashThreads, dqkv, lse, di, dy, qkv, T, H, C, a.scale())
 }
+
+// rows is the number of query rows over all sequences and heads.
+func (a attentionLayer) rows() int64 { return int64(a.B) * int64(a.H) * int64(a.T) }
+
+// StatsBytes is the size of what the forward saves for the backward
+// besides y: a float32 log-sum-exp per query row and head.
+func (a attentionLayer) StatsBytes() int64 { return 4 * a.rows() }
 
 func (a attentionLayer) headDim() int { return a.C / a.H }
 
@@ -179,11 +184,12 @@ func (o *gptOps) chunkScores(a attentionLayer, g heads, S, P gpu.Ptr, t0, Q int)
 	return gptkernel.AttnSoftmax(o.dev, g.n*Q, kernels.AttentionThreads, P, S, int32(L), int32(Q), int32(t0))
 }
 
-// AttentionForward computes y from qkv.
-func (o *gptOps) AttentionForward(a attentionLayer, y, qkv gpu.Ptr) error {
+// AttentionForward computes y from qkv and, where lse is not 0 (training),
+// what the backward needs besides y (StatsBytes at lse).
+func (o *gptOps) AttentionForward(a attentionLayer, y, qkv, lse gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, y) {
-		return o.flashForward(a, y, qkv)
+		return o.flashForward(a, y, qkv, lse)
 	}
 	G, Qc := a.shape()
 	elems := int64(G) * int64(Qc) * int64(a.T)
@@ -216,11 +222,12 @@ func (o *gptOps) AttentionForward(a attentionLayer, y, qkv gpu.Ptr) error {
 	return nil
 }
 
-// AttentionBackward computes dqkv from dy and qkv.
-func (o *gptOps) AttentionBackward(a attentionLayer, dqkv, dy, qkv gpu.Ptr) error {
+// AttentionBackward computes dqkv from dy, qkv, and the forward's y and
+// lse (written by AttentionForward with the same qkv).
+func (o *gptOps) AttentionBackward(a attentionLayer, dqkv, dy, qkv, y, lse gpu.Ptr) error {
 	defer o.scope("attention")()
-	if a.fused(qkv, dy, dqkv) {
-		return o.flashBackward(a, dqkv, dy, qkv)
+	if a.fused(qkv, dy, dqkv, y) {
+		return o.flashBackward(a, dqkv, dy, qkv, y, lse)
 	}
 	G, Qc := a.shape()
 	D := a.headDim()

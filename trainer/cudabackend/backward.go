@@ -88,14 +88,16 @@ func (r *modelRun) backward(tokens []int32, step int) error {
 		r.doneParam(p+"proj.w", w)
 		y := r.read(a.attn)
 		r.linearWeightGrad(proj, step, p+"proj", dres, y)
-		r.done(a.attn, y)
-		r.st.release(a.attn)
 
 		dqkv := grad(N * 3 * C)
 		qkv := r.read(a.qkv)
 		r.do(func() error {
-			return r.ops.AttentionBackward(attentionLayer{B: B, T: T, C: C, H: m.Heads}, dqkv, dy, qkv)
+			return r.ops.AttentionBackward(attentionLayer{B: B, T: T, C: C, H: m.Heads}, dqkv, dy, qkv, y, a.attnStats)
 		})
+		r.done(a.attn, y)
+		r.st.release(a.attn)
+		r.free(a.attnStats)
+		a.attnStats = 0
 		r.done(a.qkv, qkv)
 		r.st.release(a.qkv)
 		r.free(dy)

@@ -115,7 +115,12 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 		r.linear(linearLayer{N: N, In: C, Out: 3 * C}, p+"qkv", qkv, ln1)
 		r.commit(a.ln1, ln1, train)
 		y := r.begin(a.attn)
-		r.do(func() error { return r.ops.AttentionForward(attentionLayer{B: B, T: T, C: C, H: m.Heads}, y, qkv) })
+		att := attentionLayer{B: B, T: T, C: C, H: m.Heads}
+		a.attnStats = 0
+		if train {
+			a.attnStats = r.alloc(session.Activations, att.StatsBytes())
+		}
+		r.do(func() error { return r.ops.AttentionForward(att, y, qkv, a.attnStats) })
 		r.commit(a.qkv, qkv, train)
 		mid := r.begin(a.mid)
 		r.linear(linearLayer{N: N, In: C, Out: C}, p+"proj", mid, y)

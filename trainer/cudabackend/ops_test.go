@@ -368,7 +368,8 @@ func TestAttentionMatchesCPU(t *testing.T) {
 		if got := da.fused(dq, y); got == c.products {
 			t.Fatalf("%+v: fused %v", c, got)
 		}
-		h.Check(h.ops.AttentionForward(da, y, dq))
+		lse := h.Alloc(da.StatsBytes())
+		h.Check(h.ops.AttentionForward(da, y, dq, lse))
 		want := make([]uint16, N*c.C)
 		a.Forward(want, qkv)
 		name := "Attention.Forward"
@@ -379,7 +380,7 @@ func TestAttentionMatchesCPU(t *testing.T) {
 
 		dy := h.RandBF16(N*c.C, 0, 1)
 		dqkv := h.Alloc(2 * int64(N*3*c.C))
-		h.Check(h.ops.AttentionBackward(da, dqkv, h.BF16(dy), dq))
+		h.Check(h.ops.AttentionBackward(da, dqkv, h.BF16(dy), dq, y, lse))
 		wantD := make([]uint16, N*3*c.C)
 		a.Backward(wantD, dy, qkv)
 		name = "Attention.Backward"
@@ -418,10 +419,12 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 	N := B * T
 	qkv, dy := h.BF16(h.RandBF16(N*3*C, 0, 1)), h.BF16(h.RandBF16(N*C, 0, 1))
 	a := attentionLayer{B: B, T: T, C: C, H: H}
+	y, lse := h.Alloc(2*int64(N*C)), h.Alloc(a.StatsBytes())
+	h.Check(h.ops.AttentionForward(a, y, qkv, lse))
 	var first []uint16
 	for run := range 3 {
 		dqkv := h.Alloc(2 * int64(N*3*C))
-		h.Check(h.ops.AttentionBackward(a, dqkv, dy, qkv))
+		h.Check(h.ops.AttentionBackward(a, dqkv, dy, qkv, y, lse))
 		got := h.Get16(dqkv, N*3*C)
 		if run == 0 {
 			first = got
