@@ -97,33 +97,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.relayout()
 		return m, nil
-	case detailLoaded:
-		if msg.seq != m.teachSeq {
-			return m, nil // the user moved on
-		}
-		m.analysis, m.teachErr = msg.analysis, msg.err
-		if a := m.analysis; a != nil {
-			m.teachBlocks = max(a.Detail.Blocks, 1)
-			if m.teachIndex < 0 {
-				m.teachIndex = firstNonZero(a.Detail.Values)
-			}
-			m.teachIndex = min(m.teachIndex, a.N-1)
-		}
-		return m, nil
+	case detailLoaded, autoTick:
+		var cmd tea.Cmd
+		m.teach, cmd, _ = m.teach.Update(msg, m.focus(Teaching))
+		return m, cmd
 	case gridLoaded:
-		if msg.seq != m.cmpSeq {
-			return m, nil
-		}
-		m.grid, m.cmpErr = msg.grid, msg.err
+		m.cmp, _ = m.cmp.Update(msg, m.focus(Compare))
 		return m, nil
-	case autoTick:
-		if msg.seq != m.autoSeq || !m.autoAdvance {
-			return m, nil
-		}
-		if a := m.analysis; a != nil && m.view == Teaching {
-			m.teachIndex = (m.teachIndex + 1) % a.N
-		}
-		return m, autoAdvanceAfter(m.autoSeq)
 	}
 	if m.filtering {
 		var cmd tea.Cmd
@@ -153,7 +133,7 @@ func (m Model) applySnapshot(s session.Snapshot) (tea.Model, tea.Cmd) {
 	})
 	m.table.SetRows(s.Tensors)
 	m.clearSeenPending(s.Tensors)
-	cmds := []tea.Cmd{m.maybeLoadDetail(false)}
+	cmds := []tea.Cmd{m.teach.follow(m.focus(Teaching), false)}
 	if m.src != nil && !m.closed {
 		cmds = append(cmds, waitSnapshot(m.src.Snapshots(), m.opt.Refresh))
 	}
@@ -373,9 +353,13 @@ func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.status = "exporting…"
 		return m, exportSnapshot(m.opt.ExportDir, *m.snap, m.history.All(), m.src)
 	case m.view == Teaching:
-		return m.teachKey(msg)
-	case m.view == Compare && key.Matches(msg, k.Reload):
-		return m, m.maybeLoadGrid(true)
+		var cmd tea.Cmd
+		m.teach, cmd, m.status = m.teach.Update(msg, m.focus(Teaching))
+		return m, cmd
+	case m.view == Compare:
+		var cmd tea.Cmd
+		m.cmp, cmd = m.cmp.Update(msg, m.focus(Compare))
+		return m, cmd
 	}
 	return m, nil
 }
@@ -407,7 +391,7 @@ func (m Model) overNotice() string {
 // followSelection loads what the current view shows of the selected
 // tensor: the teaching view's block, the compare view's grid.
 func (m *Model) followSelection() tea.Cmd {
-	return tea.Batch(m.maybeLoadDetail(false), m.maybeLoadGrid(false))
+	return tea.Batch(m.teach.follow(m.focus(Teaching), false), m.cmp.follow(m.focus(Compare), false))
 }
 
 func (m *Model) toggle(p Panel) {
@@ -522,143 +506,6 @@ func indexOf[T comparable](xs []T, x T) int {
 		}
 	}
 	return -1 // not listed: the next is the first
-}
-
-// maybeLoadDetail asks for the selected tensor's block when the teaching
-// view shows a tensor other than the one loaded, its codec changed, or
-// force is set (r, a new block). A tensor kept as-is is explained without
-// a block.
-func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
-	if m.view != Teaching || m.src == nil {
-		return nil
-	}
-	t, ok := m.table.Selected()
-	if !ok || t.Raw {
-		return nil
-	}
-	stale := m.teachName != t.Name || force
-	if a := m.analysis; a != nil && !stale && a.Detail.Name == t.Name {
-		stale = a.Detail.Codebook.Dist != t.Distribution || a.Detail.Layout.Preset != t.Preset
-	}
-	if !stale {
-		return nil
-	}
-	if m.teachName != t.Name {
-		m.teachIndex = -1 // the first non-zero value, once loaded
-		m.teachBlock, m.teachBlocks = 0, 0
-	}
-	m.teachName = t.Name
-	m.teachSeq++
-	m.analysis, m.teachErr = nil, nil
-	return loadDetail(m.src, m.teachSeq, t.Name, m.teachBlock)
-}
-
-// maybeLoadGrid computes the compare grid when the compare view shows a
-// tensor other than the one computed, or force is set (r). The grid stays
-// on the values it was computed from until asked again.
-func (m *Model) maybeLoadGrid(force bool) tea.Cmd {
-	if m.view != Compare || m.src == nil {
-		return nil
-	}
-	t, ok := m.table.Selected()
-	if !ok || (m.cmpName == t.Name && !force) {
-		return nil
-	}
-	m.cmpName = t.Name
-	m.cmpSeq++
-	m.grid, m.cmpErr = nil, nil
-	step := 0
-	if m.snap != nil {
-		step = m.snap.Step
-	}
-	return loadGrid(m.src, m.cmpSeq, t.Name, step)
-}
-
-func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
-	if key.Matches(msg, k.Reload) {
-		return m, m.maybeLoadDetail(true)
-	}
-	if key.Matches(msg, k.PrevBlock) || key.Matches(msg, k.NextBlock) {
-		// From the block asked for, so presses while one loads add up.
-		if m.teachBlocks == 0 { // the tensor's block count comes with its first block
-			m.status = "the first block is still loading: < and > move once it shows"
-			return m, nil
-		}
-		b := m.teachBlock + 1
-		if key.Matches(msg, k.PrevBlock) {
-			b = m.teachBlock - 1
-		}
-		if b < 0 || b >= m.teachBlocks {
-			m.status = fmt.Sprintf("%s has %d block%s: this is block %d", m.teachName, m.teachBlocks, plural(m.teachBlocks), m.teachBlock)
-			return m, nil
-		}
-		m.teachBlock = b
-		m.teachIndex = -1
-		return m, m.maybeLoadDetail(true)
-	}
-	a := m.analysis
-	if a == nil {
-		return m, nil
-	}
-	switch {
-	case key.Matches(msg, k.PrevValue):
-		m.teachIndex = (m.teachIndex - 1 + a.N) % a.N
-	case key.Matches(msg, k.NextValue):
-		m.teachIndex = (m.teachIndex + 1) % a.N
-	case key.Matches(msg, k.PrevPosition), key.Matches(msg, k.NextPosition):
-		// The same stream, one position on: the layout's element there.
-		l := a.Detail.Layout
-		p := m.teachIndex / codec.Streams
-		if key.Matches(msg, k.PrevPosition) {
-			p--
-		} else {
-			p++
-		}
-		if i := l.Element(l.Stream(m.teachIndex), p); p >= 0 && i < a.N {
-			m.teachIndex = i
-		}
-	case key.Matches(msg, k.NextEscaped):
-		if i := a.NextEscaped(m.teachIndex); i >= 0 {
-			m.teachIndex = i
-		} else {
-			m.status = "no escaped value in this block"
-		}
-	case key.Matches(msg, k.NextSpilled):
-		if i := a.NextSpilled(m.teachIndex); i >= 0 {
-			m.teachIndex = i
-		} else {
-			m.status = "no spilled value in this block: every stream fits"
-		}
-	case key.Matches(msg, k.AutoAdvance):
-		m.autoAdvance = !m.autoAdvance
-		m.autoSeq++
-		if !m.autoAdvance {
-			m.status = "auto-advance off"
-			return m, nil
-		}
-		m.status = fmt.Sprintf("auto-advance: a value every %v (a stops)", autoAdvanceEvery)
-		return m, autoAdvanceAfter(m.autoSeq)
-	}
-	return m, nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// firstNonZero is where the teaching view starts: zeros are the dullest
-// values to follow through the codec.
-func firstNonZero(vals []uint16) int {
-	for i, v := range vals {
-		if v&0x7FFF != 0 {
-			return i
-		}
-	}
-	return 0
 }
 
 // scrollHelp moves the open help with the keys that move the selection
