@@ -358,3 +358,36 @@ func (d *Device) CopyBuffer(dst, src Buffer, bytes int) error {
 	}
 	return d.do(func() error { return d.drv.dtod(Ptr(dst.ptr), Ptr(src.ptr), bytes) })
 }
+
+// FillAbsGaussian is FillGaussian with the values' magnitudes (|x|): data
+// shaped like Adam's second moment.
+func (d *Device) FillAbsGaussian(dst Buffer, n int, seed uint64, scale float32) error {
+	return d.fillGaussian(dst, n, seed, scale, true)
+}
+
+// fillGaussian is FillGaussian with absolute values on demand.
+func (d *Device) fillGaussian(dst Buffer, n int, seed uint64, scale float32, absolute bool) error {
+	if err := checkDense("gaussian fill", dst, n); err != nil {
+		return err
+	}
+	abs := uint64(0)
+	if absolute {
+		abs = 1
+	}
+	return d.do(func() error {
+		return d.launch(kFillGaussian, min(max((n+threads-1)/threads, 1), 8*d.info.SMs), threads, 0,
+			ptrArg(dst), uint64(n), seed, f32arg(scale), abs)
+	})
+}
+
+// SpilledValues reads how many exponents t's last encode spilled.
+func (t *Tensor) SpilledValues() (int, error) {
+	nb := t.blocks()
+	buf := make([]byte, 16*nb)
+	err := t.dev.do(func() error { return t.dev.dtoh(buf, t.bstats, 0) })
+	spilled := 0
+	for blk := range nb {
+		spilled += int(le32(buf[16*blk+8:]))
+	}
+	return spilled, err
+}

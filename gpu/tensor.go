@@ -51,7 +51,7 @@ const descBytes = 16 * 8
 // overflowCap bytes, to OverflowPool. Its contents are undefined until an
 // encode, a fused step or Upload writes them.
 // A layout with capacities per block is refused: such tensors come from
-// Codec, which knows their blocks' capacities.
+// Codec, which knows their blocks' capacities, or NewTensorBlocks.
 func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
 	if l.PerBlock {
 		return nil, fmt.Errorf("gpu: new tensor: a layout with capacities per block needs their table (gpu.Codec encodes such tensors)")
@@ -63,6 +63,12 @@ func (d *Device) NewTensor(n int, l codec.Layout, cb codec.Codebook, overflowCap
 // allocations).
 func (d *Device) newTensor(a Allocator, n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
 	return d.newTensorBlocks(a, n, l, nil, cb, overflowCap, cat)
+}
+
+// NewTensorBlocks is NewTensor for a layout with capacities per block
+// (l.PerBlock), caps holding each block's (codec.BlockCapacities).
+func (d *Device) NewTensorBlocks(n int, l codec.Layout, caps []uint16, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
+	return d.newTensorBlocks(nil, n, l, caps, cb, overflowCap, cat)
 }
 
 // newTensorBlocks is newTensor with the blocks' capacities where l.PerBlock.
@@ -115,6 +121,14 @@ func (t *Tensor) StoredBytes() int {
 	nb := t.layout.Blocks(t.n)
 	return t.hostShape().HeaderBytes() + 2*len(t.caps) + t.n + t.streamAreaBytes() + 36*nb + int(t.ovLen)
 }
+
+// HeaderBytes is the serialised header's size, codebook included: the
+// part of StoredBytes that stays on the host.
+func (t *Tensor) HeaderBytes() int { return t.hostShape().HeaderBytes() }
+
+// DeviceBytes is what t occupies in device memory as the format counts it
+// (StoredBytes without the header).
+func (t *Tensor) DeviceBytes() int64 { return int64(t.StoredBytes() - t.HeaderBytes()) }
 
 // hostShape is a host tensor with t's shape and codebook, for the codec's
 // geometry and header size.

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin devrun/tensors
 go build -ldflags="-s -w" -o bin/lcttop ./cmd/lcttop
-for p in kernels gpu gpu/lct trainer/cudabackend cmd/lcttop ui; do
+for p in kernels gpu gpu/lct gpu/bench trainer/cudabackend cmd/lcttop ui; do
 	name=$(basename "$p")
 	[ "$p" = cmd/lcttop ] && name=cli
 	go test -c -ldflags="-s -w" -o "bin/$name.test" "./$p"

@@ -42,11 +42,12 @@ if want tests; then
 	tests kernels kernels "$root/bin/kernels.test" -test.v -test.timeout 5m &
 	tests gpu gpu "$root/bin/gpu.test" -test.v -test.timeout 10m &
 	tests lct gpu/lct "$root/bin/lct.test" -test.v -test.timeout 10m &
+	tests bench gpu/bench "$root/bin/bench.test" -test.v -test.timeout 10m &
 	tests cudabackend trainer/cudabackend "$root/bin/cudabackend.test" -test.v -test.timeout 10m &
 	tests ui ui "$root/bin/ui.test" -test.v -test.run 'TestRealTrainer' -test.timeout 5m &
 	LCTTOP_BIN="$root/bin/lcttop" tests cli cmd/lcttop "$root/bin/cli.test" -test.v -test.run 'CUDA|GPU' -test.timeout 10m &
 	wait
-	for n in kernels gpu lct cudabackend ui cli; do
+	for n in kernels gpu lct bench cudabackend ui cli; do
 		rc=$(cat "$LOGS/$n-test.rc")
 		echo "$n tests: exit $rc" | tee -a "$LOGS/steps.txt"
 		[ "$rc" -eq 0 ] || failed+=("$n tests")

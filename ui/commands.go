@@ -7,10 +7,8 @@ import (
 
 	"lcttop/session"
 	"lcttop/ui/charts"
-	"lcttop/ui/compare"
 	"lcttop/ui/export"
 	"lcttop/ui/msgs"
-	"lcttop/ui/teach"
 )
 
 // waitSnapshot waits delay, then for the next snapshot, and returns the
@@ -74,52 +72,6 @@ func (seq *codecSeq) latestOnly(key string, call func() tea.Msg) tea.Cmd {
 		}
 		return call()
 	}
-}
-
-// detailLoaded carries the teaching view's block, analysed.
-type detailLoaded struct {
-	seq      int
-	name     string
-	analysis *teach.Analysis
-	err      error
-}
-
-func loadDetail(src Source, seq int, name string, block int) tea.Cmd {
-	return func() tea.Msg {
-		d, err := src.Detail(name, block)
-		if err != nil {
-			return detailLoaded{seq: seq, name: name, err: err}
-		}
-		a, err := teach.Analyze(d)
-		return detailLoaded{seq: seq, name: name, analysis: a, err: err}
-	}
-}
-
-// gridLoaded carries the compare view's grid.
-type gridLoaded struct {
-	seq  int
-	grid *compare.Grid
-	err  error
-}
-
-// loadGrid takes a tensor's values from the source and encodes them under
-// every codec, off the event loop.
-func loadGrid(src Source, seq int, name string, step int) tea.Cmd {
-	return func() tea.Msg {
-		vals, err := src.Values(name)
-		if err != nil {
-			return gridLoaded{seq: seq, err: err}
-		}
-		g, err := compare.Compute(name, step, vals)
-		return gridLoaded{seq: seq, grid: g, err: err}
-	}
-}
-
-// autoTick is the teaching view's auto-advance beat.
-type autoTick struct{ seq int }
-
-func autoAdvanceAfter(seq int) tea.Cmd {
-	return tea.Tick(autoAdvanceEvery, func(time.Time) tea.Msg { return autoTick{seq: seq} })
 }
 
 // exportSnapshot writes the snapshot's JSON and CSV, the history's CSV, and

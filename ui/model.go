@@ -17,12 +17,10 @@ import (
 
 	"lcttop/session"
 	"lcttop/ui/charts"
-	"lcttop/ui/compare"
 	"lcttop/ui/header"
 	"lcttop/ui/keys"
 	"lcttop/ui/msgs"
 	"lcttop/ui/styles"
-	"lcttop/ui/teach"
 	"lcttop/ui/tensortable"
 )
 
@@ -122,26 +120,9 @@ type Model struct {
 	setSeq        *codecSeq
 	stopping      bool // q was pressed: the source is ending its step
 
-	// Teaching view.
-	teachName   string // tensor whose block is loaded (or loading)
-	teachBlock  int    // the block shown (or asked for)
-	teachBlocks int    // the tensor's block count (0 until a block is loaded)
-	teachSeq    int
-	analysis    *teach.Analysis
-	teachErr    error
-	teachIndex  int
-	autoAdvance bool // a value every autoAdvanceEvery
-	autoSeq     int
-
-	// Compare view.
-	cmpName string // tensor whose grid is computed (or computing)
-	cmpSeq  int
-	grid    *compare.Grid
-	cmpErr  error
+	teach teachModel
+	cmp   compareModel
 }
-
-// autoAdvanceEvery is the teaching view's pace in auto-advance mode.
-const autoAdvanceEvery = 2 * time.Second
 
 // codecSeq orders SetClassCodec and SetTensorCodec calls: each request
 // carries a number, and an older request that reaches the source after a
@@ -179,6 +160,7 @@ func New(src Source, opt Options) Model {
 		pendingTensor: map[string]*session.ClassCodec{},
 		setSeq:        &codecSeq{latest: map[string]int{}},
 	}
+	m.teach, m.cmp = newTeachModel(src, m.keys), newCompareModel(src, m.keys)
 	if opt.StartErr != nil {
 		m.errs["trainer"] = opt.StartErr
 		m.state = header.Failed

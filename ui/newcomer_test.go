@@ -145,7 +145,7 @@ func TestMouse(t *testing.T) {
 	if m.view != Compare {
 		t.Errorf("a click on %q showed %s", "compare", m.view)
 	}
-	if m.grid == nil || m.grid.Name != "h0.attn.qkv.w.v" {
+	if m.cmp.grid == nil || m.cmp.grid.Name != "h0.attn.qkv.w.v" {
 		t.Error("the compare view did not load the selected tensor")
 	}
 }
@@ -159,7 +159,7 @@ func TestBlockKeysWhileLoading(t *testing.T) {
 	m, cmd := updateCmd(t, m, keyMsg(">"))
 	m = runCmd(t, m, cmd)
 	wantCall(t, src, "Detail h0.mlp.fc.w 2")
-	if m.analysis == nil || m.analysis.Detail.Block != 2 || !strings.Contains(m.View(), "block 2 of 3") {
+	if m.teach.analysis == nil || m.teach.analysis.Detail.Block != 2 || !strings.Contains(m.View(), "block 2 of 3") {
 		t.Fatalf("not on block 2:\n%s", m.View())
 	}
 }

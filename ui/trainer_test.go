@@ -121,7 +121,7 @@ func testRealTrainer(t *testing.T, tr runner) {
 	if !s.BitIdentical {
 		t.Error("runs diverged")
 	}
-	if m.analysis == nil || m.analysis.Check != nil || m.analysis.Detail.Codebook.Dist.String() != "gaussian" {
-		t.Errorf("teaching analysis %+v", m.analysis)
+	if m.teach.analysis == nil || m.teach.analysis.Check != nil || m.teach.analysis.Detail.Codebook.Dist.String() != "gaussian" {
+		t.Errorf("teaching analysis %+v", m.teach.analysis)
 	}
 }

@@ -124,7 +124,7 @@ func TestEveryPanelRenders(t *testing.T) {
 		Teaching:  {"─ Teaching", "1 value", "2 split", "3 code", "4 place", "5 stream", "6 block"},
 	} {
 		m.view = view
-		m = runCmd(t, m, m.maybeLoadDetail(false))
+		m = runCmd(t, m, m.followSelection())
 		v := m.View()
 		for _, want := range wants {
 			if !strings.Contains(v, want) {
@@ -244,8 +244,8 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		",": {setup: teachAt(300), check: wantIndex(45)},
 		".": {setup: teachAt(5), check: wantIndex(260)},
 		"x": {setup: teachAt(0), check: func(t *testing.T, b, a Model, _ *fake.Source) {
-			if v := a.analysis.Value(a.teachIndex); !v.Escaped || !strings.Contains(a.View(), "has no code: escaped") {
-				t.Errorf("x landed on value %d, not escaped", a.teachIndex)
+			if v := a.teach.analysis.Value(a.teach.index); !v.Escaped || !strings.Contains(a.View(), "has no code: escaped") {
+				t.Errorf("x landed on value %d, not escaped", a.teach.index)
 			}
 		}},
 		"o": {setup: func(m Model) Model {
@@ -254,8 +254,8 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			}
 			return teachAt(0)(m)
 		}, check: func(t *testing.T, b, a Model, _ *fake.Source) {
-			if v := a.analysis.Value(a.teachIndex); !v.Spilled || !strings.Contains(a.View(), "spilled: stream") {
-				t.Errorf("o landed on value %d, not spilled", a.teachIndex)
+			if v := a.teach.analysis.Value(a.teach.index); !v.Spilled || !strings.Contains(a.View(), "spilled: stream") {
+				t.Errorf("o landed on value %d, not spilled", a.teach.index)
 			}
 		}},
 		"r": {setup: teachAt(0), check: func(t *testing.T, b, a Model, src *fake.Source) {
@@ -348,18 +348,18 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantView(t, a, Compare)
 			wantCall(t, src, "Values h0.attn.qkv.w.v")
-			if a.grid == nil || !strings.Contains(a.View(), "★ best ratio") {
+			if a.cmp.grid == nil || !strings.Contains(a.View(), "★ best ratio") {
 				t.Fatalf("no grid:\n%s", a.View())
 			}
 		}},
 		">": {setup: teachOn("h0.mlp.fc.w", 5), check: func(t *testing.T, b, a Model, src *fake.Source) {
 			wantCall(t, src, "Detail h0.mlp.fc.w 1")
-			if a.analysis == nil || a.analysis.Detail.Block != 1 || !strings.Contains(a.View(), "block 1 of 3") {
+			if a.teach.analysis == nil || a.teach.analysis.Detail.Block != 1 || !strings.Contains(a.View(), "block 1 of 3") {
 				t.Fatalf("not on block 1:\n%s", a.View())
 			}
 			a = press(t, a, ">")
 			a = press(t, a, ">") // past the last: says so, stays
-			if a.analysis.Detail.Block != 2 || !strings.Contains(a.View(), "has 3 blocks: this is block 2") {
+			if a.teach.analysis.Detail.Block != 2 || !strings.Contains(a.View(), "has 3 blocks: this is block 2") {
 				t.Errorf("after the last block:\n%s", a.View())
 			}
 		}},
@@ -367,23 +367,23 @@ func TestKeysDoWhatHelpSays(t *testing.T) {
 			m = teachOn("h0.mlp.fc.w", 5)(m)
 			return press(t, m, ">")
 		}, check: func(t *testing.T, b, a Model, src *fake.Source) {
-			if a.analysis == nil || a.analysis.Detail.Block != 0 || !strings.Contains(a.View(), "block 0 of 3") {
+			if a.teach.analysis == nil || a.teach.analysis.Detail.Block != 0 || !strings.Contains(a.View(), "block 0 of 3") {
 				t.Fatalf("not back on block 0:\n%s", a.View())
 			}
 		}},
 		"a": {setup: teachAt(5), check: func(t *testing.T, b, a Model, _ *fake.Source) {
 			// press ran the first tick (2 s later): one value on.
-			if !a.autoAdvance || !strings.Contains(a.View(), "auto-advance") || a.teachIndex != 6 {
-				t.Fatalf("auto-advance on %v, value %d, want 6", a.autoAdvance, a.teachIndex)
+			if !a.teach.auto || !strings.Contains(a.View(), "auto-advance") || a.teach.index != 6 {
+				t.Fatalf("auto-advance on %v, value %d, want 6", a.teach.auto, a.teach.index)
 			}
-			a = update(t, a, autoTick{seq: a.autoSeq})
-			if a.teachIndex != 7 {
-				t.Errorf("a tick moved to value %d, want 7", a.teachIndex)
+			a = update(t, a, autoTick{seq: a.teach.autoSeq})
+			if a.teach.index != 7 {
+				t.Errorf("a tick moved to value %d, want 7", a.teach.index)
 			}
 			a = press(t, a, "a")
-			a = update(t, a, autoTick{seq: a.autoSeq})
-			if a.teachIndex != 7 {
-				t.Errorf("a tick after a stopped it moved to %d", a.teachIndex)
+			a = update(t, a, autoTick{seq: a.teach.autoSeq})
+			if a.teach.index != 7 {
+				t.Errorf("a tick after a stopped it moved to %d", a.teach.index)
 			}
 		}},
 	}
@@ -458,8 +458,8 @@ func hidesPanel(p Panel, title string) func(t *testing.T, b, a Model, _ *fake.So
 func teachAt(i int) func(Model) Model {
 	return func(m Model) Model {
 		m.view = Teaching
-		m = runCmdT(m, m.maybeLoadDetail(false))
-		m.teachIndex = i
+		m = runCmdT(m, m.followSelection())
+		m.teach.index = i
 		return m
 	}
 }
@@ -486,8 +486,8 @@ func runCmdT(m Model, cmd tea.Cmd) Model {
 
 func wantIndex(i int) func(t *testing.T, b, a Model, _ *fake.Source) {
 	return func(t *testing.T, b, a Model, _ *fake.Source) {
-		if a.teachIndex != i {
-			t.Errorf("value %d, want %d", a.teachIndex, i)
+		if a.teach.index != i {
+			t.Errorf("value %d, want %d", a.teach.index, i)
 		}
 		if !strings.Contains(a.View(), "value "+itoa(i)+" of") {
 			t.Errorf("view does not show value %d", i)

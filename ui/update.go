@@ -97,33 +97,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.relayout()
 		return m, nil
-	case detailLoaded:
-		if msg.seq != m.teachSeq {
-			return m, nil // the user moved on
-		}
-		m.analysis, m.teachErr = msg.analysis, msg.err
-		if a := m.analysis; a != nil {
-			m.teachBlocks = max(a.Detail.Blocks, 1)
-			if m.teachIndex < 0 {
-				m.teachIndex = firstNonZero(a.Detail.Values)
-			}
-			m.teachIndex = min(m.teachIndex, a.N-1)
-		}
-		return m, nil
+	case detailLoaded, autoTick:
+		var cmd tea.Cmd
+		m.teach, cmd, _ = m.teach.Update(msg, m.focus(Teaching))
+		return m, cmd
 	case gridLoaded:
-		if msg.seq != m.cmpSeq {
-			return m, nil
-		}
-		m.grid, m.cmpErr = msg.grid, msg.err
+		m.cmp, _ = m.cmp.Update(msg, m.focus(Compare))
 		return m, nil
-	case autoTick:
-		if msg.seq != m.autoSeq || !m.autoAdvance {
-			return m, nil
-		}
-		if a := m.analysis; a != nil && m.view == Teaching {
-			m.teachIndex = (m.teachIndex + 1) % a.N
-		}
-		return m, autoAdvanceAfter(m.autoSeq)
 	}
 	if m.filtering {
 		var cmd tea.Cmd
@@ -153,7 +133,7 @@ func (m Model) applySnapshot(s session.Snapshot) (tea.Model, tea.Cmd) {
 	})
 	m.table.SetRows(s.Tensors)
 	m.clearSeenPending(s.Tensors)
-	cmds := []tea.Cmd{m.maybeLoadDetail(false)}
+	cmds := []tea.Cmd{m.teach.follow(m.focus(Teaching), false)}
 	if m.src != nil && !m.closed {
 		cmds = append(cmds, waitSnapshot(m.src.Snapshots(), m.opt.Refresh))
 	}
@@ -219,167 +199,6 @@ func (m *Model) clearSeenPending(ts []session.TensorStats) {
 	}
 }
 
-func (m Model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
-	// Keys typed faster than the terminal is read arrive as one message of
-	// several runes; outside the filter each rune is a command of its own.
-	if !m.filtering && msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
-		var cmds []tea.Cmd
-		var model tea.Model = m
-		for _, r := range msg.Runes {
-			var cmd tea.Cmd
-			model, cmd = model.(Model).key(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt})
-			cmds = append(cmds, cmd)
-		}
-		return model, tea.Sequence(cmds...)
-	}
-	if m.filtering {
-		switch {
-		case key.Matches(msg, k.FilterApply):
-			m.filtering = false
-			m.filter.Blur()
-		case key.Matches(msg, k.FilterClear):
-			m.filtering = false
-			m.filter.Blur()
-			m.filter.SetValue("")
-			m.table.SetFilter("")
-		default:
-			var cmd tea.Cmd
-			m.filter, cmd = m.filter.Update(msg)
-			m.table.SetFilter(m.filter.Value())
-			return m, tea.Batch(cmd, m.followSelection())
-		}
-		return m, m.followSelection()
-	}
-	if m.showHelp && (key.Matches(msg, k.Help) || msg.Type == tea.KeyEsc) {
-		m.showHelp = false
-		return m, nil
-	}
-	if m.showHelp {
-		if scrolled, ok := m.scrollHelp(msg); ok {
-			return scrolled, nil
-		}
-	}
-	if msg.Type == tea.KeyEsc && m.table.Filter != "" {
-		m.filter.SetValue("")
-		m.table.SetFilter("")
-		return m, m.followSelection()
-	}
-	m.status = ""
-	switch {
-	case key.Matches(msg, k.Quit):
-		if m.src == nil || m.closed || m.stopping {
-			return m, tea.Quit // nothing to wait for, or asked twice
-		}
-		// The source ends its step in progress and closes its snapshots;
-		// the UI quits then, saying so meanwhile.
-		m.src.Stop()
-		m.stopping, m.state = true, header.Stopping
-		m.status = "stopping… the step in progress ends first (q again quits at once)"
-		return m, nil
-	case key.Matches(msg, k.Help):
-		m.showHelp, m.helpOffset = true, 0
-	case key.Matches(msg, k.Up):
-		m.table.Move(-1)
-		return m, m.followSelection()
-	case key.Matches(msg, k.Down):
-		m.table.Move(1)
-		return m, m.followSelection()
-	case key.Matches(msg, k.PageUp):
-		m.table.Page(-1)
-		return m, m.followSelection()
-	case key.Matches(msg, k.PageDown):
-		m.table.Page(1)
-		return m, m.followSelection()
-	case key.Matches(msg, k.Top):
-		m.table.Top()
-		return m, m.followSelection()
-	case key.Matches(msg, k.Bottom):
-		m.table.Bottom()
-		return m, m.followSelection()
-	case key.Matches(msg, k.CycleDist):
-		return m.cycleCodec(true)
-	case key.Matches(msg, k.CyclePreset):
-		return m.cycleCodec(false)
-	case key.Matches(msg, k.CycleTensorDist):
-		return m.cycleTensorCodec(true)
-	case key.Matches(msg, k.CycleTensorPreset):
-		return m.cycleTensorCodec(false)
-	case key.Matches(msg, k.Compare):
-		if m.view == Compare {
-			return m.goBack()
-		}
-		m.back, m.view = m.view, Compare
-		return m, m.followSelection()
-	case key.Matches(msg, k.Back):
-		return m.goBack()
-	case (key.Matches(msg, k.Pause) || key.Matches(msg, k.Step)) && m.isFile():
-		m.status = "a checkpoint takes no steps: pause and step are for training"
-		return m, nil
-	case key.Matches(msg, k.Pause):
-		return m.togglePause()
-	case key.Matches(msg, k.Step):
-		switch {
-		case m.src == nil:
-			m.errs["trainer"] = errNoTrainer
-		case m.state == header.Finished:
-			m.status = m.overNotice()
-		case m.state != header.Paused:
-			m.status = "n steps once while paused: press space to pause first"
-		default:
-			m.src.StepOnce()
-			m.status = "stepping once"
-		}
-	case key.Matches(msg, k.Sort):
-		m.table.CycleSort()
-	case key.Matches(msg, k.Reverse):
-		m.table.Reverse()
-	case key.Matches(msg, k.Filter):
-		m.filtering = true
-		m.filter.SetValue(m.table.Filter)
-		m.filter.CursorEnd()
-		return m, m.filter.Focus()
-	case key.Matches(msg, k.NextView):
-		m.view = (m.view + 1) % numViews
-		return m, m.followSelection()
-	case key.Matches(msg, k.PrevView):
-		m.view = (m.view + numViews - 1) % numViews
-		return m, m.followSelection()
-	case key.Matches(msg, k.Teach):
-		if m.view == Teaching {
-			return m.goBack()
-		}
-		m.back, m.view = m.view, Teaching
-		return m, m.followSelection()
-	case key.Matches(msg, k.ToggleTable):
-		m.toggle(PanelTable)
-	case key.Matches(msg, k.ToggleHistogram):
-		m.toggle(PanelHistogram)
-	case key.Matches(msg, k.ToggleMemory):
-		m.toggle(PanelMemory)
-	case key.Matches(msg, k.ToggleCodec):
-		m.toggle(PanelCodec)
-	case key.Matches(msg, k.ToggleCharts):
-		m.toggle(PanelCharts)
-	case key.Matches(msg, k.WindowShorter):
-		m.window = max(m.window-1, 0)
-	case key.Matches(msg, k.WindowLonger):
-		m.window = min(m.window+1, len(charts.Windows)-1)
-	case key.Matches(msg, k.Export):
-		if m.snap == nil {
-			m.status = "nothing to export yet: no snapshot"
-			return m, nil
-		}
-		m.status = "exporting…"
-		return m, exportSnapshot(m.opt.ExportDir, *m.snap, m.history.All(), m.src)
-	case m.view == Teaching:
-		return m.teachKey(msg)
-	case m.view == Compare && key.Matches(msg, k.Reload):
-		return m, m.maybeLoadGrid(true)
-	}
-	return m, nil
-}
-
 // goBack leaves compare or teaching for the view they were opened from,
 // and any other view but the overview for the overview.
 func (m Model) goBack() (tea.Model, tea.Cmd) {
@@ -407,7 +226,7 @@ func (m Model) overNotice() string {
 // followSelection loads what the current view shows of the selected
 // tensor: the teaching view's block, the compare view's grid.
 func (m *Model) followSelection() tea.Cmd {
-	return tea.Batch(m.maybeLoadDetail(false), m.maybeLoadGrid(false))
+	return tea.Batch(m.teach.follow(m.focus(Teaching), false), m.cmp.follow(m.focus(Compare), false))
 }
 
 func (m *Model) toggle(p Panel) {
@@ -522,143 +341,6 @@ func indexOf[T comparable](xs []T, x T) int {
 		}
 	}
 	return -1 // not listed: the next is the first
-}
-
-// maybeLoadDetail asks for the selected tensor's block when the teaching
-// view shows a tensor other than the one loaded, its codec changed, or
-// force is set (r, a new block). A tensor kept as-is is explained without
-// a block.
-func (m *Model) maybeLoadDetail(force bool) tea.Cmd {
-	if m.view != Teaching || m.src == nil {
-		return nil
-	}
-	t, ok := m.table.Selected()
-	if !ok || t.Raw {
-		return nil
-	}
-	stale := m.teachName != t.Name || force
-	if a := m.analysis; a != nil && !stale && a.Detail.Name == t.Name {
-		stale = a.Detail.Codebook.Dist != t.Distribution || a.Detail.Layout.Preset != t.Preset
-	}
-	if !stale {
-		return nil
-	}
-	if m.teachName != t.Name {
-		m.teachIndex = -1 // the first non-zero value, once loaded
-		m.teachBlock, m.teachBlocks = 0, 0
-	}
-	m.teachName = t.Name
-	m.teachSeq++
-	m.analysis, m.teachErr = nil, nil
-	return loadDetail(m.src, m.teachSeq, t.Name, m.teachBlock)
-}
-
-// maybeLoadGrid computes the compare grid when the compare view shows a
-// tensor other than the one computed, or force is set (r). The grid stays
-// on the values it was computed from until asked again.
-func (m *Model) maybeLoadGrid(force bool) tea.Cmd {
-	if m.view != Compare || m.src == nil {
-		return nil
-	}
-	t, ok := m.table.Selected()
-	if !ok || (m.cmpName == t.Name && !force) {
-		return nil
-	}
-	m.cmpName = t.Name
-	m.cmpSeq++
-	m.grid, m.cmpErr = nil, nil
-	step := 0
-	if m.snap != nil {
-		step = m.snap.Step
-	}
-	return loadGrid(m.src, m.cmpSeq, t.Name, step)
-}
-
-func (m Model) teachKey(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
-	k := m.keys
-	if key.Matches(msg, k.Reload) {
-		return m, m.maybeLoadDetail(true)
-	}
-	if key.Matches(msg, k.PrevBlock) || key.Matches(msg, k.NextBlock) {
-		// From the block asked for, so presses while one loads add up.
-		if m.teachBlocks == 0 { // the tensor's block count comes with its first block
-			m.status = "the first block is still loading: < and > move once it shows"
-			return m, nil
-		}
-		b := m.teachBlock + 1
-		if key.Matches(msg, k.PrevBlock) {
-			b = m.teachBlock - 1
-		}
-		if b < 0 || b >= m.teachBlocks {
-			m.status = fmt.Sprintf("%s has %d block%s: this is block %d", m.teachName, m.teachBlocks, plural(m.teachBlocks), m.teachBlock)
-			return m, nil
-		}
-		m.teachBlock = b
-		m.teachIndex = -1
-		return m, m.maybeLoadDetail(true)
-	}
-	a := m.analysis
-	if a == nil {
-		return m, nil
-	}
-	switch {
-	case key.Matches(msg, k.PrevValue):
-		m.teachIndex = (m.teachIndex - 1 + a.N) % a.N
-	case key.Matches(msg, k.NextValue):
-		m.teachIndex = (m.teachIndex + 1) % a.N
-	case key.Matches(msg, k.PrevPosition), key.Matches(msg, k.NextPosition):
-		// The same stream, one position on: the layout's element there.
-		l := a.Detail.Layout
-		p := m.teachIndex / codec.Streams
-		if key.Matches(msg, k.PrevPosition) {
-			p--
-		} else {
-			p++
-		}
-		if i := l.Element(l.Stream(m.teachIndex), p); p >= 0 && i < a.N {
-			m.teachIndex = i
-		}
-	case key.Matches(msg, k.NextEscaped):
-		if i := a.NextEscaped(m.teachIndex); i >= 0 {
-			m.teachIndex = i
-		} else {
-			m.status = "no escaped value in this block"
-		}
-	case key.Matches(msg, k.NextSpilled):
-		if i := a.NextSpilled(m.teachIndex); i >= 0 {
-			m.teachIndex = i
-		} else {
-			m.status = "no spilled value in this block: every stream fits"
-		}
-	case key.Matches(msg, k.AutoAdvance):
-		m.autoAdvance = !m.autoAdvance
-		m.autoSeq++
-		if !m.autoAdvance {
-			m.status = "auto-advance off"
-			return m, nil
-		}
-		m.status = fmt.Sprintf("auto-advance: a value every %v (a stops)", autoAdvanceEvery)
-		return m, autoAdvanceAfter(m.autoSeq)
-	}
-	return m, nil
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// firstNonZero is where the teaching view starts: zeros are the dullest
-// values to follow through the codec.
-func firstNonZero(vals []uint16) int {
-	for i, v := range vals {
-		if v&0x7FFF != 0 {
-			return i
-		}
-	}
-	return 0
 }
 
 // scrollHelp moves the open help with the keys that move the selection

@@ -13,12 +13,10 @@ import (
 	"lcttop/ui/box"
 	"lcttop/ui/charts"
 	"lcttop/ui/codecpanel"
-	"lcttop/ui/compare"
 	"lcttop/ui/header"
 	"lcttop/ui/helpview"
 	"lcttop/ui/histogram"
 	"lcttop/ui/memory"
-	"lcttop/ui/teach"
 )
 
 // View draws the whole screen: exactly height lines of width columns, so
@@ -41,44 +39,12 @@ func (m Model) View() string {
 	case m.view == History:
 		body = m.panel(PanelCharts, bw, bh)
 	case m.view == Compare:
-		body = m.compareView(bw, bh)
+		body = m.cmp.View(m.st, m.focus(Compare), bw, bh)
 	default:
-		if t, ok := m.table.Selected(); ok && t.Raw {
-			body = teach.AsIsView(m.st, t, bw, bh)
-		} else {
-			body = teach.View(m.st, m.analysis, m.teachIndex, m.teachError(), bw, bh)
-		}
+		body = m.teach.View(m.st, m.focus(Teaching), bw, bh)
 	}
 	parts = append(parts, box.Fit(body, bw, bh), m.statusLine(), m.footer())
 	return strings.Join(parts, "\n")
-}
-
-func (m Model) compareView(w, h int) string {
-	if m.src == nil {
-		return compare.View(m.st, compare.State{Err: errNoTrainer}, w, h)
-	}
-	t, ok := m.table.Selected()
-	if !ok {
-		return compare.View(m.st, compare.State{Err: fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)}, w, h)
-	}
-	notCoded := ""
-	if t.AsIs {
-		notCoded = t.CodecLabel()
-	}
-	return compare.View(m.st, compare.State{Grid: m.grid, Name: m.cmpName, Current: t.Codec(), NotCoded: notCoded, Err: m.cmpErr}, w, h)
-}
-
-func (m Model) teachError() error {
-	if m.src == nil {
-		return errNoTrainer
-	}
-	if m.snap == nil && m.analysis == nil {
-		return nil
-	}
-	if _, ok := m.table.Selected(); !ok && m.snap != nil {
-		return fmt.Errorf("no tensor selected (filter %q matches none)", m.table.Filter)
-	}
-	return m.teachErr
 }
 
 func (m Model) headerView() string {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"lcttop/codec/lctfile"
-	"lcttop/gpu"
+	"lcttop/gpu/bench"
 )
 
 func init() { rootCmd.AddCommand(newBenchCmd()) }
@@ -18,7 +18,7 @@ func init() { rootCmd.AddCommand(newBenchCmd()) }
 // newBenchCmd is `lcttop bench`: the GPU codec and optimizer steps against
 // the device's copy bandwidth (needs an NVIDIA GPU).
 func newBenchCmd() *cobra.Command {
-	opt := gpu.DefaultBenchOptions()
+	opt := bench.DefaultOptions()
 	var asJSON bool
 	var jsonOut, sizes, stepSizes string
 	cmd := &cobra.Command{
@@ -43,7 +43,7 @@ device-to-device copy bandwidth measured in the same run.`,
 				return fmt.Errorf("--reps: %d, want at least 1", opt.Reps)
 			}
 			opt.Log = cmd.ErrOrStderr()
-			rep, err := gpu.RunBench(opt)
+			rep, err := bench.Run(opt)
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}

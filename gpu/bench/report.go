@@ -1,4 +1,4 @@
-package gpu
+package bench
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 )
 
-// BenchOptions says what RunBench measures.
-type BenchOptions struct {
+// Options says what Run measures.
+type Options struct {
 	Sizes     []int  // tensor sizes in elements, random gaussian data
 	StepSizes []int  // sizes for the optimizer steps (none: no steps)
 	Reps      int    // timed repetitions per figure; the median is reported
@@ -22,10 +22,10 @@ type BenchOptions struct {
 	Log     io.Writer // progress, one line per figure (nil: none)
 }
 
-// DefaultBenchOptions is what `lcttop bench` runs.
-func DefaultBenchOptions() BenchOptions {
+// DefaultOptions is what `lcttop bench` runs.
+func DefaultOptions() Options {
 	const mi = 1 << 20
-	return BenchOptions{
+	return Options{
 		Sizes:     []int{1 * mi, 16 * mi, 256 * mi, 512 * mi},
 		StepSizes: []int{16 * mi, 256 * mi},
 		Reps:      20,
@@ -34,19 +34,19 @@ func DefaultBenchOptions() BenchOptions {
 	}
 }
 
-// BenchReport is what RunBench measured.
-type BenchReport struct {
+// Report is what Run measured.
+type Report struct {
 	Device string
 	Date   string
 	// CopyGBps is the device-to-device copy bandwidth, bytes read plus
 	// bytes written per second, over CopyBytes copied (median).
 	CopyGBps  float64
 	CopyBytes int64
-	Results   []BenchResult
+	Results   []Result
 }
 
-// BenchResult is one figure.
-type BenchResult struct {
+// Result is one figure.
+type Result struct {
 	// encode, decode, sgd-lct, sgd-bf16, adamw-lct, adamw-bf16; for a group
 	// of tensors (Data says which): encode, encode+hist (each followed by
 	// HistogramInto) and decode, one launch per tensor, and encode-batch,
@@ -73,7 +73,7 @@ type BenchResult struct {
 }
 
 // WriteTable prints the report as a table.
-func (r *BenchReport) WriteTable(w io.Writer) error {
+func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "lcttop bench: %s, %s\n", r.Device, r.Date)
 	fmt.Fprintf(w, "device-to-device copy: %.0f GB/s (read + write, %d MiB copied)\n\n", r.CopyGBps, r.CopyBytes>>20)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

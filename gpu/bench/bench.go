@@ -1,4 +1,7 @@
-package gpu
+// Package bench is lcttop bench: the GPU codec's encode and decode, batched
+// and one tensor at a time, and the fused optimizer steps, each timed
+// against the device's own copy bandwidth.
+package bench
 
 import (
 	"errors"
@@ -11,15 +14,16 @@ import (
 
 	"lcttop/codec"
 	"lcttop/codec/safetensors"
+	"lcttop/gpu"
 )
 
-// RunBench measures the codec and the optimizer steps on the first GPU
-// (BenchOptions says which), with the device-to-device copy bandwidth of the
+// Run measures the codec and the optimizer steps on the first GPU
+// (Options says which), with the device-to-device copy bandwidth of the
 // same run as the yardstick: every figure is also a fraction of its
 // memory-bound floor, the bytes it must move at that bandwidth. Data is never
 // zeros; each encode is checked against its decode.
-func RunBench(opt BenchOptions) (*BenchReport, error) {
-	d, err := OpenDevice(0)
+func Run(opt Options) (*Report, error) {
+	d, err := gpu.OpenDevice(0)
 	if err != nil {
 		return nil, err
 	}
@@ -27,7 +31,7 @@ func RunBench(opt BenchOptions) (*BenchReport, error) {
 	if opt.Reps < 1 {
 		opt.Reps = 1
 	}
-	b := &bencher{d: d, opt: opt, rep: &BenchReport{Device: d.Name(), Date: time.Now().UTC().Format(time.RFC3339)}}
+	b := &bencher{d: d, opt: opt, rep: &Report{Device: d.Name(), Date: time.Now().UTC().Format(time.RFC3339)}}
 	if b.timer, err = d.NewTimer(); err != nil {
 		return nil, err
 	}
@@ -39,10 +43,10 @@ func RunBench(opt BenchOptions) (*BenchReport, error) {
 }
 
 type bencher struct {
-	d     *Device
-	opt   BenchOptions
-	rep   *BenchReport
-	timer *Timer
+	d     *gpu.Device
+	opt   Options
+	rep   *Report
+	timer *gpu.Timer
 	seed  uint64
 }
 
@@ -122,7 +126,7 @@ func (b *bencher) time(f func() error) (med, lo, hi float64, err error) {
 	return ms[len(ms)/2], ms[0], ms[len(ms)-1], nil
 }
 
-func (b *bencher) add(r BenchResult) {
+func (b *bencher) add(r Result) {
 	if b.opt.Profile {
 		return
 	}
@@ -134,26 +138,29 @@ func (b *bencher) add(r BenchResult) {
 }
 
 // alloc allocates n BF16 values; the caller frees them.
-func (b *bencher) alloc(n int, cat Category) (Buffer, error) { return b.d.Alloc(2*n, cat) }
+func (b *bencher) alloc(n int, cat gpu.Category) (gpu.Buffer, error) { return b.d.Alloc(2*n, cat) }
 
-func (b *bencher) fill(dst Buffer, n int, scale float32, absolute bool) error {
+func (b *bencher) fill(dst gpu.Buffer, n int, scale float32, absolute bool) error {
 	b.seed++
-	return b.d.fillGaussian(dst, n, b.seed, scale, absolute)
+	if absolute {
+		return b.d.FillAbsGaussian(dst, n, b.seed, scale)
+	}
+	return b.d.FillGaussian(dst, n, b.seed, scale)
 }
 
 // copyBandwidth times a 1 GiB device-to-device copy.
 func (b *bencher) copyBandwidth() error {
 	const bytes = 1 << 30
 	n := bytes / 2
-	if b.d.info.Emulated {
+	if b.d.Emulated() {
 		n = 1 << 20
 	}
-	src, err := b.alloc(n, CodecScratch)
+	src, err := b.alloc(n, gpu.CodecScratch)
 	if err != nil {
 		return err
 	}
 	defer b.d.Free(src)
-	dst, err := b.alloc(n, CodecScratch)
+	dst, err := b.alloc(n, gpu.CodecScratch)
 	if err != nil {
 		return err
 	}
@@ -176,7 +183,7 @@ func (b *bencher) copyBandwidth() error {
 
 // gaussian measures encode and decode of n gaussian values.
 func (b *bencher) gaussian(n int, p codec.Preset) error {
-	src, err := b.alloc(n, Activations)
+	src, err := b.alloc(n, gpu.Activations)
 	if err != nil {
 		return err
 	}
@@ -216,7 +223,7 @@ func (b *bencher) realTensors() error {
 		for i := 0; i < n; i += len(vals) {
 			copy(tiled[i:], vals)
 		}
-		src, err := b.alloc(n, Activations)
+		src, err := b.alloc(n, gpu.Activations)
 		if err != nil {
 			return err
 		}
@@ -244,13 +251,13 @@ func (b *bencher) realTensors() error {
 
 // encodeChecked encodes src into t, growing t's overflow buffer until the
 // spill fits.
-func (b *bencher) encodeChecked(t *Tensor, src Buffer) error {
+func (b *bencher) encodeChecked(t *gpu.Tensor, src gpu.Buffer) error {
 	for {
 		if err := b.d.Encode(t, src); err != nil {
 			return err
 		}
 		err := b.d.SyncStatus()
-		var oe *OverflowError
+		var oe *gpu.OverflowError
 		if !errors.As(err, &oe) {
 			return err
 		}
@@ -260,7 +267,7 @@ func (b *bencher) encodeChecked(t *Tensor, src Buffer) error {
 	}
 }
 
-func (b *bencher) newTensor(src Buffer, n int, p codec.Preset, dist codec.Distribution, cat Category) (*Tensor, error) {
+func (b *bencher) newTensor(src gpu.Buffer, n int, p codec.Preset, dist codec.Distribution, cat gpu.Category) (*gpu.Tensor, error) {
 	h, err := b.d.SampleHistogram(src, n)
 	if err != nil {
 		return nil, err
@@ -277,24 +284,9 @@ func (b *bencher) newTensor(src Buffer, n int, p codec.Preset, dist codec.Distri
 	return t, nil
 }
 
-// spillStats reads how many exponents t's last encode spilled.
-func (t *Tensor) spillStats() (spilled int, err error) {
-	nb := t.blocks()
-	buf := make([]byte, 16*nb)
-	err = t.dev.do(func() error { return t.dev.dtoh(buf, t.bstats, 0) })
-	for blk := range nb {
-		spilled += int(le32(buf[16*blk+8:]))
-	}
-	return spilled, err
-}
-
-// deviceBytes is what t occupies in device memory as the format counts it
-// (stored bytes without the header and codebook, which stay on the host).
-func (t *Tensor) deviceBytes() int64 { return int64(t.StoredBytes() - t.hostShape().HeaderBytes()) }
-
 // codec measures encode and decode of src, and checks the round trip.
-func (b *bencher) codec(src Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
-	t, err := b.newTensor(src, n, p, dist, Weights)
+func (b *bencher) codec(src gpu.Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
+	t, err := b.newTensor(src, n, p, dist, gpu.Weights)
 	if err != nil {
 		return err
 	}
@@ -306,7 +298,7 @@ func (b *bencher) codec(src Buffer, n int, data string, p codec.Preset, dist cod
 // pack stores a tensor (codec.BlockCapacities, searched on the host from
 // vals, src's values), beside the row with one capacity for the tensor:
 // what the capacities cost the kernels in speed, and buy in ratio.
-func (b *bencher) codecPerBlock(src Buffer, vals []uint16, data string) error {
+func (b *bencher) codecPerBlock(src gpu.Buffer, vals []uint16, data string) error {
 	n := len(vals)
 	h, err := b.d.SampleHistogram(src, n)
 	if err != nil {
@@ -317,7 +309,7 @@ func (b *bencher) codecPerBlock(src Buffer, vals []uint16, data string) error {
 	l.PerBlock = true
 	caps := codec.BlockCapacities(&cb, l, vals)
 	l.StreamBytes = int(slices.Max(caps))
-	t, err := b.d.newTensorBlocks(nil, n, l, caps, cb, n/64+4096, Weights)
+	t, err := b.d.NewTensorBlocks(n, l, caps, cb, n/64+4096, gpu.Weights)
 	if err != nil {
 		return err
 	}
@@ -329,7 +321,7 @@ func (b *bencher) codecPerBlock(src Buffer, vals []uint16, data string) error {
 }
 
 // measure times encode and decode of src into t, and checks the round trip.
-func (b *bencher) measure(t *Tensor, src Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
+func (b *bencher) measure(t *gpu.Tensor, src gpu.Buffer, n int, data string, p codec.Preset, dist codec.Distribution) error {
 	d := b.d
 	med, lo, hi, err := b.time(func() error { return d.Encode(t, src) })
 	if err != nil {
@@ -338,17 +330,17 @@ func (b *bencher) measure(t *Tensor, src Buffer, n int, data string, p codec.Pre
 	if err := d.SyncStatus(); err != nil {
 		return err
 	}
-	spilled, err := t.spillStats()
+	spilled, err := t.SpilledValues()
 	if err != nil {
 		return err
 	}
-	res := BenchResult{Data: data, Preset: p.String(), Dist: dist.String(), Elements: n,
-		Bytes: int64(2*n) + t.deviceBytes(), Ratio: float64(2*n) / float64(t.StoredBytes()), SpillRate: float64(spilled) / float64(n)}
+	res := Result{Data: data, Preset: p.String(), Dist: dist.String(), Elements: n,
+		Bytes: int64(2*n) + t.DeviceBytes(), Ratio: float64(2*n) / float64(t.StoredBytes()), SpillRate: float64(spilled) / float64(n)}
 	enc := res
 	enc.Op, enc.Ms, enc.MinMs, enc.MaxMs = "encode", med, lo, hi
 	b.add(enc)
 
-	dst, err := b.alloc(n, Activations)
+	dst, err := b.alloc(n, gpu.Activations)
 	if err != nil {
 		return err
 	}
@@ -368,7 +360,7 @@ func (b *bencher) measure(t *Tensor, src Buffer, n int, data string, p codec.Pre
 	return b.sameValues(src, dst, n, "decode of "+data)
 }
 
-func (b *bencher) sameValues(x, y Buffer, n int, what string) error {
+func (b *bencher) sameValues(x, y gpu.Buffer, n int, what string) error {
 	a, c := make([]uint16, n), make([]uint16, n)
 	if err := b.d.DownloadBF16(a, x); err != nil {
 		return err
@@ -385,8 +377,8 @@ func (b *bencher) sameValues(x, y Buffer, n int, what string) error {
 }
 
 var (
-	benchSGD   = SGDStep{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
-	benchAdamW = AdamWStep{LR: 1e-3, Beta1: 0.9, OneMinusBeta1: float32(1 - 0.9), Beta2: 0.999, OneMinusBeta2: float32(1 - 0.999),
+	sgdStep   = gpu.SGDStep{LR: 0.01, Momentum: 0.9, WeightDecay: 1e-4}
+	adamWStep = gpu.AdamWStep{LR: 1e-3, Beta1: 0.9, OneMinusBeta1: float32(1 - 0.9), Beta2: 0.999, OneMinusBeta2: float32(1 - 0.999),
 		Eps: 1e-8, WeightDecay: 0.1, BiasCorr1: float32(1 - math.Pow(0.9, 10)), BiasCorr2: float32(1 - math.Pow(0.999, 10))}
 )
 
@@ -394,8 +386,8 @@ var (
 // preset p against the plain BF16 steps.
 func (b *bencher) steps(n int, p codec.Preset) error {
 	d := b.d
-	var bufs []Buffer
-	var tensors []*Tensor
+	var bufs []gpu.Buffer
+	var tensors []*gpu.Tensor
 	defer func() {
 		for _, t := range tensors {
 			t.Free()
@@ -404,7 +396,7 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 			d.Free(x)
 		}
 	}()
-	dense := func(scale float32, absolute bool, cat Category) (Buffer, error) {
+	dense := func(scale float32, absolute bool, cat gpu.Category) (gpu.Buffer, error) {
 		x, err := b.alloc(n, cat)
 		if err == nil {
 			bufs = append(bufs, x)
@@ -412,37 +404,37 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		}
 		return x, err
 	}
-	w, err := dense(0.02, false, Weights)
+	w, err := dense(0.02, false, gpu.Weights)
 	if err != nil {
 		return err
 	}
-	m, err := dense(1e-3, false, OptimizerState)
+	m, err := dense(1e-3, false, gpu.OptimizerState)
 	if err != nil {
 		return err
 	}
-	v, err := dense(1e-6, true, OptimizerState)
+	v, err := dense(1e-6, true, gpu.OptimizerState)
 	if err != nil {
 		return err
 	}
-	g, err := dense(1e-3, false, Gradients)
+	g, err := dense(1e-3, false, gpu.Gradients)
 	if err != nil {
 		return err
 	}
-	in := make([]*Tensor, 3)
-	out := make([]*Tensor, 3)
-	for i, x := range []Buffer{w, m, v} {
-		if in[i], err = b.newTensor(x, n, p, codec.Gaussian, OptimizerState); err != nil {
+	in := make([]*gpu.Tensor, 3)
+	out := make([]*gpu.Tensor, 3)
+	for i, x := range []gpu.Buffer{w, m, v} {
+		if in[i], err = b.newTensor(x, n, p, codec.Gaussian, gpu.OptimizerState); err != nil {
 			return err
 		}
 		tensors = append(tensors, in[i])
-		if out[i], err = d.NewTensor(n, in[i].layout, in[i].cb, in[i].ovCap, OptimizerState); err != nil {
+		if out[i], err = d.NewTensor(n, in[i].Layout(), in[i].Codebook(), in[i].OverflowCap(), gpu.OptimizerState); err != nil {
 			return err
 		}
 		tensors = append(tensors, out[i])
 	}
-	stored := func(ts ...*Tensor) (s int64) {
+	stored := func(ts ...*gpu.Tensor) (s int64) {
 		for _, t := range ts {
-			s += t.deviceBytes()
+			s += t.DeviceBytes()
 		}
 		return s
 	}
@@ -450,14 +442,14 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		name        string
 		fused       func() error
 		plain       func() error
-		ins, outs   []*Tensor
+		ins, outs   []*gpu.Tensor
 		plainTensor int // dense tensors the plain step reads and writes, besides g
 	}
 	cases := []stepCase{
-		{"sgd", func() error { return d.SGDStepLCT(out[0], out[1], in[0], in[1], g, benchSGD) },
-			func() error { return d.SGDStep(w, m, g, n, benchSGD) }, in[:2], out[:2], 2},
-		{"adamw", func() error { return d.AdamWStepLCT(out[0], out[1], out[2], in[0], in[1], in[2], g, benchAdamW) },
-			func() error { return d.AdamWStep(w, m, v, g, n, benchAdamW) }, in, out, 3},
+		{"sgd", func() error { return d.SGDStepLCT(out[0], out[1], in[0], in[1], g, sgdStep) },
+			func() error { return d.SGDStep(w, m, g, n, sgdStep) }, in[:2], out[:2], 2},
+		{"adamw", func() error { return d.AdamWStepLCT(out[0], out[1], out[2], in[0], in[1], in[2], g, adamWStep) },
+			func() error { return d.AdamWStep(w, m, v, g, n, adamWStep) }, in, out, 3},
 	}
 	for _, c := range cases {
 		// The first fused step sizes the outputs' overflow buffers.
@@ -466,7 +458,7 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 				return err
 			}
 			err := d.SyncStatus()
-			var oe *OverflowError
+			var oe *gpu.OverflowError
 			if !errors.As(err, &oe) {
 				if err != nil {
 					return err
@@ -483,7 +475,7 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		if err != nil {
 			return err
 		}
-		plain := BenchResult{Op: c.name + "-bf16", Data: "gaussian", Preset: "bf16", Dist: "-", Elements: n,
+		plain := Result{Op: c.name + "-bf16", Data: "gaussian", Preset: "bf16", Dist: "-", Elements: n,
 			Ms: pmed, MinMs: plo, MaxMs: phi, Bytes: int64(2 * n * (2*c.plainTensor + 1))}
 		b.add(plain)
 		med, lo, hi, err := b.time(c.fused)
@@ -497,7 +489,7 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		// a spilling state costs the step as much as a spilling weight.
 		spilled, storedOut := 0, 0
 		for _, t := range c.outs {
-			s, err := t.spillStats()
+			s, err := t.SpilledValues()
 			if err != nil {
 				return err
 			}
@@ -505,7 +497,7 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 			storedOut += t.StoredBytes()
 		}
 		values := float64(n * len(c.outs))
-		fused := BenchResult{Op: c.name + "-lct", Data: "gaussian", Preset: p.String(), Dist: "gaussian", Elements: n,
+		fused := Result{Op: c.name + "-lct", Data: "gaussian", Preset: p.String(), Dist: "gaussian", Elements: n,
 			Ms: med, MinMs: lo, MaxMs: hi, Bytes: stored(c.ins...) + int64(2*n) + stored(c.outs...),
 			Ratio: 2 * values / float64(storedOut), SpillRate: float64(spilled) / values}
 		if !b.opt.Profile {
@@ -514,19 +506,4 @@ func (b *bencher) steps(n int, p codec.Preset) error {
 		b.add(fused)
 	}
 	return nil
-}
-
-// fillGaussian is FillGaussian with absolute values on demand (Adam's v).
-func (d *Device) fillGaussian(dst Buffer, n int, seed uint64, scale float32, absolute bool) error {
-	if err := checkDense("gaussian fill", dst, n); err != nil {
-		return err
-	}
-	abs := uint64(0)
-	if absolute {
-		abs = 1
-	}
-	return d.do(func() error {
-		return d.launch(kFillGaussian, min(max((n+threads-1)/threads, 1), 8*d.info.SMs), threads, 0,
-			ptrArg(dst), uint64(n), seed, f32arg(scale), abs)
-	})
 }
