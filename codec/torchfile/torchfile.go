@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"sort"
 	"strings"
 )
 
@@ -145,13 +146,41 @@ func readSave(r io.ReaderAt, size int64, file string, base int64, prefix string)
 	fl.nameOptimizerStates()
 	var out []Tensor
 	for _, ft := range fl.tensors {
-		t, err := locate(ft, records, dir, file, base)
+		t, err := locate(ft, records, recordLimits(z, size), dir, file, base)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tensor %s: %v", ft.name, err)
 		}
 		out = append(out, t)
 	}
 	return out, fl.meta, nil
+}
+
+// recordLimits bounds where each record's data may end: before the next
+// record's local header (at least 30 bytes and its name) or, for the last,
+// before the central directory (at least 46 bytes an entry, 22 for its end).
+func recordLimits(z *zip.Reader, size int64) map[*zip.File]int64 {
+	type placed struct {
+		f     *zip.File
+		start int64
+	}
+	dir := int64(22)
+	var ps []placed
+	for _, f := range z.File {
+		dir += 46 + int64(len(f.Name)+len(f.Extra)+len(f.Comment))
+		if at, err := f.DataOffset(); err == nil {
+			ps = append(ps, placed{f, at})
+		}
+	}
+	sort.Slice(ps, func(a, b int) bool { return ps[a].start < ps[b].start })
+	limits := map[*zip.File]int64{}
+	for i, p := range ps {
+		end := size - dir
+		if i+1 < len(ps) {
+			end = ps[i+1].start - 30 - int64(len(ps[i+1].f.Name))
+		}
+		limits[p.f] = end
+	}
+	return limits
 }
 
 // readRecord reads a small record of the archive whole.
@@ -166,7 +195,7 @@ func readRecord(f *zip.File, limit int64) ([]byte, error) {
 
 // locate finds a tensor's bytes: its storage's record, stored (never
 // compressed) in the archive, at the tensor's offset and strides.
-func locate(ft flatTensor, records map[string]*zip.File, dir, file string, base int64) (Tensor, error) {
+func locate(ft flatTensor, records map[string]*zip.File, limits map[*zip.File]int64, dir, file string, base int64) (Tensor, error) {
 	ref := ft.ref
 	t := Tensor{Name: ft.name, DType: ref.storage.dtype, Shape: ref.shape}
 	size := DTypeSize[t.DType]
@@ -177,12 +206,19 @@ func locate(ft flatTensor, records map[string]*zip.File, dir, file string, base 
 	if rec.Method != zip.Store {
 		return t, fmt.Errorf("its storage %q is compressed in the zip (method %d): torch.save stores them as they are", ref.storage.key, rec.Method)
 	}
+	if size <= 0 || ref.storage.numel > math.MaxInt64/size {
+		return t, fmt.Errorf("its storage %q claims %d elements", ref.storage.key, ref.storage.numel)
+	}
 	if int64(rec.UncompressedSize64) < ref.storage.numel*size {
 		return t, fmt.Errorf("its storage %q holds %d bytes, fewer than the %d of %d elements", ref.storage.key, rec.UncompressedSize64, ref.storage.numel*size, ref.storage.numel)
 	}
 	start, err := rec.DataOffset()
 	if err != nil {
 		return t, err
+	}
+	// The zip's sizes are untrusted: the bytes read must lie in the archive.
+	if need, end := ref.storage.numel*size, limits[rec]; start < 0 || start > end || need > end-start {
+		return t, fmt.Errorf("its storage record %q (%d bytes at %d) runs past the end of its zip record (byte %d)", ref.storage.key, need, start, end)
 	}
 	runs, err := elementRuns(ref.offset, ref.shape, ref.stride, ref.storage.numel)
 	if err != nil {
