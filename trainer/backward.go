@@ -75,7 +75,8 @@ func (r *run) backward(b *Batch, step int) error {
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")
 		proj.BackwardInput(dy, dres, w)
-		r.linearWeightGrad(proj, step, p+"proj", dres, a.attn, st.take(a.attn), w)
+		r.doneParam(p+"proj.w", w)
+		r.linearWeightGrad(proj, step, p+"proj", dres, a.attn, st.take(a.attn), nil)
 
 		dqkv := grad(N * 3 * C)
 		qkv := st.take(a.qkv)
@@ -87,7 +88,8 @@ func (r *run) backward(b *Batch, step int) error {
 		dln = grad(N * C)
 		w = r.readParam(p + "qkv.w")
 		lin.BackwardInput(dln, dqkv, w)
-		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1), w)
+		r.doneParam(p+"qkv.w", w)
+		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1), nil)
 		st.freeBuf(session.Gradients, dqkv)
 
 		dx = grad(N * C)
