@@ -337,6 +337,16 @@ func (st *store) updateFrom(slots []*slot, first []uint16, g []uint16, fn func(v
 	st.freeBuf(session.CodecScratch, scratch)
 }
 
+// fitsUnderPeak says whether extra more live bytes would stay within the
+// run's peak so far (always in the dense run, which holds nothing extra).
+func (st *store) fitsUnderPeak(extra int64) bool {
+	if !st.compress {
+		return true
+	}
+	m := st.alloc.Memory()
+	return m.LiveTotal+extra <= m.PeakTotal
+}
+
 // forEachChunk calls fn with s's values piece by piece (the whole tensor in
 // the dense run, chunk by chunk decoded into scratch in the LCT run).
 func (st *store) forEachChunk(s *slot, fn func(lo int, vals []uint16)) {
