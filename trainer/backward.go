@@ -22,16 +22,17 @@ func (r *run) backward(b *Batch, step int) error {
 	// Head: logits = lnf · headᵀ.
 	head := ops.Linear{N: N, In: C, Out: Vocab}
 	dx := grad(N * C)
-	w := r.readParam("head.w")
+	w := r.headW
+	r.headW = nil
 	head.BackwardInput(dx, r.dlogits, w)
-	r.doneParam("head.w", w)
 	lnf := st.take(r.lnf)
 	dw := grad(Vocab * C)
 	head.BackwardWeight(dw, nil, r.dlogits, lnf)
 	st.drop(r.lnf, lnf)
 	st.freeBuf(session.Gradients, r.dlogits)
 	r.dlogits = nil
-	r.update(step, "head.w", dw)
+	r.updateFrom(step, "head.w", w, dw)
+	r.doneParam("head.w", w)
 
 	// Final LayerNorm; dres is the gradient of the residual stream from here down.
 	dres := grad(N * C)
@@ -50,17 +51,15 @@ func (r *run) backward(b *Batch, step int) error {
 		dh := grad(N * 4 * C)
 		w := r.readParam(p + "fcproj.w")
 		fcproj.BackwardInput(dh, dres, w)
-		r.doneParam(p+"fcproj.w", w)
 		ops.GELUBackward(dh, dh, h) // dh: gradient of the fc output
 		ops.GELUForward(h, h)       // h: the GELU output again
-		r.linearWeightGrad(fcproj, step, p+"fcproj", dres, a.fc, h)
+		r.linearWeightGrad(fcproj, step, p+"fcproj", dres, a.fc, h, w)
 
 		fc := ops.Linear{N: N, In: C, Out: 4 * C}
 		dln := grad(N * C)
 		w = r.readParam(p + "fc.w")
 		fc.BackwardInput(dln, dh, w)
-		r.doneParam(p+"fc.w", w)
-		r.linearWeightGrad(fc, step, p+"fc", dh, a.ln2, st.take(a.ln2))
+		r.linearWeightGrad(fc, step, p+"fc", dh, a.ln2, st.take(a.ln2), w)
 		st.freeBuf(session.Gradients, dh)
 
 		dx := grad(N * C)
@@ -74,8 +73,7 @@ func (r *run) backward(b *Batch, step int) error {
 		dy := grad(N * C)
 		w = r.readParam(p + "proj.w")
 		proj.BackwardInput(dy, dres, w)
-		r.doneParam(p+"proj.w", w)
-		r.linearWeightGrad(proj, step, p+"proj", dres, a.attn, st.take(a.attn))
+		r.linearWeightGrad(proj, step, p+"proj", dres, a.attn, st.take(a.attn), w)
 
 		dqkv := grad(N * 3 * C)
 		qkv := st.take(a.qkv)
@@ -87,8 +85,7 @@ func (r *run) backward(b *Batch, step int) error {
 		dln = grad(N * C)
 		w = r.readParam(p + "qkv.w")
 		lin.BackwardInput(dln, dqkv, w)
-		r.doneParam(p+"qkv.w", w)
-		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1))
+		r.linearWeightGrad(lin, step, p+"qkv", dqkv, a.ln1, st.take(a.ln1), w)
 		st.freeBuf(session.Gradients, dqkv)
 
 		dx = grad(N * C)
@@ -109,12 +106,28 @@ func (r *run) backward(b *Batch, step int) error {
 
 // linearWeightGrad computes the weight and bias gradients of layer prefix
 // from dy and its saved input x (taken from slot in, dropped here: its last
-// use), then applies the optimizer to both.
-func (r *run) linearWeightGrad(l ops.Linear, step int, prefix string, dy []uint16, in *slot, x []uint16) {
-	dw, db := r.st.newBuf(session.Gradients, l.Out*l.In), r.st.newBuf(session.Gradients, l.Out)
+// use), then applies the optimizer to both. w is the weight as the caller
+// read it for the input gradient, released here: it is kept for the update,
+// sparing a third decode of the weight in the step, where that cannot raise
+// the run's peak.
+func (r *run) linearWeightGrad(l ops.Linear, step int, prefix string, dy []uint16, in *slot, x, w []uint16) {
+	p := r.byName[prefix+".w"]
+	// While w is held: the gradients, the update's scratch for the states,
+	// and at most every state and the weight re-encoded no smaller than raw.
+	k := 1 + len(p.state)
+	n := l.Out * l.In
+	extra := 2*int64(n+l.Out) + 2*int64((k-1)*min(chunkElems, n)) + 2*int64(k*n)
+	if !r.st.fitsUnderPeak(extra) {
+		r.doneParam(prefix+".w", w)
+		w = nil
+	}
+	dw, db := r.st.newBuf(session.Gradients, n), r.st.newBuf(session.Gradients, l.Out)
 	l.BackwardWeight(dw, db, dy, x)
 	r.st.drop(in, x)
-	r.update(step, prefix+".w", dw)
+	r.updateFrom(step, prefix+".w", w, dw)
+	if w != nil {
+		r.doneParam(prefix+".w", w)
+	}
 	r.update(step, prefix+".b", db)
 }
 
@@ -127,10 +140,10 @@ func (r *run) layerNormBackward(ln ops.LayerNorm, step int, prefix string, dx, d
 	x := st.take(in)
 	g := r.readParam(prefix + ".g")
 	ln.Backward(dx, dg, db, dy, x, g, mean, rstd)
-	r.doneParam(prefix+".g", g)
 	st.drop(in, x)
 	st.freeF32(session.Activations, mean)
 	st.freeF32(session.Activations, rstd)
-	r.update(step, prefix+".g", dg)
+	r.updateFrom(step, prefix+".g", g, dg)
+	r.doneParam(prefix+".g", g)
 	r.update(step, prefix+".b", db)
 }

@@ -89,7 +89,11 @@ func (r *run) forward(b *Batch, train bool) (float32, error) {
 	logits := st.newBuf(session.Activations, N*Vocab)
 	head := r.readParam("head.w")
 	ops.Linear{N: N, In: C, Out: Vocab}.Forward(logits, lnf, head, nil)
-	r.doneParam("head.w", head)
+	if train {
+		r.headW = head
+	} else {
+		r.doneParam("head.w", head)
+	}
 	st.commit(r.lnf, lnf, train)
 
 	// The loss gradient replaces the logits in place: from here the buffer

@@ -39,6 +39,9 @@ type run struct {
 	meanf   []float32
 	rstdf   []float32
 	dlogits []uint16 // from the forward pass to the backward pass
+	// headW: the head weight as the training forward read it, held for
+	// the backward pass's first use (the weight does not change between).
+	headW []uint16
 }
 
 func newRun(name string, compress bool, m ModelConfig, B, T int, opt optimizer, classes map[session.TensorClass]session.ClassCodec, poolBudget int64) (*run, error) {
@@ -151,9 +154,14 @@ func (r *run) readParam(name string) []uint16 { return r.st.read(r.byName[name].
 func (r *run) doneParam(name string, view []uint16) { r.st.done(r.byName[name].w, view) }
 
 // update applies the optimizer to parameter name from gradient g and frees g.
-func (r *run) update(step int, name string, g []uint16) {
+func (r *run) update(step int, name string, g []uint16) { r.updateFrom(step, name, nil, g) }
+
+// updateFrom is update where the caller holds the parameter's values in w
+// (from readParam, still to be passed to doneParam): the LCT run updates
+// them in place rather than decoding the parameter again.
+func (r *run) updateFrom(step int, name string, w, g []uint16) {
 	p := r.byName[name]
-	r.st.update(append([]*slot{p.w}, p.state...), g, func(vals [][]uint16, g []uint16) {
+	r.st.updateFrom(append([]*slot{p.w}, p.state...), w, g, func(vals [][]uint16, g []uint16) {
 		r.opt.apply(step, p.spec.Decay, vals, g)
 	})
 	r.st.freeBuf(session.Gradients, g)

@@ -292,6 +292,14 @@ func (st *store) drop(s *slot, vals []uint16) {
 // of every slot, fn, encode them back (the fused path), with one chunk of
 // scratch per slot. fn is element-wise, so both give the same bits.
 func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []uint16)) {
+	st.updateFrom(slots, nil, g, fn)
+}
+
+// updateFrom is update where the caller already holds slots[0]'s values in
+// first (a view from read, which it frees with done after this): the LCT
+// run updates them in place instead of decoding slots[0] again. first is
+// scrambled by the encode.
+func (st *store) updateFrom(slots []*slot, first []uint16, g []uint16, fn func(vals [][]uint16, g []uint16)) {
 	views := make([][]uint16, len(slots))
 	if !st.compress {
 		for j, s := range slots {
@@ -302,14 +310,23 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 	}
 	n := slots[0].n
 	m := min(chunkElems, n)
-	scratch := st.newBuf(session.CodecScratch, len(slots)*m)
+	skip := 0 // slots already decoded by the caller
+	if first != nil {
+		skip = 1
+	}
+	scratch := st.newBuf(session.CodecScratch, (len(slots)-skip)*m)
 	for i := range slots[0].chunkCount() {
 		lo, hi := slots[0].chunkRange(i)
 		for j := range slots {
-			views[j] = scratch[j*m : j*m+hi-lo]
+			if j < skip {
+				views[j] = first[lo:hi]
+			} else {
+				views[j] = scratch[(j-skip)*m : (j-skip)*m+hi-lo]
+			}
 		}
-		st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*len(slots)*(hi-lo), func() {
-			st.each(len(slots), func(w *codecWorker, j int) { st.fail(st.decodeChunk(w, slots[j], i, views[j])) })
+		dec := len(slots) - skip
+		st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*dec*(hi-lo), func() {
+			st.each(dec, func(w *codecWorker, j int) { st.fail(st.decodeChunk(w, slots[j+skip], i, views[j+skip])) })
 		})
 		fn(views, g[lo:hi])
 		st.encodeChunks(slots, i, views)
@@ -318,6 +335,16 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 		s.stats = st.tensorStats(s)
 	}
 	st.freeBuf(session.CodecScratch, scratch)
+}
+
+// fitsUnderPeak says whether extra more live bytes would stay within the
+// run's peak so far (always in the dense run, which holds nothing extra).
+func (st *store) fitsUnderPeak(extra int64) bool {
+	if !st.compress {
+		return true
+	}
+	m := st.alloc.Memory()
+	return m.LiveTotal+extra <= m.PeakTotal
 }
 
 // forEachChunk calls fn with s's values piece by piece (the whole tensor in
