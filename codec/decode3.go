@@ -336,15 +336,6 @@ func (d *Decoder) runBlock3(worker, b int) {
 				return
 			}
 			j, count, p := st.j, st.count, st.p
-			// Position p of stream j holds element p·256 + (j − p) mod 256.
-			syms := &st.syms
-			first := min(p, j+1)
-			for q, i := 0, j; q < first; q, i = q+1, i+Streams-1 {
-				sym[i] = syms[q] << shift
-			}
-			for q, i := first, j+Streams+(Streams-1)*first; q < p; q, i = q+1, i+Streams-1 {
-				sym[i] = syms[q] << shift
-			}
 			used, L, avail := int(st.pos), st.L, st.avail
 			switch {
 			case p < count:
@@ -360,6 +351,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 			}
 			longest = max(longest, used-capBits)
 		}
+		placeSymbols(sym, &ws.st, shift)
 	}
 	unpackResidues(dst, sym, t.SF, start, k, w, l.Sign)
 	if code != 0 && longest <= 0 {
@@ -369,6 +361,31 @@ func (d *Decoder) runBlock3(worker, b int) {
 	if code > 1 && longest <= tailLenMax<<(code-2) {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit of %d bits where %d would hold its longest tail (%d bits)", b, 1<<(code-1), 1<<(code-2), longest)
 		return
+	}
+}
+
+// placeSymbols puts the four streams' symbols, shifted, at their elements:
+// position p of stream j holds element p·256 + (j − p) mod 256, so the four
+// neighbouring streams' symbols of one position mostly share a cache line
+// and go there together.
+func placeSymbols(sym []uint16, sts *[4]stream3, shift uint) {
+	j0 := sts[0].j
+	s0, s1, s2, s3 := &sts[0].syms, &sts[1].syms, &sts[2].syms, &sts[3].syms
+	// Whole rows only: a last, shorter row goes one symbol at a time.
+	both := min(sts[0].count, sts[1].count, sts[2].count, sts[3].count, len(sym)/Streams)
+	for p := range both {
+		row := sym[p*Streams : p*Streams+Streams : p*Streams+Streams]
+		c := uint8(j0 - p)
+		row[c] = s0[p] << shift
+		row[c+1] = s1[p] << shift
+		row[c+2] = s2[p] << shift
+		row[c+3] = s3[p] << shift
+	}
+	for q := range sts {
+		st := &sts[q]
+		for p := both; p < st.count; p++ {
+			sym[p*Streams+int(uint8(st.j-p))] = st.syms[p] << shift
+		}
 	}
 }
 
