@@ -47,42 +47,97 @@ type stream3 struct {
 
 // decodeInterleaved decodes four streams a lookup each in turn while every
 // one has room for two more symbols: their lookups do not wait on each
-// other, where one stream's each waits on the one before. finish decodes
-// what is left.
+// other, where one stream's each waits on the one before. Each stream's
+// bit position and count stay in registers between its lookups, off the
+// memory round trip a field would add to that wait. finish decodes what
+// is left.
 func decodeInterleaved(sts *[4]stream3, look []uint32, k uint, escMask uint32) {
 	lookup := (*[1 << lookBits]uint32)(look)
 	stop := min(sts[0].count, sts[1].count, sts[2].count, sts[3].count) - 1
-	for {
-		for q := range sts {
-			if st := &sts[q]; st.p >= stop || st.pos > uint(st.avail) {
-				return
-			}
+	s0, s1, s2, s3 := &sts[0], &sts[1], &sts[2], &sts[3]
+	b0, b1, b2, b3 := s0.buf, s1.buf, s2.buf, s3.buf
+	a0, a1, a2, a3 := uint(s0.avail), uint(s1.avail), uint(s2.avail), uint(s3.avail)
+	pos0, pos1, pos2, pos3 := s0.pos, s1.pos, s2.pos, s3.pos
+	p0, p1, p2, p3 := s0.p, s1.p, s2.p, s3.p
+	var wd uint64
+	var e uint32
+	var i int // < Streams: the symbol stores need no bounds checks
+	for max(p0, p1, p2, p3) < stop && pos0 <= a0 && pos1 <= a1 && pos2 <= a2 && pos3 <= a3 {
+		// Stream 0.
+		wd = binary.BigEndian.Uint64(b0[pos0>>3:]) << (pos0 & 7)
+		e = lookup[wd>>(64-lookBits)]
+		i = p0 & (Streams - 1)
+		if e&(3<<22) != 0 {
+			s0.syms[i] = uint16(e & 0x7FF)
+			s0.syms[i+1] = uint16(e >> 11 & 0x7FF)
+			pos0 += uint(e >> 24 & 31)
+			p0 += int(e >> 22 & 3)
+		} else if e&lookEsc != 0 {
+			l1 := uint(e >> 24 & 31)
+			x := e & 0xFF
+			s0.syms[i] = uint16((x>>k<<8|uint32(wd<<l1>>56))<<k | x&escMask)
+			pos0 += l1 + literalBits
+			p0++
+		} else {
+			break // an invalid code: finish names it
 		}
-		for q := range sts {
-			st := &sts[q]
-			pos := st.pos
-			wd := binary.BigEndian.Uint64(st.buf[pos>>3:]) << (pos & 7)
-			e := lookup[wd>>(64-lookBits)]
-			st.prev = pos
-			if e&(3<<22) == 0 {
-				if e&lookEsc == 0 {
-					return // an invalid code: finish names it
-				}
-				l1 := uint(e >> 24 & 31)
-				lit := uint32(wd << l1 >> 56)
-				x := e & 0xFF
-				st.syms[st.p&(Streams-1)] = uint16((x>>k<<8|lit)<<k | x&escMask)
-				st.p++
-				st.pos = pos + l1 + literalBits
-				continue
-			}
-			p := st.p & (Streams - 1) // < 256 here: bounds-check free
-			st.syms[p] = uint16(e & 0x7FF)
-			st.syms[p+1] = uint16(e >> 11 & 0x7FF)
-			st.p += int(e >> 22 & 3)
-			st.pos = pos + uint(e>>24&31)
+		// Stream 1.
+		wd = binary.BigEndian.Uint64(b1[pos1>>3:]) << (pos1 & 7)
+		e = lookup[wd>>(64-lookBits)]
+		i = p1 & (Streams - 1)
+		if e&(3<<22) != 0 {
+			s1.syms[i] = uint16(e & 0x7FF)
+			s1.syms[i+1] = uint16(e >> 11 & 0x7FF)
+			pos1 += uint(e >> 24 & 31)
+			p1 += int(e >> 22 & 3)
+		} else if e&lookEsc != 0 {
+			l1 := uint(e >> 24 & 31)
+			x := e & 0xFF
+			s1.syms[i] = uint16((x>>k<<8|uint32(wd<<l1>>56))<<k | x&escMask)
+			pos1 += l1 + literalBits
+			p1++
+		} else {
+			break // an invalid code: finish names it
+		}
+		// Stream 2.
+		wd = binary.BigEndian.Uint64(b2[pos2>>3:]) << (pos2 & 7)
+		e = lookup[wd>>(64-lookBits)]
+		i = p2 & (Streams - 1)
+		if e&(3<<22) != 0 {
+			s2.syms[i] = uint16(e & 0x7FF)
+			s2.syms[i+1] = uint16(e >> 11 & 0x7FF)
+			pos2 += uint(e >> 24 & 31)
+			p2 += int(e >> 22 & 3)
+		} else if e&lookEsc != 0 {
+			l1 := uint(e >> 24 & 31)
+			x := e & 0xFF
+			s2.syms[i] = uint16((x>>k<<8|uint32(wd<<l1>>56))<<k | x&escMask)
+			pos2 += l1 + literalBits
+			p2++
+		} else {
+			break // an invalid code: finish names it
+		}
+		// Stream 3.
+		wd = binary.BigEndian.Uint64(b3[pos3>>3:]) << (pos3 & 7)
+		e = lookup[wd>>(64-lookBits)]
+		i = p3 & (Streams - 1)
+		if e&(3<<22) != 0 {
+			s3.syms[i] = uint16(e & 0x7FF)
+			s3.syms[i+1] = uint16(e >> 11 & 0x7FF)
+			pos3 += uint(e >> 24 & 31)
+			p3 += int(e >> 22 & 3)
+		} else if e&lookEsc != 0 {
+			l1 := uint(e >> 24 & 31)
+			x := e & 0xFF
+			s3.syms[i] = uint16((x>>k<<8|uint32(wd<<l1>>56))<<k | x&escMask)
+			pos3 += l1 + literalBits
+			p3++
+		} else {
+			break // an invalid code: finish names it
 		}
 	}
+	s0.pos, s1.pos, s2.pos, s3.pos = pos0, pos1, pos2, pos3
+	s0.p, s1.p, s2.p, s3.p = p0, p1, p2, p3
 }
 
 // finish decodes the rest of a stream's symbols, one lookup at a time.
@@ -281,15 +336,6 @@ func (d *Decoder) runBlock3(worker, b int) {
 				return
 			}
 			j, count, p := st.j, st.count, st.p
-			// Position p of stream j holds element p·256 + (j − p) mod 256.
-			syms := &st.syms
-			first := min(p, j+1)
-			for q, i := 0, j; q < first; q, i = q+1, i+Streams-1 {
-				sym[i] = syms[q] << shift
-			}
-			for q, i := first, j+Streams+(Streams-1)*first; q < p; q, i = q+1, i+Streams-1 {
-				sym[i] = syms[q] << shift
-			}
 			used, L, avail := int(st.pos), st.L, st.avail
 			switch {
 			case p < count:
@@ -305,6 +351,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 			}
 			longest = max(longest, used-capBits)
 		}
+		placeSymbols(sym, &ws.st, shift)
 	}
 	unpackResidues(dst, sym, t.SF, start, k, w, l.Sign)
 	if code != 0 && longest <= 0 {
@@ -314,6 +361,31 @@ func (d *Decoder) runBlock3(worker, b int) {
 	if code > 1 && longest <= tailLenMax<<(code-2) {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit of %d bits where %d would hold its longest tail (%d bits)", b, 1<<(code-1), 1<<(code-2), longest)
 		return
+	}
+}
+
+// placeSymbols puts the four streams' symbols, shifted, at their elements:
+// position p of stream j holds element p·256 + (j − p) mod 256, so the four
+// neighbouring streams' symbols of one position mostly share a cache line
+// and go there together.
+func placeSymbols(sym []uint16, sts *[4]stream3, shift uint) {
+	j0 := sts[0].j
+	s0, s1, s2, s3 := &sts[0].syms, &sts[1].syms, &sts[2].syms, &sts[3].syms
+	// Whole rows only: a last, shorter row goes one symbol at a time.
+	both := min(sts[0].count, sts[1].count, sts[2].count, sts[3].count, len(sym)/Streams)
+	for p := range both {
+		row := sym[p*Streams : p*Streams+Streams : p*Streams+Streams]
+		c := uint8(j0 - p)
+		row[c] = s0[p] << shift
+		row[c+1] = s1[p] << shift
+		row[c+2] = s2[p] << shift
+		row[c+3] = s3[p] << shift
+	}
+	for q := range sts {
+		st := &sts[q]
+		for p := both; p < st.count; p++ {
+			sym[p*Streams+int(uint8(st.j-p))] = st.syms[p] << shift
+		}
 	}
 }
 
