@@ -35,12 +35,11 @@ type encoder3 struct {
 	pass int // 1: measure, 2: encode
 }
 
-// encodeScratch3 is one worker's scratch: a stream's codes and bytes, and
+// encodeScratch3 is one worker's scratch: four streams' bytes, and
 // four histograms of exponents (the values of a row go to them in turn, so
 // that a run of equal exponents does not wait on one counter).
 type encodeScratch3 struct {
-	syms  [Streams]uint32
-	buf   [maxStreamCodeBits/8 + 8]byte
+	bufs  [4]streamBuf
 	hists [4]Histogram
 }
 
@@ -289,71 +288,123 @@ func (s *encoder3) encode(worker, b int) {
 	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
 	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
 	tailPos := 0
-	buf := &s.scratch[worker].buf
-	syms := &s.scratch[worker].syms
-	for j := range Streams {
-		count := l.StreamCount(nbLen, j)
-		// The stream's codes in position order: position p of stream j holds
-		// element p·256 + (j − p) mod 256, j + 255p while p <= j and
-		// j + 256 + 255p after.
-		gatherCodes(syms, block, j, count, table, shift, mask)
-		pos, out, escaped := packCodes(buf, syms[:count])
-		fitted := count
-		if pos > capBits {
-			// Codes that end past the head: from the last back while they do.
-			end := pos
-			for p := count - 1; p >= 0 && end > capBits; p-- {
-				fitted--
-				end -= syms[p] & 31
+	ws := &s.scratch[worker]
+	for j0 := 0; j0 < Streams; j0 += 4 {
+		var counts [4]int
+		for q := range counts {
+			counts[q] = l.StreamCount(nbLen, j0+q)
+		}
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		for q := range 4 {
+			j, count, buf := j0+q, counts[q], &ws.bufs[q]
+			fitted := count
+			if pos[q] > capBits {
+				// Codes that end past the head: from the last back while they
+				// do (position p of stream j is element p·256 + (j − p) mod 256).
+				end := pos[q]
+				for p := count - 1; p >= 0 && end > capBits; p-- {
+					fitted--
+					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
+				}
+			}
+			if pos[q] != x[j] {
+				panic("codec: encode: stream bits differ between passes")
+			}
+			k.codeBits += uint64(pos[q])
+			k.spilled += count - fitted
+			k.escaped += escaped[q]
+			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
+				k.tailed++
+				putTailLen(lens, j, L)
+				copyBits(tail, tailPos, buf[:out[q]], int(capBits), int(pos[q]-capBits))
+				tailPos += L << (k.unit - 1)
+			}
+			// A head's bytes past the stream's are 0.
+			if out[q] < k.cbytes {
+				clear(buf[out[q]:min(k.cbytes, len(buf))])
 			}
 		}
-		if pos != x[j] {
-			panic("codec: encode: stream bits differ between passes")
-		}
-		k.codeBits += uint64(pos)
-		k.spilled += count - fitted
-		k.escaped += escaped
-		// The head: the stream's first C_b bytes, interleaved.
-		hb := min(out, k.cbytes)
+		// The heads: each stream's first C_b bytes, interleaved; the four
+		// streams' bytes of one offset are neighbours, one word.
+		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
+		hb := min(k.cbytes, len(b0))
 		for i := range hb {
-			area[i<<8|j] = buf[i]
+			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
 		}
 		for i := hb; i < k.cbytes; i++ {
-			area[i<<8|j] = 0
-		}
-		if L := tailLen(int(pos), int(capBits), k.unit); L > 0 {
-			k.tailed++
-			putTailLen(lens, j, L)
-			copyBits(tail, tailPos, buf[:out], int(capBits), int(pos-capBits))
-			tailPos += L << (k.unit - 1)
+			clear(area[i<<8|j0 : i<<8|j0+4])
 		}
 	}
 }
 
-// gatherCodes sets syms[p] to the code of position p of stream j of a
-// block: element p·256 + (j − p) mod 256, j + 255p while p <= j and
-// j + 256 + 255p after.
-func gatherCodes(syms *[Streams]uint32, block []uint16, j, count int, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	first := min(count, j+1)
-	for p, i := 0, j; p < first; p, i = p+1, i+Streams-1 {
-		syms[p] = table[int(block[i]&mask)>>shift]
+// streamBuf is one stream's packed codes.
+type streamBuf = [maxStreamCodeBits/8 + 8]byte
+
+// packFour packs the codes of streams j0..j0+3 of a block (counts[q]
+// codes for stream j0+q) into bufs, one after another, MSB-first, the last
+// byte zero-padded, and returns each stream's bits, bytes written and
+// escapes (codes longer than 8 bits); a row at a time: position p of stream j holds element
+// p·256 + (j − p) mod 256, so the four streams' codes of one position are
+// neighbouring elements, and their four bit buffers are independent chains.
+func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16) (pos [4]uint32, out, escaped [4]int) {
+	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
+	var a0, a1, a2, a3 uint64
+	var e0, e1, e2, e3 uint32 // bits in a not yet written
+	var o0, o1, o2, o3 int
+	var x0, x1, x2, x3 int
+	// Whole rows only: a last, shorter row goes one code at a time.
+	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams)
+	for p := range rows {
+		row := (*[Streams]uint16)(block[p*Streams : p*Streams+Streams])
+		c := uint8(j0 - p)
+		v0 := table[int(row[c]&mask)>>shift]
+		v1 := table[int(row[c+1]&mask)>>shift]
+		v2 := table[int(row[c+2]&mask)>>shift]
+		v3 := table[int(row[c+3]&mask)>>shift]
+		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
+		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
+		e0, e1, e2, e3 = e0+n0, e1+n1, e2+n2, e3+n3
+		x0 += int(n0+7) >> 4
+		x1 += int(n1+7) >> 4
+		x2 += int(n2+7) >> 4
+		x3 += int(n3+7) >> 4
+		if e0 >= 32 {
+			e0 -= 32
+			binary.BigEndian.PutUint32(b0[o0:], uint32(a0>>e0))
+			o0 += 4
+		}
+		if e1 >= 32 {
+			e1 -= 32
+			binary.BigEndian.PutUint32(b1[o1:], uint32(a1>>e1))
+			o1 += 4
+		}
+		if e2 >= 32 {
+			e2 -= 32
+			binary.BigEndian.PutUint32(b2[o2:], uint32(a2>>e2))
+			o2 += 4
+		}
+		if e3 >= 32 {
+			e3 -= 32
+			binary.BigEndian.PutUint32(b3[o3:], uint32(a3>>e3))
+			o3 += 4
+		}
 	}
-	for p, i := first, j+Streams+(Streams-1)*first; p < count; p, i = p+1, i+Streams-1 {
-		syms[p] = table[int(block[i]&mask)>>shift]
-	}
+	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, e0, o0, x0)
+	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, e1, o1, x1)
+	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, e2, o2, x2)
+	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, e3, o3, x3)
+	return pos, out, escaped
 }
 
-// packCodes writes codes (code << 5 | length) one after another into buf,
-// MSB-first, the last byte zero-padded, and returns their bits, the bytes
-// written and how many are escapes (longer than 8 bits).
-func packCodes(buf *[maxStreamCodeBits/8 + 8]byte, codes []uint32) (pos uint32, out, escaped int) {
-	var acc uint64
-	var pend uint32
-	for _, c := range codes {
-		n := c & 31
-		acc = acc<<n | uint64(c>>5)
+// packRest packs positions from..count-1 of stream j after packFour's
+// rows (acc holds pend bits not yet written, out bytes are), then the
+// last bits, the last byte zero-padded.
+func packRest(buf *streamBuf, block []uint16, j, from, count int, table *[maxSymbols]uint32, shift uint, mask uint16, acc uint64, pend uint32, out, escaped int) (pos uint32, _, _ int) {
+	for p := from; p < count; p++ {
+		v := table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift]
+		n := v & 31
+		acc = acc<<n | uint64(v>>5)
 		pend += n
-		pos += n
 		escaped += int(n+7) >> 4
 		if pend >= 32 {
 			pend -= 32
@@ -361,6 +412,7 @@ func packCodes(buf *[maxStreamCodeBits/8 + 8]byte, codes []uint32) (pos uint32, 
 			out += 4
 		}
 	}
+	pos = uint32(8*out) + pend
 	for pend >= 8 {
 		pend -= 8
 		buf[out] = byte(acc >> pend)
