@@ -110,9 +110,9 @@ func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv, y, lse gpu.Ptr) 
 // rows is the number of query rows over all sequences and heads.
 func (a attentionLayer) rows() int64 { return int64(a.B) * int64(a.H) * int64(a.T) }
 
-// StatsBytes is the size of what the forward saves for the backward
+// statsBytes is the size of what the forward saves for the backward
 // besides y: a float32 log-sum-exp per query row and head.
-func (a attentionLayer) StatsBytes() int64 { return 4 * a.rows() }
+func (a attentionLayer) statsBytes() int64 { return 4 * a.rows() }
 
 func (a attentionLayer) headDim() int { return a.C / a.H }
 
@@ -185,7 +185,7 @@ func (o *gptOps) chunkScores(a attentionLayer, g heads, S, P gpu.Ptr, t0, Q int)
 }
 
 // AttentionForward computes y from qkv and, where lse is not 0 (training),
-// what the backward needs besides y (StatsBytes at lse).
+// what the backward needs besides y (statsBytes at lse).
 func (o *gptOps) AttentionForward(a attentionLayer, y, qkv, lse gpu.Ptr) error {
 	defer o.scope("attention")()
 	if a.fused(qkv, y) {

@@ -118,7 +118,7 @@ func (r *modelRun) forward(tokens, targets []int32, train bool) (float32, error)
 		att := attentionLayer{B: B, T: T, C: C, H: m.Heads}
 		a.attnStats = 0
 		if train {
-			a.attnStats = r.alloc(session.Activations, att.StatsBytes())
+			a.attnStats = r.alloc(session.Activations, att.statsBytes())
 		}
 		r.do(func() error { return r.ops.AttentionForward(att, y, qkv, a.attnStats) })
 		r.commit(a.qkv, qkv, train)

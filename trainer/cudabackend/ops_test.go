@@ -368,7 +368,7 @@ func TestAttentionMatchesCPU(t *testing.T) {
 		if got := da.fused(dq, y); got == c.products {
 			t.Fatalf("%+v: fused %v", c, got)
 		}
-		lse := h.Alloc(da.StatsBytes())
+		lse := h.Alloc(da.statsBytes())
 		h.Check(h.ops.AttentionForward(da, y, dq, lse))
 		want := make([]uint16, N*c.C)
 		a.Forward(want, qkv)
@@ -419,7 +419,7 @@ func TestAttentionAndLinearDeterministic(t *testing.T) {
 	N := B * T
 	qkv, dy := h.BF16(h.RandBF16(N*3*C, 0, 1)), h.BF16(h.RandBF16(N*C, 0, 1))
 	a := attentionLayer{B: B, T: T, C: C, H: H}
-	y, lse := h.Alloc(2*int64(N*C)), h.Alloc(a.StatsBytes())
+	y, lse := h.Alloc(2*int64(N*C)), h.Alloc(a.statsBytes())
 	h.Check(h.ops.AttentionForward(a, y, qkv, lse))
 	var first []uint16
 	for run := range 3 {

@@ -91,7 +91,7 @@ type slot struct {
 type blockActs struct {
 	in, ln1, qkv, attn, mid, ln2, fc *slot
 	mean1, rstd1, mean2, rstd2       gpu.Ptr // LayerNorm statistics, float32
-	attnStats                        gpu.Ptr // attention's log-sum-exp per row (attentionLayer.StatsBytes)
+	attnStats                        gpu.Ptr // attention's log-sum-exp per row (attentionLayer.statsBytes)
 }
 
 // layerParams names one block's parameters: the prefix of their names and
