@@ -1161,8 +1161,10 @@ LCT_DEV void encode_block(const LctDesc* __restrict__ d, const u16* __restrict__
 
 // The encoders' scratch words (tmp of encode_block), OFF bytes into shared memory.
 #define LCT_ENC_TMP (1024 + 256 + LCT_CH * 256)
+// The encoders ask for five CTAs a multiprocessor, not six: at six the
+// compiler caps them at 40 registers and spills to local memory.
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
+extern "C" __global__ void __launch_bounds__(256, 5) lct_encode(const LctDesc* __restrict__ d, const u16* __restrict__ src) {
   u32* ctl = (u32*)((u64*)d->look + d->nblocks);
   const u32 b = take_ticket(ctl, (u32*)(LCT_DYNAMIC_SMEM + LCT_ENC_TMP) + LCT_TMP_TICKET);
   encode_block<false>(d, src, (int)b, 0, 0);
@@ -1278,14 +1280,14 @@ LCT_DEV u32 batch_ticket(const u32* __restrict__ start, long long T, int& t) {
   return g - __ldg(start + t);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+extern "C" __global__ void __launch_bounds__(256, 5) lct_encode_batch(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   int t;
   const u32 b = batch_ticket(start, T, t);
   const LctBatch* e = bt + t;
   encode_block<false, LCT_BATCH_DESC>(batch_desc(e), (const u16*)__ldg(&e->data), (int)b, 0, 0);
 }
 
-extern "C" __global__ void __launch_bounds__(256, 6) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
+extern "C" __global__ void __launch_bounds__(256, 5) lct_encode_batch_hist(const LctBatch* __restrict__ bt, const u32* __restrict__ start, long long T) {
   int t;
   const u32 b = batch_ticket(start, T, t);
   const LctBatch* e = bt + t;
