@@ -37,6 +37,15 @@ type SideAllocator interface {
 	FreeAfter(p Ptr, cat Category, point uint64)
 }
 
+// ShrinkAllocator is an Allocator that can keep the head of a section and
+// take back the rest in place (TrimOverflow).
+type ShrinkAllocator interface {
+	Allocator
+	// Shrink keeps the first bytes of the section at p and takes back the
+	// rest; false where it cannot, the section then unchanged.
+	Shrink(p Ptr, bytes int, cat Category) bool
+}
+
 // NewTensorIn is NewTensor with the sections' memory taken from a.
 func (d *Device) NewTensorIn(a Allocator, n int, l codec.Layout, cb codec.Codebook, overflowCap int, cat Category) (*Tensor, error) {
 	if a == nil {
@@ -143,6 +152,28 @@ func (d *Device) SyncDecodeStatus() error {
 		}
 		return errors.Join(keep...)
 	})
+}
+
+// TrimOverflow gives back the overflow room past bytes where t's allocator
+// can take it back in place (a ShrinkAllocator), and reports whether it
+// did. bytes must hold the last encode's spill (OverflowLen, as of the last
+// status read): the room past it is what no decode reads. The next encode
+// grows the room again as it needs.
+func (t *Tensor) TrimOverflow(bytes int) (bool, error) {
+	trimmed := false
+	err := t.dev.do(func() error {
+		if bytes < 0 || uint64(bytes) < t.ovLen {
+			return fmt.Errorf("gpu: %s: trimming the overflow room to %d bytes, the spill took %d", t.label(), bytes, t.ovLen)
+		}
+		s, ok := t.alloc.(ShrinkAllocator)
+		size := max(bytes, 1)
+		if !ok || bytes >= t.ovCap || size >= t.overflow.size || !s.Shrink(t.overflow.ptr, size, OverflowPool) {
+			return nil
+		}
+		t.overflow.size, t.ovCap, trimmed = size, bytes, true
+		return t.writeDesc()
+	})
+	return trimmed, err
 }
 
 // Overflowed reports whether the last encode's spill did not fit the

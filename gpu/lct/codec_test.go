@@ -2,11 +2,13 @@ package lct
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"lcttop/codec"
 	"lcttop/internal/testgpu"
 	"lcttop/session"
+	"lcttop/trainer/bf16"
 )
 
 // The GPU codec, working on the trainer's device memory, writes the bytes
@@ -64,4 +66,62 @@ func TestCodecMatchesReference(t *testing.T) {
 	if spilled == 0 {
 		t.Error("no tensor spilled: the overflow path was not exercised")
 	}
+}
+
+// A settled encode keeps only the overflow room its spill took: the rest
+// goes back to the run's memory, the tensor holds the reference codec's
+// bytes and decodes exactly, and the key's next encodes into it get their
+// room back.
+func TestSettleTrimsOverflowRoom(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	ref := NewReference()
+	cc := session.ClassCodec{Preset: codec.Auto, Dist: codec.Empirical}
+	v := make([]uint16, 200000) // exponents over a wide range: the streams spill
+	for i := range v {
+		v[i] = bf16.FromFloat32(float32(math.Ldexp(1+h.rnd.Float64(), h.rnd.IntN(60)-30)))
+	}
+	src := h.BF16(v)
+	var ct *Tensor
+	for round := range 3 {
+		if round > 0 {
+			gc.keys["w"].ovRoom = ct.t.OverflowLen() + 64<<10 // far more room than the spill takes
+		}
+		var err error
+		ct, err = gc.Encode(h.mem, "w", session.Weights, src, len(v), cc, ct)
+		h.Check(err)
+		room, before := ct.t.OverflowCap(), h.mem.shrunk
+		h.Check(gc.Settle(h.mem, []Pending{{T: ct, Src: src}}))
+		need := ct.t.OverflowLen()
+		if need == 0 {
+			t.Fatal("the tensor did not spill: the overflow room was not exercised")
+		}
+		if ct.t.OverflowCap() != need {
+			t.Errorf("round %d: %d bytes of overflow room after the settle, the spill took %d", round, ct.t.OverflowCap(), need)
+		}
+		if round > 0 && h.mem.shrunk-before < int64(room-need)-testAlign {
+			t.Errorf("round %d: %d bytes went back of the %d the spill did not take", round, h.mem.shrunk-before, room-need)
+		}
+		if round == 0 {
+			// The first encode of a key: the same fit as the reference codec's.
+			want, err := ref.Encode(h.mem, "w", session.Weights, src, len(v), cc, nil)
+			h.Check(err)
+			var got codec.Tensor
+			h.Check(ct.Download(&got))
+			gotBytes, err := got.MarshalBinary()
+			h.Check(err)
+			wantBytes := make([]byte, want.ref.bytes)
+			h.Check(h.d.Download(wantBytes, want.ref.ptr))
+			if !bytes.Equal(gotBytes, wantBytes) {
+				t.Errorf("the trimmed tensor's %d bytes differ from the reference codec's %d", len(gotBytes), len(wantBytes))
+			}
+			ref.Free(want)
+		}
+		out := h.Alloc(2 * int64(len(v)))
+		h.Check(gc.Decode(out, ct))
+		h.Check(gc.Settle(h.mem, nil))
+		h.Check(gc.Ready(out))
+		assertSameBF16(t, "decoded after the trim", h.Get16(out, len(v)), v)
+	}
+	gc.Free(ct)
 }

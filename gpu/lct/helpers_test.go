@@ -59,6 +59,8 @@ type testMem struct {
 	free  map[int64][]freeBlock
 	fence func(point uint64) error
 	live  int64 // bytes in use and charged
+	// shrunk is the bytes Shrink took back.
+	shrunk int64
 }
 
 type freeBlock struct {
@@ -108,6 +110,23 @@ func (m *testMem) Free(p gpu.Ptr) {
 	m.live -= bytes
 	m.free[bytes] = append(m.free[bytes], freeBlock{p, m.side[p]})
 	delete(m.side, p)
+}
+
+// Shrink keeps the first bytes of block p (Shrinker); its tail is not
+// handed out again, the block going back at its new size.
+func (m *testMem) Shrink(p gpu.Ptr, bytes int64) bool {
+	size, ok := m.size[p]
+	if !ok {
+		panic("lct test: shrink of a block not in use")
+	}
+	bytes = (max(bytes, 1) + testAlign - 1) / testAlign * testAlign
+	if bytes >= size {
+		return false
+	}
+	m.size[p] = bytes
+	m.live -= size - bytes
+	m.shrunk += size - bytes
+	return true
 }
 
 func (m *testMem) Touch(p gpu.Ptr, point uint64) {

@@ -30,6 +30,15 @@ type Memory interface {
 	Download(dst []byte, src gpu.Ptr) error
 }
 
+// Shrinker is a Memory that can keep the head of a block and take back
+// the rest in place: the codec then gives back the overflow room a settled
+// encode did not use.
+type Shrinker interface {
+	// Shrink keeps the first bytes of block p and takes back the rest;
+	// false where it cannot, the block then unchanged.
+	Shrink(p gpu.Ptr, bytes int64) bool
+}
+
 // sections gives a tensor's sections from a run's Memory: the encoded
 // sections in the stored tensor's category, the overflow buffer in
 // OverflowPool, the encoder's tables and scratch in CodecScratch. Only the
@@ -51,6 +60,13 @@ func (a *sections) Free(p gpu.Ptr, _ session.Category) {
 		a.mem.Touch(p, a.tag)
 	}
 	a.mem.Free(p)
+}
+
+// Shrink implements gpu.ShrinkAllocator where the run's Memory is a
+// Shrinker.
+func (a *sections) Shrink(p gpu.Ptr, bytes int, _ session.Category) bool {
+	s, ok := a.mem.(Shrinker)
+	return ok && s.Shrink(p, int64(bytes))
 }
 
 // FreeAfter implements gpu.SideAllocator: a tensor's release knows its

@@ -23,7 +23,10 @@ type Mem struct {
 	sideUse map[gpu.Ptr]uint64
 }
 
-var _ lct.Memory = (*Mem)(nil)
+var (
+	_ lct.Memory   = (*Mem)(nil)
+	_ lct.Shrinker = (*Mem)(nil)
+)
 
 // Touch records that the side stream uses block ptr up to point: whoever
 // takes the block after it is freed waits for that point (devicePool.get).
@@ -129,6 +132,23 @@ func (m *Mem) Free(ptr gpu.Ptr) {
 	side := m.sideUse[ptr]
 	delete(m.sideUse, ptr)
 	m.pool.put(ptr, side)
+}
+
+// Shrink keeps the first bytes of block ptr and gives the rest back to the
+// pool (lct.Shrinker): the ledger counts the block's new size from now on.
+func (m *Mem) Shrink(ptr gpu.Ptr, bytes int64) bool {
+	a, ok := m.sizes[ptr]
+	if !ok {
+		panic(fmt.Sprintf("cudabackend: shrink of %#x, not allocated by this run", uintptr(ptr)))
+	}
+	bytes = alignUp(max(bytes, 1))
+	if bytes >= a.bytes || !m.pool.shrink(ptr, bytes, m.sideUse[ptr]) {
+		return false
+	}
+	m.ledger.Free(a.cat, a.bytes-bytes)
+	m.live -= a.bytes - bytes
+	m.sizes[ptr] = allocation{bytes, a.cat}
+	return true
 }
 
 // Upload copies src to dst on the trainer's stream.

@@ -56,7 +56,8 @@ type devicePool struct {
 	// to wait for: blocks free since earlier points need no wait.
 	heldTo uint64
 	// trace, when set, gets "get ADDRESS BYTES" and "put ADDRESS" for each
-	// block, "step" at each TrimUnused and "trim" at each Trim
+	// block, "shrink ADDRESS BYTES" where one keeps its first bytes, "step"
+	// at each TrimUnused and "trim" at each Trim
 	// (Config.PoolTrace).
 	trace io.Writer
 }
@@ -253,6 +254,36 @@ func (p *devicePool) put(ptr gpu.Ptr, side uint64) {
 		b = v
 	}
 	p.insertFree(b)
+}
+
+// shrink keeps the first bytes of the block at ptr in use and frees the
+// rest, which the side stream may use up to point side (0: it never did),
+// merged with a free block after it. It reports whether anything was freed.
+func (p *devicePool) shrink(ptr gpu.Ptr, bytes int64, side uint64) bool {
+	b, ok := p.inUse[ptr]
+	if !ok {
+		panic(fmt.Sprintf("cudabackend: pool: shrink of %#x, which it did not hand out", uintptr(ptr)))
+	}
+	size := alignUp(max(bytes, 1))
+	rest := b.size - size
+	if rest < align {
+		return false
+	}
+	if p.trace != nil {
+		fmt.Fprintf(p.trace, "shrink %x %d\n", uintptr(ptr), bytes)
+	}
+	r := &block{seg: b.seg, ptr: b.ptr.Add(size), size: rest, free: true, side: side, prev: b, next: b.next}
+	if b.next != nil {
+		b.next.prev = r
+	}
+	b.next, b.size = r, size
+	b.seg.used -= rest
+	if n := r.next; n != nil && n.free {
+		p.removeFree(n)
+		r.absorb(n)
+	}
+	p.insertFree(r)
+	return true
 }
 
 // absorb merges n, the free block after b, into b.

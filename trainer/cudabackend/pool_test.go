@@ -149,6 +149,47 @@ func TestPoolReusesSpaceOfOtherSizes(t *testing.T) {
 	}
 }
 
+// A block shrunk in place keeps its head, and its tail, merged with the
+// free block after it, serves the next request; the ledger counts the
+// block's new size.
+func TestPoolShrinkGivesBackTheTail(t *testing.T) {
+	dev := newAddressSpace()
+	pool := newDevicePool(dev)
+	mem := newRunMem(pool, 0)
+	var ptrs []gpu.Ptr
+	for range 3 {
+		p, err := mem.Alloc(session.OverflowPool, 3<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptrs = append(ptrs, p)
+	}
+	mem.Free(ptrs[2])
+	mem.Touch(ptrs[1], 7)
+	if !mem.Shrink(ptrs[1], 1<<20+100) {
+		t.Fatal("shrinking a 3 MiB block to 1 MiB refused")
+	}
+	checkPool(t, pool, dev)
+	if got, want := mem.Ledger().Memory().Live[session.OverflowPool], 3<<20+alignUp(1<<20+100); got != want || mem.Live() != want {
+		t.Errorf("ledger %d, live %d after the shrink, want %d", got, mem.Live(), want)
+	}
+	tail := ptrs[1].Add(alignUp(1<<20 + 100))
+	if b := pool.free[1][slices.IndexFunc(pool.free[1], func(b *block) bool { return b.ptr == tail })]; b.side != 7 || b.size < 5<<20 {
+		t.Errorf("the freed tail: %d bytes, side point %d; want the 2 MiB tail merged with the 3 MiB after it, point 7", b.size, b.side)
+	}
+	p, err := mem.Alloc(session.Activations, 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p != tail || pool.Allocs() != 1 {
+		t.Errorf("4 MiB after the shrink: at %#x, want the tail at %#x; %d segments", uintptr(p), uintptr(tail), pool.Allocs())
+	}
+	if mem.Shrink(p, 4<<20-100) {
+		t.Error("a shrink within the last 512 bytes freed something")
+	}
+	checkPool(t, pool, dev)
+}
+
 // Freed neighbours merge: two freed blocks serve a request of their
 // combined size.
 func TestPoolMergesFreeNeighbours(t *testing.T) {
@@ -252,6 +293,17 @@ func TestPoolRandomTraffic(t *testing.T) {
 				held = slices.Delete(held, i, i+1)
 				continue
 			}
+			if len(held) > 0 && rng.IntN(6) == 0 {
+				i := rng.IntN(len(held))
+				h := &held[i]
+				n := 1 + rng.Int64N(h.size)
+				if got, want := pool.shrink(h.p, n, uint64(rng.IntN(2))), alignUp(n) < alignUp(h.size); got != want {
+					t.Fatalf("shrink of %d bytes to %d: %v, want %v", h.size, n, got, want)
+				}
+				inUse -= alignUp(h.size) - alignUp(n)
+				h.size = n
+				continue
+			}
 			n := size()
 			p, err := pool.get(n, rng.IntN(2) == 0)
 			if err != nil {
@@ -317,6 +369,19 @@ func replayTrace(r io.Reader) (inUse, held int64, err error) {
 			ptrs[f[1]], sizes[f[1]] = p, alignUp(n)
 			now += alignUp(n)
 			inUse = max(inUse, now)
+		case len(f) == 3 && f[0] == "shrink":
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			p, ok := ptrs[f[1]]
+			switch {
+			case err != nil:
+				return 0, 0, fmt.Errorf("line %d: %v", line, err)
+			case !ok:
+				return 0, 0, fmt.Errorf("line %d: shrink of %s, never handed out", line, f[1])
+			case !pool.shrink(p, n, 0):
+				return 0, 0, fmt.Errorf("line %d: shrink of %s to %d bytes refused", line, f[1], n)
+			}
+			now -= sizes[f[1]] - alignUp(n)
+			sizes[f[1]] = alignUp(n)
 		case len(f) == 2 && f[0] == "put":
 			p, ok := ptrs[f[1]]
 			if !ok {
