@@ -68,8 +68,8 @@ func TestCodecMatchesReference(t *testing.T) {
 	}
 }
 
-// A settled encode keeps only the overflow room its spill took: the rest
-// goes back to the run's memory, the tensor holds the reference codec's
+// A settled encode keeps only the overflow room its spill took where the
+// rest is worth giving back (minTrim): that goes back to the run's memory, the tensor holds the reference codec's
 // bytes and decodes exactly, and the key's next encodes into it get their
 // room back.
 func TestSettleTrimsOverflowRoom(t *testing.T) {
@@ -96,10 +96,14 @@ func TestSettleTrimsOverflowRoom(t *testing.T) {
 		if need == 0 {
 			t.Fatal("the tensor did not spill: the overflow room was not exercised")
 		}
-		if ct.t.OverflowCap() != need {
-			t.Errorf("round %d: %d bytes of overflow room after the settle, the spill took %d", round, ct.t.OverflowCap(), need)
-		}
-		if round > 0 && h.mem.shrunk-before < int64(room-need)-testAlign {
+		switch after := ct.t.OverflowCap(); {
+		case round == 0 && (after == need || after-need >= minTrim):
+			// Encoded again at the settle into the room it needed and a
+			// little more: too little to give back.
+			t.Errorf("round 0: %d bytes of overflow room after the settle, the spill took %d: want the room of overflowRoom, less than %d above it", after, need, minTrim)
+		case round > 0 && after != need:
+			t.Errorf("round %d: %d bytes of overflow room after the settle, the spill took %d", round, after, need)
+		case round > 0 && h.mem.shrunk-before < int64(room-need)-testAlign:
 			t.Errorf("round %d: %d bytes went back of the %d the spill did not take", round, h.mem.shrunk-before, room-need)
 		}
 		if round == 0 {

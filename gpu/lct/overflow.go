@@ -21,6 +21,11 @@ func (c *Codec) countOverflow(g *Tensor, used int) {
 	c.ovf[g.cat.String()] = o
 }
 
+// minTrim is the least unused overflow room a settled encode gives back
+// (Tensor.TrimOverflow): below it, the next encode into the tensor would
+// grow the buffer again for too little.
+const minTrim = 64 << 10
+
 // overflowRoom is the overflow room a key's next encode gets after one
 // that needed need bytes: an eighth and 1 KiB above that, or, where the
 // room before was larger, that room less a sixteenth. A spill that moves

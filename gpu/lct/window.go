@@ -119,9 +119,12 @@ func (c *Codec) SettleWindow(mem Memory, w *Window, pend []Pending) ([]int, erro
 		c.countOverflow(g, need)
 		g.key.ovRoom = overflowRoom(g.key.ovRoom, need)
 		if !g.t.Overflowed() {
-			// Settled: the room its spill did not take goes back.
-			if _, err := g.t.TrimOverflow(need); err != nil {
-				return nil, err
+			// Settled: the room its spill did not take goes back, where
+			// that is worth the next encode's growing it again.
+			if g.t.OverflowCap()-need >= minTrim {
+				if _, err := g.t.TrimOverflow(need); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
