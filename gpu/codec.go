@@ -20,6 +20,10 @@ type Codec struct {
 	bstats []byte
 	host   codec.Decoder // tensors of versions the kernels do not code (Decode)
 	v3     codec3        // format version 3's buffers
+	// kernelTimer, when set, times the version 3 kernels into kernelMs
+	// (TimeKernels).
+	kernelTimer *Timer
+	kernelMs    KernelTimes
 }
 
 // NewCodec opens the first GPU (Open) for a Codec of its own.
@@ -46,6 +50,9 @@ func (c *Codec) Close() error {
 	}
 	c.vals = Buffer{}
 	if err := c.v3.free(c.dev); err != nil && first == nil {
+		first = err
+	}
+	if err := c.TimeKernels(false); err != nil && first == nil {
 		first = err
 	}
 	if c.own {

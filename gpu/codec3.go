@@ -130,7 +130,8 @@ func (c *Codec) decode3(t *codec.Tensor, dst []uint16) error {
 				return err
 			}
 		}
-		if err := d.launch(kDecode3, nb, threads, decode3Smem, ptrArg(s.desc), ptrArg(c.vals)); err != nil {
+		c.kernelMs.DecodeMs = 0
+		if err := c.launchTimed(&c.kernelMs.DecodeMs, kDecode3, nb, decode3Smem, ptrArg(s.desc), ptrArg(c.vals)); err != nil {
 			return err
 		}
 		if err := d.dtoh(Bytes(dst), c.vals, 0); err != nil {
@@ -237,7 +238,8 @@ func (c *Codec) encode3(dst *codec.Tensor, src []uint16, cb codec.Codebook, l co
 				return err
 			}
 		}
-		if err := d.launch(kMeasure3, nb, threads, measure3Smem, ptrArg(s.desc), ptrArg(c.vals), ptrArg(s.x), ptrArg(s.esc)); err != nil {
+		c.kernelMs.EncodeMs = 0
+		if err := c.launchTimed(&c.kernelMs.EncodeMs, kMeasure3, nb, measure3Smem, ptrArg(s.desc), ptrArg(c.vals), ptrArg(s.x), ptrArg(s.esc)); err != nil {
 			return err
 		}
 		if err := d.dtoh(u32Slice(s.xs), s.x, 0); err != nil {
@@ -282,7 +284,7 @@ func (c *Codec) encode3(dst *codec.Tensor, src []uint16, cb codec.Codebook, l co
 				return err
 			}
 		}
-		if err := d.launch(kEncode3, nb, threads, encode3Smem, ptrArg(s.desc), ptrArg(c.vals), ptrArg(s.spill)); err != nil {
+		if err := c.launchTimed(&c.kernelMs.EncodeMs, kEncode3, nb, encode3Smem, ptrArg(s.desc), ptrArg(c.vals), ptrArg(s.spill)); err != nil {
 			return err
 		}
 		if err := d.fullHistogram(c.vals, n); err != nil {

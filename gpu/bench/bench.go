@@ -73,6 +73,11 @@ func (b *bencher) run() error {
 			}
 		}
 	}
+	if len(b.opt.Sizes) > 0 {
+		if err := b.gaussianVersion3(b.opt.Sizes[len(b.opt.Sizes)-1]); err != nil {
+			return err
+		}
+	}
 	if b.opt.Batches {
 		if err := b.batches(); err != nil {
 			return err
@@ -194,6 +199,23 @@ func (b *bencher) gaussian(n int, p codec.Preset) error {
 	return b.codec(src, n, "gaussian", p, codec.Gaussian)
 }
 
+// gaussianVersion3 is version3 on n gaussian values.
+func (b *bencher) gaussianVersion3(n int) error {
+	src, err := b.alloc(n, gpu.Activations)
+	if err != nil {
+		return err
+	}
+	defer b.d.Free(src)
+	if err := b.fill(src, n, 0.02, false); err != nil {
+		return err
+	}
+	vals := make([]uint16, n)
+	if err := b.d.DownloadBF16(vals, src); err != nil {
+		return err
+	}
+	return b.version3(vals, "gaussian")
+}
+
 // realTensors tiles each real tensor file's BF16 values to RealSize.
 func (b *bencher) realTensors() error {
 	files, err := filepath.Glob(filepath.Join(b.opt.TensorDir, "*.safetensors"))
@@ -238,6 +260,9 @@ func (b *bencher) realTensors() error {
 		}
 		if err == nil {
 			err = b.codecPerBlock(src, tiled, filepath.Base(f)+" C/block")
+		}
+		if err == nil {
+			err = b.version3(tiled, filepath.Base(f))
 		}
 		if ferr := b.d.Free(src); err == nil {
 			err = ferr

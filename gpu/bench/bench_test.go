@@ -84,3 +84,35 @@ func TestCapacityPerBlock(t *testing.T) {
 	}
 	t.Logf("ratio %.4f with a capacity per block, %.4f with one", r[2].Ratio, r[0].Ratio)
 }
+
+// The bench's version 3 rows time the kernels of a real tensor coded as
+// pack codes it by default: an encode and a decode row, the decode exact
+// (version3 checks it), the ratio that of the CPU codec's tensor.
+func TestVersion3Rows(t *testing.T) {
+	d := testgpu.Shared(t)
+	b := &bencher{d: d, opt: Options{Reps: 1}, rep: &Report{CopyGBps: 1}}
+	var vals []uint16 // the first file's largest tensor
+	for _, nt := range testtensors.LoadBF16(t, testtensors.Files(t)[0]) {
+		if len(nt.Values) > len(vals) {
+			vals = nt.Values
+		}
+	}
+	vals = vals[:min(len(vals), 1<<20)]
+	if err := b.version3(vals, "real"); err != nil {
+		t.Fatal(err)
+	}
+	cpu, err := codec.Encode(vals, codec.Options{Preset: codec.Auto, Dist: codec.Empirical, Version: codec.FormatVersion3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := float64(2*len(vals)) / float64(cpu.StoredBytes())
+	r := b.rep.Results
+	if len(r) != 2 || r[0].Op != "encode v3" || r[1].Op != "decode v3" {
+		t.Fatalf("rows %+v", r)
+	}
+	for _, x := range r {
+		if x.Ratio != want || x.Ms <= 0 || x.Elements != len(vals) {
+			t.Errorf("%s: ratio %.6f (CPU codec %.6f), %.4f ms, %d elements", x.Op, x.Ratio, want, x.Ms, x.Elements)
+		}
+	}
+}
