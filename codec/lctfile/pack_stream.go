@@ -8,8 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"lcttop/codec"
 	"lcttop/codec/safetensors"
@@ -25,6 +25,7 @@ type packJob struct {
 	layout codec.Layout
 	plen   int
 	pieces []*codec.Tensor
+	kept   int64 // residue bytes its pieces hold, of the stream's keptResidues
 
 	mu     sync.Mutex
 	left   int
@@ -34,10 +35,14 @@ type packJob struct {
 	failed bool
 }
 
-// finish records piece i's outcome; the last piece closes done.
-func (j *packJob) finish(i int, err error) {
+// finish records piece i's outcome (and, where it keeps its residues, the
+// bytes of keptResidues it holds); the last piece closes done.
+func (j *packJob) finish(i int, err error, keep bool, kept int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if keep {
+		j.kept += kept
+	}
 	if err != nil && (j.err == nil || i < j.errAt) {
 		j.err, j.errAt, j.failed = err, i, true
 	}
@@ -121,6 +126,8 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 	jobs := make(chan *packJob, 1024)
 	tasks := make(chan pieceTask, 2*workers)
 	bud := newBudget(ctx)
+	kept := &keptResidues{}
+	kept.left.Store(residueBudget)
 	var wg sync.WaitGroup
 	var readErr error // the dispatcher's, read after jobs closes
 	wg.Add(1)
@@ -134,7 +141,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pw := pieceWorker{codec: codecs[w], verify: opt.Verify}
+			pw := pieceWorker{codec: codecs[w], verify: opt.Verify, kept: kept}
 			for t := range tasks {
 				pw.run(ctx, in, t)
 			}
@@ -170,6 +177,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			return sum, err
 		}
 		bud.release(j.seg.OriginalLen)
+		kept.give(j.kept)
 		sum.add(&j.seg, encoded)
 		report()
 	}
@@ -266,15 +274,8 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 	}
 	n := len(vals)
 	var sample codec.Histogram
-	var at []int // the sampled indices in order (codec.SampleHistogram's)
-	if n <= codec.SampleSize {
+	if n <= histogramPiece { // one piece: the sample is read before it goes
 		sample = codec.SampleHistogram(vals)
-	} else {
-		at = make([]int, codec.SampleSize)
-		for k := range at {
-			at[k] = codec.SampleIndex(k, n)
-		}
-		slices.Sort(at)
 	}
 	var full codec.SplitHistogram
 	for lo := 0; lo < n; lo += histogramPiece {
@@ -283,9 +284,12 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 		for b, c := range h {
 			full[b] += c
 		}
-		for len(at) > 0 && at[0] < hi {
-			sample[byte(vals[at[0]]>>7)]++
-			at = at[1:]
+		if n > histogramPiece { // n > SampleSize: the sampled indices in this piece
+			for k := range codec.SampleSize {
+				if i := codec.SampleIndex(k, n); lo <= i && i < hi {
+					sample[byte(vals[i]>>7)]++
+				}
+			}
 		}
 		in.Release(raw[2*lo : 2*hi])
 	}
@@ -295,34 +299,61 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 // histogramPiece is how many values planStream counts between releases.
 const histogramPiece = 1 << 20
 
+// residueBudget bounds the bytes of residues that encoded pieces keep
+// until written: a piece's residues are at most a byte a value, so the
+// pieces of streamBudget's segments keep theirs. Past it, a piece's
+// residues are packed again from the file when it is written.
+const residueBudget = streamBudget / 2
+
+// keptResidues is what is left of residueBudget.
+type keptResidues struct{ left atomic.Int64 }
+
+// take reserves n bytes if they fit.
+func (k *keptResidues) take(n int64) bool {
+	if k.left.Add(-n) >= 0 {
+		return true
+	}
+	k.left.Add(n)
+	return false
+}
+
+func (k *keptResidues) give(n int64) { k.left.Add(n) }
+
 // pieceWorker encodes pieces with its own codec and scratch.
 type pieceWorker struct {
 	codec  Backend
 	verify bool
-	sf     []byte
+	kept   *keptResidues
+	sf     []byte // scratch residues of a piece that keeps none
 	check  []uint16
 }
 
 func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	j := t.job
 	if ctx.Err() != nil || j.hasFailed() {
-		j.finish(t.i, nil)
+		j.finish(t.i, nil, false, 0)
 		return
 	}
 	lo := t.i * j.plen
 	hi := min(lo+j.plen, len(j.vals))
 	vals := j.vals[lo:hi]
+	keep := w.kept.take(int64(len(vals))) // the residues' bytes at most
 	p := &codec.Tensor{SF: w.sf[:0]}
+	if keep {
+		p.SF = make([]byte, 0, len(vals))
+	}
 	err := w.codec.Encode(p, vals, j.cb, codec.PerBlockLayout(j.layout, len(vals)))
 	if err != nil {
 		err = fmt.Errorf("encoding: %w", err)
 	} else if w.verify {
 		err = w.verifyPiece(p, vals, lo)
 	}
-	w.sf, p.SF = p.SF, nil // taken again from the file when written
+	if !keep {
+		w.sf, p.SF = p.SF, nil // taken again from the file when written
+	}
 	in.Release(j.raw[2*lo : 2*hi])
 	j.pieces[t.i] = p
-	j.finish(t.i, err)
+	j.finish(t.i, err, keep, int64(len(vals)))
 }
 
 // verifyPiece decodes what was just encoded and compares, so that a codec

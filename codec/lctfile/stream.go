@@ -154,6 +154,14 @@ func chunks(in *Input, b []byte, do func([]byte) error) error {
 // bytes are stored.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
+// u16Bytes is the memory of v as bytes (in the machine's byte order).
+func u16Bytes(v []uint16) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
+}
+
 // bf16View returns raw's values: the bytes themselves where this machine
 // reads them so (little-endian, aligned), else a copy.
 func bf16View(raw []byte) []uint16 {
