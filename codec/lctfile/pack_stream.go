@@ -25,7 +25,8 @@ type packJob struct {
 	layout codec.Layout
 	plen   int
 	pieces []*codec.Tensor
-	kept   int64 // residue bytes its pieces hold, of the stream's keptResidues
+	crcs   []uint32 // each piece's original bytes' CRC-32C
+	kept   int64    // residue bytes its pieces hold, of the stream's keptResidues
 
 	mu     sync.Mutex
 	left   int
@@ -242,6 +243,7 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 			j.cb, j.layout = cb, layout
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
+			j.crcs = make([]uint32, len(j.pieces))
 			j.left = len(j.pieces)
 		}
 		select {
@@ -351,6 +353,7 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	if !keep {
 		w.sf, p.SF = p.SF, nil // taken again from the file when written
 	}
+	j.crcs[t.i] = crc32Update(0, j.raw[2*lo:2*hi]) // while its pages are in
 	in.Release(j.raw[2*lo : 2*hi])
 	j.pieces[t.i] = p
 	j.finish(t.i, err, keep, int64(len(vals)))
@@ -391,10 +394,17 @@ func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
 		}
 	}
 	var crc uint32
-	_ = chunks(in, j.raw, func(b []byte) error {
-		crc = crc32Update(crc, b)
-		return nil
-	})
+	if j.pieces != nil { // the pieces' CRCs joined
+		for i, c := range j.crcs {
+			lo := int64(i * j.plen)
+			crc = crc32Combine(crc, c, 2*(min(lo+int64(j.plen), int64(len(j.vals)))-lo))
+		}
+	} else {
+		_ = chunks(in, j.raw, func(b []byte) error {
+			crc = crc32Update(crc, b)
+			return nil
+		})
+	}
 	var h []byte
 	h = append(h, s.Kind, encoding)
 	h = binary.LittleEndian.AppendUint16(h, uint16(len(s.Name)))

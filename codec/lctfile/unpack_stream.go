@@ -30,6 +30,7 @@ type decodedPiece struct {
 	i    int
 	t    *codec.Tensor // the piece, aliasing the payload
 	out  []byte
+	crc  uint32 // out's CRC-32C
 	err  error
 	done chan struct{}
 }
@@ -115,7 +116,7 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 					err = segmentErr(j.index, s, fmt.Errorf("%w: decoding LCT tensor: %v", ErrCorrupt, p.err))
 					break
 				}
-				crc = crc32Update(crc, p.out)
+				crc = crc32Combine(crc, p.crc, int64(len(p.out)))
 				if _, err = cw.Write(p.out); err != nil {
 					break
 				}
@@ -180,6 +181,7 @@ func (p *decodedPiece) decode(ctx context.Context, b Backend) {
 			binary.LittleEndian.PutUint16(p.out[2*k:], v)
 		}
 	}
+	p.crc = crc32Update(0, p.out)
 }
 
 // pieceBuffers holds decoded pieces' buffers for the next pieces: a piece
