@@ -265,8 +265,8 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // planStream is codec.Plan of a tensor's values, vals (raw's, a part of
 // what Next returned). In version 3 the histogram of every value is
 // counted a piece at a time, the sample's values with it, each piece's
-// pages released once counted, so that a mapped tensor is not resident
-// whole.
+// pages released once counted (but for a tensor of one piece), so that a
+// mapped tensor is not resident whole.
 func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
 		sample := in.sampleHistogram(raw, vals)
@@ -276,24 +276,25 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 	}
 	n := len(vals)
 	var sample codec.Histogram
-	if n <= histogramPiece { // one piece: the sample is read before it goes
-		sample = codec.SampleHistogram(vals)
-	}
 	var full codec.SplitHistogram
 	for lo := 0; lo < n; lo += histogramPiece {
 		hi := min(lo+histogramPiece, n)
-		h := codec.FullSplitHistogram(vals[lo:hi])
+		h := codec.FullSplitHistogram(vals[lo:hi]) // its pages in, front to back
 		for b, c := range h {
 			full[b] += c
 		}
-		if n > histogramPiece { // n > SampleSize: the sampled indices in this piece
+		if n <= histogramPiece {
+			sample = codec.SampleHistogram(vals)
+		} else { // n > SampleSize: the sampled indices in this piece
 			for k := range codec.SampleSize {
 				if i := codec.SampleIndex(k, n); lo <= i && i < hi {
 					sample[byte(vals[i]>>7)]++
 				}
 			}
 		}
-		in.Release(raw[2*lo : 2*hi])
+		if n > histogramPiece { // a tensor of one piece is coded next: its pages stay
+			in.Release(raw[2*lo : 2*hi])
+		}
 	}
 	return codec.PlanHistograms(n, &full, &sample, opt)
 }
