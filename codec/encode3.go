@@ -523,6 +523,7 @@ func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l L
 
 // blockFit fits the codebooks per block.
 type blockFit struct {
+	given   []SplitHistogram // the blocks' split histograms, counted by the caller (nil: count them)
 	src     []uint16
 	l       Layout
 	cb      *Codebook
@@ -534,8 +535,13 @@ type blockFit struct {
 func (f *blockFit) runBlock(worker, b int) {
 	B := f.l.BlockSize
 	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
-	var h SplitHistogram
-	h.add(block)
+	var own SplitHistogram
+	h := &own
+	if f.given != nil {
+		h = &f.given[b]
+	} else {
+		h.add(block)
+	}
 	if f.hists != nil {
 		// A split bin is the sign, the exponent and three fraction bits.
 		eh := &f.hists[worker].hists[0]
@@ -544,7 +550,7 @@ func (f *blockFit) runBlock(worker, b int) {
 		}
 	}
 	f.out[b] = Codebook{}
-	if own, ok := f.fitters[worker].ownCodebook(&h, f.cb); ok {
+	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
 		f.out[b] = own
 	}
 }
@@ -562,6 +568,45 @@ func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook
 		}
 	}
 	return own, int(shared)-int(ownBits) > 8*codebookBytes3(&own)
+}
+
+// EncodeCounted is Encode in format version 3 with the split histograms
+// of src's blocks given (blocks: one a block, as layout cuts src;
+// BlockSplitHistograms counts them), which the fits of codebooks per block
+// take instead of counting them again: for a caller that counted them to
+// plan the tensor. The tensor is the one Encode gives.
+func (e *Encoder) EncodeCounted(dst *Tensor, src []uint16, cb Codebook, layout Layout, blocks []SplitHistogram) error {
+	if !layout.v3() {
+		return fmt.Errorf("codec: encode: histograms per block given for format version %d", layout.FormatVersion())
+	}
+	if nb := layout.Blocks(len(src)); len(blocks) != nb {
+		return fmt.Errorf("codec: encode: %d histograms per block, want %d", len(blocks), nb)
+	}
+	e.fit3.given = blocks
+	defer func() { e.fit3.given = nil }()
+	return e.Encode(dst, src, cb, layout)
+}
+
+// BlockSplitHistograms is the split histogram of each block of src as
+// preset p's layout cuts it (in dst, reused where it is large enough) and
+// their sum, every value's: what PlanHistograms and EncodeCounted take.
+func BlockSplitHistograms(dst []SplitHistogram, src []uint16, p Preset) ([]SplitHistogram, SplitHistogram) {
+	var full SplitHistogram
+	if !p.valid() {
+		p = Clean
+	}
+	B := presetLayouts[p].BlockSize
+	nb := (len(src) + B - 1) / B
+	dst = resize(dst, nb)
+	for b := range dst {
+		h := &dst[b]
+		clear(h[:])
+		h.add(src[b*B : min((b+1)*B, len(src))])
+		for bin, c := range h {
+			full[bin] += c
+		}
+	}
+	return dst, full
 }
 
 // BlockPlan is what the encoder of a tensor under codebook cb and layout l

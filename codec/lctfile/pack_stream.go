@@ -25,8 +25,9 @@ type packJob struct {
 	layout codec.Layout
 	plen   int
 	pieces []*codec.Tensor
-	crcs   []uint32 // each piece's original bytes' CRC-32C
-	kept   int64    // residue bytes its pieces hold, of the stream's keptResidues
+	crcs   []uint32               // each piece's original bytes' CRC-32C
+	blocks []codec.SplitHistogram // its blocks' split histograms where the plan counted them
+	kept   int64                  // residue bytes its pieces hold, of the stream's keptResidues
 
 	mu     sync.Mutex
 	left   int
@@ -172,6 +173,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			cancel()
 			return sum, segmentErr(j.index, &j.seg, j.err)
 		}
+		j.blocks = nil // the encoders are done with them
 		encoded, err := writePackSegment(cw, in, j)
 		if err != nil {
 			cancel()
@@ -236,11 +238,11 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
+			cb, layout, blocks, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
 			if err != nil {
 				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
 			}
-			j.cb, j.layout = cb, layout
+			j.cb, j.layout, j.blocks = cb, layout, blocks
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
 			j.crcs = make([]uint32, len(j.pieces))
@@ -266,15 +268,27 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // what Next returned). In version 3 the histogram of every value is
 // counted a piece at a time, the sample's values with it, each piece's
 // pages released once counted (but for a tensor of one piece), so that a
-// mapped tensor is not resident whole.
-func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
+// mapped tensor is not resident whole. An empirical codebook is fitted to
+// the full histogram alone; for a tensor of one piece and codebooks per
+// block, it is counted block by block, and the blocks' histograms returned
+// for the encoder (codec.EncodeCounted).
+func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, []codec.SplitHistogram, error) {
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
 		sample := in.sampleHistogram(raw, vals)
 		cb := codec.FitCodebookVersion(opt.Dist, &sample, opt.Version)
 		l := codec.ChooseLayout(opt.Preset, &cb, &sample).WithVersion(opt.Version)
-		return cb, codec.PerBlockLayout(l, len(vals)), nil
+		return cb, codec.PerBlockLayout(l, len(vals)), nil, nil
 	}
 	n := len(vals)
+	if opt.Dist == codec.Empirical && n <= histogramPiece {
+		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
+		var unused codec.Histogram // the sample fits the parametric codebooks only
+		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
+		if !l.BlockCodebooks {
+			blocks = nil
+		}
+		return cb, l, blocks, err
+	}
 	var sample codec.Histogram
 	var full codec.SplitHistogram
 	for lo := 0; lo < n; lo += histogramPiece {
@@ -296,7 +310,8 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 			in.Release(raw[2*lo : 2*hi])
 		}
 	}
-	return codec.PlanHistograms(n, &full, &sample, opt)
+	cb, l, err := codec.PlanHistograms(n, &full, &sample, opt)
+	return cb, l, nil, err
 }
 
 // histogramPiece is how many values planStream counts between releases.
@@ -345,7 +360,7 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	if keep {
 		p.SF = make([]byte, 0, len(vals))
 	}
-	err := w.codec.Encode(p, vals, j.cb, codec.PerBlockLayout(j.layout, len(vals)))
+	err := w.encode(p, j, lo, vals)
 	if err != nil {
 		err = fmt.Errorf("encoding: %w", err)
 	} else if w.verify {
@@ -358,6 +373,17 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	in.Release(j.raw[2*lo : 2*hi])
 	j.pieces[t.i] = p
 	j.finish(t.i, err, keep, int64(len(vals)))
+}
+
+// encode encodes the piece of j whose values, from lo on, are vals: with
+// the blocks' histograms the plan counted where the codec takes them.
+func (w *pieceWorker) encode(p *codec.Tensor, j *packJob, lo int, vals []uint16) error {
+	l := codec.PerBlockLayout(j.layout, len(vals))
+	if cpu, ok := w.codec.(*cpuBackend); ok && j.blocks != nil {
+		b := lo / l.BlockSize
+		return cpu.enc.EncodeCounted(p, vals, j.cb, l, j.blocks[b:b+l.Blocks(len(vals))])
+	}
+	return w.codec.Encode(p, vals, j.cb, l)
 }
 
 // verifyPiece decodes what was just encoded and compares, so that a codec
