@@ -284,7 +284,7 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
 		var unused codec.Histogram // the sample fits the parametric codebooks only
 		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
-		if !l.BlockCodebooks {
+		if !l.BlockCodebooks || len(blocks) != l.Blocks(n) {
 			blocks = nil
 		}
 		return cb, l, blocks, err
@@ -297,18 +297,16 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 		for b, c := range h {
 			full[b] += c
 		}
-		if n <= histogramPiece {
+		if n <= histogramPiece { // one piece, coded next: its pages stay
 			sample = codec.SampleHistogram(vals)
-		} else { // n > SampleSize: the sampled indices in this piece
-			for k := range codec.SampleSize {
-				if i := codec.SampleIndex(k, n); lo <= i && i < hi {
-					sample[byte(vals[i]>>7)]++
-				}
+			break
+		}
+		for k := range codec.SampleSize { // n > SampleSize: the sampled indices in this piece
+			if i := codec.SampleIndex(k, n); lo <= i && i < hi {
+				sample[byte(vals[i]>>7)]++
 			}
 		}
-		if n > histogramPiece { // a tensor of one piece is coded next: its pages stay
-			in.Release(raw[2*lo : 2*hi])
-		}
+		in.Release(raw[2*lo : 2*hi])
 	}
 	cb, l, err := codec.PlanHistograms(n, &full, &sample, opt)
 	return cb, l, nil, err
