@@ -159,3 +159,17 @@ func BenchmarkCopy(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSplitHistogram measures counting every value's split bin, as
+// pack's plan does for a whole tensor and its blocks' codebooks for each
+// block; bytes are the BF16 input.
+func BenchmarkSplitHistogram(b *testing.B) {
+	for _, in := range benchTensors(b) {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(2 * len(in.src)))
+			for b.Loop() {
+				_ = FullSplitHistogram(in.src)
+			}
+		})
+	}
+}

@@ -60,8 +60,8 @@ func Plan(src []uint16, opt Options) (Codebook, Layout, error) {
 // PlanHistograms is Plan in format version 3 for n values from their
 // histograms: the split histogram of every value (which gives the sign and
 // the empirical fit) and the exponent histogram of their sample (the
-// parametric fit), for a caller that counts them itself (a tensor read in
-// pieces).
+// parametric fit, the only one that reads it), for a caller that counts
+// them itself (a tensor read in pieces).
 func PlanHistograms(n int, full *SplitHistogram, sample *Histogram, opt Options) (Codebook, Layout, error) {
 	if !opt.Preset.valid() || !opt.Dist.valid() {
 		return Codebook{}, Layout{}, fmt.Errorf("codec: encode: preset %d, distribution %d out of range 0..3", uint8(opt.Preset), uint8(opt.Dist))

@@ -26,6 +26,7 @@ type encoder3 struct {
 	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
 	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
 	search  bool       // choose each block's C
+	counted bool       // the exponents were counted with the blocks' codebooks
 	scratch []encodeScratch3
 	codes   []uint16
 
@@ -69,6 +70,26 @@ func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table 
 	}
 }
 
+// measureRowsBits is measureRows without the exponents, for blocks whose
+// exponents were counted with their codebooks' fits.
+func measureRowsBits(x *[Streams]uint32, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
+	for base := 0; base < len(block); base += Streams {
+		turn := base / Streams
+		row := block[base:min(base+Streams, len(block))]
+		c := 0
+		for ; c+4 <= len(row); c += 4 {
+			r := row[c : c+4 : c+4]
+			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
+			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
+			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
+			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
+		}
+		for ; c < len(row); c++ {
+			x[(c+turn)&(Streams-1)] += table[int(row[c]&mask)>>shift] & 31
+		}
+	}
+}
+
 // encode3 is EncodeBlocks for format version 3; caps are the blocks' C
 // where layout.PerBlock (nil: search them).
 func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout, caps []uint16) error {
@@ -96,10 +117,24 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	dst.CompactCodebook, dst.DerivedCodebook = false, DerivedCodebook(&cb, layout)
 	dst.Bitmaps, dst.Offsets = nil, nil
 
-	// Codebooks of their own for the blocks they pay in.
+	workers := workerCount(e.Workers, nb)
+	if len(s.scratch) < workers {
+		s.scratch = append(s.scratch, make([]encodeScratch3, workers-len(s.scratch))...)
+	}
+	for w := range workers {
+		for h := range s.scratch[w].hists {
+			clear(s.scratch[w].hists[h][:])
+		}
+	}
+
+	// Codebooks of their own for the blocks they pay in; their fits count
+	// the exponents.
 	own := dst.BlockCodebooks[:0]
-	if layout.BlockCodebooks {
+	s.counted = layout.BlockCodebooks && nb > 0
+	if s.counted {
+		e.fit3.hists = s.scratch
 		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
+		e.fit3.hists = nil
 	}
 	dst.BlockCodebooks = nil
 	if len(own) > 0 {
@@ -126,15 +161,6 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			c = int(caps[b])
 		}
 		s.blocks[b] = block3{c: c}
-	}
-	workers := workerCount(e.Workers, nb)
-	if len(s.scratch) < workers {
-		s.scratch = append(s.scratch, make([]encodeScratch3, workers-len(s.scratch))...)
-	}
-	for w := range workers {
-		for h := range s.scratch[w].hists {
-			clear(s.scratch[w].hists[h][:])
-		}
 	}
 	s.src, s.dst = src, dst
 	s.pass = 1
@@ -255,8 +281,11 @@ func (s *encoder3) measure(worker, b int) {
 	shift, mask := symbolShift(t.blockCodebook(b))
 	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
 	clear(x[:])
-	ws := &s.scratch[worker]
-	measureRows(x, &ws.hists, block, table, shift, mask)
+	if s.counted {
+		measureRowsBits(x, block, table, shift, mask)
+	} else {
+		measureRows(x, &s.scratch[worker].hists, block, table, shift, mask)
+	}
 	k := &s.blocks[b]
 	if s.search {
 		k.c = leastBytesV3(x, l, t.N, b)
@@ -494,20 +523,34 @@ func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l L
 
 // blockFit fits the codebooks per block.
 type blockFit struct {
+	given   []SplitHistogram // the blocks' split histograms, counted by the caller (nil: count them)
 	src     []uint16
 	l       Layout
 	cb      *Codebook
 	out     []Codebook
 	fitters []splitFitter
+	hists   []encodeScratch3 // per worker: where each block's exponents are added (nil: nowhere)
 }
 
 func (f *blockFit) runBlock(worker, b int) {
 	B := f.l.BlockSize
 	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
-	var h SplitHistogram
-	h.add(block)
+	var own SplitHistogram
+	h := &own
+	if f.given != nil {
+		h = &f.given[b]
+	} else {
+		h.add(block)
+	}
+	if f.hists != nil {
+		// A split bin is the sign, the exponent and three fraction bits.
+		eh := &f.hists[worker].hists[0]
+		for bin, c := range h {
+			eh[byte(bin>>MaxSplit)] += c
+		}
+	}
 	f.out[b] = Codebook{}
-	if own, ok := f.fitters[worker].ownCodebook(&h, f.cb); ok {
+	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
 		f.out[b] = own
 	}
 }
@@ -525,6 +568,45 @@ func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook
 		}
 	}
 	return own, int(shared)-int(ownBits) > 8*codebookBytes3(&own)
+}
+
+// EncodeCounted is Encode in format version 3 with the split histograms
+// of src's blocks given (blocks: one a block, as layout cuts src;
+// BlockSplitHistograms counts them), which the fits of codebooks per block
+// take instead of counting them again: for a caller that counted them to
+// plan the tensor. The tensor is the one Encode gives.
+func (e *Encoder) EncodeCounted(dst *Tensor, src []uint16, cb Codebook, layout Layout, blocks []SplitHistogram) error {
+	if !layout.v3() {
+		return fmt.Errorf("codec: encode: histograms per block given for format version %d", layout.FormatVersion())
+	}
+	if nb := layout.Blocks(len(src)); len(blocks) != nb {
+		return fmt.Errorf("codec: encode: %d histograms per block, want %d", len(blocks), nb)
+	}
+	e.fit3.given = blocks
+	defer func() { e.fit3.given = nil }()
+	return e.Encode(dst, src, cb, layout)
+}
+
+// BlockSplitHistograms is the split histogram of each block of src as
+// preset p's layout cuts it (in dst, reused where it is large enough) and
+// their sum, every value's: what PlanHistograms and EncodeCounted take.
+func BlockSplitHistograms(dst []SplitHistogram, src []uint16, p Preset) ([]SplitHistogram, SplitHistogram) {
+	var full SplitHistogram
+	if !p.valid() {
+		p = Clean
+	}
+	B := presetLayouts[p].BlockSize
+	nb := (len(src) + B - 1) / B
+	dst = resize(dst, nb)
+	for b := range dst {
+		h := &dst[b]
+		clear(h[:])
+		h.add(src[b*B : min((b+1)*B, len(src))])
+		for bin, c := range h {
+			full[bin] += c
+		}
+	}
+	return dst, full
 }
 
 // BlockPlan is what the encoder of a tensor under codebook cb and layout l

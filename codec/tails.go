@@ -88,10 +88,12 @@ func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 	slices.Sort(sorted[:])
 	// suffix[c][i]: Σ_{i' ≥ i} sorted[i'] rounded up to 2^(c−1), c = 1..4.
 	var suffix [5][Streams + 1]int
+	// Bits are not negative: rounding to a unit is shifts, not divisions.
 	for c := 1; c <= 4; c++ {
-		u := 1 << (c - 1)
+		sh := uint(c - 1)
+		u := 1 << sh
 		for i := Streams - 1; i >= 0; i-- {
-			suffix[c][i] = suffix[c][i+1] + (sorted[i]+u-1)/u*u
+			suffix[c][i] = suffix[c][i+1] + (sorted[i]+u-1)>>sh<<sh
 		}
 	}
 	top := sorted[Streams-1]
@@ -120,10 +122,11 @@ func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 				if best != 0 && bytes+tailTableBytes+(bits+7)/8 > bestBytes {
 					continue
 				}
-				u := 1 << (code - 1)
+				sh := uint(code - 1)
+				u := 1 << sh
 				bits = 0
 				for _, v := range sorted[i:] {
-					bits += (v - capBits + u - 1) / u * u
+					bits += (v - capBits + u - 1) >> sh << sh
 				}
 			}
 			bytes += tailTableBytes + (bits+7)/8

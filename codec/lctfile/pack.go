@@ -1,6 +1,7 @@
 package lctfile
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -187,7 +188,12 @@ func encodeSegment(s *Segment, b Backend, opt Options) error {
 	return nil
 }
 
+// firstDifference is the first index where a and b differ, or -1; the
+// common case, none, is one comparison of their bytes.
 func firstDifference(a, b []uint16) int {
+	if len(a) == len(b) && bytes.Equal(u16Bytes(a), u16Bytes(b)) {
+		return -1
+	}
 	for i := range a {
 		if a[i] != b[i] {
 			return i

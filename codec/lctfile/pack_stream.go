@@ -8,8 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"slices"
 	"sync"
+	"sync/atomic"
 
 	"lcttop/codec"
 	"lcttop/codec/safetensors"
@@ -25,6 +25,9 @@ type packJob struct {
 	layout codec.Layout
 	plen   int
 	pieces []*codec.Tensor
+	crcs   []uint32               // each piece's original bytes' CRC-32C
+	blocks []codec.SplitHistogram // its blocks' split histograms where the plan counted them
+	kept   int64                  // residue bytes its pieces hold, of the stream's keptResidues
 
 	mu     sync.Mutex
 	left   int
@@ -34,10 +37,14 @@ type packJob struct {
 	failed bool
 }
 
-// finish records piece i's outcome; the last piece closes done.
-func (j *packJob) finish(i int, err error) {
+// finish records piece i's outcome (and, where it keeps its residues, the
+// bytes of keptResidues it holds); the last piece closes done.
+func (j *packJob) finish(i int, err error, keep bool, kept int64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if keep {
+		j.kept += kept
+	}
 	if err != nil && (j.err == nil || i < j.errAt) {
 		j.err, j.errAt, j.failed = err, i, true
 	}
@@ -121,6 +128,8 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 	jobs := make(chan *packJob, 1024)
 	tasks := make(chan pieceTask, 2*workers)
 	bud := newBudget(ctx)
+	kept := &keptResidues{}
+	kept.left.Store(residueBudget)
 	var wg sync.WaitGroup
 	var readErr error // the dispatcher's, read after jobs closes
 	wg.Add(1)
@@ -134,7 +143,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pw := pieceWorker{codec: codecs[w], verify: opt.Verify}
+			pw := pieceWorker{codec: codecs[w], verify: opt.Verify, kept: kept}
 			for t := range tasks {
 				pw.run(ctx, in, t)
 			}
@@ -164,12 +173,14 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			cancel()
 			return sum, segmentErr(j.index, &j.seg, j.err)
 		}
+		j.blocks = nil // the encoders are done with them
 		encoded, err := writePackSegment(cw, in, j)
 		if err != nil {
 			cancel()
 			return sum, err
 		}
 		bud.release(j.seg.OriginalLen)
+		kept.give(j.kept)
 		sum.add(&j.seg, encoded)
 		report()
 	}
@@ -227,13 +238,14 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			cb, layout, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
+			cb, layout, blocks, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
 			if err != nil {
 				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
 			}
-			j.cb, j.layout = cb, layout
+			j.cb, j.layout, j.blocks = cb, layout, blocks
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
+			j.crcs = make([]uint32, len(j.pieces))
 			j.left = len(j.pieces)
 		}
 		select {
@@ -255,74 +267,121 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // planStream is codec.Plan of a tensor's values, vals (raw's, a part of
 // what Next returned). In version 3 the histogram of every value is
 // counted a piece at a time, the sample's values with it, each piece's
-// pages released once counted, so that a mapped tensor is not resident
-// whole.
-func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, error) {
+// pages released once counted (but for a tensor of one piece), so that a
+// mapped tensor is not resident whole. An empirical codebook is fitted to
+// the full histogram alone; for a tensor of one piece and codebooks per
+// block, it is counted block by block, and the blocks' histograms returned
+// for the encoder (codec.EncodeCounted).
+func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, []codec.SplitHistogram, error) {
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
 		sample := in.sampleHistogram(raw, vals)
 		cb := codec.FitCodebookVersion(opt.Dist, &sample, opt.Version)
 		l := codec.ChooseLayout(opt.Preset, &cb, &sample).WithVersion(opt.Version)
-		return cb, codec.PerBlockLayout(l, len(vals)), nil
+		return cb, codec.PerBlockLayout(l, len(vals)), nil, nil
 	}
 	n := len(vals)
-	var sample codec.Histogram
-	var at []int // the sampled indices in order (codec.SampleHistogram's)
-	if n <= codec.SampleSize {
-		sample = codec.SampleHistogram(vals)
-	} else {
-		at = make([]int, codec.SampleSize)
-		for k := range at {
-			at[k] = codec.SampleIndex(k, n)
+	if opt.Dist == codec.Empirical && n <= histogramPiece {
+		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
+		var unused codec.Histogram // the sample fits the parametric codebooks only
+		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
+		if !l.BlockCodebooks || len(blocks) != l.Blocks(n) {
+			blocks = nil
 		}
-		slices.Sort(at)
+		return cb, l, blocks, err
 	}
+	var sample codec.Histogram
 	var full codec.SplitHistogram
 	for lo := 0; lo < n; lo += histogramPiece {
 		hi := min(lo+histogramPiece, n)
-		h := codec.FullSplitHistogram(vals[lo:hi])
+		h := codec.FullSplitHistogram(vals[lo:hi]) // its pages in, front to back
 		for b, c := range h {
 			full[b] += c
 		}
-		for len(at) > 0 && at[0] < hi {
-			sample[byte(vals[at[0]]>>7)]++
-			at = at[1:]
+		if n <= histogramPiece { // one piece, coded next: its pages stay
+			sample = codec.SampleHistogram(vals)
+			break
+		}
+		for k := range codec.SampleSize { // n > SampleSize: the sampled indices in this piece
+			if i := codec.SampleIndex(k, n); lo <= i && i < hi {
+				sample[byte(vals[i]>>7)]++
+			}
 		}
 		in.Release(raw[2*lo : 2*hi])
 	}
-	return codec.PlanHistograms(n, &full, &sample, opt)
+	cb, l, err := codec.PlanHistograms(n, &full, &sample, opt)
+	return cb, l, nil, err
 }
 
 // histogramPiece is how many values planStream counts between releases.
 const histogramPiece = 1 << 20
 
+// residueBudget bounds the bytes of residues that encoded pieces keep
+// until written: a piece's residues are at most a byte a value, so the
+// pieces of streamBudget's segments keep theirs. Past it, a piece's
+// residues are packed again from the file when it is written.
+const residueBudget = streamBudget / 2
+
+// keptResidues is what is left of residueBudget.
+type keptResidues struct{ left atomic.Int64 }
+
+// take reserves n bytes if they fit.
+func (k *keptResidues) take(n int64) bool {
+	if k.left.Add(-n) >= 0 {
+		return true
+	}
+	k.left.Add(n)
+	return false
+}
+
+func (k *keptResidues) give(n int64) { k.left.Add(n) }
+
 // pieceWorker encodes pieces with its own codec and scratch.
 type pieceWorker struct {
 	codec  Backend
 	verify bool
-	sf     []byte
+	kept   *keptResidues
+	sf     []byte // scratch residues of a piece that keeps none
 	check  []uint16
 }
 
 func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	j := t.job
 	if ctx.Err() != nil || j.hasFailed() {
-		j.finish(t.i, nil)
+		j.finish(t.i, nil, false, 0)
 		return
 	}
 	lo := t.i * j.plen
 	hi := min(lo+j.plen, len(j.vals))
 	vals := j.vals[lo:hi]
+	keep := w.kept.take(int64(len(vals))) // the residues' bytes at most
 	p := &codec.Tensor{SF: w.sf[:0]}
-	err := w.codec.Encode(p, vals, j.cb, codec.PerBlockLayout(j.layout, len(vals)))
+	if keep {
+		p.SF = make([]byte, 0, len(vals))
+	}
+	err := w.encode(p, j, lo, vals)
 	if err != nil {
 		err = fmt.Errorf("encoding: %w", err)
 	} else if w.verify {
 		err = w.verifyPiece(p, vals, lo)
 	}
-	w.sf, p.SF = p.SF, nil // taken again from the file when written
+	if !keep {
+		w.sf, p.SF = p.SF, nil // taken again from the file when written
+	}
+	j.crcs[t.i] = crc32Update(0, j.raw[2*lo:2*hi]) // while its pages are in
 	in.Release(j.raw[2*lo : 2*hi])
 	j.pieces[t.i] = p
-	j.finish(t.i, err)
+	j.finish(t.i, err, keep, int64(len(vals)))
+}
+
+// encode encodes the piece of j whose values, from lo on, are vals: with
+// the blocks' histograms the plan counted where the codec takes them.
+func (w *pieceWorker) encode(p *codec.Tensor, j *packJob, lo int, vals []uint16) error {
+	l := codec.PerBlockLayout(j.layout, len(vals))
+	if cpu, ok := w.codec.(*cpuBackend); ok && j.blocks != nil {
+		b := lo / l.BlockSize
+		return cpu.enc.EncodeCounted(p, vals, j.cb, l, j.blocks[b:b+l.Blocks(len(vals))])
+	}
+	return w.codec.Encode(p, vals, j.cb, l)
 }
 
 // verifyPiece decodes what was just encoded and compares, so that a codec
@@ -360,10 +419,17 @@ func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
 		}
 	}
 	var crc uint32
-	_ = chunks(in, j.raw, func(b []byte) error {
-		crc = crc32Update(crc, b)
-		return nil
-	})
+	if j.pieces != nil { // the pieces' CRCs joined
+		for i, c := range j.crcs {
+			lo := int64(i * j.plen)
+			crc = crc32Combine(crc, c, 2*(min(lo+int64(j.plen), int64(len(j.vals)))-lo))
+		}
+	} else {
+		_ = chunks(in, j.raw, func(b []byte) error {
+			crc = crc32Update(crc, b)
+			return nil
+		})
+	}
 	var h []byte
 	h = append(h, s.Kind, encoding)
 	h = binary.LittleEndian.AppendUint16(h, uint16(len(s.Name)))

@@ -120,17 +120,28 @@ func streamWorkers(n int) int {
 // crcWriter writes through a buffer, counting the bytes and keeping the
 // CRC-32C of everything written (the .lct file's trailing CRC).
 type crcWriter struct {
-	w   *bufio.Writer
-	crc uint32
-	n   int64
+	w     *bufio.Writer
+	crc   uint32
+	n     int64
+	noCRC bool // the bytes counted only
 }
 
 func newCRCWriter(w io.Writer) *crcWriter {
 	return &crcWriter{w: bufio.NewWriterSize(w, 1<<20)}
 }
 
+// newCountingWriter is a crcWriter that keeps no CRC: a restored
+// safetensors file has none of its own.
+func newCountingWriter(w io.Writer) *crcWriter {
+	c := newCRCWriter(w)
+	c.noCRC = true
+	return c
+}
+
 func (c *crcWriter) Write(p []byte) (int, error) {
-	c.crc = crc32.Update(c.crc, castagnoli, p)
+	if !c.noCRC {
+		c.crc = crc32.Update(c.crc, castagnoli, p)
+	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
@@ -153,6 +164,14 @@ func chunks(in *Input, b []byte, do func([]byte) error) error {
 // littleEndian is whether this machine stores a uint16 as a file's BF16
 // bytes are stored.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// u16Bytes is the memory of v as bytes (in the machine's byte order).
+func u16Bytes(v []uint16) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
+}
 
 // bf16View returns raw's values: the bytes themselves where this machine
 // reads them so (little-endian, aligned), else a copy.

@@ -30,6 +30,7 @@ type decodedPiece struct {
 	i    int
 	t    *codec.Tensor // the piece, aliasing the payload
 	out  []byte
+	crc  uint32 // out's CRC-32C
 	err  error
 	done chan struct{}
 }
@@ -49,7 +50,7 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 	if err != nil {
 		return sum, err
 	}
-	cw := newCRCWriter(w)
+	cw := newCountingWriter(w)
 	var pre [8]byte
 	binary.LittleEndian.PutUint64(pre[:], uint64(len(a.Header)))
 	if _, err := cw.Write(pre[:]); err != nil {
@@ -81,9 +82,8 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var vals []uint16
 			for p := range tasks {
-				vals = p.decode(ctx, decoders[wk], vals)
+				p.decode(ctx, decoders[wk])
 				close(p.done)
 			}
 		}()
@@ -116,10 +116,11 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 					err = segmentErr(j.index, s, fmt.Errorf("%w: decoding LCT tensor: %v", ErrCorrupt, p.err))
 					break
 				}
-				crc = crc32Update(crc, p.out)
+				crc = crc32Combine(crc, p.crc, int64(len(p.out)))
 				if _, err = cw.Write(p.out); err != nil {
 					break
 				}
+				putPieceBuffer(p.out)
 				p.out = nil
 				in.Release(p.t.SF) // the payload's pages, done with
 				in.Release(p.t.Streams)
@@ -156,28 +157,54 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 	return sum, nil
 }
 
-// decode restores the piece's bytes (vals is the worker's scratch).
-func (p *decodedPiece) decode(ctx context.Context, b Backend, vals []uint16) []uint16 {
+// decode restores the piece's bytes: decoded in place where this
+// machine's uint16 is the file's BF16 (little-endian), else through vals.
+func (p *decodedPiece) decode(ctx context.Context, b Backend) {
 	if ctx.Err() != nil {
 		p.err = ctx.Err()
-		return vals
+		return
 	}
 	t, _, err := p.job.reader.Piece(p.i)
 	if err != nil {
 		p.err = err
-		return vals
+		return
 	}
 	p.t = t
-	vals = resizeU16(vals, t.N)
+	p.out = getPieceBuffer(2 * t.N)
+	vals := bf16View(p.out)
 	if err := b.Decode(t, vals); err != nil {
 		p.err = err
-		return vals
+		return
 	}
-	p.out = make([]byte, 2*t.N)
-	for k, v := range vals {
-		binary.LittleEndian.PutUint16(p.out[2*k:], v)
+	if !littleEndian {
+		for k, v := range vals {
+			binary.LittleEndian.PutUint16(p.out[2*k:], v)
+		}
 	}
-	return vals
+	p.crc = crc32Update(0, p.out)
+}
+
+// pieceBuffers holds decoded pieces' buffers for the next pieces: a piece
+// is at most a few MiB, and a pack of small tensors has thousands.
+var pieceBuffers sync.Pool
+
+// getPieceBuffer is a buffer of n bytes, from pieceBuffers where one is
+// large enough.
+func getPieceBuffer(n int) []byte {
+	if b, ok := pieceBuffers.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:n]
+	}
+	return make([]byte, n, max(n, pieceBufferBytes))
+}
+
+// pieceBufferBytes is the bytes of a whole piece (codec.PieceLen's 1 Mi
+// values), the capacity buffers are made with.
+const pieceBufferBytes = 2 << 20
+
+func putPieceBuffer(b []byte) {
+	if b != nil {
+		pieceBuffers.Put(&b)
+	}
 }
 
 // streamReader reads an .lct file front to back, keeping the CRC of
