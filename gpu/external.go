@@ -63,25 +63,44 @@ func External(p Ptr, bytes int) Buffer {
 
 // grow makes *b hold at least bytes, from t's allocator or the device.
 func (t *Tensor) grow(b *Buffer, bytes int, cat Category) error {
+	taken, err := t.take(b, bytes, cat)
+	if err != nil || !taken {
+		return err
+	}
+	return t.afterDefault()
+}
+
+// take is grow without ordering the side stream after the default stream:
+// it reports whether it took memory from t's allocator, which the caller
+// must then order (afterDefault) before queueing work on it. A tensor's
+// sections, taken together, so wait for the default stream once.
+func (t *Tensor) take(b *Buffer, bytes int, cat Category) (bool, error) {
 	if t.alloc == nil {
-		return t.dev.grow(b, bytes, cat)
+		return false, t.dev.grow(b, bytes, cat)
 	}
 	if b.Valid() && b.size >= bytes {
-		return nil
+		return false, nil
 	}
 	if err := t.free(*b); err != nil {
-		return err
+		return false, err
 	}
 	*b = Buffer{}
 	p, err := t.alloc.Alloc(max(bytes, 1), cat)
 	if err != nil {
-		return fmt.Errorf("gpu: %s: %d bytes of %s: %w", t.label(), bytes, cat, err)
+		return false, fmt.Errorf("gpu: %s: %d bytes of %s: %w", t.label(), bytes, cat, err)
 	}
 	*b = Buffer{ptr: p, size: bytes, cat: cat}
-	if t.dev.side.on {
-		if err := t.dev.drv.afterDefault(); err != nil {
-			return fmt.Errorf("gpu: %s: side stream after the default stream: %w", t.label(), err)
-		}
+	return true, nil
+}
+
+// afterDefault orders the side stream's later work after the default
+// stream's work queued so far, which may have used memory t just took.
+func (t *Tensor) afterDefault() error {
+	if !t.dev.side.on {
+		return nil
+	}
+	if err := t.dev.drv.afterDefault(); err != nil {
+		return fmt.Errorf("gpu: %s: side stream after the default stream: %w", t.label(), err)
 	}
 	return nil
 }

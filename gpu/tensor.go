@@ -236,15 +236,27 @@ func (t *Tensor) reshape(n int, l codec.Layout, caps []uint16, ovCap int) error 
 		{&t.look, lookBytes(nb), CodecScratch},
 		{&t.desc, descBytes, CodecScratch},
 	}
+	taken := false
 	for _, s := range sizes {
-		if err := t.grow(s.b, s.size, s.cat); err != nil {
+		took, err := t.take(s.b, s.size, s.cat)
+		if err != nil {
+			return err
+		}
+		taken = taken || took
+	}
+	if len(table) > 0 {
+		took, err := t.take(&t.blockTab, 4*len(table), CodecScratch)
+		if err != nil {
+			return err
+		}
+		taken = taken || took
+	}
+	if taken {
+		if err := t.afterDefault(); err != nil {
 			return err
 		}
 	}
 	if len(table) > 0 {
-		if err := t.grow(&t.blockTab, 4*len(table), CodecScratch); err != nil {
-			return err
-		}
 		if err := d.htod(t.blockTab, 0, u32Bytes(table)); err != nil {
 			return err
 		}
