@@ -1,12 +1,15 @@
 package codec
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // joinBlock writes a block's values: element p·256 + c is the symbol bits
 // of stream (c + p) mod 256 at position p (format.md §3), staged at
 // rows[p·256 + (c + p) mod 256], joined with the bits of its residue
 // (res holds the tensor's residues of w bits; the block's first element is
-// value first). rv gives a residue's value bits.
+// value first). rv gives a residue's value bits, by its low w bits.
 func joinBlock(dst []uint16, rows *stagingRows, res []byte, first int, w uint, rv *[256]uint16) {
 	full := len(dst) / Streams
 	for p := range full {
@@ -26,32 +29,41 @@ func joinBlock(dst []uint16, rows *stagingRows, res []byte, first int, w uint, r
 }
 
 // joinRow joins one full row, turned by p, eight values (w bytes of
-// residues) at a time; res holds 8 bytes past the row's residues.
+// residues) at a time; res holds 8 bytes past the row's residues. Each
+// value's residue comes to the low bits of a word turned left by w, and rv
+// reads only those.
 func joinRow(row []uint16, staged *[Streams]uint16, p uint8, res []byte, w uint, rv *[256]uint16) {
 	row = row[:Streams]
-	top := (64 - w) & 63
-	w &= 63
-	w2, w3, w4, w5, w6, w7 := 2*w&63, 3*w&63, 4*w&63, 5*w&63, 6*w&63, 7*w&63
+	rot := int(w)
 	at := 0
 	for c := 0; c < Streams; c += 8 {
 		a := binary.BigEndian.Uint64(res[at:])
-		at += int(w)
+		at += rot
 		d := row[c : c+8 : c+8]
 		o := int(uint8(c) + p)
 		if o <= Streams-8 {
 			y := staged[o : o+8 : o+8]
-			d[0] = rv[uint8(a>>top)] | y[0]
-			d[1] = rv[uint8(a<<w>>top)] | y[1]
-			d[2] = rv[uint8(a<<w2>>top)] | y[2]
-			d[3] = rv[uint8(a<<w3>>top)] | y[3]
-			d[4] = rv[uint8(a<<w4>>top)] | y[4]
-			d[5] = rv[uint8(a<<w5>>top)] | y[5]
-			d[6] = rv[uint8(a<<w6>>top)] | y[6]
-			d[7] = rv[uint8(a<<w7>>top)] | y[7]
+			a = bits.RotateLeft64(a, rot)
+			d[0] = rv[uint8(a)] | y[0]
+			a = bits.RotateLeft64(a, rot)
+			d[1] = rv[uint8(a)] | y[1]
+			a = bits.RotateLeft64(a, rot)
+			d[2] = rv[uint8(a)] | y[2]
+			a = bits.RotateLeft64(a, rot)
+			d[3] = rv[uint8(a)] | y[3]
+			a = bits.RotateLeft64(a, rot)
+			d[4] = rv[uint8(a)] | y[4]
+			a = bits.RotateLeft64(a, rot)
+			d[5] = rv[uint8(a)] | y[5]
+			a = bits.RotateLeft64(a, rot)
+			d[6] = rv[uint8(a)] | y[6]
+			a = bits.RotateLeft64(a, rot)
+			d[7] = rv[uint8(a)] | y[7]
 			continue
 		}
 		for i := range 8 {
-			d[i] = rv[uint8(a<<(uint(i)*w&63)>>top)] | staged[uint8(o+i)]
+			a = bits.RotateLeft64(a, rot)
+			d[i] = rv[uint8(a)] | staged[uint8(o+i)]
 		}
 	}
 }
