@@ -31,12 +31,8 @@ type stream3 struct {
 	p           int
 }
 
-// fastRounds is the lookups each stream makes between two checks of
-// decodeFast's loop.
-const fastRounds = 4
-
 // decodeFast decodes four streams a lookup each in turn while every one has
-// room for fastRounds more lookups of three symbols: their lookups do not
+// room for one more lookup of three symbols: their lookups do not
 // wait on each other, where one stream's each waits on the one before. It
 // stops at an invalid code. It does not check a stream's bits against its
 // end (the masked reads stay in its buffer): a stream whose codes end past
@@ -44,69 +40,67 @@ const fastRounds = 4
 func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
 	s0, s1, s2, s3 := &sts[0], &sts[1], &sts[2], &sts[3]
 	// A position in rows: p·256 + j; a lookup writes at most three.
-	limit := (min(s0.count, s1.count, s2.count, s3.count) - 3*fastRounds + 1) << 8
+	limit := (min(s0.count, s1.count, s2.count, s3.count) - 2) << 8
 	x0, x1, x2, x3 := s0.p<<8|s0.j, s1.p<<8|s1.j, s2.p<<8|s2.j, s3.p<<8|s3.j
 	pos0, pos1, pos2, pos3 := s0.pos, s1.pos, s2.pos, s3.pos
 	var wd, e uint64
 	for max(x0, x1, x2, x3) < limit {
-		for range fastRounds {
-			// Stream 0.
-			wd = binary.BigEndian.Uint64(bufs[0][pos0>>3&streamBufMask:]) << (pos0 & 7)
-			e = look[wd>>(64-lookBits)]
-			if e&(entEsc|entInvalid) != 0 {
-				if e&entInvalid != 0 {
-					goto done
-				}
-				e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+		// Stream 0.
+		wd = binary.BigEndian.Uint64(bufs[0][pos0>>3&streamBufMask:]) << (pos0 & 7)
+		e = look[wd>>(64-lookBits)]
+		if e&(entEsc|entInvalid) != 0 {
+			if e&entInvalid != 0 {
+				goto done
 			}
-			rows[uint16(x0)] = uint16(e)
-			rows[uint16(x0+Streams)] = uint16(e >> 16)
-			rows[uint16(x0+2*Streams)] = uint16(e >> 32)
-			pos0 += uint(e >> entBitsShift & 31)
-			x0 += int(e>>entCountShift&3) << 8
-			// Stream 1.
-			wd = binary.BigEndian.Uint64(bufs[1][pos1>>3&streamBufMask:]) << (pos1 & 7)
-			e = look[wd>>(64-lookBits)]
-			if e&(entEsc|entInvalid) != 0 {
-				if e&entInvalid != 0 {
-					goto done
-				}
-				e |= (wd << (e >> entLenShift & 15) >> 56) << 7
-			}
-			rows[uint16(x1)] = uint16(e)
-			rows[uint16(x1+Streams)] = uint16(e >> 16)
-			rows[uint16(x1+2*Streams)] = uint16(e >> 32)
-			pos1 += uint(e >> entBitsShift & 31)
-			x1 += int(e>>entCountShift&3) << 8
-			// Stream 2.
-			wd = binary.BigEndian.Uint64(bufs[2][pos2>>3&streamBufMask:]) << (pos2 & 7)
-			e = look[wd>>(64-lookBits)]
-			if e&(entEsc|entInvalid) != 0 {
-				if e&entInvalid != 0 {
-					goto done
-				}
-				e |= (wd << (e >> entLenShift & 15) >> 56) << 7
-			}
-			rows[uint16(x2)] = uint16(e)
-			rows[uint16(x2+Streams)] = uint16(e >> 16)
-			rows[uint16(x2+2*Streams)] = uint16(e >> 32)
-			pos2 += uint(e >> entBitsShift & 31)
-			x2 += int(e>>entCountShift&3) << 8
-			// Stream 3.
-			wd = binary.BigEndian.Uint64(bufs[3][pos3>>3&streamBufMask:]) << (pos3 & 7)
-			e = look[wd>>(64-lookBits)]
-			if e&(entEsc|entInvalid) != 0 {
-				if e&entInvalid != 0 {
-					goto done
-				}
-				e |= (wd << (e >> entLenShift & 15) >> 56) << 7
-			}
-			rows[uint16(x3)] = uint16(e)
-			rows[uint16(x3+Streams)] = uint16(e >> 16)
-			rows[uint16(x3+2*Streams)] = uint16(e >> 32)
-			pos3 += uint(e >> entBitsShift & 31)
-			x3 += int(e>>entCountShift&3) << 8
+			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
 		}
+		rows[uint16(x0)] = uint16(e)
+		rows[uint16(x0+Streams)] = uint16(e >> 16)
+		rows[uint16(x0+2*Streams)] = uint16(e >> 32)
+		pos0 += uint(e >> entBitsShift & 31)
+		x0 += int(e>>entCountShift&3) << 8
+		// Stream 1.
+		wd = binary.BigEndian.Uint64(bufs[1][pos1>>3&streamBufMask:]) << (pos1 & 7)
+		e = look[wd>>(64-lookBits)]
+		if e&(entEsc|entInvalid) != 0 {
+			if e&entInvalid != 0 {
+				goto done
+			}
+			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+		}
+		rows[uint16(x1)] = uint16(e)
+		rows[uint16(x1+Streams)] = uint16(e >> 16)
+		rows[uint16(x1+2*Streams)] = uint16(e >> 32)
+		pos1 += uint(e >> entBitsShift & 31)
+		x1 += int(e>>entCountShift&3) << 8
+		// Stream 2.
+		wd = binary.BigEndian.Uint64(bufs[2][pos2>>3&streamBufMask:]) << (pos2 & 7)
+		e = look[wd>>(64-lookBits)]
+		if e&(entEsc|entInvalid) != 0 {
+			if e&entInvalid != 0 {
+				goto done
+			}
+			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+		}
+		rows[uint16(x2)] = uint16(e)
+		rows[uint16(x2+Streams)] = uint16(e >> 16)
+		rows[uint16(x2+2*Streams)] = uint16(e >> 32)
+		pos2 += uint(e >> entBitsShift & 31)
+		x2 += int(e>>entCountShift&3) << 8
+		// Stream 3.
+		wd = binary.BigEndian.Uint64(bufs[3][pos3>>3&streamBufMask:]) << (pos3 & 7)
+		e = look[wd>>(64-lookBits)]
+		if e&(entEsc|entInvalid) != 0 {
+			if e&entInvalid != 0 {
+				goto done
+			}
+			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+		}
+		rows[uint16(x3)] = uint16(e)
+		rows[uint16(x3+Streams)] = uint16(e >> 16)
+		rows[uint16(x3+2*Streams)] = uint16(e >> 32)
+		pos3 += uint(e >> entBitsShift & 31)
+		x3 += int(e>>entCountShift&3) << 8
 	}
 done:
 	s0.pos, s1.pos, s2.pos, s3.pos = pos0, pos1, pos2, pos3

@@ -6,7 +6,7 @@ package codec
 // its place in the value (symbol << (7 − k)), so that a lookup's symbols
 // go straight to the block's staging rows.
 const (
-	lookBits = 12
+	lookBits = 11
 
 	// An entry: up to three values of 16 bits (bits 0–47), then the bits
 	// the lookup consumes, its symbol count, and flags.
