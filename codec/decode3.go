@@ -1,6 +1,9 @@
 package codec
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // decoder3 is a Decoder's state for format version 3.
 type decoder3 struct {
@@ -133,7 +136,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 				st.L = getTailLen(lens, st.j)
 				if st.L > 0 {
 					n := st.L << (code - 1)
-					copyBits(ws.bufs[q][:need], capBits, tail, tailPos, n)
+					copyTail(ws.bufs[q][:need], cbytes, tail, tailPos, n)
 					tailPos += n
 					st.avail += n
 				}
@@ -142,6 +145,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 		decodeFast(&ws.st, &ws.bufs, lookup, &ws.rows)
 		for q := range ws.st {
 			st := &ws.st[q]
+			st.decodeOne(&ws.bufs[q], lookup, &ws.rows)
 			if !st.finish(&ws.bufs[q], lookup, &ws.rows, cb, shift) || streamFault(st, capBits, code) {
 				// Decode it again as the format counts its codes, to name
 				// the fault.
@@ -176,6 +180,20 @@ func (d *Decoder) runBlock3(worker, b int) {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit of %d bits where %d would hold its longest tail (%d bits)", b, 1<<(code-1), 1<<(code-2), longest)
 		return
 	}
+}
+
+// copyTail copies n bits of src, from bit soff, into dst from byte at on
+// (MSB-first), seven bytes a word at a time; dst's bytes there are 0, and
+// dst holds 8 more bytes past them.
+func copyTail(dst []byte, at int, src []byte, soff, n int) {
+	for n >= 56 && soff/8+8 <= len(src) {
+		binary.BigEndian.PutUint64(dst[at:], binary.BigEndian.Uint64(src[soff/8:])<<(soff%8))
+		at += 7
+		soff += 56
+		n -= 56
+	}
+	dst[at] = 0 // the last word's eighth byte
+	copyBits(dst, 8*at, src, soff, n)
 }
 
 // streamFault says whether a decoded stream's codes end where its head and

@@ -107,6 +107,31 @@ done:
 	s0.p, s1.p, s2.p, s3.p = x0>>8, x1>>8, x2>>8, x3>>8
 }
 
+// decodeOne decodes stream st alone, a lookup at a time, while it has room
+// for one more lookup of three symbols: where decodeFast left it behind the
+// stream that stopped it. Like decodeFast it stops at an invalid code and
+// leaves the check of the stream's end to its caller.
+func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
+	limit := (st.count - 2) << 8
+	x, pos := st.p<<8|st.j, st.pos
+	for x < limit {
+		wd := binary.BigEndian.Uint64(buf[pos>>3&streamBufMask:]) << (pos & 7)
+		e := look[wd>>(64-lookBits)]
+		if e&(entEsc|entInvalid) != 0 {
+			if e&entInvalid != 0 {
+				break
+			}
+			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+		}
+		rows[uint16(x)] = uint16(e)
+		rows[uint16(x+Streams)] = uint16(e >> 16)
+		rows[uint16(x+2*Streams)] = uint16(e >> 32)
+		pos += uint(e >> entBitsShift & 31)
+		x += int(e>>entCountShift&3) << 8
+	}
+	st.p, st.pos = x>>8, pos
+}
+
 // finish decodes the rest of a stream's symbols, a lookup at a time; false
 // at an invalid code or where the stream's bits end first.
 func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows, cb *Codebook, shift uint) bool {
