@@ -124,11 +124,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 			st.count = l.StreamCount(nbLen, st.j)
 			st.pos, st.p = 0, 0
 		}
-		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
-		for i := range cbytes {
-			h := area[i<<8|j0 : i<<8|j0+4 : i<<8|j0+4]
-			b0[i], b1[i], b2[i], b3[i] = h[0], h[1], h[2], h[3]
-		}
+		gatherHeads(&ws.bufs, area, j0, cbytes)
 		for q := range ws.st {
 			st := &ws.st[q]
 			st.avail, st.L = capBits, 0
@@ -179,6 +175,20 @@ func (d *Decoder) runBlock3(worker, b int) {
 	if code > 1 && longest <= tailLenMax<<(code-2) {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit of %d bits where %d would hold its longest tail (%d bits)", b, 1<<(code-1), 1<<(code-2), longest)
 		return
+	}
+}
+
+// gatherHeads puts the head bytes of streams j0..j0+3 (byte i of stream j
+// at i·256 + j of the block's stream area) into their buffers.
+func gatherHeads(bufs *[4]decodeBuf, area []byte, j0, cbytes int) {
+	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
+	area = area[j0:]
+	for i := range min(cbytes, streamBufBytes) {
+		if i<<8+4 > len(area) {
+			break
+		}
+		v := binary.LittleEndian.Uint32(area[i<<8:])
+		b0[i], b1[i], b2[i], b3[i] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 	}
 }
 
