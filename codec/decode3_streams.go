@@ -31,80 +31,95 @@ type stream3 struct {
 	p           int
 }
 
+// A stream's state in decodeFast and decodeOne is one word: its next
+// position p in rows (p·256 + j) in the low 17 bits, the bit where its next
+// code starts from bit stateShift; a lookup adds its entry's count and bits
+// to both at once.
+const stateShift = 17
+
 // decodeFast decodes four streams a lookup each in turn while every one has
-// room for one more lookup of three symbols: their lookups do not
-// wait on each other, where one stream's each waits on the one before. It
-// stops at an invalid code. It does not check a stream's bits against its
-// end (the masked reads stay in its buffer): a stream whose codes end past
-// them is decoded again by decodeExact, which names its fault.
+// room for one more lookup of three symbols: their lookups do not wait on
+// each other, where one stream's each waits on the one before. It stops at
+// an invalid code. It does not check a stream's bits against its end (the
+// masked reads stay in its buffer): a stream whose codes end past them is
+// decoded again by decodeExact, which names its fault.
 func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
 	s0, s1, s2, s3 := &sts[0], &sts[1], &sts[2], &sts[3]
-	// A position in rows: p·256 + j; a lookup writes at most three.
-	limit := (min(s0.count, s1.count, s2.count, s3.count) - 2) << 8
-	x0, x1, x2, x3 := s0.p<<8|s0.j, s1.p<<8|s1.j, s2.p<<8|s2.j, s3.p<<8|s3.j
-	pos0, pos1, pos2, pos3 := s0.pos, s1.pos, s2.pos, s3.pos
+	// A lookup writes at most three positions, p..p+2.
+	limit := uint64(max(min(s0.count, s1.count, s2.count, s3.count)-2, 0)) << 8
+	st0, st1, st2, st3 := s0.state(), s1.state(), s2.state(), s3.state()
+	const posMask = 1<<stateShift - 1
 	var wd, e uint64
-	for max(x0, x1, x2, x3) < limit {
+	for max(st0&posMask, st1&posMask, st2&posMask, st3&posMask) < limit {
 		// Stream 0.
-		wd = binary.BigEndian.Uint64(bufs[0][pos0>>3&streamBufMask:]) << (pos0 & 7)
+		wd = binary.BigEndian.Uint64(bufs[0][st0>>(stateShift+3)&streamBufMask:]) << (st0 >> stateShift & 7)
 		e = look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
 			if e&entInvalid != 0 {
 				goto done
 			}
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		rows[uint16(x0)] = uint16(e)
-		rows[uint16(x0+Streams)] = uint16(e >> 16)
-		rows[uint16(x0+2*Streams)] = uint16(e >> 32)
-		pos0 += uint(e >> entBitsShift & 31)
-		x0 += int(e>>entCountShift&3) << 8
+		rows[uint16(st0)] = uint16(e >> entValues)
+		rows[uint16(st0+Streams)] = uint16(e >> (entValues + 16))
+		rows[uint16(st0+2*Streams)] = uint16(e >> (entValues + 32))
+		st0 += (e & entAdvance) << 8
 		// Stream 1.
-		wd = binary.BigEndian.Uint64(bufs[1][pos1>>3&streamBufMask:]) << (pos1 & 7)
+		wd = binary.BigEndian.Uint64(bufs[1][st1>>(stateShift+3)&streamBufMask:]) << (st1 >> stateShift & 7)
 		e = look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
 			if e&entInvalid != 0 {
 				goto done
 			}
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		rows[uint16(x1)] = uint16(e)
-		rows[uint16(x1+Streams)] = uint16(e >> 16)
-		rows[uint16(x1+2*Streams)] = uint16(e >> 32)
-		pos1 += uint(e >> entBitsShift & 31)
-		x1 += int(e>>entCountShift&3) << 8
+		rows[uint16(st1)] = uint16(e >> entValues)
+		rows[uint16(st1+Streams)] = uint16(e >> (entValues + 16))
+		rows[uint16(st1+2*Streams)] = uint16(e >> (entValues + 32))
+		st1 += (e & entAdvance) << 8
 		// Stream 2.
-		wd = binary.BigEndian.Uint64(bufs[2][pos2>>3&streamBufMask:]) << (pos2 & 7)
+		wd = binary.BigEndian.Uint64(bufs[2][st2>>(stateShift+3)&streamBufMask:]) << (st2 >> stateShift & 7)
 		e = look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
 			if e&entInvalid != 0 {
 				goto done
 			}
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		rows[uint16(x2)] = uint16(e)
-		rows[uint16(x2+Streams)] = uint16(e >> 16)
-		rows[uint16(x2+2*Streams)] = uint16(e >> 32)
-		pos2 += uint(e >> entBitsShift & 31)
-		x2 += int(e>>entCountShift&3) << 8
+		rows[uint16(st2)] = uint16(e >> entValues)
+		rows[uint16(st2+Streams)] = uint16(e >> (entValues + 16))
+		rows[uint16(st2+2*Streams)] = uint16(e >> (entValues + 32))
+		st2 += (e & entAdvance) << 8
 		// Stream 3.
-		wd = binary.BigEndian.Uint64(bufs[3][pos3>>3&streamBufMask:]) << (pos3 & 7)
+		wd = binary.BigEndian.Uint64(bufs[3][st3>>(stateShift+3)&streamBufMask:]) << (st3 >> stateShift & 7)
 		e = look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
 			if e&entInvalid != 0 {
 				goto done
 			}
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		rows[uint16(x3)] = uint16(e)
-		rows[uint16(x3+Streams)] = uint16(e >> 16)
-		rows[uint16(x3+2*Streams)] = uint16(e >> 32)
-		pos3 += uint(e >> entBitsShift & 31)
-		x3 += int(e>>entCountShift&3) << 8
+		rows[uint16(st3)] = uint16(e >> entValues)
+		rows[uint16(st3+Streams)] = uint16(e >> (entValues + 16))
+		rows[uint16(st3+2*Streams)] = uint16(e >> (entValues + 32))
+		st3 += (e & entAdvance) << 8
 	}
 done:
-	s0.pos, s1.pos, s2.pos, s3.pos = pos0, pos1, pos2, pos3
-	s0.p, s1.p, s2.p, s3.p = x0>>8, x1>>8, x2>>8, x3>>8
+	s0.setState(st0)
+	s1.setState(st1)
+	s2.setState(st2)
+	s3.setState(st3)
+}
+
+// state is the stream's state word (stateShift).
+func (st *stream3) state() uint64 {
+	return uint64(st.pos)<<stateShift | uint64(st.p<<8|st.j)
+}
+
+// setState sets the stream's position and bit from state word w.
+func (st *stream3) setState(w uint64) {
+	st.p = int(w&(1<<stateShift-1)) >> 8
+	st.pos = uint(w >> stateShift)
 }
 
 // decodeOne decodes stream st alone, a lookup at a time, while it has room
@@ -112,24 +127,23 @@ done:
 // stream that stopped it. Like decodeFast it stops at an invalid code and
 // leaves the check of the stream's end to its caller.
 func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
-	limit := (st.count - 2) << 8
-	x, pos := st.p<<8|st.j, st.pos
-	for x < limit {
-		wd := binary.BigEndian.Uint64(buf[pos>>3&streamBufMask:]) << (pos & 7)
+	limit := uint64(max(st.count-2, 0)) << 8
+	s := st.state()
+	for s&(1<<stateShift-1) < limit {
+		wd := binary.BigEndian.Uint64(buf[s>>(stateShift+3)&streamBufMask:]) << (s >> stateShift & 7)
 		e := look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
 			if e&entInvalid != 0 {
 				break
 			}
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		rows[uint16(x)] = uint16(e)
-		rows[uint16(x+Streams)] = uint16(e >> 16)
-		rows[uint16(x+2*Streams)] = uint16(e >> 32)
-		pos += uint(e >> entBitsShift & 31)
-		x += int(e>>entCountShift&3) << 8
+		rows[uint16(s)] = uint16(e >> entValues)
+		rows[uint16(s+Streams)] = uint16(e >> (entValues + 16))
+		rows[uint16(s+2*Streams)] = uint16(e >> (entValues + 32))
+		s += (e & entAdvance) << 8
 	}
-	st.p, st.pos = x>>8, pos
+	st.setState(s)
 }
 
 // finish decodes the rest of a stream's symbols, a lookup at a time; false
@@ -146,21 +160,21 @@ func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *
 			return false
 		}
 		if e&entEsc != 0 {
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		n := int(e >> entCountShift & 3)
+		n := entCount(e)
 		if st.p+n <= st.count {
-			st.pos = pos + uint(e>>entBitsShift&31)
+			st.pos = pos + entBits(e)
 		} else {
 			// The stream ends inside this lookup: only its first symbols
 			// are the stream's.
 			n = st.count - st.p
 			for i := range n {
-				st.pos += uint(cb.symCodeLen(uint32(uint16(e>>(16*i)) >> shift)))
+				st.pos += uint(cb.symCodeLen(uint32(entValue(e, i) >> shift)))
 			}
 		}
 		for i := range n {
-			rows[(st.p+i)<<8|st.j] = uint16(e >> (16 * i))
+			rows[(st.p+i)<<8|st.j] = entValue(e, i)
 		}
 		st.p += n
 	}
@@ -187,21 +201,21 @@ func (st *stream3) decodeExact(buf *decodeBuf, look *[1 << lookBits]lookEntry, r
 			return fmt.Errorf("stream %d position %d: invalid code (prefix %08b)", st.j, st.p, wd>>56)
 		}
 		if e&entEsc != 0 {
-			e |= (wd << (e >> entLenShift & 15) >> 56) << 7
+			e = withLiteral(e, wd)
 		}
-		l1 := uint(e >> entLenShift & 15)
+		l1 := entLen(e)
 		st.pos = pos + l1
 		if e&entEsc != 0 {
 			st.pos += literalBits
 		}
-		rows[st.p<<8|st.j] = uint16(e)
+		rows[st.p<<8|st.j] = entValue(e, 0)
 		st.p++
-		if e>>entCountShift&3 >= 2 {
-			if l2 := uint(cb.symCodeLen(uint32(uint16(e>>16) >> shift))); l1+l2 <= exactLookBits {
+		if entCount(e) >= 2 {
+			if l2 := uint(cb.symCodeLen(uint32(entValue(e, 1) >> shift))); l1+l2 <= exactLookBits {
 				// The second code came with the first; the stream may end
 				// before it.
 				if st.p < st.count {
-					rows[st.p<<8|st.j] = uint16(e >> 16)
+					rows[st.p<<8|st.j] = entValue(e, 1)
 					st.p++
 					st.pos += l2
 				}

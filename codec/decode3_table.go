@@ -8,17 +8,39 @@ package codec
 const (
 	lookBits = 11
 
-	// An entry: up to three values of 16 bits (bits 0–47), then the bits
-	// the lookup consumes, its symbol count, and flags.
-	entBitsShift  = 48 // 5 bits: bits consumed (an ESC's include its literal)
-	entCountShift = 53 // 2 bits: symbols (1 for an ESC)
-	entEsc        = 1 << 55
-	entInvalid    = 1 << 56
-	entLenShift   = 57 // 4 bits: the first code's length (an ESC's, for its literal)
+	// An entry: its symbol count (bits 0–1), flags, the first code's
+	// length (an ESC's, for its literal), the bits the lookup consumes (an
+	// ESC's include its literal), then up to three values of 16 bits. The
+	// count and bits sit where, the entry masked by entAdvance and moved up
+	// 8 bits, they advance a stream's state (decodeFast).
+	entEsc       = 1 << 2
+	entInvalid   = 1 << 3
+	entLenShift  = 4 // 4 bits
+	entBitsShift = 9 // 5 bits
+	entAdvance   = 31<<entBitsShift | 3
+	entValues    = 16
 )
 
 // lookEntry is a lookup table entry.
 type lookEntry = uint64
+
+// entValue is value i of entry e.
+func entValue(e lookEntry, i int) uint16 { return uint16(e >> (entValues + 16*i)) }
+
+// entCount is the symbols of entry e.
+func entCount(e lookEntry) int { return int(e & 3) }
+
+// entBits is the bits entry e consumes.
+func entBits(e lookEntry) uint { return uint(e >> entBitsShift & 31) }
+
+// entLen is the length of entry e's first code.
+func entLen(e lookEntry) uint { return uint(e >> entLenShift & 15) }
+
+// withLiteral is ESC entry e with its value's exponent, the literal after
+// its code in wd (the stream's next 64 bits).
+func withLiteral(e lookEntry, wd uint64) lookEntry {
+	return e | (wd<<entLen(e)>>56)<<(entValues+7)
+}
 
 // lookTable fills t (2^lookBits entries) for codebook cb, whose values'
 // symbols sit shift bits up; codes is scratch.
@@ -42,10 +64,10 @@ func lookTable(t []lookEntry, cb *Codebook, codes *[]uint16, shift uint) []lookE
 			// exponent is the literal after the code.
 			e := uint64(first) & 0xFF
 			v := e>>k<<15 | (e&(1<<k-1))<<(7-k)
-			t[x] = v | uint64(l1+literalBits)<<entBitsShift | 1<<entCountShift | entEsc | uint64(l1)<<entLenShift
+			t[x] = v<<entValues | uint64(l1+literalBits)<<entBitsShift | 1 | entEsc | uint64(l1)<<entLenShift
 			continue
 		}
-		ent := uint64(uint16(uint32(first)&0x7FF)<<shift) | uint64(l1)<<entLenShift
+		ent := uint64(uint16(uint32(first)&0x7FF)<<shift)<<entValues | uint64(l1)<<entLenShift
 		used, n := l1, uint(1)
 		for n < 3 {
 			next := dt[(x<<used)&window>>(lookBits-MaxCodeLen)]
@@ -53,11 +75,11 @@ func lookTable(t []lookEntry, cb *Codebook, codes *[]uint16, shift uint) []lookE
 			if l == 0 || used+l > lookBits || uint32(next)&symEsc != 0 {
 				break
 			}
-			ent |= uint64(uint16(uint32(next)&0x7FF)<<shift) << (16 * n)
+			ent |= uint64(uint16(uint32(next)&0x7FF)<<shift) << (entValues + 16*n)
 			used += l
 			n++
 		}
-		t[x] = ent | uint64(used)<<entBitsShift | uint64(n)<<entCountShift
+		t[x] = ent | uint64(used)<<entBitsShift | uint64(n)
 	}
 	return t
 }
