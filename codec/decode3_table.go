@@ -48,40 +48,81 @@ func lookTable(t []lookEntry, cb *Codebook, codes *[]uint16, shift uint) []lookE
 	c := cb.symCode()
 	var esc [1 << MaxSplit]uint16
 	*codes, esc = c.codes(*codes)
-	dt := c.decodeTable(*codes, esc)
+	f := lookFiller{t: resize(t, 1<<lookBits), shift: shift}
+	f.dt = c.decodeTable(*codes, esc)
 	k := uint(cb.Split)
-	t = resize(t, 1<<lookBits)
-	const window = 1<<lookBits - 1
-	for x := range t {
-		first := dt[x>>(lookBits-MaxCodeLen)]
+	// The first code: each one's entries are a run of the table.
+	for x := 0; x < 1<<lookBits; {
+		first := f.dt[x>>(lookBits-MaxCodeLen)]
 		l1 := uint(first.length())
 		switch {
 		case l1 == 0:
-			t[x] = entInvalid
-			continue
+			n := 1 << (lookBits - MaxCodeLen)
+			fillEntries(f.t[x:x+n], entInvalid)
+			x += n
 		case uint32(first)&symEsc != 0:
 			// ESC s<<k | t: the value's sign and fraction bits; its
 			// exponent is the literal after the code.
 			e := uint64(first) & 0xFF
 			v := e>>k<<15 | (e&(1<<k-1))<<(7-k)
-			t[x] = v<<entValues | uint64(l1+literalBits)<<entBitsShift | 1 | entEsc | uint64(l1)<<entLenShift
+			n := 1 << (lookBits - l1)
+			fillEntries(f.t[x:x+n], v<<entValues|uint64(l1+literalBits)<<entBitsShift|1|entEsc|uint64(l1)<<entLenShift)
+			x += n
+		default:
+			f.fill(x, lookBits-l1, f.value(first, 0)|uint64(l1)<<entLenShift, 1, l1)
+			x += 1 << (lookBits - l1)
+		}
+	}
+	return f.t
+}
+
+// lookFiller fills a lookup table a run of entries at a time: the entries
+// whose bits start with the same codes share their symbols.
+type lookFiller struct {
+	t     []lookEntry
+	dt    [256]symEntry
+	shift uint
+}
+
+// value is the entry bits of symbol entry s as value i of a lookup.
+func (f *lookFiller) value(s symEntry, i int) lookEntry {
+	return lookEntry(uint16(uint32(s)&0x7FF)<<f.shift) << (entValues + 16*i)
+}
+
+// fill fills the 2^r entries from x, whose first n codes (used bits in
+// all, their values in ent) leave r bits: a further code where one fits in
+// them, else the entry as it stands.
+func (f *lookFiller) fill(x int, r uint, ent lookEntry, n int, used uint) {
+	if n == 3 || r == 0 {
+		fillEntries(f.t[x:x+1<<r], ent|lookEntry(used)<<entBitsShift|lookEntry(n))
+		return
+	}
+	for y := 0; y < 1<<r; {
+		// The next code's first 8 bits: the r bits left, then 0s.
+		var next symEntry
+		span := 1 // the entries this code, or its absence, covers
+		if r >= MaxCodeLen {
+			next = f.dt[y>>(r-MaxCodeLen)]
+			span = 1 << (r - MaxCodeLen)
+		} else {
+			next = f.dt[y<<(MaxCodeLen-r)]
+		}
+		l := uint(next.length())
+		if l == 0 || l > r || uint32(next)&symEsc != 0 {
+			fillEntries(f.t[x+y:x+y+span], ent|lookEntry(used)<<entBitsShift|lookEntry(n))
+			y += span
 			continue
 		}
-		ent := uint64(uint16(uint32(first)&0x7FF)<<shift)<<entValues | uint64(l1)<<entLenShift
-		used, n := l1, uint(1)
-		for n < 3 {
-			next := dt[(x<<used)&window>>(lookBits-MaxCodeLen)]
-			l := uint(next.length())
-			if l == 0 || used+l > lookBits || uint32(next)&symEsc != 0 {
-				break
-			}
-			ent |= uint64(uint16(uint32(next)&0x7FF)<<shift) << (entValues + 16*n)
-			used += l
-			n++
-		}
-		t[x] = ent | uint64(used)<<entBitsShift | uint64(n)
+		f.fill(x+y, r-l, ent|f.value(next, n), n+1, used+l)
+		y += 1 << (r - l)
 	}
-	return t
+}
+
+// fillEntries sets every entry of t to e.
+func fillEntries(t []lookEntry, e lookEntry) {
+	for i := range t {
+		t[i] = e
+	}
 }
 
 // residueTable fills t: for each residue r of w bits under split k and sign
