@@ -34,6 +34,10 @@ func joinBlock(dst []uint16, rows *stagingRows, res []byte, first int, w uint, r
 // reads only those.
 func joinRow(row []uint16, staged *[Streams]uint16, p uint8, res []byte, w uint, rv *[256]uint16) {
 	row = row[:Streams]
+	if w == 8 {
+		joinRowBytes(row, staged, p, res, rv)
+		return
+	}
 	rot := int(w)
 	at := 0
 	for c := 0; c < Streams; c += 8 {
@@ -64,6 +68,32 @@ func joinRow(row []uint16, staged *[Streams]uint16, p uint8, res []byte, w uint,
 		for i := range 8 {
 			a = bits.RotateLeft64(a, rot)
 			d[i] = rv[uint8(a)] | staged[uint8(o+i)]
+		}
+	}
+}
+
+// joinRowBytes is joinRow for residues of 8 bits: a byte each.
+func joinRowBytes(row []uint16, staged *[Streams]uint16, p uint8, res []byte, rv *[256]uint16) {
+	row = row[:Streams]
+	res = res[:Streams]
+	for c := 0; c < Streams; c += 8 {
+		d := row[c : c+8 : c+8]
+		r := res[c : c+8 : c+8]
+		o := int(uint8(c) + p)
+		if o <= Streams-8 {
+			y := staged[o : o+8 : o+8]
+			d[0] = rv[r[0]] | y[0]
+			d[1] = rv[r[1]] | y[1]
+			d[2] = rv[r[2]] | y[2]
+			d[3] = rv[r[3]] | y[3]
+			d[4] = rv[r[4]] | y[4]
+			d[5] = rv[r[5]] | y[5]
+			d[6] = rv[r[6]] | y[6]
+			d[7] = rv[r[7]] | y[7]
+			continue
+		}
+		for i := range 8 {
+			d[i] = rv[r[i]] | staged[uint8(o+i)]
 		}
 	}
 }
