@@ -202,6 +202,12 @@ func copyTail(dst []byte, at int, src []byte, soff, n int) {
 		soff += 56
 		n -= 56
 	}
+	if n > 0 && soff/8+8 <= len(src) {
+		// The rest, and 0s after it (over the last word's eighth byte).
+		v := binary.BigEndian.Uint64(src[soff/8:]) << (soff % 8)
+		binary.BigEndian.PutUint64(dst[at:], v&^(1<<(64-n)-1))
+		return
+	}
 	dst[at] = 0 // the last word's eighth byte
 	copyBits(dst, 8*at, src, soff, n)
 }
