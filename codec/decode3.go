@@ -9,7 +9,6 @@ import (
 type decoder3 struct {
 	tailStarts []int // per block: where its tail region starts in Overflow
 	look       []lookEntry
-	codes      []uint16
 	residues   [256]uint16 // a residue's value bits
 	scratch    []*decodeScratch3
 }
@@ -17,11 +16,10 @@ type decoder3 struct {
 // decodeScratch3 is one worker's scratch: four streams being decoded, the
 // block's staged symbols, and the tables of a block with its own codebook.
 type decodeScratch3 struct {
-	st    [4]stream3
-	bufs  [4]decodeBuf
-	rows  stagingRows
-	look  []lookEntry
-	codes []uint16
+	st   [4]stream3
+	bufs [4]decodeBuf
+	rows stagingRows
+	look []lookEntry
 }
 
 // decode3 decodes a version 3 tensor whose structure was checked.
@@ -29,7 +27,7 @@ func (d *Decoder) decode3(t *Tensor, dst []uint16) error {
 	nb := t.Layout.Blocks(t.N)
 	s := &d.v3
 	k := uint(t.Codebook.Split)
-	s.look = lookTable(s.look, &t.Codebook, &s.codes, 7-k)
+	s.look = lookTable(s.look, &t.Codebook, 7-k)
 	residueTable(&s.residues, k, uint(ResidueBits(&t.Codebook, t.Layout.Sign)), t.Layout.Sign)
 	s.tailStarts = resize(s.tailStarts, nb+1)
 	s.tailStarts[0] = 0
@@ -87,7 +85,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 	shift := 7 - k
 	look := s.look
 	if t.hasOwnCodebook(b) {
-		ws.look = lookTable(ws.look, cb, &ws.codes, shift)
+		ws.look = lookTable(ws.look, cb, shift)
 		look = ws.look
 	}
 	lookup := (*[1 << lookBits]lookEntry)(look)

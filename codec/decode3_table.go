@@ -43,13 +43,11 @@ func withLiteral(e lookEntry, wd uint64) lookEntry {
 }
 
 // lookTable fills t (2^lookBits entries) for codebook cb, whose values'
-// symbols sit shift bits up; codes is scratch.
-func lookTable(t []lookEntry, cb *Codebook, codes *[]uint16, shift uint) []lookEntry {
+// symbols sit shift bits up.
+func lookTable(t []lookEntry, cb *Codebook, shift uint) []lookEntry {
 	c := cb.symCode()
-	var esc [1 << MaxSplit]uint16
-	*codes, esc = c.codes(*codes)
 	f := lookFiller{t: resize(t, 1<<lookBits), shift: shift}
-	f.dt = c.decodeTable(*codes, esc)
+	f.dt = canonicalTable(&c)
 	k := uint(cb.Split)
 	// The first code: each one's entries are a run of the table.
 	for x := 0; x < 1<<lookBits; {
@@ -74,6 +72,43 @@ func lookTable(t []lookEntry, cb *Codebook, codes *[]uint16, shift uint) []lookE
 		}
 	}
 	return f.t
+}
+
+// canonicalTable is c's decode table by the next 8 bits (as
+// c.decodeTable of c.codes), in one pass over the symbols: canonical codes
+// of one length go in number order (the ESCs after the symbols), each
+// length's first code following from the counts of the shorter ones.
+func canonicalTable(c *symCode) (t [256]symEntry) {
+	var count [MaxCodeLen + 1]uint16
+	for _, l := range c.lens {
+		count[l]++
+	}
+	for x := range c.escapes() {
+		count[c.esc[x]]++
+	}
+	var next [MaxCodeLen + 1]uint16
+	for l := 2; l <= MaxCodeLen; l++ {
+		next[l] = (next[l-1] + count[l-1]) << 1
+	}
+	fill := func(v uint32, l uint8) {
+		lo := int(next[l]) << (MaxCodeLen - l)
+		next[l]++
+		hi := min(int(next[l])<<(MaxCodeLen-l), len(t))
+		for i := lo; i < hi; i++ {
+			t[i] = symEntry(v | uint32(l)<<16)
+		}
+	}
+	for s, l := range c.lens {
+		if l != 0 {
+			fill(uint32(s), l)
+		}
+	}
+	for x := range c.escapes() {
+		if l := c.esc[x]; l != 0 {
+			fill(uint32(x)|symEsc, l)
+		}
+	}
+	return t
 }
 
 // lookFiller fills a lookup table a run of entries at a time: the entries

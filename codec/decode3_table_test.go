@@ -1,6 +1,9 @@
 package codec
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // lookTableEntryByEntry is lookTable written an entry at a time: each
 // entry decodes its own bits.
@@ -69,8 +72,7 @@ func TestLookTableEntryByEntry(t *testing.T) {
 		for i := range cbs {
 			cb := &cbs[i]
 			shift := 7 - uint(cb.Split)
-			var codes []uint16
-			got := lookTable(nil, cb, &codes, shift)
+			got := lookTable(nil, cb, shift)
 			want := lookTableEntryByEntry(cb, shift)
 			for x := range want {
 				if got[x] != want[x] {
@@ -81,4 +83,21 @@ func TestLookTableEntryByEntry(t *testing.T) {
 		}
 	}
 	t.Logf("%d codebooks", checked)
+}
+
+// BenchmarkLookTable measures filling the lookup table of a codebook fitted
+// to Gaussian data, the work a decode does once a tensor (and once a block
+// with its own codebook). Bytes are the table's.
+func BenchmarkLookTable(b *testing.B) {
+	h := FullSplitHistogram(gaussianBF16(1<<16, 3, 0.02))
+	for _, c := range splitCases() {
+		cb := FitSplitCodebookK(&h, c.k, c.signed)
+		b.Run(fmt.Sprintf("k=%d/signed=%v", c.k, c.signed), func(b *testing.B) {
+			var t []lookEntry
+			b.SetBytes(8 << lookBits)
+			for b.Loop() {
+				t = lookTable(t, &cb, 7-uint(cb.Split))
+			}
+		})
+	}
 }
