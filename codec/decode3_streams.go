@@ -181,11 +181,10 @@ func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *
 	return true
 }
 
-// exactLookBits is the window of the lookups whose starts the format's
-// errors count: one gives a code, and the next one too where both fit in
-// it, as the decoder always has. A stream with a fault is decoded again
-// with them, so that an error names the same position however the fast
-// path groups its codes.
+// exactLookBits is the window of the lookups whose starts the decoder's
+// errors count: a lookup gives a code, and the next one too where both fit
+// in the window. A stream with a fault is decoded again with them, so that
+// an error names the same position however the fast path groups its codes.
 const exactLookBits = 11
 
 // decodeExact decodes stream st from its start, a lookup of exactLookBits
