@@ -14,11 +14,13 @@ type decoder3 struct {
 }
 
 // decodeScratch3 is one worker's scratch: four streams being decoded, the
-// block's staged symbols, and the tables of a block with its own codebook.
+// rows of staged symbols that the destination cannot hold, and the table
+// of a block with its own codebook.
 type decodeScratch3 struct {
 	st   [4]stream3
 	bufs [4]decodeBuf
-	rows stagingRows
+	last [Streams]uint16 // a partial last row's staged symbols
+	turn [Streams]uint16 // a staged row, while its place takes the values
 	look []lookEntry
 }
 
@@ -105,12 +107,11 @@ func (d *Decoder) runBlock3(worker, b int) {
 	}
 	// A stream's bytes, then 16 zero bytes that a lookup may read past them
 	// (a checked lookup starts at most at its stream's last bit).
-	need := cbytes + (maxTail+7)/8 + 16
-	if need > streamBufBytes {
-		// Heads of at most 512 bytes and tails of 31 units of 256 bits fit.
-		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: streams of %d bytes", b, need)
-		return
-	}
+	need := min(cbytes+(maxTail+7)/8+16, streamBufBytes)
+	// The symbols wait in the block's destination, by position, and join
+	// their residues there at the end.
+	full := nbLen / Streams
+	sg := staging{rows: dst[:full*Streams], full: full, last: &ws.last}
 	tailPos := 0
 	longest := 0 // the longest tail's bits
 	for j0 := 0; j0 < Streams; j0 += len(ws.st) {
@@ -130,20 +131,20 @@ func (d *Decoder) runBlock3(worker, b int) {
 				st.L = getTailLen(lens, st.j)
 				if st.L > 0 {
 					n := st.L << (code - 1)
-					copyTail(ws.bufs[q][:need], cbytes, tail, tailPos, n)
+					copyTail(ws.bufs[q][:], cbytes, tail, tailPos, min(n, 8*(streamBufBytes-cbytes)))
 					tailPos += n
 					st.avail += n
 				}
 			}
 		}
-		decodeFast(&ws.st, &ws.bufs, lookup, &ws.rows)
+		decodeFast(&ws.st, &ws.bufs, lookup, &sg)
 		for q := range ws.st {
 			st := &ws.st[q]
-			st.decodeOne(&ws.bufs[q], lookup, &ws.rows)
-			if !st.finish(&ws.bufs[q], lookup, &ws.rows, cb, shift) || streamFault(st, capBits, code) {
+			st.decodeOne(&ws.bufs[q], lookup, &sg)
+			if !st.finish(&ws.bufs[q], lookup, &sg, cb, shift) || streamFault(st, capBits, code) {
 				// Decode it again as the format counts its codes, to name
 				// the fault.
-				if err := st.decodeExact(&ws.bufs[q], lookup, &ws.rows, cb, shift); err != nil {
+				if err := st.decodeExact(&ws.bufs[q], lookup, &sg); err != nil {
 					d.blockErr[b] = fmt.Errorf("codec: decode: block %d %w", b, err)
 					return
 				}
@@ -165,7 +166,7 @@ func (d *Decoder) runBlock3(worker, b int) {
 			longest = max(longest, used-capBits)
 		}
 	}
-	joinBlock(dst, &ws.rows, t.SF, start, uint(ResidueBits(cb, l.Sign)), &s.residues)
+	joinBlock(dst, &ws.last, &ws.turn, t.SF, start, uint(ResidueBits(cb, l.Sign)), &s.residues)
 	if code != 0 && longest <= 0 {
 		d.blockErr[b] = fmt.Errorf("codec: decode: block %d: tail unit code %d, but no stream's codes pass its head", b, code)
 		return

@@ -6,25 +6,25 @@ import (
 )
 
 // joinBlock writes a block's values: element p·256 + c is the symbol bits
-// of stream (c + p) mod 256 at position p (format.md §3), staged at
-// rows[p·256 + (c + p) mod 256], joined with the bits of its residue
-// (res holds the tensor's residues of w bits; the block's first element is
-// value first). rv gives a residue's value bits, by its low w bits.
-func joinBlock(dst []uint16, rows *stagingRows, res []byte, first int, w uint, rv *[256]uint16) {
+// of stream (c + p) mod 256 at position p (format.md §3), staged by
+// position in dst itself (at p·256 + (c + p) mod 256) or, for a partial last
+// row, in last, joined with the bits of its residue (res holds the tensor's
+// residues of w bits; the block's first element is value first). rv gives
+// a residue's value bits, by its low w bits; turn is scratch for a row.
+func joinBlock(dst []uint16, last, turn *[Streams]uint16, res []byte, first int, w uint, rv *[256]uint16) {
 	full := len(dst) / Streams
 	for p := range full {
 		row := dst[p*Streams : p*Streams+Streams : p*Streams+Streams]
-		staged := (*[Streams]uint16)(rows[p*Streams : p*Streams+Streams])
+		copy(turn[:], row)
 		at := (first + p*Streams) * int(w) / 8 // a row's residues start at a byte
 		if at+Streams*int(w)/8+8 > len(res) {
-			joinRest(row, staged, p, res, first+p*Streams, w, rv)
+			joinRest(row, turn, p, res, first+p*Streams, w, rv)
 			continue
 		}
-		joinRow(row, staged, uint8(p), res[at:at+Streams*int(w)/8+8], w, rv)
+		joinRow(row, turn, uint8(p), res[at:at+Streams*int(w)/8+8], w, rv)
 	}
 	if rest := len(dst) - full*Streams; rest > 0 {
-		staged := (*[Streams]uint16)(rows[full*Streams : full*Streams+Streams])
-		joinRest(dst[full*Streams:], staged, full, res, first+full*Streams, w, rv)
+		joinRest(dst[full*Streams:], last, full, res, first+full*Streams, w, rv)
 	}
 }
 

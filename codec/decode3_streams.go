@@ -5,11 +5,13 @@ import (
 	"fmt"
 )
 
-// streamBufBytes holds a stream's head (at most 512 bytes) and tail (at
-// most 31 units of 256 bits), and 16 zero bytes a lookup may read past
-// them; a power of two, so that a masked offset stays inside.
+// streamBufBytes holds the part of a stream's head and tail that its codes
+// can reach: 256 codes of at most 16 bits take 512 bytes, so no lookup
+// reads past byte 519 (heads are at most 512 bytes; the rest of a longer
+// tail is not copied). A power of two, so that a masked offset stays
+// inside.
 const (
-	streamBufBytes = 2048
+	streamBufBytes = 1024
 	streamBufMask  = streamBufBytes - 1
 )
 
@@ -17,9 +19,24 @@ const (
 // masked offset.
 type decodeBuf [streamBufBytes + 8]byte
 
-// stagingRows holds a block's values' symbol bits by position and stream:
-// position p of stream j at p·256 + j.
-type stagingRows [Streams * Streams]uint16
+// staging holds a block's values' symbol bits by position and stream until
+// they join their residues: position p of stream j at p·256 + j of rows
+// (the block's destination, whose full rows it covers), and those of a
+// partial last row in last.
+type staging struct {
+	rows []uint16
+	full int // the block's full rows
+	last *[Streams]uint16
+}
+
+// put stages value v at position p of stream j.
+func (s *staging) put(p, j int, v uint16) {
+	if p < s.full {
+		s.rows[p<<8|j] = v
+		return
+	}
+	s.last[j] = v
+}
 
 // stream3 is one stream being decoded: its number, symbol count, tail
 // units (L) and bits (avail); where its next code starts (pos) and its
@@ -35,21 +52,24 @@ type stream3 struct {
 // position p in rows (p·256 + j) in the low 17 bits, the bit where its next
 // code starts from bit stateShift; a lookup adds its entry's count and bits
 // to both at once.
-const stateShift = 17
+const (
+	stateShift = 17
+	posMask    = 1<<stateShift - 1
+)
 
 // decodeFast decodes four streams a lookup each in turn while every one has
-// room for one more lookup of three symbols: their lookups do not wait on
+// room for one more lookup of three symbols in the full rows: their lookups do not wait on
 // each other, where one stream's each waits on the one before. It stops at
 // an invalid code. It does not check a stream's bits against its end (the
 // masked reads stay in its buffer): a stream whose codes end past them is
 // decoded again by decodeExact, which names its fault.
-func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
+func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEntry, sg *staging) {
 	s0, s1, s2, s3 := &sts[0], &sts[1], &sts[2], &sts[3]
-	// A lookup writes at most three positions, p..p+2.
-	limit := uint64(max(min(s0.count, s1.count, s2.count, s3.count)-2, 0)) << 8
+	// A lookup writes at most three positions, p..p+2, all in full rows.
+	limit := uint64(max(min(s0.count, s1.count, s2.count, s3.count, sg.full)-2, 0)) << 8
+	rows := sg.rows
 	st0, st1, st2, st3 := s0.state(), s1.state(), s2.state(), s3.state()
-	const posMask = 1<<stateShift - 1
-	var wd, e uint64
+	var wd, e, i uint64
 	for max(st0&posMask, st1&posMask, st2&posMask, st3&posMask) < limit {
 		// Stream 0.
 		wd = binary.BigEndian.Uint64(bufs[0][st0>>(stateShift+3)&streamBufMask:]) << (st0 >> stateShift & 7)
@@ -60,9 +80,10 @@ func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEn
 			}
 			e = withLiteral(e, wd)
 		}
-		rows[uint16(st0)] = uint16(e >> entValues)
-		rows[uint16(st0+Streams)] = uint16(e >> (entValues + 16))
-		rows[uint16(st0+2*Streams)] = uint16(e >> (entValues + 32))
+		i = st0 & posMask
+		rows[i] = uint16(e >> entValues)
+		rows[i+Streams] = uint16(e >> (entValues + 16))
+		rows[i+2*Streams] = uint16(e >> (entValues + 32))
 		st0 += (e & entAdvance) << 8
 		// Stream 1.
 		wd = binary.BigEndian.Uint64(bufs[1][st1>>(stateShift+3)&streamBufMask:]) << (st1 >> stateShift & 7)
@@ -73,9 +94,10 @@ func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEn
 			}
 			e = withLiteral(e, wd)
 		}
-		rows[uint16(st1)] = uint16(e >> entValues)
-		rows[uint16(st1+Streams)] = uint16(e >> (entValues + 16))
-		rows[uint16(st1+2*Streams)] = uint16(e >> (entValues + 32))
+		i = st1 & posMask
+		rows[i] = uint16(e >> entValues)
+		rows[i+Streams] = uint16(e >> (entValues + 16))
+		rows[i+2*Streams] = uint16(e >> (entValues + 32))
 		st1 += (e & entAdvance) << 8
 		// Stream 2.
 		wd = binary.BigEndian.Uint64(bufs[2][st2>>(stateShift+3)&streamBufMask:]) << (st2 >> stateShift & 7)
@@ -86,9 +108,10 @@ func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEn
 			}
 			e = withLiteral(e, wd)
 		}
-		rows[uint16(st2)] = uint16(e >> entValues)
-		rows[uint16(st2+Streams)] = uint16(e >> (entValues + 16))
-		rows[uint16(st2+2*Streams)] = uint16(e >> (entValues + 32))
+		i = st2 & posMask
+		rows[i] = uint16(e >> entValues)
+		rows[i+Streams] = uint16(e >> (entValues + 16))
+		rows[i+2*Streams] = uint16(e >> (entValues + 32))
 		st2 += (e & entAdvance) << 8
 		// Stream 3.
 		wd = binary.BigEndian.Uint64(bufs[3][st3>>(stateShift+3)&streamBufMask:]) << (st3 >> stateShift & 7)
@@ -99,9 +122,10 @@ func decodeFast(sts *[4]stream3, bufs *[4]decodeBuf, look *[1 << lookBits]lookEn
 			}
 			e = withLiteral(e, wd)
 		}
-		rows[uint16(st3)] = uint16(e >> entValues)
-		rows[uint16(st3+Streams)] = uint16(e >> (entValues + 16))
-		rows[uint16(st3+2*Streams)] = uint16(e >> (entValues + 32))
+		i = st3 & posMask
+		rows[i] = uint16(e >> entValues)
+		rows[i+Streams] = uint16(e >> (entValues + 16))
+		rows[i+2*Streams] = uint16(e >> (entValues + 32))
 		st3 += (e & entAdvance) << 8
 	}
 done:
@@ -123,13 +147,15 @@ func (st *stream3) setState(w uint64) {
 }
 
 // decodeOne decodes stream st alone, a lookup at a time, while it has room
-// for one more lookup of three symbols: where decodeFast left it behind the
+// for one more lookup of three symbols in the full rows: where decodeFast left it behind the
 // stream that stopped it. Like decodeFast it stops at an invalid code and
 // leaves the check of the stream's end to its caller.
-func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows) {
-	limit := uint64(max(st.count-2, 0)) << 8
+func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, sg *staging) {
+	limit := uint64(max(min(st.count, sg.full)-2, 0)) << 8
+	rows := sg.rows
 	s := st.state()
-	for s&(1<<stateShift-1) < limit {
+	var i uint64
+	for s&posMask < limit {
 		wd := binary.BigEndian.Uint64(buf[s>>(stateShift+3)&streamBufMask:]) << (s >> stateShift & 7)
 		e := look[wd>>(64-lookBits)]
 		if e&(entEsc|entInvalid) != 0 {
@@ -138,9 +164,10 @@ func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, row
 			}
 			e = withLiteral(e, wd)
 		}
-		rows[uint16(s)] = uint16(e >> entValues)
-		rows[uint16(s+Streams)] = uint16(e >> (entValues + 16))
-		rows[uint16(s+2*Streams)] = uint16(e >> (entValues + 32))
+		i = s & posMask
+		rows[i] = uint16(e >> entValues)
+		rows[i+Streams] = uint16(e >> (entValues + 16))
+		rows[i+2*Streams] = uint16(e >> (entValues + 32))
 		s += (e & entAdvance) << 8
 	}
 	st.setState(s)
@@ -148,7 +175,7 @@ func (st *stream3) decodeOne(buf *decodeBuf, look *[1 << lookBits]lookEntry, row
 
 // finish decodes the rest of a stream's symbols, a lookup at a time; false
 // at an invalid code or where the stream's bits end first.
-func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows, cb *Codebook, shift uint) bool {
+func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, sg *staging, cb *Codebook, shift uint) bool {
 	for st.p < st.count {
 		if st.pos > uint(st.avail) {
 			return false
@@ -174,7 +201,7 @@ func (st *stream3) finish(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *
 			}
 		}
 		for i := range n {
-			rows[(st.p+i)<<8|st.j] = entValue(e, i)
+			sg.put(st.p+i, st.j, entValue(e, i))
 		}
 		st.p += n
 	}
@@ -190,7 +217,7 @@ const exactLookBits = 11
 // decodeExact decodes stream st from its start, a lookup of exactLookBits
 // at a time, checking each lookup's start against the stream's bits; it
 // stops there, or returns the invalid code it meets.
-func (st *stream3) decodeExact(buf *decodeBuf, look *[1 << lookBits]lookEntry, rows *stagingRows, cb *Codebook, shift uint) error {
+func (st *stream3) decodeExact(buf *decodeBuf, look *[1 << lookBits]lookEntry, sg *staging) error {
 	st.p, st.pos = 0, 0
 	for st.p < st.count && st.pos <= uint(st.avail) {
 		pos := st.pos
@@ -204,21 +231,19 @@ func (st *stream3) decodeExact(buf *decodeBuf, look *[1 << lookBits]lookEntry, r
 		}
 		l1 := entLen(e)
 		st.pos = pos + l1
+		sg.put(st.p, st.j, entValue(e, 0))
+		st.p++
 		if e&entEsc != 0 {
 			st.pos += literalBits
+			continue
 		}
-		rows[st.p<<8|st.j] = entValue(e, 0)
-		st.p++
-		if entCount(e) >= 2 {
-			if l2 := uint(cb.symCodeLen(uint32(entValue(e, 1) >> shift))); l1+l2 <= exactLookBits {
-				// The second code came with the first; the stream may end
-				// before it.
-				if st.p < st.count {
-					rows[st.p<<8|st.j] = entValue(e, 1)
-					st.p++
-					st.pos += l2
-				}
-			}
+		// The next code came with this one where both fit in the window;
+		// the stream may end before it.
+		next := look[wd<<l1>>(64-lookBits)]
+		if l2 := entLen(next); next&(entEsc|entInvalid) == 0 && l1+l2 <= exactLookBits && st.p < st.count {
+			sg.put(st.p, st.j, entValue(next, 0))
+			st.p++
+			st.pos += l2
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ package codec
 // its place in the value (symbol << (7 − k)), so that a lookup's symbols
 // go straight to the block's staging rows.
 const (
-	lookBits = 11
+	lookBits = 10
 
 	// An entry: its symbol count (bits 0–1), flags, the first code's
 	// length (an ESC's, for its literal), the bits the lookup consumes (an
