@@ -133,58 +133,6 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 	}
 }
 
-// unpackResidues sets dst[i] to sym[i] (the bits of value i's symbol) and
-// its other bits: the sign (from the residue, or s) and the low 7 − k
-// fraction bits, for the values first .. first+len(dst)−1 of residues res
-// (w bits each). sym may be dst itself: each value's symbol is read before
-// its place is written.
-func unpackResidues(dst, sym []uint16, res []byte, first int, k, w uint, s Sign) {
-	var sign uint16
-	if s == SignMinus {
-		sign = 0x8000
-	}
-	sym = sym[:len(dst)]
-	if w == 8 && k == 0 {
-		for i, x := range res[first : first+len(dst)] {
-			dst[i] = uint16(x&0x80)<<8 | uint16(x&0x7F) | sym[i]
-		}
-		return
-	}
-	low := uint64(1)<<(7-k) - 1
-	var signBit uint64
-	if w == 8-k {
-		signBit = 1 << (7 - k)
-	}
-	sh := 8 + k
-	val := func(r uint64) uint16 { return uint16(r&low) | uint16(r&signBit)<<sh | sign }
-	mask := uint64(1)<<w - 1
-	i := 0
-	bit := uint(first) * w
-	// Whole groups of eight from a group boundary on, one 8-byte load each.
-	if bit%8 == 0 {
-		at := int(bit / 8)
-		for ; i+8 <= len(dst) && at+8 <= len(res); i += 8 {
-			acc := binary.BigEndian.Uint64(res[at:]) >> (64 - 8*w)
-			d := dst[i : i+8 : i+8]
-			y := sym[i : i+8 : i+8]
-			d[0] = val(acc>>(7*w)&mask) | y[0]
-			d[1] = val(acc>>(6*w)&mask) | y[1]
-			d[2] = val(acc>>(5*w)&mask) | y[2]
-			d[3] = val(acc>>(4*w)&mask) | y[3]
-			d[4] = val(acc>>(3*w)&mask) | y[4]
-			d[5] = val(acc>>(2*w)&mask) | y[5]
-			d[6] = val(acc>>w&mask) | y[6]
-			d[7] = val(acc&mask) | y[7]
-			at += int(w)
-		}
-		bit += uint(i) * w
-	}
-	for ; i < len(dst); i++ {
-		dst[i] = val(readBits(res, bit, w)) | sym[i]
-		bit += w
-	}
-}
-
 // readBits reads n <= 32 bits at bit offset off of b (MSB-first); bits past
 // b read as 0.
 func readBits(b []byte, off, n uint) uint64 {

@@ -47,7 +47,10 @@ func TestResidues(t *testing.T) {
 					if !signed {
 						s = SignPlus
 					}
-					unpackResidues(out, make([]uint16, n), got, first, k, w, s)
+					var rv [256]uint16
+					residueTable(&rv, k, w, s)
+					var noSymbols [Streams]uint16
+					joinRest(out, &noSymbols, 0, got, first, w, &rv)
 					for i, v := range out {
 						keep := uint16(1)<<(7-k) - 1
 						if signed {
