@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // block3 is one block's bookkeeping in a version 3 encode.
@@ -17,6 +18,8 @@ type block3 struct {
 	spilled   int    // codes that end past the head
 	tailed    int    // streams with a tail
 	escaped   int
+	tailsBy   int // one pass: the worker whose tails holds its tail region
+	tailsAt   int // where it starts there
 }
 
 // encoder3 is an Encoder's state for format version 3.
@@ -26,6 +29,7 @@ type encoder3 struct {
 	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
 	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
 	search  bool       // choose each block's C
+	onePass bool       // C is given: heads go out as the codes are packed
 	counted bool       // the exponents were counted with the blocks' codebooks
 	scratch []encodeScratch3
 	codes   []uint16
@@ -33,15 +37,21 @@ type encoder3 struct {
 	// The run in progress.
 	src  []uint16
 	dst  *Tensor
-	pass int // 1: measure, 2: encode
+	pass int // 1: measure (or, in one pass, pack), 2: encode
 }
 
 // encodeScratch3 is one worker's scratch: four streams' bytes, and
 // four histograms of exponents (the values of a row go to them in turn, so
 // that a run of equal exponents does not wait on one counter).
+//
+// In one pass it also keeps the bytes of the codes past the heads (spill,
+// a block's at a time) and the tail regions of the blocks it packed
+// (tails), which go to Overflow once every block's place there is known.
 type encodeScratch3 struct {
 	bufs  [4]streamBuf
 	hists [4]Histogram
+	spill []byte
+	tails []byte
 }
 
 // measureRows adds each value's code length to its stream's x, row by row
@@ -67,6 +77,22 @@ func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table 
 			hists[0][byte(v>>7)]++
 			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
 		}
+	}
+}
+
+// countExponents counts the exponents of block, the values in turn over
+// the four histograms.
+func countExponents(hists *[4]Histogram, block []uint16) {
+	i := 0
+	for ; i+4 <= len(block); i += 4 {
+		r := block[i : i+4 : i+4]
+		hists[0][byte(r[0]>>7)]++
+		hists[1][byte(r[1]>>7)]++
+		hists[2][byte(r[2]>>7)]++
+		hists[3][byte(r[3]>>7)]++
+	}
+	for ; i < len(block); i++ {
+		hists[0][byte(block[i]>>7)]++
 	}
 }
 
@@ -125,6 +151,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		for h := range s.scratch[w].hists {
 			clear(s.scratch[w].hists[h][:])
 		}
+		s.scratch[w].tails = s.scratch[w].tails[:0]
 	}
 
 	// Codebooks of their own for the blocks they pay in; their fits count
@@ -162,12 +189,32 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		}
 		s.blocks[b] = block3{c: c}
 	}
+	// With C given, each block's heads have their place before its codes
+	// are counted, and one pass packs and lays them out.
+	s.onePass = !s.search
+	w := ResidueBits(&cb, layout.Sign)
+	area := 0
+	if s.onePass {
+		for b := range nb {
+			k := &s.blocks[b]
+			k.cbytes = layout.scaledStreamBytes(n, b, k.c)
+			k.areaStart = area
+			area += Streams * k.cbytes
+		}
+		dst.SF = resize(dst.SF, residueBytes(n, w))
+		dst.Streams = resize(dst.Streams, area)
+		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
+		clear(dst.TailLens)
+	}
 	s.src, s.dst = src, dst
 	s.pass = 1
 	e.ps.runBlocks(s, workers, nb)
 
 	// Where each block's heads and tails go.
-	area, tail := 0, 0
+	tail := 0
+	if !s.onePass {
+		area = 0
+	}
 	if layout.PerBlock {
 		dst.BlockBytes = resize(dst.BlockBytes, nb)
 		for b := range nb {
@@ -183,8 +230,11 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	dst.TailUnits = resize(dst.TailUnits, nb)
 	for b := range nb {
 		k := &s.blocks[b]
-		k.areaStart, k.tailStart = area, tail
-		area += Streams * k.cbytes
+		if !s.onePass {
+			k.areaStart = area
+			area += Streams * k.cbytes
+		}
+		k.tailStart = tail
 		tail += (k.tailBits + 7) / 8
 		dst.TailUnits[b] = k.unit
 	}
@@ -194,15 +244,22 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	if err := dst.checkBlockBytes(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
-	w := ResidueBits(&cb, layout.Sign)
-	dst.SF = resize(dst.SF, residueBytes(n, w))
-	dst.Streams = resize(dst.Streams, area)
 	dst.Overflow = resize(dst.Overflow, tail)
-	clear(dst.Overflow)
-	dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
-	clear(dst.TailLens)
-	s.pass = 2
-	e.ps.runBlocks(s, workers, nb)
+	if s.onePass {
+		for b := range nb {
+			k := &s.blocks[b]
+			m := (k.tailBits + 7) / 8
+			copy(dst.Overflow[k.tailStart:k.tailStart+m], s.scratch[k.tailsBy].tails[k.tailsAt:])
+		}
+	} else {
+		dst.SF = resize(dst.SF, residueBytes(n, w))
+		dst.Streams = resize(dst.Streams, area)
+		clear(dst.Overflow)
+		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
+		clear(dst.TailLens)
+		s.pass = 2
+		e.ps.runBlocks(s, workers, nb)
+	}
 	s.src, s.dst = nil, nil
 
 	var st Stats
@@ -262,9 +319,12 @@ func (s *encoder3) table(b int) []uint32 {
 }
 
 func (s *encoder3) runBlock(worker, b int) {
-	if s.pass == 1 {
+	switch {
+	case s.pass == 1 && s.onePass:
+		s.packBlock(worker, b)
+	case s.pass == 1:
 		s.measure(worker, b)
-	} else {
+	default:
 		s.encode(worker, b)
 	}
 }
@@ -362,6 +422,94 @@ func (s *encoder3) encode(worker, b int) {
 		}
 		for i := hb; i < k.cbytes; i++ {
 			clear(area[i<<8|j0 : i<<8|j0+4])
+		}
+	}
+}
+
+// packBlock is measure and encode in one for block b when its C is given:
+// it writes the block's residues, heads and tail lengths, and its tail
+// region into the worker's tails.
+func (s *encoder3) packBlock(worker, b int) {
+	t := s.dst
+	l := t.Layout
+	B := l.BlockSize
+	nbLen := l.blockLen(t.N, b)
+	start := b * B
+	block := s.src[start : start+nbLen]
+	k := &s.blocks[b]
+	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
+	cb := t.blockCodebook(b)
+	ws := &s.scratch[worker]
+	if !s.counted {
+		countExponents(&ws.hists, block)
+	}
+	w := uint(ResidueBits(cb, l.Sign))
+	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, uint(cb.Split), w)
+
+	table := (*[maxSymbols]uint32)(s.table(b))
+	shift, mask := symbolShift(cb)
+	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
+	capBits := uint32(8 * k.cbytes)
+	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
+	spill := ws.spill[:0]
+	for j0 := 0; j0 < Streams; j0 += 4 {
+		var counts [4]int
+		for q := range counts {
+			counts[q] = l.StreamCount(nbLen, j0+q)
+		}
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		for q := range 4 {
+			j, count, buf := j0+q, counts[q], &ws.bufs[q]
+			x[j] = pos[q]
+			k.codeBits += uint64(pos[q])
+			k.escaped += escaped[q]
+			if pos[q] > capBits {
+				// Codes that end past the head: from the last back while they
+				// do (position p of stream j is element p·256 + (j − p) mod 256).
+				fitted, end := count, pos[q]
+				for p := count - 1; p >= 0 && end > capBits; p-- {
+					fitted--
+					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
+				}
+				k.spilled += count - fitted
+				// The head ends on a byte: the bytes past it are the tail's bits.
+				spill = append(spill, buf[k.cbytes:out[q]]...)
+			} else if out[q] < k.cbytes {
+				// A head's bytes past the stream's are 0.
+				clear(buf[out[q]:min(k.cbytes, len(buf))])
+			}
+		}
+		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
+		hb := min(k.cbytes, len(b0))
+		for i := range hb {
+			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
+		}
+		for i := hb; i < k.cbytes; i++ {
+			clear(area[i<<8|j0 : i<<8|j0+4])
+		}
+	}
+	ws.spill = spill
+
+	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
+	m := (k.tailBits + 7) / 8
+	k.tailsBy, k.tailsAt = worker, len(ws.tails)
+	ws.tails = slices.Grow(ws.tails, m)[:k.tailsAt+m]
+	tail := ws.tails[k.tailsAt:]
+	clear(tail)
+	tailPos, from := 0, 0
+	for j, v := range x {
+		if v <= capBits {
+			continue
+		}
+		bits := int(v - capBits)
+		src := spill[from : from+(bits+7)/8]
+		from += len(src)
+		if L := tailLen(int(v), int(capBits), k.unit); L > 0 {
+			k.tailed++
+			putTailLen(lens, j, L)
+			copyBits(tail, tailPos, src, 0, bits)
+			tailPos += L << (k.unit - 1)
 		}
 	}
 }
