@@ -186,8 +186,8 @@ func (b *bencher) copyBandwidth() error {
 	return nil
 }
 
-// gaussian measures encode and decode of n gaussian values.
-func (b *bencher) gaussian(n int, p codec.Preset) error {
+// withGaussian runs f on n gaussian values in device memory.
+func (b *bencher) withGaussian(n int, f func(src gpu.Buffer) error) error {
 	src, err := b.alloc(n, gpu.Activations)
 	if err != nil {
 		return err
@@ -196,24 +196,23 @@ func (b *bencher) gaussian(n int, p codec.Preset) error {
 	if err := b.fill(src, n, 0.02, false); err != nil {
 		return err
 	}
-	return b.codec(src, n, "gaussian", p, codec.Gaussian)
+	return f(src)
+}
+
+// gaussian measures encode and decode of n gaussian values.
+func (b *bencher) gaussian(n int, p codec.Preset) error {
+	return b.withGaussian(n, func(src gpu.Buffer) error { return b.codec(src, n, "gaussian", p, codec.Gaussian) })
 }
 
 // gaussianVersion3 is version3 on n gaussian values.
 func (b *bencher) gaussianVersion3(n int) error {
-	src, err := b.alloc(n, gpu.Activations)
-	if err != nil {
-		return err
-	}
-	defer b.d.Free(src)
-	if err := b.fill(src, n, 0.02, false); err != nil {
-		return err
-	}
-	vals := make([]uint16, n)
-	if err := b.d.DownloadBF16(vals, src); err != nil {
-		return err
-	}
-	return b.version3(vals, "gaussian")
+	return b.withGaussian(n, func(src gpu.Buffer) error {
+		vals := make([]uint16, n)
+		if err := b.d.DownloadBF16(vals, src); err != nil {
+			return err
+		}
+		return b.version3(vals, "gaussian")
+	})
 }
 
 // realTensors tiles each real tensor file's BF16 values to RealSize.
