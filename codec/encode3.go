@@ -354,17 +354,22 @@ func (s *encoder3) measure(worker, b int) {
 	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
 }
 
+// startBlock is block b's values, its first element, its figures (reset
+// for an encode) and its codebook.
+func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *Codebook) {
+	t := s.dst
+	start = b * t.Layout.BlockSize
+	block = s.src[start : start+t.Layout.blockLen(t.N, b)]
+	k = &s.blocks[b]
+	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
+	return block, start, k, t.blockCodebook(b)
+}
+
 // encode writes block b: its residues, heads, tail lengths and tails.
 func (s *encoder3) encode(worker, b int) {
-	t := s.dst
-	l := t.Layout
-	B := l.BlockSize
-	nbLen := l.blockLen(t.N, b)
-	start := b * B
-	block := s.src[start : start+nbLen]
-	k := &s.blocks[b]
-	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
-	cb := t.blockCodebook(b)
+	t, l := s.dst, s.dst.Layout
+	block, start, k, cb := s.startBlock(b)
+	nbLen := len(block)
 	split := uint(cb.Split)
 	w := uint(ResidueBits(cb, l.Sign))
 	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
@@ -430,15 +435,9 @@ func (s *encoder3) encode(worker, b int) {
 // it writes the block's residues, heads and tail lengths, and its tail
 // region into the worker's tails.
 func (s *encoder3) packBlock(worker, b int) {
-	t := s.dst
-	l := t.Layout
-	B := l.BlockSize
-	nbLen := l.blockLen(t.N, b)
-	start := b * B
-	block := s.src[start : start+nbLen]
-	k := &s.blocks[b]
-	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
-	cb := t.blockCodebook(b)
+	t, l := s.dst, s.dst.Layout
+	block, start, k, cb := s.startBlock(b)
+	nbLen := len(block)
 	ws := &s.scratch[worker]
 	if !s.counted {
 		countExponents(&ws.hists, block)
