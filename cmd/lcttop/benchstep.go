@@ -13,7 +13,7 @@ import (
 func newBenchStepCmd() *cobra.Command {
 	f := &trainFlags{backend: "cuda", headless: true, cuda: cudaFlags{nvmlPeak: true}}
 	def := trainer.DefaultConfig()
-	var variant string
+	var variant, cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "step",
 		Short: "Measure the CUDA training step under a codec variant, beside the dense run",
@@ -29,7 +29,9 @@ lcttop train --headless --backend cuda does, with the LCT run's codec one of:
                time floor of a codec that codes in passes of its own)
   copy-serial  those copies on the trainer's stream
 
---codec-profile times every codec operation with device events, by kind.
+--codec-profile times every codec operation with device events, by kind;
+--cpu-profile writes where the host's time goes (the codec's calls, the
+store's, the launches) as a Go CPU profile.
 --alone trains the LCT run without its shadow (--shadow-only of lcttop train
 is the dense run alone), so that its memory is seen by itself: the summary
 gives NVML's count of the process's device memory before the runs and at
@@ -50,6 +52,13 @@ its most (read every 2 ms) beside the ledger's peak.`,
 				return fmt.Errorf("--workers %d: must not be negative", f.workers)
 			}
 			trainer.SetWorkers(f.workers)
+			if cpuProfile != "" {
+				stop, err := startCPUProfile(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer stop()
+			}
 			return runCUDA(cmd.Context(), cmd.OutOrStdout(), cfg, f.cuda, f.jsonMode())
 		},
 	}
@@ -62,6 +71,7 @@ its most (read every 2 ms) beside the ledger's peak.`,
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "steps left out of the summary's median step time")
 	fs.BoolVar(&f.cuda.alone, "alone", false, "train the LCT run without its shadow (nothing compared)")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "train the dense run alone")
+	fs.StringVar(&cpuProfile, "cpu-profile", "", "write the host's CPU profile of the whole run to this file (go tool pprof)")
 	fs.StringVar(&f.cuda.poolTrace, "pool-trace", "", "write every block the device pool hands out and takes back to this file")
 	return cmd
 }

@@ -62,6 +62,7 @@ type deviceLine struct {
 	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
 	NVMLErr           string  `json:"nvml_err,omitempty"`
 	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
+	LCTSettleWaitMs   float64 `json:"lct_settle_wait_ms"`            // the host's time blocked in those settles' waits
 	LCTDrains         int     `json:"lct_drains"`                    // its full settles (waits for all the queued work)
 	LCTSourceReads    int     `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
 	LCTEncodedAgain   int     `json:"lct_encoded_again"`             // its encodes made again at a settle (spill past the room, stale code)
@@ -220,7 +221,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 				identical = &r.Snapshot.BitIdentical
 			}
 			return enc.Encode(deviceLine{jsonStep: newJSONStep(r.Snapshot, mode), BitIdentical: identical, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
-				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles,
+				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles, LCTSettleWaitMs: float64(r.SettleWait) / 1e6,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
 				FloorCopies: r.FloorCopies, FloorCopyBytes: r.FloorCopyBytes})

@@ -2,6 +2,7 @@ package lct
 
 import (
 	"fmt"
+	"time"
 
 	"lcttop/codec"
 	"lcttop/gpu"
@@ -48,9 +49,10 @@ type Codec struct {
 	win   int // the open window's number
 	// profile times every queued operation with device events (two event
 	// records per operation), added up in the figures.
-	profile bool
-	prof    codecProfile
-	ovf     map[string]OverflowUse // settled encodes' overflow room and use
+	profile    bool
+	prof       codecProfile
+	ovf        map[string]OverflowUse // settled encodes' overflow room and use
+	settleWait time.Duration          // host time blocked at settles since TakeFigures
 	// queue holds the encodes set up and not yet launched (see flush).
 	queue []queuedEncode
 	// decoded holds, per view a decode wrote, the side stream's point

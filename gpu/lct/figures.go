@@ -20,6 +20,10 @@ type Figures struct {
 	// Overflow is the overflow room the settled encodes had, and what their
 	// spills used of it, by category (nil: none settled).
 	Overflow map[string]OverflowUse
+	// SettleWait is the host's time blocked at settles, waiting for the
+	// device to reach a window's read-back: while the host waits it queues
+	// nothing, so the device may run dry.
+	SettleWait time.Duration
 }
 
 // OpTime is the device time of one kind of codec operation.
@@ -31,8 +35,8 @@ type OpTime struct {
 
 // TakeFigures returns the figures of the work settled since the last call.
 func (c *Codec) TakeFigures() Figures {
-	f := Figures{DeviceTime: time.Duration(c.prof.ms * float64(time.Millisecond)), Ops: c.prof.ops, Overflow: c.ovf}
-	c.prof.ms, c.prof.ops, c.ovf = 0, nil, nil
+	f := Figures{DeviceTime: time.Duration(c.prof.ms * float64(time.Millisecond)), Ops: c.prof.ops, Overflow: c.ovf, SettleWait: c.settleWait}
+	c.prof.ms, c.prof.ops, c.ovf, c.settleWait = 0, nil, nil, 0
 	return f
 }
 

@@ -2,6 +2,7 @@ package lct
 
 import (
 	"fmt"
+	"time"
 
 	"lcttop/codec"
 	"lcttop/gpu"
@@ -77,7 +78,10 @@ func (c *Codec) SettleWindow(mem Memory, w *Window, pend []Pending) ([]int, erro
 		return nil, nil
 	}
 	defer w.read.Release()
-	if err := w.read.Wait(); err != nil {
+	t0 := time.Now()
+	err := w.read.Wait()
+	c.settleWait += time.Since(t0)
+	if err != nil {
 		return nil, fmt.Errorf("gpu codec: %w", err)
 	}
 	if err := c.collect(w.timers); err != nil {

@@ -130,6 +130,7 @@ type stepResult struct {
 	BitIdentical           bool                       // the losses' bits agree (true when there is no LCT run)
 	CodecTime              time.Duration              // the LCT run's encoding and decoding (host time: launches and waits)
 	Settles                int                        // the LCT run's settled windows of encodes (waits for the work of one window)
+	SettleWait             time.Duration              // the host's time blocked in those waits
 	Drains                 int                        // the LCT run's full settles (waits for all the queued work: the step's end)
 	SourceReads            int                        // the LCT run's reads of pending tensors, copied from their kept sources
 	EncodedAgain           int                        // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
@@ -190,7 +191,7 @@ func (b *lockstep) stepLCT(ls *lctStore, res *stepResult, batch *trainer.Batch, 
 	res.EncodedAgain = ls.clock.again
 	res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
 	f := ls.codec.TakeFigures()
-	res.CodecDeviceTime, res.CodecOps, res.Overflow = f.DeviceTime, f.Ops, f.Overflow
+	res.CodecDeviceTime, res.CodecOps, res.Overflow, res.SettleWait = f.DeviceTime, f.Ops, f.Overflow, f.SettleWait
 	return loss, took, err
 }
 

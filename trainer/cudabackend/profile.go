@@ -77,6 +77,7 @@ type profKey struct{ scope, op string }
 type profRow struct {
 	calls      int
 	ms, hostMs float64
+	idleMs     float64 // the device idle just before the row's operations
 }
 
 type profOp struct {
@@ -235,6 +236,11 @@ func (p *Profiled) flush() {
 			p.fail(err)
 			return
 		}
+		r := rows[o.key]
+		if r == nil {
+			r = &profRow{}
+			rows[o.key] = r
+		}
 		if i > 0 {
 			gap, err := p.timer.Millis(ops[i-1].end, o.start)
 			if err != nil {
@@ -242,11 +248,7 @@ func (p *Profiled) flush() {
 				return
 			}
 			idle += float64(gap)
-		}
-		r := rows[o.key]
-		if r == nil {
-			r = &profRow{}
-			rows[o.key] = r
+			r.idleMs += float64(gap)
 		}
 		r.calls++
 		r.ms += float64(ms)
@@ -268,6 +270,7 @@ func (p *Profiled) flush() {
 		t.calls += r.calls
 		t.ms += r.ms
 		t.hostMs += r.hostMs
+		t.idleMs += r.idleMs
 	}
 	p.counted++
 	p.idle += idle
@@ -345,4 +348,28 @@ func (p *Profiled) WriteTable() {
 		busy/n, p.idle/n, p.span/n, med[len(med)/2])
 	fmt.Fprintf(w, "host: %.3f ms inside the queueing calls (launch, gemm, copies) of %.3f ms from a step's first call to its last\n",
 		p.hostOps/n, p.hostAll/n)
+	p.writeIdle(n)
+}
+
+// idleRows is how many rows writeIdle lists.
+const idleRows = 8
+
+// writeIdle lists the rows the device waited longest before, per step:
+// where the host (a settle's wait, a download) held the queue back.
+func (p *Profiled) writeIdle(n float64) {
+	keys := make([]profKey, 0, len(p.rows))
+	for k, r := range p.rows {
+		if r.idleMs > 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return p.rows[keys[i]].idleMs > p.rows[keys[j]].idleMs })
+	if len(keys) > idleRows {
+		keys = keys[:idleRows]
+	}
+	fmt.Fprintf(p.W, "device idle just before, largest first (ms a step):")
+	for _, k := range keys {
+		fmt.Fprintf(p.W, " %s/%s %.3f;", k.scope, k.op, p.rows[k].idleMs/n)
+	}
+	fmt.Fprintln(p.W)
 }

@@ -99,6 +99,19 @@ func TestProfiledSumsOpsPerTrainingStep(t *testing.T) {
 			t.Errorf("row %v: %+v, want 2 calls and %v ms per step", k, r, ms)
 		}
 	}
+	// The idle before each op is its row's; a pass's first op has none.
+	for k := range want {
+		wantIdle := 0.125
+		if k.op == "upload" {
+			wantIdle = 0
+		}
+		if got := p.rows[k].idleMs / 2; got != wantIdle {
+			t.Errorf("row %v: idle before %v ms per step, want %v", k, got, wantIdle)
+		}
+	}
+	if strings.Contains(out.String(), "other/upload") || !strings.Contains(out.String(), "linear/gemm (cuBLAS) 0.125;") {
+		t.Errorf("idle list wrong:\n%s", out.String())
+	}
 	// 7 operations a step: 6 gaps of idle between them.
 	if got := p.idle / 2; got != 6*0.125 {
 		t.Errorf("idle %v ms per step, want %v", got, 6*0.125)
