@@ -278,16 +278,22 @@ func (b *lockstep) Tensors() ([]session.TensorStats, error) {
 	if ls == nil {
 		return nil, nil // the copy floor: nothing compressed
 	}
-	var out []session.TensorStats
+	var slots []*slot
 	for _, p := range b.LCT.params {
-		for _, s := range append([]*slot{p.w}, p.state...) {
-			ts, ok, err := ls.tensorStats(s)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out = append(out, ts)
-			}
+		slots = append(append(slots, p.w), p.state...)
+	}
+	raw, err := ls.rawValues(slots)
+	if err != nil {
+		return nil, err
+	}
+	var out []session.TensorStats
+	for _, s := range slots {
+		ts, ok, err := ls.tensorStats(s, raw)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, ts)
 		}
 	}
 	return out, nil

@@ -211,3 +211,53 @@ func TestLCTStoreKeepsSmallTensorsRaw(t *testing.T) {
 		t.Errorf("tensors of at most %d values compressed: %v", limit, got)
 	}
 }
+
+// The figures of tensors stored as they are, downloaded in one copy for
+// all of them, are those of each tensor downloaded alone.
+func TestTensorsDownloadRawValuesAtOnce(t *testing.T) {
+	dev := testDevice(t)
+	m, err := trainer.LookupModel("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
+	b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	text := testData(t, cfg.SeqLen)
+	for step := 1; step <= 2; step++ {
+		if _, err := b.Step(text.TrainBatch(4, step, cfg.Batch, cfg.SeqLen), step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts, err := b.Tensors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := b.LCT.lct
+	byName := map[string]*slot{}
+	for _, p := range b.LCT.params {
+		for _, s := range append([]*slot{p.w}, p.state...) {
+			byName[s.name] = s
+		}
+	}
+	raw := 0
+	for _, got := range ts {
+		if !got.Raw {
+			continue
+		}
+		raw++
+		alone, ok, err := ls.tensorStats(byName[got.Name], nil)
+		if err != nil || !ok {
+			t.Fatalf("%s alone: %v, %v", got.Name, ok, err)
+		}
+		if got.Histogram != alone.Histogram || got.Entropy != alone.Entropy {
+			t.Errorf("%s: histogram from the joint download differs from its own", got.Name)
+		}
+	}
+	if raw < 2 {
+		t.Fatalf("%d tensors stored as they are: the test shows nothing", raw)
+	}
+}

@@ -668,8 +668,47 @@ func (st *lctStore) readBatch(slots []*slot, views []gpu.Ptr) error {
 	return nil
 }
 
-// tensorStats reports slot s as the UI shows it.
-func (st *lctStore) tensorStats(s *slot) (session.TensorStats, bool, error) {
+// rawValues downloads the values of those of slots stored as they are, in
+// one copy: a download each would wait for the device once per tensor, and
+// a model keeps hundreds of small tensors so (nil when fewer than two).
+func (st *lctStore) rawValues(slots []*slot) (map[*slot][]uint16, error) {
+	var raw []*slot
+	var total int64
+	for _, s := range slots {
+		if h := st.held[s]; h != nil && h.enc == nil && h.raw != 0 {
+			raw = append(raw, s)
+			total += 2 * int64(s.n)
+		}
+	}
+	if len(raw) < 2 {
+		return nil, nil
+	}
+	buf, err := st.mem.Alloc(session.CodecScratch, total)
+	if err != nil {
+		return nil, err
+	}
+	defer st.mem.Free(buf)
+	var off int64
+	for _, s := range raw {
+		if err := st.mem.Dev().Copy(buf.Add(off), st.held[s].raw, 2*int64(s.n)); err != nil {
+			return nil, err
+		}
+		off += 2 * int64(s.n)
+	}
+	all := make([]uint16, total/2)
+	if err := st.mem.Dev().Download(gpu.Bytes(all), buf); err != nil {
+		return nil, err
+	}
+	out := make(map[*slot][]uint16, len(raw))
+	for _, s := range raw {
+		out[s], all = all[:s.n:s.n], all[s.n:]
+	}
+	return out, nil
+}
+
+// tensorStats reports slot s as the UI shows it; raw holds the values of
+// tensors stored as they are where rawValues downloaded them.
+func (st *lctStore) tensorStats(s *slot, raw map[*slot][]uint16) (session.TensorStats, bool, error) {
 	h, ok := st.held[s]
 	if !ok {
 		return session.TensorStats{}, false, nil
@@ -684,9 +723,12 @@ func (st *lctStore) tensorStats(s *slot) (session.TensorStats, bool, error) {
 		cb = h.enc.Codebook()
 	} else {
 		// Stored as it is: the figures of its values, 8 bits per exponent.
-		v := make([]uint16, s.n)
-		if err := st.mem.Dev().Download(gpu.Bytes(v), h.raw); err != nil {
-			return session.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+		v := raw[s]
+		if v == nil {
+			v = make([]uint16, s.n)
+			if err := st.mem.Dev().Download(gpu.Bytes(v), h.raw); err != nil {
+				return session.TensorStats{}, false, fmt.Errorf("%s: %w", s.name, err)
+			}
 		}
 		for _, u := range v {
 			x.Histogram[(u>>7)&0xFF]++
