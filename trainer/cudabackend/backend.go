@@ -20,7 +20,7 @@ type LCTOptions struct {
 	Codec *lct.Codec
 	// Window is the dense bytes of one window of encodes, settled when the
 	// next window closes (0: an eighth of the parameters' bytes, within
-	// 128 KiB..32 MiB); see docs/cuda-trainer.md, "Syncs".
+	// 128 KiB..16 MiB); see docs/cuda-trainer.md, "Syncs".
 	Window int64
 	// Classes is the codec setting per tensor class (nil:
 	// trainer.DefaultClassCodec).

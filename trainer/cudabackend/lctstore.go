@@ -98,11 +98,11 @@ type pendingRef struct {
 }
 
 // defaultWindow is the dense bytes of one window of encodes: an eighth of
-// the parameters' bytes, within 128 KiB..32 MiB, so that the sources kept
+// the parameters' bytes, within 128 KiB..16 MiB, so that the sources kept
 // (two windows at most: the closed one and the open one) stay small beside
 // what the run holds.
 func defaultWindow(m trainer.ModelConfig) int64 {
-	return min(max(2*int64(m.ParamCount())/8, 128<<10), 32<<20)
+	return min(max(2*int64(m.ParamCount())/8, 128<<10), 16<<20)
 }
 
 // lctHeld is what an LCT slot holds: its compressed form, or its raw values
