@@ -62,21 +62,28 @@ func mustOptimizer(t *testing.T, name string) optimizerSettings {
 	return o
 }
 
-// On the tiny model, whose tensors are large enough for the codec to pay,
-// the LCT run holds its weights, states and saved activations in fewer
-// bytes than the shadow, and its peak is lower.
-func TestLCTRunUsesLessMemory(t *testing.T) {
-	dev := testDevice(t)
+// tinyLockstep is the tiny model's LCT run beside its shadow under AdamW,
+// closed when the test ends.
+func tinyLockstep(t *testing.T) (*lockstep, Config) {
+	t.Helper()
 	m, err := trainer.LookupModel("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
+	b, err := newLockstep(testDevice(t), cfg, trainer.InitialValues(m, 4), &LCTOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	t.Cleanup(func() { b.Close() })
+	return b, cfg
+}
+
+// On the tiny model, whose tensors are large enough for the codec to pay,
+// the LCT run holds its weights, states and saved activations in fewer
+// bytes than the shadow, and its peak is lower.
+func TestLCTRunUsesLessMemory(t *testing.T) {
+	b, cfg := tinyLockstep(t)
 	text := testData(t, cfg.SeqLen)
 	res, err := b.Step(text.TrainBatch(4, 1, cfg.Batch, cfg.SeqLen), 1)
 	if err != nil {
@@ -215,17 +222,7 @@ func TestLCTStoreKeepsSmallTensorsRaw(t *testing.T) {
 // The figures of tensors stored as they are, downloaded in one copy for
 // all of them, are those of each tensor downloaded alone.
 func TestTensorsDownloadRawValuesAtOnce(t *testing.T) {
-	dev := testDevice(t)
-	m, err := trainer.LookupModel("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Model: m, Batch: m.Batch, SeqLen: m.SeqLen, Optimizer: mustOptimizer(t, "adamw")}
-	b, err := newLockstep(dev, cfg, trainer.InitialValues(m, 4), &LCTOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b, cfg := tinyLockstep(t)
 	text := testData(t, cfg.SeqLen)
 	for step := 1; step <= 2; step++ {
 		if _, err := b.Step(text.TrainBatch(4, step, cfg.Batch, cfg.SeqLen), step); err != nil {
