@@ -233,250 +233,126 @@ extern "C" __global__ void gpt_gelu_backward_forward_v8(bf16_t* dy, bf16_t* x, c
 }
 
 // ---------------------------------------------------------------------------
-// LayerNorm (ops.LayerNorm). Row sums run in ascending c and column sums in
-// ascending n, as on the CPU, so every output matches it bit for bit.
-//
-// Row kernels: a block of LN_THREADS threads stages a few whole rows (in
-// pieces of LN_CHUNK columns) through shared memory with coalesced loads
-// from every thread, then one thread per row sums its row's entries in
-// ascending c. Many blocks of many threads keep enough loads in flight; the
-// sums stay sequential, as the CPU's.
+// LayerNorm (ops.LayerNorm). One warp a row: lane j takes the row's groups
+// of 8 columns j, j+32, j+64, … and adds its terms in ascending c, then the
+// lanes' sums fold in a butterfly of shuffles (m = 16, 8, 4, 2, 1): the
+// order of ops' rowSum, so every output matches the CPU bit for bit. A row
+// is read from global memory in each pass (the later passes from L1); no
+// thread waits on a running sum of the whole row.
 
 #define LN_THREADS 256
-#define LN_CHUNK 1024
-#define LN_STAT_ROWS 16  // rows per block of gpt_layernorm_stats
-#define LN_BACK_ROWS 4   // rows per block of gpt_layernorm_backward_rows
+#define LN_ROWS 8  // rows per block of the LayerNorm row kernels: one warp a row
+
+// ln_fold is ops' rowSum.total across the warp; every lane gets the sum.
+__device__ __forceinline__ float ln_fold(float v) {
+  for (int m = 16; m >= 1; m >>= 1) v += __shfl_xor_sync(0xffffffffu, v, m);
+  return v;
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) { return ((unsigned long long)p & 15) == 0; }
+
+// ln_group widens the up to 8 values of p from column c0 of a row of C
+// (through one 16-byte load where vec allows) and says how many there are.
+__device__ __forceinline__ int ln_group(float* v, const bf16_t* p, int c0, int C, bool vec) {
+  if (vec && c0 + 8 <= C) {
+    ld8(v, p + c0);
+    return 8;
+  }
+  int w = min(8, C - c0);
+  for (int j = 0; j < w; j++) v[j] = bf2f(p[c0 + j]);
+  return w;
+}
+
+// ln_store rounds w values to BF16 at column c0 of a row.
+__device__ __forceinline__ void ln_store(bf16_t* p, const float* v, int c0, int w, bool vec) {
+  if (vec && w == 8) {
+    st8(p + c0, v);
+    return;
+  }
+  for (int j = 0; j < w; j++) p[c0 + j] = f2bf(v[j]);
+}
 
 // mean[n] = Σx/C; rstd[n] = 1/sqrt(Σ(x−mean)²/C + 1e-5), in float32 with the
-// root and quotient taken in float64 and rounded once. Launch with
-// LN_THREADS threads and ⌈N/LN_STAT_ROWS⌉ blocks.
-extern "C" __global__ void gpt_layernorm_stats(float* mean, float* rstd, const bf16_t* x, int N, int C) {
-  __shared__ bf16_t tile[LN_STAT_ROWS][LN_CHUNK + 2];  // odd word stride: the row owners read distinct banks
-  int tid = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_STAT_ROWS;
-  float s = 0.0f, ss = 0.0f, m = 0.0f;
-  for (int pass = 0; pass < 2; pass++) {
-    for (int c0 = 0; c0 < C; c0 += LN_CHUNK) {
-      int w = min(LN_CHUNK, C - c0);
-      if (pass == 0 || C > LN_CHUNK) {  // a row that fits one piece is still staged
-        __syncthreads();
-        for (int i = tid; i < LN_STAT_ROWS * w; i += LN_THREADS) {
-          int r = i / w, c = i - r * w;
-          tile[r][c] = row0 + r < N ? x[(row0 + r) * C + c0 + c] : (bf16_t)0;
-        }
-        __syncthreads();
-      }
-      if (tid < LN_STAT_ROWS) {
-        if (pass == 0) {
-          for (int j = 0; j < w; j++) s += bf2f(tile[tid][j]);
-        } else {
-          for (int j = 0; j < w; j++) {
-            float d = bf2f(tile[tid][j]) - m;
-            ss += d * d;
-          }
-        }
-      }
-    }
-    m = s / (float)C;
-  }
-  long long row = row0 + tid;
-  if (tid < LN_STAT_ROWS && row < N) {
-    mean[row] = m;
-    rstd[row] = (float)(1.0 / sqrt((double)(ss / (float)C + 1e-5f)));
-  }
-}
-
-// gpt_layernorm_forward is gpt_layernorm_stats and gpt_layernorm_apply in
-// one pass for rows that fit one piece (C ≤ LN_CHUNK): the staged rows are
-// normalised from shared memory, the same formulas, so the same bits. Launch
-// like gpt_layernorm_stats.
+// root and quotient taken in float64 and rounded once;
+// y = bf16((x−mean)·rstd·g + b). Launch with LN_THREADS threads and
+// ⌈N/LN_ROWS⌉ blocks.
 extern "C" __global__ void gpt_layernorm_forward(bf16_t* y, float* mean, float* rstd, const bf16_t* x, const bf16_t* g,
                                                  const bf16_t* b, int N, int C) {
-  __shared__ bf16_t tile[LN_STAT_ROWS][LN_CHUNK + 2];
-  __shared__ float smean[LN_STAT_ROWS], srstd[LN_STAT_ROWS];
-  int tid = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_STAT_ROWS;
-  for (int i = tid; i < LN_STAT_ROWS * C; i += LN_THREADS) {
-    int r = i / C, c = i - r * C;
-    tile[r][c] = row0 + r < N ? x[(row0 + r) * C + c] : (bf16_t)0;
+  int lane = threadIdx.x & 31;
+  long long n = (long long)blockIdx.x * LN_ROWS + (threadIdx.x >> 5);
+  if (n >= N) return;  // the whole warp: its row is past N
+  const bf16_t* xr = x + n * C;
+  bf16_t* yr = y + n * C;
+  bool vec = (C & 7) == 0 && aligned16(x) && aligned16(y) && aligned16(g) && aligned16(b);
+  float v[8];
+  float s = 0.0f;
+  for (int c0 = lane * 8; c0 < C; c0 += 256) {
+    int w = ln_group(v, xr, c0, C, vec);
+    for (int j = 0; j < w; j++) s += v[j];
   }
-  __syncthreads();
-  if (tid < LN_STAT_ROWS) {
-    float s = 0.0f, ss = 0.0f;
-    for (int j = 0; j < C; j++) s += bf2f(tile[tid][j]);
-    float m = s / (float)C;
-    for (int j = 0; j < C; j++) {
-      float d = bf2f(tile[tid][j]) - m;
+  float m = ln_fold(s) / (float)C;
+  float ss = 0.0f;
+  for (int c0 = lane * 8; c0 < C; c0 += 256) {
+    int w = ln_group(v, xr, c0, C, vec);
+    for (int j = 0; j < w; j++) {
+      float d = v[j] - m;
       ss += d * d;
     }
-    float rs = (float)(1.0 / sqrt((double)(ss / (float)C + 1e-5f)));
-    smean[tid] = m;
-    srstd[tid] = rs;
-    if (row0 + tid < N) {
-      mean[row0 + tid] = m;
-      rstd[row0 + tid] = rs;
-    }
   }
-  __syncthreads();
-  for (int i = tid; i < LN_STAT_ROWS * C; i += LN_THREADS) {
-    int r = i / C, c = i - r * C;
-    if (row0 + r >= N) break;  // rows are in order: the rest are past N too
-    float norm = (bf2f(tile[r][c]) - smean[r]) * srstd[r];
-    y[(row0 + r) * C + c] = f2bf(norm * bf2f(g[c]) + bf2f(b[c]));
+  float rs = (float)(1.0 / sqrt((double)(ln_fold(ss) / (float)C + 1e-5f)));
+  if (lane == 0) {
+    mean[n] = m;
+    rstd[n] = rs;
   }
-}
-
-// y = bf16((x−mean)·rstd·g + b) element by element; total = N·C.
-extern "C" __global__ void gpt_layernorm_apply(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd,
-                                               const bf16_t* g, const bf16_t* b, int C, long long total) {
-  GRID_STRIDE(i, total) {
-    long long n = i / C;
-    int c = (int)(i - n * C);
-    float norm = (bf2f(x[i]) - mean[n]) * rstd[n];
-    y[i] = f2bf(norm * bf2f(g[c]) + bf2f(b[c]));
-  }
-}
-
-// C a multiple of 8: a group of 8 lies in one row.
-extern "C" __global__ void gpt_layernorm_apply_v8(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd,
-                                                  const bf16_t* g, const bf16_t* b, int C, long long total) {
-  GRID_STRIDE8(i, total) {
-    long long n = i / C;
-    int c = (int)(i - n * C);
-    float v[8], gg[8], bb[8];
-    ld8(v, x + i);
-    ld8(gg, g + c);
-    ld8(bb, b + c);
-    float mu = mean[n], rs = rstd[n];
-    for (int j = 0; j < 8; j++) {
-      float norm = (v[j] - mu) * rs;
+  for (int c0 = lane * 8; c0 < C; c0 += 256) {
+    float gg[8], bb[8];
+    int w = ln_group(v, xr, c0, C, vec);
+    ln_group(gg, g, c0, C, vec);
+    ln_group(bb, b, c0, C, vec);
+    for (int j = 0; j < w; j++) {
+      float norm = (v[j] - m) * rs;
       v[j] = norm * gg[j] + bb[j];
     }
-    st8(y + i, v);
+    ln_store(yr, v, c0, w, vec);
   }
 }
 
-// Per row: with norm = (x−mean)·rstd and dnorm = dy·g,
-// sd[n] = Σdnorm/C and sdn[n] = Σ(dnorm·norm)/C, c ascending. Every thread
-// computes terms into shared memory, one thread per row sums them. Launch
-// with LN_THREADS threads and ⌈N/LN_BACK_ROWS⌉ blocks.
-extern "C" __global__ void gpt_layernorm_backward_rows(float* sd, float* sdn, const bf16_t* dy, const bf16_t* x,
-                                                       const bf16_t* g, const float* mean, const float* rstd, int N,
-                                                       int C) {
-  __shared__ float tdn[LN_BACK_ROWS][LN_CHUNK + 1];
-  __shared__ float tdnn[LN_BACK_ROWS][LN_CHUNK + 1];
-  int tid = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_BACK_ROWS;
-  float a = 0.0f, bsum = 0.0f;
-  for (int c0 = 0; c0 < C; c0 += LN_CHUNK) {
-    int w = min(LN_CHUNK, C - c0);
-    __syncthreads();
-    for (int i = tid; i < LN_BACK_ROWS * w; i += LN_THREADS) {
-      int rr = i / w, c = c0 + (i - rr * w);
-      long long r = row0 + rr;
-      float dn = 0.0f, dnn = 0.0f;
-      if (r < N) {
-        float norm = (bf2f(x[r * C + c]) - mean[r]) * rstd[r];
-        dn = bf2f(dy[r * C + c]) * bf2f(g[c]);
-        dnn = dn * norm;
-      }
-      tdn[rr][c - c0] = dn;
-      tdnn[rr][c - c0] = dnn;
-    }
-    __syncthreads();
-    if (tid < LN_BACK_ROWS) {
-      for (int j = 0; j < w; j++) {
-        a += tdn[tid][j];
-        bsum += tdnn[tid][j];
-      }
+// With norm = (x−mean)·rstd and dnorm = dy·g, per row: sd = Σdnorm/C,
+// sdn = Σ(dnorm·norm)/C and dx = bf16(rstd·(dnorm − sd − norm·sdn)). Launch
+// like gpt_layernorm_forward.
+extern "C" __global__ void gpt_layernorm_backward(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g,
+                                                  const float* mean, const float* rstd, int N, int C) {
+  int lane = threadIdx.x & 31;
+  long long n = (long long)blockIdx.x * LN_ROWS + (threadIdx.x >> 5);
+  if (n >= N) return;  // the whole warp: its row is past N
+  const bf16_t *xr = x + n * C, *dyr = dy + n * C;
+  bf16_t* dxr = dx + n * C;
+  bool vec = (C & 7) == 0 && aligned16(x) && aligned16(dy) && aligned16(dx) && aligned16(g);
+  float m = mean[n], rs = rstd[n];
+  float xv[8], dv[8], gg[8];
+  float a = 0.0f, bs = 0.0f;
+  for (int c0 = lane * 8; c0 < C; c0 += 256) {
+    int w = ln_group(xv, xr, c0, C, vec);
+    ln_group(dv, dyr, c0, C, vec);
+    ln_group(gg, g, c0, C, vec);
+    for (int j = 0; j < w; j++) {
+      float norm = (xv[j] - m) * rs;
+      float dn = dv[j] * gg[j];
+      a += dn;
+      bs += dn * norm;
     }
   }
-  long long row = row0 + tid;
-  if (tid < LN_BACK_ROWS && row < N) {
-    sd[row] = a / (float)C;
-    sdn[row] = bsum / (float)C;
-  }
-}
-
-// gpt_layernorm_backward is gpt_layernorm_backward_rows and
-// gpt_layernorm_backward_dx in one pass for rows that fit one piece
-// (C ≤ LN_CHUNK): dnorm and norm are staged in shared memory, the row sums
-// taken from them in ascending c (dnorm·norm formed as the sum needs it),
-// then dx from the same staged values: the same formulas, the same bits.
-// sd and sdn are written too. Launch like gpt_layernorm_backward_rows.
-extern "C" __global__ void gpt_layernorm_backward(bf16_t* dx, float* sd, float* sdn, const bf16_t* dy, const bf16_t* x,
-                                                  const bf16_t* g, const float* mean, const float* rstd, int N, int C) {
-  __shared__ float tdn[LN_BACK_ROWS][LN_CHUNK + 1];
-  __shared__ float tnorm[LN_BACK_ROWS][LN_CHUNK + 1];
-  __shared__ float ssd[LN_BACK_ROWS], ssdn[LN_BACK_ROWS];
-  int tid = threadIdx.x;
-  long long row0 = (long long)blockIdx.x * LN_BACK_ROWS;
-  for (int i = tid; i < LN_BACK_ROWS * C; i += LN_THREADS) {
-    int rr = i / C, c = i - rr * C;
-    long long r = row0 + rr;
-    float dn = 0.0f, norm = 0.0f;
-    if (r < N) {
-      norm = (bf2f(x[r * C + c]) - mean[r]) * rstd[r];
-      dn = bf2f(dy[r * C + c]) * bf2f(g[c]);
+  float sdv = ln_fold(a) / (float)C, sdnv = ln_fold(bs) / (float)C;
+  for (int c0 = lane * 8; c0 < C; c0 += 256) {
+    int w = ln_group(xv, xr, c0, C, vec);
+    ln_group(dv, dyr, c0, C, vec);
+    ln_group(gg, g, c0, C, vec);
+    for (int j = 0; j < w; j++) {
+      float norm = (xv[j] - m) * rs;
+      float dn = dv[j] * gg[j];
+      xv[j] = rs * ((dn - sdv) - norm * sdnv);
     }
-    tdn[rr][c] = dn;
-    tnorm[rr][c] = norm;
-  }
-  __syncthreads();
-  if (tid < LN_BACK_ROWS) {
-    float a = 0.0f, bsum = 0.0f;
-    for (int j = 0; j < C; j++) {
-      a += tdn[tid][j];
-      bsum += tdn[tid][j] * tnorm[tid][j];
-    }
-    ssd[tid] = a / (float)C;
-    ssdn[tid] = bsum / (float)C;
-    if (row0 + tid < N) {
-      sd[row0 + tid] = ssd[tid];
-      sdn[row0 + tid] = ssdn[tid];
-    }
-  }
-  __syncthreads();
-  for (int i = tid; i < LN_BACK_ROWS * C; i += LN_THREADS) {
-    int rr = i / C, c = i - rr * C;
-    long long r = row0 + rr;
-    if (r >= N) break;
-    dx[r * C + c] = f2bf(rstd[r] * ((tdn[rr][c] - ssd[rr]) - tnorm[rr][c] * ssdn[rr]));
-  }
-}
-
-// dx = bf16(rstd·(dnorm − sd − norm·sdn)) element by element; total = N·C.
-extern "C" __global__ void gpt_layernorm_backward_dx(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g,
-                                                     const float* mean, const float* rstd, const float* sd,
-                                                     const float* sdn, int C, long long total) {
-  GRID_STRIDE(i, total) {
-    long long n = i / C;
-    int c = (int)(i - n * C);
-    float rs = rstd[n];
-    float norm = (bf2f(x[i]) - mean[n]) * rs;
-    float dnorm = bf2f(dy[i]) * bf2f(g[c]);
-    dx[i] = f2bf(rs * ((dnorm - sd[n]) - norm * sdn[n]));
-  }
-}
-
-// C a multiple of 8.
-extern "C" __global__ void gpt_layernorm_backward_dx_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g,
-                                                        const float* mean, const float* rstd, const float* sd,
-                                                        const float* sdn, int C, long long total) {
-  GRID_STRIDE8(i, total) {
-    long long n = i / C;
-    int c = (int)(i - n * C);
-    float xv[8], dv[8], gg[8];
-    ld8(xv, x + i);
-    ld8(dv, dy + i);
-    ld8(gg, g + c);
-    float rs = rstd[n], mu = mean[n], a = sd[n], bn = sdn[n];
-    for (int j = 0; j < 8; j++) {
-      float norm = (xv[j] - mu) * rs;
-      float dnorm = dv[j] * gg[j];
-      xv[j] = rs * ((dnorm - a) - norm * bn);
-    }
-    st8(dx + i, xv);
+    ln_store(dxr, xv, c0, w, vec);
   }
 }
 

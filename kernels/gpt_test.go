@@ -31,7 +31,7 @@ func TestKernelsListed(t *testing.T) {
 
 // The launch shapes the host uses are the ones the source defines.
 func TestLaunchShapesMatchSource(t *testing.T) {
-	for name, v := range map[string]int{"LN_THREADS": LayerNormThreads, "LN_CHUNK": LayerNormChunk, "LN_STAT_ROWS": LayerNormStatRows, "LN_BACK_ROWS": LayerNormBackRows, "ATT_THREADS": AttentionThreads, "FA_THREADS": FlashThreads, "FA_TILE": FlashTile} {
+	for name, v := range map[string]int{"LN_THREADS": LayerNormThreads, "LN_ROWS": LayerNormRows, "ATT_THREADS": AttentionThreads, "FA_THREADS": FlashThreads, "FA_TILE": FlashTile} {
 		m := regexp.MustCompile(`#define ` + name + ` (\d+)`).FindStringSubmatch(GPTSource)
 		if m == nil {
 			t.Errorf("gpt.cu does not define %s", name)

@@ -49,14 +49,8 @@ var GPTKernels = []string{
 	"gpt_gelu_backward_v8",
 	"gpt_gelu_backward_forward",
 	"gpt_gelu_backward_forward_v8",
-	"gpt_layernorm_stats",
 	"gpt_layernorm_forward",
-	"gpt_layernorm_apply",
-	"gpt_layernorm_apply_v8",
-	"gpt_layernorm_backward_rows",
 	"gpt_layernorm_backward",
-	"gpt_layernorm_backward_dx",
-	"gpt_layernorm_backward_dx_v8",
 	"gpt_layernorm_params_partial",
 	"gpt_bias_fill",
 	"gpt_bias_fill_v8",
@@ -83,11 +77,9 @@ var GPTKernels = []string{
 
 // Launch shapes the host code and the kernels agree on.
 const (
-	LayerNormThreads  = 256  // LN_THREADS: threads per block of the LayerNorm row kernels
-	LayerNormChunk    = 1024 // LN_CHUNK: columns staged at once; gpt_layernorm_forward takes rows up to this long
-	LayerNormStatRows = 16   // LN_STAT_ROWS: rows per block of gpt_layernorm_stats
-	LayerNormBackRows = 4    // LN_BACK_ROWS: rows per block of gpt_layernorm_backward_rows
-	AttentionThreads  = 128  // ATT_THREADS: threads per row of the attention softmax kernels
-	FlashThreads      = 128  // FA_THREADS: threads per block of the fused attention kernels
-	FlashTile         = 64   // FA_TILE: queries (or keys) per block of the fused attention kernels
+	LayerNormThreads = 256 // LN_THREADS: threads per block of the LayerNorm row kernels
+	LayerNormRows    = 8   // LN_ROWS: rows per block of the LayerNorm row kernels, one warp a row
+	AttentionThreads = 128 // ATT_THREADS: threads per row of the attention softmax kernels
+	FlashThreads     = 128 // FA_THREADS: threads per block of the fused attention kernels
+	FlashTile        = 64  // FA_TILE: queries (or keys) per block of the fused attention kernels
 )

@@ -360,9 +360,9 @@ func TestStandInChecks(t *testing.T) {
 			t.Errorf("gpt_add launched with %s", bad.what)
 		}
 	}
-	ln, err := gpt.Function("gpt_layernorm_stats") // (float*, float*, const bf16*, int N, int C)
+	sum, err := gpt.Function("gpt_colsum_finish") // (bf16*, const float*, int chunks, int C)
 	s.check(err)
-	if err := Launch(ln, 1, 256, 0, 0, []uint64{uint64(c), uint64(c), uint64(c), 1 << 40, 8}); err == nil {
+	if err := Launch(sum, 1, 128, 0, 0, []uint64{uint64(c), uint64(c), 1 << 40, 8}); err == nil {
 		t.Error("a 64-bit value passed for an int parameter")
 	}
 	if err := MemsetD8Async(c, 0, 65, 0); err == nil {

@@ -59,44 +59,14 @@ func GELUBackwardForwardV8(s Stream, grid, block int, dy gpu.Ptr, x gpu.Ptr, fwd
 	return s.Launch("gpt_gelu_backward_forward_v8", grid, block, dy, x, fwd, slope, n)
 }
 
-// LayerNormStats queues gpt_layernorm_stats(float* mean, float* rstd, const bf16_t* x, int N, int C) on s.
-func LayerNormStats(s Stream, grid, block int, mean gpu.Ptr, rstd gpu.Ptr, x gpu.Ptr, N int32, C int32) error {
-	return s.Launch("gpt_layernorm_stats", grid, block, mean, rstd, x, N, C)
-}
-
 // LayerNormForward queues gpt_layernorm_forward(bf16_t* y, float* mean, float* rstd, const bf16_t* x, const bf16_t* g, const bf16_t* b, int N, int C) on s.
 func LayerNormForward(s Stream, grid, block int, y gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, x gpu.Ptr, g gpu.Ptr, b gpu.Ptr, N int32, C int32) error {
 	return s.Launch("gpt_layernorm_forward", grid, block, y, mean, rstd, x, g, b, N, C)
 }
 
-// LayerNormApply queues gpt_layernorm_apply(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd, const bf16_t* g, const bf16_t* b, int C, long long total) on s.
-func LayerNormApply(s Stream, grid, block int, y gpu.Ptr, x gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, g gpu.Ptr, b gpu.Ptr, C int32, total int64) error {
-	return s.Launch("gpt_layernorm_apply", grid, block, y, x, mean, rstd, g, b, C, total)
-}
-
-// LayerNormApplyV8 queues gpt_layernorm_apply_v8(bf16_t* y, const bf16_t* x, const float* mean, const float* rstd, const bf16_t* g, const bf16_t* b, int C, long long total) on s.
-func LayerNormApplyV8(s Stream, grid, block int, y gpu.Ptr, x gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, g gpu.Ptr, b gpu.Ptr, C int32, total int64) error {
-	return s.Launch("gpt_layernorm_apply_v8", grid, block, y, x, mean, rstd, g, b, C, total)
-}
-
-// LayerNormBackwardRows queues gpt_layernorm_backward_rows(float* sd, float* sdn, const bf16_t* dy, const bf16_t* x, const bf16_t* g, const float* mean, const float* rstd, int N, int C) on s.
-func LayerNormBackwardRows(s Stream, grid, block int, sd gpu.Ptr, sdn gpu.Ptr, dy gpu.Ptr, x gpu.Ptr, g gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, N int32, C int32) error {
-	return s.Launch("gpt_layernorm_backward_rows", grid, block, sd, sdn, dy, x, g, mean, rstd, N, C)
-}
-
-// LayerNormBackward queues gpt_layernorm_backward(bf16_t* dx, float* sd, float* sdn, const bf16_t* dy, const bf16_t* x, const bf16_t* g, const float* mean, const float* rstd, int N, int C) on s.
-func LayerNormBackward(s Stream, grid, block int, dx gpu.Ptr, sd gpu.Ptr, sdn gpu.Ptr, dy gpu.Ptr, x gpu.Ptr, g gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, N int32, C int32) error {
-	return s.Launch("gpt_layernorm_backward", grid, block, dx, sd, sdn, dy, x, g, mean, rstd, N, C)
-}
-
-// LayerNormBackwardDX queues gpt_layernorm_backward_dx(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g, const float* mean, const float* rstd, const float* sd, const float* sdn, int C, long long total) on s.
-func LayerNormBackwardDX(s Stream, grid, block int, dx gpu.Ptr, dy gpu.Ptr, x gpu.Ptr, g gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, sd gpu.Ptr, sdn gpu.Ptr, C int32, total int64) error {
-	return s.Launch("gpt_layernorm_backward_dx", grid, block, dx, dy, x, g, mean, rstd, sd, sdn, C, total)
-}
-
-// LayerNormBackwardDXV8 queues gpt_layernorm_backward_dx_v8(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g, const float* mean, const float* rstd, const float* sd, const float* sdn, int C, long long total) on s.
-func LayerNormBackwardDXV8(s Stream, grid, block int, dx gpu.Ptr, dy gpu.Ptr, x gpu.Ptr, g gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, sd gpu.Ptr, sdn gpu.Ptr, C int32, total int64) error {
-	return s.Launch("gpt_layernorm_backward_dx_v8", grid, block, dx, dy, x, g, mean, rstd, sd, sdn, C, total)
+// LayerNormBackward queues gpt_layernorm_backward(bf16_t* dx, const bf16_t* dy, const bf16_t* x, const bf16_t* g, const float* mean, const float* rstd, int N, int C) on s.
+func LayerNormBackward(s Stream, grid, block int, dx gpu.Ptr, dy gpu.Ptr, x gpu.Ptr, g gpu.Ptr, mean gpu.Ptr, rstd gpu.Ptr, N int32, C int32) error {
+	return s.Launch("gpt_layernorm_backward", grid, block, dx, dy, x, g, mean, rstd, N, C)
 }
 
 // LayerNormParamsPartial queues gpt_layernorm_params_partial(float* pg, float* pb, const bf16_t* dy, const bf16_t* x, const float* mean, const float* rstd, int N, int C, int rows, long long total) on s.

@@ -234,21 +234,8 @@ func (o *gptOps) EmbeddingBackward(dwte, dwpe, dx, order, start gpu.Ptr, B, T, C
 // float32 statistics mean and rstd (N each) from x, g, b.
 func (o *gptOps) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
-	blocks := (N + kernels.LayerNormStatRows - 1) / kernels.LayerNormStatRows
-	if C <= kernels.LayerNormChunk { // rows that fit shared memory: statistics and output in one pass
-		return gptkernel.LayerNormForward(o.dev, blocks, kernels.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
-	}
-	if err := gptkernel.LayerNormStats(o.dev, blocks, kernels.LayerNormThreads, mean, rstd, x, int32(N), int32(C)); err != nil {
-		return err
-	}
-	n := int64(N) * int64(C)
-	return o.elementwise8(n, C, []gpu.Ptr{y, x, mean, rstd, g, b},
-		func(grid, block int) error {
-			return gptkernel.LayerNormApply(o.dev, grid, block, y, x, mean, rstd, g, b, int32(C), n)
-		},
-		func(grid, block int) error {
-			return gptkernel.LayerNormApplyV8(o.dev, grid, block, y, x, mean, rstd, g, b, int32(C), n)
-		})
+	blocks := (N + kernels.LayerNormRows - 1) / kernels.LayerNormRows
+	return gptkernel.LayerNormForward(o.dev, blocks, kernels.LayerNormThreads, y, mean, rstd, x, g, b, int32(N), int32(C))
 }
 
 // LayerNormBackward is ops.LayerNorm.Backward: dx (N×C) bit for bit, dg and
@@ -256,31 +243,9 @@ func (o *gptOps) LayerNormForward(y, mean, rstd, x, g, b gpu.Ptr, N, C int) erro
 // another summation order), from dy, x, g and the forward's statistics.
 func (o *gptOps) LayerNormBackward(dx, dg, db, dy, x, g, mean, rstd gpu.Ptr, N, C int) error {
 	defer o.scope("layernorm")()
-	sums, err := o.alloc(scratchCat, 8*int64(N))
-	if err != nil {
+	blocks := (N + kernels.LayerNormRows - 1) / kernels.LayerNormRows
+	if err := gptkernel.LayerNormBackward(o.dev, blocks, kernels.LayerNormThreads, dx, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
 		return err
-	}
-	defer o.mem.Free(sums)
-	sd, sdn := sums, sums.Add(4*int64(N))
-	blocks := (N + kernels.LayerNormBackRows - 1) / kernels.LayerNormBackRows
-	if C <= kernels.LayerNormChunk { // rows that fit shared memory: row sums and dx in one pass
-		if err := gptkernel.LayerNormBackward(o.dev, blocks, kernels.LayerNormThreads, dx, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
-			return err
-		}
-	} else {
-		if err := gptkernel.LayerNormBackwardRows(o.dev, blocks, kernels.LayerNormThreads, sd, sdn, dy, x, g, mean, rstd, int32(N), int32(C)); err != nil {
-			return err
-		}
-		n := int64(N) * int64(C)
-		if err := o.elementwise8(n, C, []gpu.Ptr{dx, dy, x, g, mean, rstd, sd, sdn},
-			func(grid, block int) error {
-				return gptkernel.LayerNormBackwardDX(o.dev, grid, block, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n)
-			},
-			func(grid, block int) error {
-				return gptkernel.LayerNormBackwardDXV8(o.dev, grid, block, dx, dy, x, g, mean, rstd, sd, sdn, int32(C), n)
-			}); err != nil {
-			return err
-		}
 	}
 	rows, chunks := o.sumChunks(N)
 	partial, err := o.alloc(scratchCat, 8*int64(chunks)*int64(C))

@@ -144,7 +144,7 @@ func TestGELUEveryPattern(t *testing.T) {
 func TestElementwiseMatchesScalar(t *testing.T) {
 	eachVariant(t, func(t *testing.T) {
 		r := newRand(43)
-		for _, shape := range [][2]int{{1, 3}, {9, 37}, {70, 128}} {
+		for _, shape := range [][2]int{{1, 3}, {9, 37}, {70, 128}, {4, 777}} {
 			N, C := shape[0], shape[1]
 			for _, rate := range specialRates {
 				l := LayerNorm{N: N, C: C}

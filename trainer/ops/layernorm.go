@@ -15,7 +15,8 @@ const LayerNormEps = 1e-5
 // shifts by b (both C long).
 type LayerNorm struct{ N, C int }
 
-// Forward computes, per row n, in float32 with sums in ascending c:
+// Forward computes, per row n, in float32 with sums in lane order
+// (rowSum):
 //
 //	mean = Σx/C, var = Σ(x−mean)²/C, rstd = 1/sqrt(var+eps)
 //	y = bf16((x−mean)·rstd·g + b)
@@ -26,17 +27,16 @@ func (l LayerNorm) Forward(y []uint16, mean, rstd []float32, x, g, b []uint16) {
 	par.For(l.N, 8, func(lo, hi int) {
 		for n := lo; n < hi; n++ {
 			row := x[n*l.C : (n+1)*l.C]
-			var s float32
-			for _, v := range row {
-				s += bf16.ToFloat32(v)
+			var s, ss rowSum
+			for c, v := range row {
+				s.add(c, bf16.ToFloat32(v))
 			}
-			m := s / float32(l.C)
-			var ss float32
-			for _, v := range row {
+			m := s.total() / float32(l.C)
+			for c, v := range row {
 				d := bf16.ToFloat32(v) - m
-				ss += float32(d * d)
+				ss.add(c, float32(d*d))
 			}
-			rs := float32(1 / math.Sqrt(float64(ss/float32(l.C)+LayerNormEps)))
+			rs := float32(1 / math.Sqrt(float64(ss.total()/float32(l.C)+LayerNormEps)))
 			mean[n], rstd[n] = m, rs
 			vec.NormRow(y[n*l.C:(n+1)*l.C], row, gf, bf, m, rs)
 		}
@@ -46,7 +46,7 @@ func (l LayerNorm) Forward(y []uint16, mean, rstd []float32, x, g, b []uint16) {
 // Backward computes dx (N×C), dg and db (C each) from dy, with norm =
 // (x−mean)·rstd and dnorm = dy·g:
 //
-//	dx = bf16(rstd·(dnorm − Σdnorm/C − norm·Σ(dnorm·norm)/C))   per row, sums in ascending c
+//	dx = bf16(rstd·(dnorm − Σdnorm/C − norm·Σ(dnorm·norm)/C))   per row, sums in lane order
 //	dg[c] = bf16(Σ_n dy·norm), db[c] = bf16(Σ_n dy)              sums in ascending n
 func (l LayerNorm) Backward(dx, dg, db []uint16, dy, x, g []uint16, mean, rstd []float32) {
 	gf := widened(g[:l.C])
@@ -54,15 +54,15 @@ func (l LayerNorm) Backward(dx, dg, db []uint16, dy, x, g []uint16, mean, rstd [
 		for n := lo; n < hi; n++ {
 			xr, dyr := x[n*l.C:(n+1)*l.C], dy[n*l.C:(n+1)*l.C]
 			m, rs := mean[n], rstd[n]
-			var sd, sdn float32
+			var rsd, rsdn rowSum
 			for c, v := range xr {
 				norm := float32((bf16.ToFloat32(v) - m) * rs)
 				dnorm := float32(bf16.ToFloat32(dyr[c]) * gf[c])
-				sd += dnorm
-				sdn += float32(dnorm * norm)
+				rsd.add(c, dnorm)
+				rsdn.add(c, float32(dnorm*norm))
 			}
-			sd /= float32(l.C)
-			sdn /= float32(l.C)
+			sd := rsd.total() / float32(l.C)
+			sdn := rsdn.total() / float32(l.C)
 			vec.NormGradRow(dx[n*l.C:(n+1)*l.C], xr, dyr, gf, m, rs, sd, sdn)
 		}
 	})

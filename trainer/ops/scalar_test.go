@@ -164,19 +164,38 @@ func scalarAttentionBackward(a Attention, dqkv, dy, qkv []uint16) {
 	}
 }
 
+// warpSum adds term(c) for c < C as a warp of 32 threads does: thread j
+// adds the terms of its groups of 8 columns (j, j+32, j+64, … counted in
+// groups) in ascending c; then each round every thread adds the sum of
+// the thread whose number differs in bit m, for m = 16, 8, 4, 2, 1.
+func warpSum(C int, term func(c int) float32) float32 {
+	var lane [32]float32
+	for j := range lane {
+		for g := j; 8*g < C; g += 32 {
+			for c := 8 * g; c < min(8*g+8, C); c++ {
+				lane[j] += term(c)
+			}
+		}
+	}
+	for m := 16; m >= 1; m /= 2 {
+		var next [32]float32
+		for j := range lane {
+			next[j] = lane[j] + lane[j^m]
+		}
+		lane = next
+	}
+	return lane[0]
+}
+
 func scalarLayerNormForward(l LayerNorm, y []uint16, mean, rstd []float32, x, g, b []uint16) {
 	for n := range l.N {
 		row := x[n*l.C : (n+1)*l.C]
-		var s float32
-		for _, v := range row {
-			s += bf16.ToFloat32(v)
-		}
+		s := warpSum(l.C, func(c int) float32 { return bf16.ToFloat32(row[c]) })
 		m := s / float32(l.C)
-		var ss float32
-		for _, v := range row {
-			d := bf16.ToFloat32(v) - m
-			ss += float32(d * d)
-		}
+		ss := warpSum(l.C, func(c int) float32 {
+			d := bf16.ToFloat32(row[c]) - m
+			return float32(d * d)
+		})
 		rs := float32(1 / math.Sqrt(float64(ss/float32(l.C)+LayerNormEps)))
 		mean[n], rstd[n] = m, rs
 		out := y[n*l.C : (n+1)*l.C]
@@ -191,15 +210,12 @@ func scalarLayerNormBackward(l LayerNorm, dx, dg, db []uint16, dy, x, g []uint16
 	for n := range l.N {
 		xr, dyr := x[n*l.C:(n+1)*l.C], dy[n*l.C:(n+1)*l.C]
 		m, rs := mean[n], rstd[n]
-		var sd, sdn float32
-		for c := range l.C {
+		dnorm := func(c int) float32 { return float32(bf16.ToFloat32(dyr[c]) * bf16.ToFloat32(g[c])) }
+		sd := warpSum(l.C, dnorm) / float32(l.C)
+		sdn := warpSum(l.C, func(c int) float32 {
 			norm := float32((bf16.ToFloat32(xr[c]) - m) * rs)
-			dnorm := float32(bf16.ToFloat32(dyr[c]) * bf16.ToFloat32(g[c]))
-			sd += dnorm
-			sdn += float32(dnorm * norm)
-		}
-		sd /= float32(l.C)
-		sdn /= float32(l.C)
+			return float32(dnorm(c) * norm)
+		}) / float32(l.C)
 		out := dx[n*l.C : (n+1)*l.C]
 		for c := range l.C {
 			norm := float32((bf16.ToFloat32(xr[c]) - m) * rs)
