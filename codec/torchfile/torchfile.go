@@ -145,8 +145,9 @@ func readSave(r io.ReaderAt, size int64, file string, base int64, prefix string)
 	fl.walk(prefix, obj)
 	fl.nameOptimizerStates()
 	var out []Tensor
+	limits := recordLimits(z, size)
 	for _, ft := range fl.tensors {
-		t, err := locate(ft, records, recordLimits(z, size), dir, file, base)
+		t, err := locate(ft, records, limits, dir, file, base)
 		if err != nil {
 			return nil, nil, fmt.Errorf("tensor %s: %v", ft.name, err)
 		}
@@ -156,8 +157,8 @@ func readSave(r io.ReaderAt, size int64, file string, base int64, prefix string)
 }
 
 // recordLimits bounds where each record's data may end: before the next
-// record's local header (at least 30 bytes and its name) or, for the last,
-// before the central directory (at least 46 bytes an entry, 22 for its end).
+// record's local header (at least 30 bytes and its name) and before the
+// central directory (at least 46 bytes an entry, 22 for its end).
 func recordLimits(z *zip.Reader, size int64) map[*zip.File]int64 {
 	type placed struct {
 		f     *zip.File
@@ -174,9 +175,11 @@ func recordLimits(z *zip.Reader, size int64) map[*zip.File]int64 {
 	sort.Slice(ps, func(a, b int) bool { return ps[a].start < ps[b].start })
 	limits := map[*zip.File]int64{}
 	for i, p := range ps {
+		// A local header's extra length is untrusted: a record's data may
+		// start past the file's end, and so may the next record's.
 		end := size - dir
 		if i+1 < len(ps) {
-			end = ps[i+1].start - 30 - int64(len(ps[i+1].f.Name))
+			end = min(end, ps[i+1].start-30-int64(len(ps[i+1].f.Name)))
 		}
 		limits[p.f] = end
 	}
