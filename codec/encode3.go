@@ -18,9 +18,8 @@ type block3 struct {
 	spilled   int    // codes that end past the head
 	tailed    int    // streams with a tail
 	escaped   int
-	tailsBy   int // the worker whose scratch holds its tail region (and, C searched, its heads)
-	tailsAt   int // where its tail region starts in that worker's tails
-	headsAt   int // C searched: where its heads start in that worker's heads
+	tailsBy   int // one pass: the worker whose tails holds its tail region
+	tailsAt   int // where it starts there
 }
 
 // encoder3 is an Encoder's state for format version 3.
@@ -30,27 +29,55 @@ type encoder3 struct {
 	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
 	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
 	search  bool       // choose each block's C
+	onePass bool       // C is given: heads go out as the codes are packed
 	counted bool       // the exponents were counted with the blocks' codebooks
 	scratch []encodeScratch3
 	codes   []uint16
 
 	// The run in progress.
-	src []uint16
-	dst *Tensor
+	src  []uint16
+	dst  *Tensor
+	pass int // 1: measure (or, in one pass, pack), 2: encode
 }
 
-// encodeScratch3 is one worker's scratch: a block's streams' bytes, and
+// encodeScratch3 is one worker's scratch: four streams' bytes, and
 // four histograms of exponents (the values of a row go to them in turn, so
 // that a run of equal exponents does not wait on one counter).
 //
-// It also keeps the tail regions of the blocks it packed (tails) and,
-// where C is searched, their heads (heads): a block's place in Overflow
-// and Streams is known only once every block's C is.
+// In one pass it also keeps the bytes of the codes past the heads (spill,
+// a block's at a time) and the tail regions of the blocks it packed
+// (tails), which go to Overflow once every block's place there is known.
 type encodeScratch3 struct {
-	bufs  *[Streams]streamBuf
+	bufs  [4]streamBuf
 	hists [4]Histogram
-	heads []byte
+	spill []byte
 	tails []byte
+}
+
+// measureRows adds each value's code length to its stream's x, row by row
+// (value c of row p goes to stream (c + p) mod 256), and counts exponents.
+func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
+	for base := 0; base < len(block); base += Streams {
+		turn := base / Streams
+		row := block[base:min(base+Streams, len(block))]
+		c := 0
+		for ; c+4 <= len(row); c += 4 {
+			r := row[c : c+4 : c+4]
+			hists[0][byte(r[0]>>7)]++
+			hists[1][byte(r[1]>>7)]++
+			hists[2][byte(r[2]>>7)]++
+			hists[3][byte(r[3]>>7)]++
+			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
+			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
+			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
+			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
+		}
+		for ; c < len(row); c++ {
+			v := row[c]
+			hists[0][byte(v>>7)]++
+			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
+		}
+	}
 }
 
 // countExponents counts the exponents of block, the values in turn over
@@ -66,6 +93,26 @@ func countExponents(hists *[4]Histogram, block []uint16) {
 	}
 	for ; i < len(block); i++ {
 		hists[0][byte(block[i]>>7)]++
+	}
+}
+
+// measureRowsBits is measureRows without the exponents, for blocks whose
+// exponents were counted with their codebooks' fits.
+func measureRowsBits(x *[Streams]uint32, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
+	for base := 0; base < len(block); base += Streams {
+		turn := base / Streams
+		row := block[base:min(base+Streams, len(block))]
+		c := 0
+		for ; c+4 <= len(row); c += 4 {
+			r := row[c : c+4 : c+4]
+			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
+			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
+			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
+			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
+		}
+		for ; c < len(row); c++ {
+			x[(c+turn)&(Streams-1)] += table[int(row[c]&mask)>>shift] & 31
+		}
 	}
 }
 
@@ -101,14 +148,10 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		s.scratch = append(s.scratch, make([]encodeScratch3, workers-len(s.scratch))...)
 	}
 	for w := range workers {
-		ws := &s.scratch[w]
-		for h := range ws.hists {
-			clear(ws.hists[h][:])
+		for h := range s.scratch[w].hists {
+			clear(s.scratch[w].hists[h][:])
 		}
-		ws.tails, ws.heads = ws.tails[:0], ws.heads[:0]
-		if ws.bufs == nil {
-			ws.bufs = new([Streams]streamBuf)
-		}
+		s.scratch[w].tails = s.scratch[w].tails[:0]
 	}
 
 	// Codebooks of their own for the blocks they pay in; their fits count
@@ -147,26 +190,31 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		s.blocks[b] = block3{c: c}
 	}
 	// With C given, each block's heads have their place before its codes
-	// are packed, and go there as they are; a searched C is known once the
-	// block's codes are, and its heads wait in the worker's scratch.
+	// are counted, and one pass packs and lays them out.
+	s.onePass = !s.search
 	w := ResidueBits(&cb, layout.Sign)
 	area := 0
-	if !s.search {
+	if s.onePass {
 		for b := range nb {
 			k := &s.blocks[b]
 			k.cbytes = layout.scaledStreamBytes(n, b, k.c)
 			k.areaStart = area
 			area += Streams * k.cbytes
 		}
+		dst.SF = resize(dst.SF, residueBytes(n, w))
 		dst.Streams = resize(dst.Streams, area)
+		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
+		clear(dst.TailLens)
 	}
-	dst.SF = resize(dst.SF, residueBytes(n, w))
-	dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
-	clear(dst.TailLens)
 	s.src, s.dst = src, dst
+	s.pass = 1
 	e.ps.runBlocks(s, workers, nb)
 
 	// Where each block's heads and tails go.
+	tail := 0
+	if !s.onePass {
+		area = 0
+	}
 	if layout.PerBlock {
 		dst.BlockBytes = resize(dst.BlockBytes, nb)
 		for b := range nb {
@@ -180,13 +228,9 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		dst.BlockBytes = nil
 	}
 	dst.TailUnits = resize(dst.TailUnits, nb)
-	tail := 0
-	if s.search {
-		area = 0
-	}
 	for b := range nb {
 		k := &s.blocks[b]
-		if s.search {
+		if !s.onePass {
 			k.areaStart = area
 			area += Streams * k.cbytes
 		}
@@ -200,19 +244,21 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	if err := dst.checkBlockBytes(); err != nil {
 		return fmt.Errorf("codec: encode: %w", err)
 	}
-	if s.search {
-		dst.Streams = resize(dst.Streams, area)
+	dst.Overflow = resize(dst.Overflow, tail)
+	if s.onePass {
 		for b := range nb {
 			k := &s.blocks[b]
-			m := Streams * k.cbytes
-			copy(dst.Streams[k.areaStart:k.areaStart+m], s.scratch[k.tailsBy].heads[k.headsAt:])
+			m := (k.tailBits + 7) / 8
+			copy(dst.Overflow[k.tailStart:k.tailStart+m], s.scratch[k.tailsBy].tails[k.tailsAt:])
 		}
-	}
-	dst.Overflow = resize(dst.Overflow, tail)
-	for b := range nb {
-		k := &s.blocks[b]
-		m := (k.tailBits + 7) / 8
-		copy(dst.Overflow[k.tailStart:k.tailStart+m], s.scratch[k.tailsBy].tails[k.tailsAt:])
+	} else {
+		dst.SF = resize(dst.SF, residueBytes(n, w))
+		dst.Streams = resize(dst.Streams, area)
+		clear(dst.Overflow)
+		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
+		clear(dst.TailLens)
+		s.pass = 2
+		e.ps.runBlocks(s, workers, nb)
 	}
 	s.src, s.dst = nil, nil
 
@@ -272,7 +318,41 @@ func (s *encoder3) table(b int) []uint32 {
 	return s.tables[s.tableOf[b]]
 }
 
-func (s *encoder3) runBlock(worker, b int) { s.packBlock(worker, b) }
+func (s *encoder3) runBlock(worker, b int) {
+	switch {
+	case s.pass == 1 && s.onePass:
+		s.packBlock(worker, b)
+	case s.pass == 1:
+		s.measure(worker, b)
+	default:
+		s.encode(worker, b)
+	}
+}
+
+// measure counts the bits of block b's streams and the exponents, and
+// settles the block's C (where searched), head capacity and tails.
+func (s *encoder3) measure(worker, b int) {
+	t := s.dst
+	l := t.Layout
+	B := l.BlockSize
+	nbLen := l.blockLen(t.N, b)
+	block := s.src[b*B : b*B+nbLen]
+	table := (*[maxSymbols]uint32)(s.table(b))
+	shift, mask := symbolShift(t.blockCodebook(b))
+	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
+	clear(x[:])
+	if s.counted {
+		measureRowsBits(x, block, table, shift, mask)
+	} else {
+		measureRows(x, &s.scratch[worker].hists, block, table, shift, mask)
+	}
+	k := &s.blocks[b]
+	if s.search {
+		k.c = leastBytesV3(x, l, t.N, b)
+	}
+	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
+	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+}
 
 // startBlock is block b's values, its first element, its figures (reset
 // for an encode) and its codebook.
@@ -285,10 +365,74 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 	return block, start, k, t.blockCodebook(b)
 }
 
-// packBlock writes block b in one pass: its residues, and its streams'
-// codes into the worker's buffers; with each stream's bits known it
-// settles C where searched, and lays out the heads (into Streams where C
-// is given, else into the worker's heads), the tail lengths, and the tail
+// encode writes block b: its residues, heads, tail lengths and tails.
+func (s *encoder3) encode(worker, b int) {
+	t, l := s.dst, s.dst.Layout
+	block, start, k, cb := s.startBlock(b)
+	nbLen := len(block)
+	split := uint(cb.Split)
+	w := uint(ResidueBits(cb, l.Sign))
+	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
+
+	table := (*[maxSymbols]uint32)(s.table(b))
+	shift, mask := symbolShift(cb)
+	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
+	capBits := uint32(8 * k.cbytes)
+	x := s.x[b*Streams : (b+1)*Streams]
+	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
+	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
+	tailPos := 0
+	ws := &s.scratch[worker]
+	for j0 := 0; j0 < Streams; j0 += 4 {
+		var counts [4]int
+		for q := range counts {
+			counts[q] = l.StreamCount(nbLen, j0+q)
+		}
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		for q := range 4 {
+			j, count, buf := j0+q, counts[q], &ws.bufs[q]
+			fitted := count
+			if pos[q] > capBits {
+				// Codes that end past the head: from the last back while they
+				// do (position p of stream j is element p·256 + (j − p) mod 256).
+				end := pos[q]
+				for p := count - 1; p >= 0 && end > capBits; p-- {
+					fitted--
+					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
+				}
+			}
+			if pos[q] != x[j] {
+				panic("codec: encode: stream bits differ between passes")
+			}
+			k.codeBits += uint64(pos[q])
+			k.spilled += count - fitted
+			k.escaped += escaped[q]
+			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
+				k.tailed++
+				putTailLen(lens, j, L)
+				copyBits(tail, tailPos, buf[:out[q]], int(capBits), int(pos[q]-capBits))
+				tailPos += L << (k.unit - 1)
+			}
+			// A head's bytes past the stream's are 0.
+			if out[q] < k.cbytes {
+				clear(buf[out[q]:min(k.cbytes, len(buf))])
+			}
+		}
+		// The heads: each stream's first C_b bytes, interleaved; the four
+		// streams' bytes of one offset are neighbours, one word.
+		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
+		hb := min(k.cbytes, len(b0))
+		for i := range hb {
+			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
+		}
+		for i := hb; i < k.cbytes; i++ {
+			clear(area[i<<8|j0 : i<<8|j0+4])
+		}
+	}
+}
+
+// packBlock is measure and encode in one for block b when its C is given:
+// it writes the block's residues, heads and tail lengths, and its tail
 // region into the worker's tails.
 func (s *encoder3) packBlock(worker, b int) {
 	t, l := s.dst, s.dst.Layout
@@ -303,75 +447,68 @@ func (s *encoder3) packBlock(worker, b int) {
 
 	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(cb)
+	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
+	capBits := uint32(8 * k.cbytes)
 	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
-	var out [Streams]int // each stream's bytes in its buffer
+	spill := ws.spill[:0]
 	for j0 := 0; j0 < Streams; j0 += 4 {
 		var counts [4]int
 		for q := range counts {
 			counts[q] = l.StreamCount(nbLen, j0+q)
 		}
-		pos, o, escaped := packFour((*[4]streamBuf)(ws.bufs[j0:j0+4]), block, j0, &counts, table, shift, mask)
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
 		for q := range 4 {
-			x[j0+q], out[j0+q] = pos[q], o[q]
+			j, count, buf := j0+q, counts[q], &ws.bufs[q]
+			x[j] = pos[q]
 			k.codeBits += uint64(pos[q])
 			k.escaped += escaped[q]
-		}
-	}
-	var area []byte
-	if s.search {
-		k.c = leastBytesV3(x, l, t.N, b)
-		k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
-		k.headsAt = len(ws.heads)
-		ws.heads = slices.Grow(ws.heads, Streams*k.cbytes)[:k.headsAt+Streams*k.cbytes]
-		area = ws.heads[k.headsAt:]
-	} else {
-		area = t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
-	}
-	capBits := uint32(8 * k.cbytes)
-
-	k.unit, k.tailBits = blockTails(x, int(capBits))
-	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
-	m := (k.tailBits + 7) / 8
-	k.tailsBy, k.tailsAt = worker, len(ws.tails)
-	ws.tails = slices.Grow(ws.tails, m)[:k.tailsAt+m]
-	tail := ws.tails[k.tailsAt:]
-	clear(tail)
-	tailPos := 0
-	for j, v := range x {
-		buf := &ws.bufs[j]
-		if v <= capBits {
-			// A head's bytes past the stream's are 0.
-			if out[j] < k.cbytes {
-				clear(buf[out[j]:min(k.cbytes, len(buf))])
+			if pos[q] > capBits {
+				// Codes that end past the head: from the last back while they
+				// do (position p of stream j is element p·256 + (j − p) mod 256).
+				fitted, end := count, pos[q]
+				for p := count - 1; p >= 0 && end > capBits; p-- {
+					fitted--
+					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
+				}
+				k.spilled += count - fitted
+				// The head ends on a byte: the bytes past it are the tail's bits.
+				spill = append(spill, buf[k.cbytes:out[q]]...)
+			} else if out[q] < k.cbytes {
+				// A head's bytes past the stream's are 0.
+				clear(buf[out[q]:min(k.cbytes, len(buf))])
 			}
-			continue
 		}
-		// Codes that end past the head: from the last back while they do
-		// (position p of stream j is element p·256 + (j − p) mod 256).
-		count := l.StreamCount(nbLen, j)
-		fitted, end := count, v
-		for p := count - 1; p >= 0 && end > capBits; p-- {
-			fitted--
-			end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
-		}
-		k.spilled += count - fitted
-		if L := tailLen(int(v), int(capBits), k.unit); L > 0 {
-			k.tailed++
-			putTailLen(lens, j, L)
-			copyBits(tail, tailPos, buf[:out[j]], int(capBits), int(v-capBits))
-			tailPos += L << (k.unit - 1)
-		}
-	}
-	// The heads: each stream's first C_b bytes, interleaved; the four
-	// streams' bytes of one offset are neighbours, one word.
-	for j0 := 0; j0 < Streams; j0 += 4 {
-		b0, b1, b2, b3 := &ws.bufs[j0], &ws.bufs[j0+1], &ws.bufs[j0+2], &ws.bufs[j0+3]
+		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
 		hb := min(k.cbytes, len(b0))
 		for i := range hb {
 			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
 		}
 		for i := hb; i < k.cbytes; i++ {
 			clear(area[i<<8|j0 : i<<8|j0+4])
+		}
+	}
+	ws.spill = spill
+
+	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
+	m := (k.tailBits + 7) / 8
+	k.tailsBy, k.tailsAt = worker, len(ws.tails)
+	ws.tails = slices.Grow(ws.tails, m)[:k.tailsAt+m]
+	tail := ws.tails[k.tailsAt:]
+	clear(tail)
+	tailPos, from := 0, 0
+	for j, v := range x {
+		if v <= capBits {
+			continue
+		}
+		bits := int(v - capBits)
+		src := spill[from : from+(bits+7)/8]
+		from += len(src)
+		if L := tailLen(int(v), int(capBits), k.unit); L > 0 {
+			k.tailed++
+			putTailLen(lens, j, L)
+			copyBits(tail, tailPos, src, 0, bits)
+			tailPos += L << (k.unit - 1)
 		}
 	}
 }
