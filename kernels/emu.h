@@ -237,6 +237,34 @@ inline void gpt_emu_mma_bf16(float* d, const unsigned* a, const unsigned* b) {
   }
 }
 
+// gpt_emu_ldmatrix_x4 is ldmatrix.sync.aligned.m8n8.x4(.trans).shared.b16:
+// lanes 8i..8i+7 give the addresses of matrix i's 8 rows of 8 BF16 values;
+// lane 4g+t gets in r[i] row g's elements 2t and 2t+1 (trans: column g's,
+// that is rows 2t and 2t+1 at element g), the first in the low half.
+inline void gpt_emu_ldmatrix_x4(unsigned* r, const unsigned short* p, bool trans) {
+  static const unsigned short* rows[1024];
+  unsigned t = threadIdx.x;
+  rows[t] = p;
+  emu_warp_barrier();
+  unsigned w = t & ~31u, lane = t & 31u, g = lane >> 2, tg = lane & 3;
+  for (int i = 0; i < 4; i++) {
+    const unsigned short* const* m = rows + w + 8 * i;
+    unsigned lo = trans ? m[2 * tg][g] : m[g][2 * tg];
+    unsigned hi = trans ? m[2 * tg + 1][g] : m[g][2 * tg + 1];
+    r[i] = lo | hi << 16;
+  }
+  emu_warp_barrier();
+}
+
+// gpt_emu_copy is cp.async of size bytes with n bytes read (0: zeros); the
+// emulation's copies are done when it returns.
+inline void gpt_emu_copy(void* dst, const void* src, int n, int size) {
+  if (n == 0)
+    std::memset(dst, 0, size);
+  else
+    std::memcpy(dst, src, size);
+}
+
 // ---- the launcher's tables (emu.cc, emu_lct.cc, emu_gpt.cc) ----------------
 
 // EmuKernel is one kernel of a table: run checks the launch's arguments

@@ -541,15 +541,18 @@ extern "C" __global__ void gpt_heads_to_bf16(bf16_t* dst, const float* src, int 
 // Fused causal attention (flash style): the scores of a tile of 64 queries
 // against a tile of 64 keys live in registers only, nothing of size T² is
 // written. Products run on the tensor cores (mma.sync m16n8k16: BF16
-// operands, float32 sums in the hardware's order); the softmax is taken
-// online (running row max and sum, rescaled per key tile), P and dS enter
-// the products rounded to BF16 as in the cuBLAS path. A block of FA_THREADS
-// threads (4 warps of 16 rows each) owns one tile of a (sequence, head):
+// operands, float32 sums in the hardware's order), their B operands taken
+// from row-major tiles by ldmatrix (.trans where the tile's rows are the
+// product's k dimension); the softmax is taken online in base 2 (running row
+// max and sum, rescaled per key tile), P and dS enter the products rounded
+// to BF16 as in the cuBLAS path. A block of FA_THREADS threads (4 warps of
+// 16 rows each) owns one tile of a (sequence, head), and copies the next
+// tile into shared memory (cp.async) while it computes on this one:
 //
-//   gpt_flash_fwd_dD:   y for a query tile, over key tiles 0..tile.
-//   gpt_flash_dq_dD:    for a query tile, the forward again (row max m, the
-//                       reciprocal of the row sum, and Di = Σ_d dy·y in float32,
-//                       written to the stats arrays), then dq = scale·dS·K.
+//   gpt_flash_fwd_dD:   y for a query tile, over key tiles 0..tile, and each
+//                       row's log-sum-exp in base 2 (lse, for the backward).
+//   gpt_flash_dq_dD:    for a query tile, Di = Σ_d dy·y per row in float32
+//                       (written to dstat), then dq = scale·dS·K.
 //   gpt_flash_dkdv_dD:  for a key tile, dv = Σ Pᵀ·dy and dk = scale·Σ dSᵀ·q
 //                       over the query tiles that see it, with P and Di from
 //                       the stats (launch after gpt_flash_dq_dD).
@@ -559,10 +562,10 @@ extern "C" __global__ void gpt_heads_to_bf16(bf16_t* dst, const float* src, int 
 // are loaded as zeros and never written. Requirements (checked by the host):
 // D = 16, 32 or 64, qkv and dy 16-byte aligned, C a multiple of 8.
 //
-// In the CPU emulation the warp-level operations (mma, shuffles) exchange
-// through shared tables between two warp barriers (emu.h), so every lane of
-// a warp reaches them together: the loops below have the same trip count in
-// every lane.
+// In the CPU emulation the warp-level operations (mma, ldmatrix, shuffles)
+// exchange through shared tables between two warp barriers (emu.h), so every
+// lane of a warp reaches them together: the loops below have the same trip
+// count in every lane. The emulation's copies complete at once.
 
 #define FA_THREADS 128
 #define FA_TILE 64  // queries and keys per tile; 16 query (or key) rows per warp
@@ -571,6 +574,11 @@ typedef unsigned int u32;
 
 #ifdef GPT_EMU
 #define FA_MMA(d, a, b) gpt_emu_mma_bf16(d, a, b)
+#define FA_LDSM(r, p) gpt_emu_ldmatrix_x4(r, p, false)
+#define FA_LDSM_T(r, p) gpt_emu_ldmatrix_x4(r, p, true)
+#define FA_CP16(dst, src, n) gpt_emu_copy(dst, src, n, 16)
+#define FA_CP4(dst, src, n) gpt_emu_copy(dst, src, n, 4)
+#define FA_CP_WAIT()
 #else
 // d += a·b: a 16×16 (row), b 16×8 (col), BF16 in pairs, d float32.
 __device__ __forceinline__ void fa_mma_bf16(float* d, const u32* a, const u32* b) {
@@ -579,8 +587,37 @@ __device__ __forceinline__ void fa_mma_bf16(float* d, const u32* a, const u32* b
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+__device__ __forceinline__ u32 fa_smem(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+// Four 8×8 BF16 matrices, matrix i's rows at the addresses lanes 8i..8i+7
+// give; lane 4g+t gets row g's elements 2t, 2t+1 of each (.trans: column g's).
+__device__ __forceinline__ void fa_ldsm(u32* r, const bf16_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(fa_smem(p)));
+}
+__device__ __forceinline__ void fa_ldsm_t(u32* r, const bf16_t* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(fa_smem(p)));
+}
+// Asynchronous copies into shared memory of n bytes from src (0: zeros).
+__device__ __forceinline__ void fa_cp16(void* dst, const void* src, int n) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(fa_smem(dst)), "l"(src), "r"(n));
+}
+__device__ __forceinline__ void fa_cp4(void* dst, const void* src, int n) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(fa_smem(dst)), "l"(src), "r"(n));
+}
 #define FA_MMA(d, a, b) fa_mma_bf16(d, a, b)
+#define FA_LDSM(r, p) fa_ldsm(r, p)
+#define FA_LDSM_T(r, p) fa_ldsm_t(r, p)
+#define FA_CP16(dst, src, n) fa_cp16(dst, src, n)
+#define FA_CP4(dst, src, n) fa_cp4(dst, src, n)
+// This thread's copies are done (a barrier after it makes everyone's visible).
+#define FA_CP_WAIT() asm volatile("cp.async.wait_all;\n" ::: "memory")
 #endif
+
+// log2(e) rounded to float32: the kernels take exp(x) as exp2(x·log2 e).
+#define FA_LOG2E 1.44269504088896341f
 
 // Two adjacent BF16 values of shared memory as one 32-bit word.
 __device__ __forceinline__ u32 fa_ld32(const bf16_t* p) { return *(const u32*)p; }
@@ -597,32 +634,24 @@ __device__ __forceinline__ float fa_quad_sum(float v) {
   return v + __shfl_xor_sync(0xffffffffu, v, 2);
 }
 
-// fa_load copies rows r0..r0+63 (row stride ld) of D columns from src to
-// dst[64][D+8] in 16-byte pieces; rows at or past T are zeros.
+// fa_load starts copying rows r0..r0+63 (row stride ld) of D columns from
+// src to dst[64][D+8] in 16-byte pieces; rows at or past T become zeros.
+// FA_CP_WAIT and a barrier make the tile visible to the block.
 template <int D>
 __device__ __forceinline__ void fa_load(bf16_t (*dst)[D + 8], const bf16_t* src, long long ld, int r0, int T) {
   for (int i = threadIdx.x; i < FA_TILE * (D / 8); i += FA_THREADS) {
     int r = i / (D / 8), c = (i % (D / 8)) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r0 + r < T) v = *(const uint4*)(src + (long long)(r0 + r) * ld + c);
-    *(uint4*)&dst[r][c] = v;
+    bool in = r0 + r < T;
+    FA_CP16(&dst[r][c], in ? src + (long long)(r0 + r) * ld + c : src, in ? 16 : 0);
   }
 }
 
-// fa_load_t is fa_load transposed: dst[d][r] (D rows of 64+8). Consecutive
-// threads take consecutive rows, so that their 2-byte stores along dst's
-// rows fall in distinct banks.
-template <int D>
-__device__ __forceinline__ void fa_load_t(bf16_t (*dst)[FA_TILE + 8], const bf16_t* src, long long ld, int r0, int T) {
-  for (int i = threadIdx.x; i < FA_TILE * (D / 8); i += FA_THREADS) {
-    int r = i % FA_TILE, c = (i / FA_TILE) * 8;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (r0 + r < T) v = *(const uint4*)(src + (long long)(r0 + r) * ld + c);
-    u32 w[4] = {v.x, v.y, v.z, v.w};
-    for (int j = 0; j < 4; j++) {
-      dst[c + 2 * j][r] = (bf16_t)(w[j] & 0xffffu);
-      dst[c + 2 * j + 1][r] = (bf16_t)(w[j] >> 16);
-    }
+// fa_load_rows starts copying the floats src[r0..r0+63] to dst; those at or
+// past T become zeros.
+__device__ __forceinline__ void fa_load_rows(float* dst, const float* src, int r0, int T) {
+  for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
+    bool in = r0 + i < T;
+    FA_CP4(&dst[i], in ? src + r0 + i : src, in ? 4 : 0);
   }
 }
 
@@ -641,29 +670,41 @@ __device__ __forceinline__ void fa_afrag(u32 (&a)[D / 16][4], bf16_t (*s)[D + 8]
 }
 
 // fa_rows_by_d: acc[n] (16×64 as 8 column tiles) = a (16×D) · bᵀ, with b a
-// row-major tile [64][D+8] (its rows are acc's columns).
+// row-major tile [64][D+8] (its rows are acc's columns). One ldmatrix takes
+// the B fragments of column tiles n and n+1 at one k-step: lanes 0–7 give
+// rows of tile n at columns 0–7 of the step, lanes 8–15 the same rows at
+// columns 8–15, lanes 16–31 the same for tile n+1.
 template <int D>
 __device__ __forceinline__ void fa_rows_by_d(float (&acc)[FA_TILE / 8][4], const u32 (&a)[D / 16][4], bf16_t (*b)[D + 8]) {
-  int lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-  for (int n = 0; n < FA_TILE / 8; n++) {
-    acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  int lane = threadIdx.x & 31;
+  int r = (lane & 7) + ((lane >> 4) << 3), c = ((lane >> 3) & 1) * 8;
+  for (int n = 0; n < FA_TILE / 8; n += 2) {
+    for (int e = 0; e < 4; e++) acc[n][e] = acc[n + 1][e] = 0.0f;
     for (int kk = 0; kk < D / 16; kk++) {
-      u32 bb[2] = {fa_ld32(&b[n * 8 + g][kk * 16 + 2 * tg]), fa_ld32(&b[n * 8 + g][kk * 16 + 8 + 2 * tg])};
+      u32 bb[4];
+      FA_LDSM(bb, &b[n * 8 + r][kk * 16 + c]);
       FA_MMA(acc[n], a[kk], bb);
+      FA_MMA(acc[n + 1], a[kk], bb + 2);
     }
   }
 }
 
 // fa_rows_by_tile: out[nd] (16×D) += p (16×64, A fragments) · t, with t a
-// transposed tile [D][64+8] (t[d][r] = element r, d).
+// row-major tile [64][D+8] whose rows are the k dimension. One
+// ldmatrix.trans takes the B fragments of column tiles nd and nd+1 at one
+// k-step: lanes 0–7 give rows 0–7 of the step at tile nd's columns, lanes
+// 8–15 rows 8–15, lanes 16–31 the same at tile nd+1's columns.
 template <int D>
 __device__ __forceinline__ void fa_rows_by_tile(float (&out)[D / 8][4], const u32 (&p)[FA_TILE / 16][4],
-                                                bf16_t (*t)[FA_TILE + 8]) {
-  int lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-  for (int nd = 0; nd < D / 8; nd++)
+                                                bf16_t (*t)[D + 8]) {
+  int lane = threadIdx.x & 31;
+  int r = (lane & 7) + (((lane >> 3) & 1) << 3), c = (lane >> 4) * 8;
+  for (int nd = 0; nd < D / 8; nd += 2)
     for (int kk = 0; kk < FA_TILE / 16; kk++) {
-      u32 bb[2] = {fa_ld32(&t[nd * 8 + g][kk * 16 + 2 * tg]), fa_ld32(&t[nd * 8 + g][kk * 16 + 8 + 2 * tg])};
+      u32 bb[4];
+      FA_LDSM_T(bb, &t[kk * 16 + r][nd * 8 + c]);
       FA_MMA(out[nd], p[kk], bb);
+      FA_MMA(out[nd + 1], p[kk], bb + 2);
     }
 }
 
@@ -678,60 +719,6 @@ __device__ __forceinline__ void fa_pack_a(u32 (&a)[FA_TILE / 16][4], const float
   }
 }
 
-// fa_forward runs the online softmax of one query tile (q0..q0+63, this
-// warp's rows q0+16w+g and +8) over key tiles 0..kbLast: o (unnormalised,
-// float32), the row max m and the row sum l (quad-combined at the end).
-// qa holds the warp's Q fragments; ks and vt are scratch tiles.
-template <int D>
-__device__ __forceinline__ void fa_forward(float (&o)[D / 8][4], float (&m)[2], float (&l)[2], const u32 (&qa)[D / 16][4],
-                                           const bf16_t* kbase, const bf16_t* vbase, long long ld, int T, int q0,
-                                           int kbLast, float scale, bf16_t (*ks)[D + 8], bf16_t (*vt)[FA_TILE + 8]) {
-  int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tg = lane & 3;
-  int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
-  for (int nd = 0; nd < D / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
-  m[0] = m[1] = -INFINITY;
-  l[0] = l[1] = 0.0f;
-  for (int kb = 0; kb <= kbLast; kb++) {
-    int k0 = kb * FA_TILE;
-    __syncthreads();  // the previous tile's readers are done
-    fa_load<D>(ks, kbase, ld, k0, T);
-    fa_load_t<D>(vt, vbase, ld, k0, T);
-    __syncthreads();
-    float s[FA_TILE / 8][4];
-    fa_rows_by_d<D>(s, qa, ks);
-    float mx[2] = {m[0], m[1]};
-    for (int n = 0; n < FA_TILE / 8; n++)
-      for (int e = 0; e < 4; e++) {
-        int key = k0 + n * 8 + 2 * tg + (e & 1);
-        float v = s[n][e] * scale;
-        if (key > rows[e >> 1]) v = -INFINITY;
-        s[n][e] = v;
-        mx[e >> 1] = fmaxf(mx[e >> 1], v);
-      }
-    for (int r = 0; r < 2; r++) {
-      mx[r] = fa_quad_max(mx[r]);
-      float alpha = expf(m[r] - mx[r]);  // 0 on the first tile (m = −∞)
-      l[r] = l[r] * alpha;
-      for (int nd = 0; nd < D / 8; nd++) {
-        o[nd][2 * r] = o[nd][2 * r] * alpha;
-        o[nd][2 * r + 1] = o[nd][2 * r + 1] * alpha;
-      }
-      m[r] = mx[r];
-    }
-    for (int n = 0; n < FA_TILE / 8; n++)
-      for (int e = 0; e < 4; e++) {
-        float p = expf(s[n][e] - m[e >> 1]);
-        s[n][e] = p;
-        l[e >> 1] = l[e >> 1] + p;
-      }
-    u32 pa[FA_TILE / 16][4];
-    fa_pack_a(pa, s);
-    fa_rows_by_tile<D>(o, pa, vt);
-  }
-  l[0] = fa_quad_sum(l[0]);
-  l[1] = fa_quad_sum(l[1]);
-}
-
 // The tile of block blockIdx.x: (sequence, head) major, tiles heaviest
 // (latest queries) first for the forward and dq kernels.
 __device__ __forceinline__ void fa_block(int T, int H, int* b, int* h, int* tile) {
@@ -743,13 +730,13 @@ __device__ __forceinline__ void fa_block(int T, int H, int* b, int* h, int* tile
 }
 
 // fa_fwd writes y and, where lse is not null (training), each query row's
-// log-sum-exp of its scaled scores, m + log l, which the backward kernels
-// take instead of running the forward again.
+// log-sum-exp of its scaled scores in base 2, m + log2 l, which the backward
+// kernels take instead of running the forward again.
 template <int D>
 __device__ __forceinline__ void fa_fwd(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
   __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
-  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];
-  __shared__ __align__(16) bf16_t vt[D][FA_TILE + 8];
+  __shared__ __align__(16) bf16_t ks[2][FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t vs[2][FA_TILE][D + 8];
   int b, h, t;
   fa_block(T, H, &b, &h, &t);
   int tiles = (T + FA_TILE - 1) / FA_TILE;
@@ -758,20 +745,62 @@ __device__ __forceinline__ void fa_fwd(bf16_t* y, float* lse, const bf16_t* qkv,
   long long ld = 3LL * C;
   const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
   int q0 = qb * FA_TILE;
+  int rows[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  float scale2 = scale * FA_LOG2E;
   fa_load<D>(qs, base, ld, q0, T);
-  __syncthreads();
+  fa_load<D>(ks[0], base + C, ld, 0, T);
+  fa_load<D>(vs[0], base + 2 * C, ld, 0, T);
   u32 qa[D / 16][4];
-  fa_afrag<D>(qa, qs, warp * 16);
-  float o[D / 8][4], m[2], l[2];
-  fa_forward<D>(o, m, l, qa, base + C, base + 2 * C, ld, T, q0, qb, scale, ks, vt);
+  float o[D / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  for (int nd = 0; nd < D / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+  for (int kb = 0; kb <= qb; kb++) {
+    int k0 = kb * FA_TILE, cur = kb & 1;
+    FA_CP_WAIT();
+    __syncthreads();  // tile kb is in; everyone is done with tile kb−1's buffers
+    if (kb == 0) fa_afrag<D>(qa, qs, warp * 16);
+    if (kb < qb) {
+      fa_load<D>(ks[cur ^ 1], base + C, ld, k0 + FA_TILE, T);
+      fa_load<D>(vs[cur ^ 1], base + 2 * C, ld, k0 + FA_TILE, T);
+    }
+    float s[FA_TILE / 8][4];
+    fa_rows_by_d<D>(s, qa, ks[cur]);
+    float mx[2] = {m[0], m[1]};
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        float v = s[n][e] * scale2;
+        if (kb == qb && k0 + n * 8 + 2 * tg + (e & 1) > rows[e >> 1]) v = -INFINITY;
+        s[n][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    for (int r = 0; r < 2; r++) {
+      mx[r] = fa_quad_max(mx[r]);
+      float alpha = exp2f(m[r] - mx[r]);  // 0 on the first tile (m = −∞)
+      l[r] = l[r] * alpha;
+      for (int nd = 0; nd < D / 8; nd++) {
+        o[nd][2 * r] = o[nd][2 * r] * alpha;
+        o[nd][2 * r + 1] = o[nd][2 * r + 1] * alpha;
+      }
+      m[r] = mx[r];
+    }
+    for (int n = 0; n < FA_TILE / 8; n++)
+      for (int e = 0; e < 4; e++) {
+        float p = exp2f(s[n][e] - m[e >> 1]);
+        s[n][e] = p;
+        l[e >> 1] = l[e >> 1] + p;
+      }
+    u32 pa[FA_TILE / 16][4];
+    fa_pack_a(pa, s);
+    fa_rows_by_tile<D>(o, pa, vs[cur]);
+  }
   for (int r = 0; r < 2; r++) {
-    int row = q0 + warp * 16 + g + 8 * r;
+    l[r] = fa_quad_sum(l[r]);
+    int row = rows[r];
     if (row >= T) continue;
     float inv = 1.0f / l[r];
     bf16_t* out = y + ((long long)b * T + row) * C + (long long)h * D;
     for (int nd = 0; nd < D / 8; nd++)
       *(u32*)(out + nd * 8 + 2 * tg) = fa_pack(o[nd][2 * r] * inv, o[nd][2 * r + 1] * inv);
-    if (lse != nullptr && tg == 0) lse[((long long)b * H + h) * T + row] = m[r] + logf(l[r]);
+    if (lse != nullptr && tg == 0) lse[((long long)b * H + h) * T + row] = m[r] + log2f(l[r]);
   }
 }
 
@@ -781,10 +810,9 @@ __device__ __forceinline__ void fa_fwd(bf16_t* y, float* lse, const bf16_t* qkv,
 template <int D>
 __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy, const bf16_t* y,
                                       const bf16_t* qkv, int T, int H, int C, float scale) {
-  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];  // Q, then V of each key tile
-  __shared__ __align__(16) bf16_t ks[FA_TILE][D + 8];  // y, then K of each key tile
-  __shared__ __align__(16) bf16_t kt[D][FA_TILE + 8];  // K transposed
-  __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
+  __shared__ __align__(16) bf16_t ks[2][FA_TILE][D + 8];  // K of each key tile (dy at first in ks[1])
+  __shared__ __align__(16) bf16_t vs[2][FA_TILE][D + 8];  // V of each key tile (y at first in vs[1])
   int b, h, t;
   fa_block(T, H, &b, &h, &t);
   int tiles = (T + FA_TILE - 1) / FA_TILE;
@@ -794,13 +822,17 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* dstat, const float* l
   const bf16_t* base = qkv + (long long)b * T * ld + (long long)h * D;
   long long rowbase = (long long)b * T * C + (long long)h * D;
   int q0 = qb * FA_TILE;
+  float scale2 = scale * FA_LOG2E;
   fa_load<D>(qs, base, ld, q0, T);
-  fa_load<D>(dos, dy + rowbase, C, q0, T);
-  fa_load<D>(ks, y + rowbase, C, q0, T);
+  fa_load<D>(ks[1], dy + rowbase, C, q0, T);
+  fa_load<D>(vs[1], y + rowbase, C, q0, T);
+  fa_load<D>(ks[0], base + C, ld, 0, T);
+  fa_load<D>(vs[0], base + 2 * C, ld, 0, T);
+  FA_CP_WAIT();
   __syncthreads();
   u32 qa[D / 16][4], da[D / 16][4];
   fa_afrag<D>(qa, qs, warp * 16);
-  fa_afrag<D>(da, dos, warp * 16);
+  fa_afrag<D>(da, ks[1], warp * 16);
   float ls[2], di[2];
   int rows[2];
   for (int r = 0; r < 2; r++) {
@@ -810,32 +842,32 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* dstat, const float* l
     ls[r] = rows[r] < T ? lse[i] : 0.0f;
     float s = 0.0f;
     for (int nd = 0; nd < D / 8; nd++)
-      for (int c = 0; c < 2; c++) s = s + bf2f(dos[lr][nd * 8 + 2 * tg + c]) * bf2f(ks[lr][nd * 8 + 2 * tg + c]);
+      for (int c = 0; c < 2; c++) s = s + bf2f(ks[1][lr][nd * 8 + 2 * tg + c]) * bf2f(vs[1][lr][nd * 8 + 2 * tg + c]);
     di[r] = fa_quad_sum(s);
     if (tg == 0 && rows[r] < T) dstat[i] = di[r];
   }
   float dq[D / 8][4];
   for (int nd = 0; nd < D / 8; nd++) dq[nd][0] = dq[nd][1] = dq[nd][2] = dq[nd][3] = 0.0f;
-  bf16_t(*vs)[D + 8] = qs;  // Q's fragments are in registers: its tile takes V
   for (int kb = 0; kb <= qb; kb++) {
-    int k0 = kb * FA_TILE;
-    __syncthreads();
-    fa_load<D>(ks, base + C, ld, k0, T);
-    fa_load_t<D>(kt, base + C, ld, k0, T);
-    fa_load<D>(vs, base + 2 * C, ld, k0, T);
-    __syncthreads();
+    int k0 = kb * FA_TILE, cur = kb & 1;
+    FA_CP_WAIT();
+    __syncthreads();  // tile kb is in; everyone is done with the other buffers
+    if (kb < qb) {
+      fa_load<D>(ks[cur ^ 1], base + C, ld, k0 + FA_TILE, T);
+      fa_load<D>(vs[cur ^ 1], base + 2 * C, ld, k0 + FA_TILE, T);
+    }
     float s[FA_TILE / 8][4], dp[FA_TILE / 8][4];
-    fa_rows_by_d<D>(s, qa, ks);
-    fa_rows_by_d<D>(dp, da, vs);
+    fa_rows_by_d<D>(s, qa, ks[cur]);
+    fa_rows_by_d<D>(dp, da, vs[cur]);
     for (int n = 0; n < FA_TILE / 8; n++)
       for (int e = 0; e < 4; e++) {
-        int r = e >> 1, key = k0 + n * 8 + 2 * tg + (e & 1);
-        float p = key > rows[r] ? 0.0f : expf(s[n][e] * scale - ls[r]);
+        int r = e >> 1;
+        float p = kb == qb && k0 + n * 8 + 2 * tg + (e & 1) > rows[r] ? 0.0f : exp2f(s[n][e] * scale2 - ls[r]);
         s[n][e] = p * (dp[n][e] - di[r]);  // dS
       }
     u32 dsa[FA_TILE / 16][4];
     fa_pack_a(dsa, s);
-    fa_rows_by_tile<D>(dq, dsa, kt);
+    fa_rows_by_tile<D>(dq, dsa, ks[cur]);
   }
   for (int r = 0; r < 2; r++) {
     if (rows[r] >= T) continue;
@@ -848,11 +880,9 @@ __device__ __forceinline__ void fa_dq(bf16_t* dqkv, float* dstat, const float* l
 template <int D>
 __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
                                         const bf16_t* qkv, int T, int H, int C, float scale) {
-  __shared__ __align__(16) bf16_t qs[FA_TILE][D + 8];
-  __shared__ __align__(16) bf16_t qt[D][FA_TILE + 8];
-  __shared__ __align__(16) bf16_t dos[FA_TILE][D + 8];
-  __shared__ __align__(16) bf16_t dot[D][FA_TILE + 8];
-  __shared__ float sl[FA_TILE], sd[FA_TILE];
+  __shared__ __align__(16) bf16_t qs[2][FA_TILE][D + 8];   // Q of each query tile (K at first in qs[1])
+  __shared__ __align__(16) bf16_t dos[2][FA_TILE][D + 8];  // dy of each query tile (V at first in dos[1])
+  __shared__ __align__(16) float sl[2][FA_TILE], sd[2][FA_TILE];
   int b, h, kb;
   fa_block(T, H, &b, &h, &kb);  // key tiles heaviest (earliest keys) first
   int tiles = (T + FA_TILE - 1) / FA_TILE;
@@ -862,44 +892,47 @@ __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* lse, const fl
   const bf16_t* dybase = dy + (long long)b * T * C + (long long)h * D;
   long long sbase = ((long long)b * H + h) * T;
   int k0 = kb * FA_TILE;
-  fa_load<D>(qs, base + C, ld, k0, T);  // K and V of this tile, into the Q and dy tiles for now
-  fa_load<D>(dos, base + 2 * C, ld, k0, T);
+  float scale2 = scale * FA_LOG2E;
+  fa_load<D>(qs[1], base + C, ld, k0, T);
+  fa_load<D>(dos[1], base + 2 * C, ld, k0, T);
+  fa_load<D>(qs[0], base, ld, k0, T);  // the first query tile is the key tile's
+  fa_load<D>(dos[0], dybase, C, k0, T);
+  fa_load_rows(sl[0], lse + sbase, k0, T);
+  fa_load_rows(sd[0], dstat + sbase, k0, T);
+  FA_CP_WAIT();
   __syncthreads();
   u32 ka[D / 16][4], va[D / 16][4];
-  fa_afrag<D>(ka, qs, warp * 16);
-  fa_afrag<D>(va, dos, warp * 16);
+  fa_afrag<D>(ka, qs[1], warp * 16);
+  fa_afrag<D>(va, dos[1], warp * 16);
   int keys[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
   float dk[D / 8][4], dv[D / 8][4];
   for (int nd = 0; nd < D / 8; nd++)
     for (int e = 0; e < 4; e++) dk[nd][e] = dv[nd][e] = 0.0f;
   for (int qb = kb; qb < tiles; qb++) {
-    int q0 = qb * FA_TILE;
-    __syncthreads();
-    fa_load<D>(qs, base, ld, q0, T);
-    fa_load_t<D>(qt, base, ld, q0, T);
-    fa_load<D>(dos, dybase, C, q0, T);
-    fa_load_t<D>(dot, dybase, C, q0, T);
-    for (int i = threadIdx.x; i < FA_TILE; i += FA_THREADS) {
-      bool in = q0 + i < T;
-      sl[i] = in ? lse[sbase + q0 + i] : 0.0f;
-      sd[i] = in ? dstat[sbase + q0 + i] : 0.0f;
+    int q0 = qb * FA_TILE, cur = (qb - kb) & 1;
+    FA_CP_WAIT();
+    __syncthreads();  // query tile qb is in; everyone is done with the other buffers
+    if (qb + 1 < tiles) {
+      fa_load<D>(qs[cur ^ 1], base, ld, q0 + FA_TILE, T);
+      fa_load<D>(dos[cur ^ 1], dybase, C, q0 + FA_TILE, T);
+      fa_load_rows(sl[cur ^ 1], lse + sbase, q0 + FA_TILE, T);
+      fa_load_rows(sd[cur ^ 1], dstat + sbase, q0 + FA_TILE, T);
     }
-    __syncthreads();
     float st[FA_TILE / 8][4], dpt[FA_TILE / 8][4];  // Sᵀ and dPᵀ: rows are keys, columns queries
-    fa_rows_by_d<D>(st, ka, qs);
-    fa_rows_by_d<D>(dpt, va, dos);
+    fa_rows_by_d<D>(st, ka, qs[cur]);
+    fa_rows_by_d<D>(dpt, va, dos[cur]);
     for (int n = 0; n < FA_TILE / 8; n++)
       for (int e = 0; e < 4; e++) {
         int qi = n * 8 + 2 * tg + (e & 1);
-        float p = keys[e >> 1] > q0 + qi ? 0.0f : expf(st[n][e] * scale - sl[qi]);
+        float p = qb == kb && keys[e >> 1] > q0 + qi ? 0.0f : exp2f(st[n][e] * scale2 - sl[cur][qi]);
         st[n][e] = p;
-        dpt[n][e] = p * (dpt[n][e] - sd[qi]);  // dSᵀ
+        dpt[n][e] = p * (dpt[n][e] - sd[cur][qi]);  // dSᵀ
       }
     u32 pa[FA_TILE / 16][4], dsa[FA_TILE / 16][4];
     fa_pack_a(pa, st);
     fa_pack_a(dsa, dpt);
-    fa_rows_by_tile<D>(dv, pa, dot);
-    fa_rows_by_tile<D>(dk, dsa, qt);
+    fa_rows_by_tile<D>(dv, pa, dos[cur]);
+    fa_rows_by_tile<D>(dk, dsa, qs[cur]);
   }
   for (int r = 0; r < 2; r++) {
     if (keys[r] >= T) continue;
