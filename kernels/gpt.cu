@@ -945,36 +945,39 @@ __device__ __forceinline__ void fa_dkdv(bf16_t* dqkv, const float* lse, const fl
 }
 
 // Launch each with FA_THREADS threads and B·H·⌈T/64⌉ blocks; lse holds B·H·T floats.
-extern "C" __global__ void gpt_flash_fwd_d16(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+// The launch bounds cap the registers so that 4 blocks of the forward and 3
+// of each backward kernel fit a multiprocessor: more warps to hide the
+// copies and the exponentials behind.
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 4) gpt_flash_fwd_d16(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_fwd<16>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_fwd_d32(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 4) gpt_flash_fwd_d32(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_fwd<32>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_fwd_d64(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 4) gpt_flash_fwd_d64(bf16_t* y, float* lse, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_fwd<64>(y, lse, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d16(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dq_d16(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
                                             const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dq<16>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d32(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dq_d32(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
                                             const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dq<32>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dq_d64(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dq_d64(bf16_t* dqkv, float* dstat, const float* lse, const bf16_t* dy,
                                             const bf16_t* y, const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dq<64>(dqkv, dstat, lse, dy, y, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d16(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dkdv_d16(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
                                               const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dkdv<16>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d32(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dkdv_d32(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
                                               const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dkdv<32>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }
-extern "C" __global__ void gpt_flash_dkdv_d64(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
+extern "C" __global__ void __launch_bounds__(FA_THREADS, 3) gpt_flash_dkdv_d64(bf16_t* dqkv, const float* lse, const float* dstat, const bf16_t* dy,
                                               const bf16_t* qkv, int T, int H, int C, float scale) {
   fa_dkdv<64>(dqkv, lse, dstat, dy, qkv, T, H, C, scale);
 }

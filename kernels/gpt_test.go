@@ -14,7 +14,7 @@ func TestKernelsListed(t *testing.T) {
 		if !strings.Contains(GPTPTX, ".visible .entry "+k+"(") {
 			t.Errorf("kernel %s is not an entry of gpt.ptx (run go generate ./kernels)", k)
 		}
-		if !strings.Contains(GPTSource, `extern "C" __global__ void `+k+"(") {
+		if !regexp.MustCompile(`extern "C" __global__ void (__launch_bounds__\([^)]*\) )?` + k + `\(`).MatchString(GPTSource) {
 			t.Errorf("kernel %s is not defined in gpt.cu", k)
 		}
 	}

@@ -31,7 +31,8 @@ const attentionScratch = 256 << 20
 // qkv and dy 16-byte aligned) and Products is not set, the kernels
 // gpt_flash_* compute the same function in one pass per tile instead: the
 // scores stay in registers, the products run on the tensor cores, the
-// softmax is taken online. They too round P and dS to BF16 before the
+// softmax is taken online (in base 2), and the next tile's copy into shared
+// memory runs beside the products on this one. They too round P and dS to BF16 before the
 // products with V and K/Q, and match the CPU within the same tolerances.
 type attentionLayer struct {
 	B, T, C, H int
@@ -111,7 +112,8 @@ func (o *gptOps) flashBackward(a attentionLayer, dqkv, dy, qkv, y, lse gpu.Ptr) 
 func (a attentionLayer) rows() int64 { return int64(a.B) * int64(a.H) * int64(a.T) }
 
 // statsBytes is the size of what the forward saves for the backward
-// besides y: a float32 log-sum-exp per query row and head.
+// besides y: a float32 log-sum-exp per query row and head (in base 2, as
+// the kernels take their exponentials).
 func (a attentionLayer) statsBytes() int64 { return 4 * a.rows() }
 
 func (a attentionLayer) headDim() int { return a.C / a.H }

@@ -28,7 +28,7 @@ func main() {
 }
 
 // entry matches a kernel's declaration: its name and its parameter list.
-var entry = regexp.MustCompile(`extern "C" __global__ void (\w+)\(([^)]*)\)`)
+var entry = regexp.MustCompile(`extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(([^)]*)\)`)
 
 // kernel is one entry point: its C name and parameters.
 type kernel struct {
