@@ -25,6 +25,8 @@ type Input struct {
 	off  int64 // bytes handed out so far
 	size int64 // -1 for a stream
 
+	releasedTo int64 // a mapped file's bytes before it are released (releaseBefore)
+
 	// A virtual input (OpenTorchInput): its parts in order, the place in
 	// the first, and the mappings they lie in.
 	parts   []part
@@ -152,7 +154,7 @@ func (in *Input) sampleHistogram(raw []byte, vals []uint16) codec.Histogram {
 	if in.m == nil || n <= codec.SampleSize || !inside(in.m, raw) {
 		return codec.SampleHistogram(vals)
 	}
-	base := int64(uintptr(unsafe.Pointer(unsafe.SliceData(raw))) - uintptr(unsafe.Pointer(unsafe.SliceData(in.m))))
+	base := mappedOffset(in.m, raw)
 	var h codec.Histogram
 	var b [2]byte
 	for k := range codec.SampleSize {
@@ -191,4 +193,9 @@ func inside(all, b []byte) bool {
 	lo := uintptr(unsafe.Pointer(unsafe.SliceData(all)))
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
 	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(all))
+}
+
+// mappedOffset is where b (inside all) starts in all.
+func mappedOffset(all, b []byte) int64 {
+	return int64(uintptr(unsafe.Pointer(unsafe.SliceData(b))) - uintptr(unsafe.Pointer(unsafe.SliceData(all))))
 }

@@ -3,13 +3,10 @@
 package lctfile
 
 import (
-	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
-
-var pageSize = os.Getpagesize()
 
 // adviseSequential asks for read-ahead over the whole mapping: a stream
 // reads it front to back.

@@ -368,7 +368,11 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 		w.sf, p.SF = p.SF, nil // taken again from the file when written
 	}
 	j.crcs[t.i] = crc32Update(0, j.raw[2*lo:2*hi]) // while its pages are in
-	in.Release(j.raw[2*lo : 2*hi])
+	// A large tensor's pages go a piece at a time; a small one's, with
+	// its neighbours', once the writer is past them (releaseBefore).
+	if len(j.pieces) > 1 {
+		in.Release(j.raw[2*lo : 2*hi])
+	}
 	j.pieces[t.i] = p
 	j.finish(t.i, err, keep, int64(len(vals)))
 }
@@ -424,6 +428,8 @@ func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
 			lo := int64(i * j.plen)
 			crc = crc32Combine(crc, c, 2*(min(lo+int64(j.plen), int64(len(j.vals)))-lo))
 		}
+	} else if len(j.raw) <= ioChunk {
+		crc = crc32Update(0, j.raw) // its pages stay for the write
 	} else {
 		_ = chunks(in, j.raw, func(b []byte) error {
 			crc = crc32Update(crc, b)
@@ -441,7 +447,7 @@ func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
 		return false, err
 	}
 	if encoding == EncodingRaw {
-		return false, chunks(in, j.raw, func(b []byte) error {
+		return false, chunksInOrder(in, j.raw, func(b []byte) error {
 			_, err := cw.Write(b)
 			return err
 		})
@@ -455,7 +461,7 @@ func writePackSegment(cw *crcWriter, in *Input, j *packJob) (bool, error) {
 		}
 		return j.vals[lo:hi], nil
 	})
-	in.Release(j.raw)
+	in.releaseBefore(j.raw)
 	if err != nil {
 		return false, writeOrSegmentErr(err, j.index, s)
 	}

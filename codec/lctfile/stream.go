@@ -161,6 +161,20 @@ func chunks(in *Input, b []byte, do func([]byte) error) error {
 	return nil
 }
 
+// chunksInOrder is chunks for the writer, which goes through the input
+// in order: each part's pages go with releaseBefore, a run at a time.
+func chunksInOrder(in *Input, b []byte, do func([]byte) error) error {
+	for len(b) > 0 {
+		part := b[:min(len(b), ioChunk)]
+		b = b[len(part):]
+		if err := do(part); err != nil {
+			return err
+		}
+		in.releaseBefore(part)
+	}
+	return nil
+}
+
 // littleEndian is whether this machine stores a uint16 as a file's BF16
 // bytes are stored.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1

@@ -100,7 +100,7 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 		s := &j.seg
 		var crc uint32
 		if j.reader == nil {
-			err = chunks(in, s.Payload, func(b []byte) error {
+			err = chunksInOrder(in, s.Payload, func(b []byte) error {
 				crc = crc32Update(crc, b)
 				_, err := cw.Write(b)
 				return err
@@ -122,12 +122,14 @@ func UnpackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Sum
 				}
 				putPieceBuffer(p.out)
 				p.out = nil
-				in.Release(p.t.SF) // the payload's pages, done with
-				in.Release(p.t.Streams)
+				if len(j.decoded) > 1 { // a large payload's pages, done with
+					in.Release(p.t.SF)
+					in.Release(p.t.Streams)
+				}
 				p.t = nil
 				<-slots
 			}
-			in.Release(s.Payload)
+			in.releaseBefore(s.Payload)
 		}
 		if err != nil {
 			cancel()
@@ -226,6 +228,13 @@ func (r *streamReader) next(n int64, what string) ([]byte, error) {
 		}
 		return nil, err
 	}
+	if n <= ioChunk {
+		// Its pages stay for the decoders; the writer releases them.
+		r.crc = crc32Update(r.crc, b)
+		return b, nil
+	}
+	// A large payload's pages go as they are checked, and come back a
+	// piece at a time as the decoders need them.
 	_ = chunks(r.in, b, func(part []byte) error {
 		r.crc = crc32Update(r.crc, part)
 		return nil
