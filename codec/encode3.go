@@ -518,16 +518,20 @@ type streamBuf = [maxStreamCodeBits/8 + 8]byte
 
 // packFour packs the codes of streams j0..j0+3 of a block (counts[q]
 // codes for stream j0+q) into bufs, one after another, MSB-first, the last
-// byte zero-padded, and returns each stream's bits, bytes written and
-// escapes (codes longer than 8 bits); a row at a time: position p of stream j holds element
+// byte zero-padded, and returns each stream's bits and bytes written, and
+// the four streams' escapes (codes longer than 8 bits; their sum in
+// escaped[0], the rest 0); a row at a time: position p of stream j holds element
 // p·256 + (j − p) mod 256, so the four streams' codes of one position are
 // neighbouring elements, and their four bit buffers are independent chains.
 func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16) (pos [4]uint32, out, escaped [4]int) {
 	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
+	// Per stream only its codes' bits and the last of them: a whole 32-bit
+	// word goes out when a code crosses a multiple of 32 bits (a code has
+	// at most 31), so the bytes written are 4·(bits/32) and bits mod 32 wait
+	// in a; few live values keep the loop in registers.
 	var a0, a1, a2, a3 uint64
-	var e0, e1, e2, e3 uint32 // bits in a not yet written
-	var o0, o1, o2, o3 int
-	var x0, x1, x2, x3 int
+	var q0, q1, q2, q3 uint32
+	var esc int // all four streams': only their sum is kept
 	// Whole rows only: a last, shorter row goes one code at a time.
 	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams)
 	for p := range rows {
@@ -539,36 +543,26 @@ func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table 
 		v3 := table[int(row[c+3]&mask)>>shift]
 		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
 		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
-		e0, e1, e2, e3 = e0+n0, e1+n1, e2+n2, e3+n3
-		x0 += int(n0+7) >> 4
-		x1 += int(n1+7) >> 4
-		x2 += int(n2+7) >> 4
-		x3 += int(n3+7) >> 4
-		if e0 >= 32 {
-			e0 -= 32
-			binary.BigEndian.PutUint32(b0[o0:], uint32(a0>>e0))
-			o0 += 4
+		esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
+		p0, p1, p2, p3 := q0, q1, q2, q3
+		q0, q1, q2, q3 = q0+n0, q1+n1, q2+n2, q3+n3
+		if p0^q0 >= 32 {
+			binary.BigEndian.PutUint32(b0[p0>>5<<2:], uint32(a0>>(q0&31)))
 		}
-		if e1 >= 32 {
-			e1 -= 32
-			binary.BigEndian.PutUint32(b1[o1:], uint32(a1>>e1))
-			o1 += 4
+		if p1^q1 >= 32 {
+			binary.BigEndian.PutUint32(b1[p1>>5<<2:], uint32(a1>>(q1&31)))
 		}
-		if e2 >= 32 {
-			e2 -= 32
-			binary.BigEndian.PutUint32(b2[o2:], uint32(a2>>e2))
-			o2 += 4
+		if p2^q2 >= 32 {
+			binary.BigEndian.PutUint32(b2[p2>>5<<2:], uint32(a2>>(q2&31)))
 		}
-		if e3 >= 32 {
-			e3 -= 32
-			binary.BigEndian.PutUint32(b3[o3:], uint32(a3>>e3))
-			o3 += 4
+		if p3^q3 >= 32 {
+			binary.BigEndian.PutUint32(b3[p3>>5<<2:], uint32(a3>>(q3&31)))
 		}
 	}
-	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, e0, o0, x0)
-	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, e1, o1, x1)
-	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, e2, o2, x2)
-	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, e3, o3, x3)
+	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, q0&31, int(q0>>5<<2), esc)
+	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, q1&31, int(q1>>5<<2), 0)
+	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, q2&31, int(q2>>5<<2), 0)
+	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, q3&31, int(q3>>5<<2), 0)
 	return pos, out, escaped
 }
 
