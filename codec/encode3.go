@@ -54,32 +54,6 @@ type encodeScratch3 struct {
 	tails []byte
 }
 
-// measureRows adds each value's code length to its stream's x, row by row
-// (value c of row p goes to stream (c + p) mod 256), and counts exponents.
-func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	for base := 0; base < len(block); base += Streams {
-		turn := base / Streams
-		row := block[base:min(base+Streams, len(block))]
-		c := 0
-		for ; c+4 <= len(row); c += 4 {
-			r := row[c : c+4 : c+4]
-			hists[0][byte(r[0]>>7)]++
-			hists[1][byte(r[1]>>7)]++
-			hists[2][byte(r[2]>>7)]++
-			hists[3][byte(r[3]>>7)]++
-			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
-			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
-			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
-			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
-		}
-		for ; c < len(row); c++ {
-			v := row[c]
-			hists[0][byte(v>>7)]++
-			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
-		}
-	}
-}
-
 // countExponents counts the exponents of block, the values in turn over
 // the four histograms.
 func countExponents(hists *[4]Histogram, block []uint16) {
@@ -93,26 +67,6 @@ func countExponents(hists *[4]Histogram, block []uint16) {
 	}
 	for ; i < len(block); i++ {
 		hists[0][byte(block[i]>>7)]++
-	}
-}
-
-// measureRowsBits is measureRows without the exponents, for blocks whose
-// exponents were counted with their codebooks' fits.
-func measureRowsBits(x *[Streams]uint32, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	for base := 0; base < len(block); base += Streams {
-		turn := base / Streams
-		row := block[base:min(base+Streams, len(block))]
-		c := 0
-		for ; c+4 <= len(row); c += 4 {
-			r := row[c : c+4 : c+4]
-			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
-			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
-			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
-			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
-		}
-		for ; c < len(row); c++ {
-			x[(c+turn)&(Streams-1)] += table[int(row[c]&mask)>>shift] & 31
-		}
 	}
 }
 
