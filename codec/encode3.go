@@ -486,31 +486,37 @@ func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table 
 	var a0, a1, a2, a3 uint64
 	var q0, q1, q2, q3 uint32
 	var esc int // all four streams': only their sum is kept
+	// A stream's codes take at most maxStreamCodeBits, so a word starts
+	// below it: the mask leaves the offset as it is and spares its checks.
+	const wordMask = maxStreamCodeBits/8 - 4
+	// (v & mask) >> shift as v >> shift & sym; a symbol is below maxSymbols
+	// (validate), which the mask's last term shows the compiler.
+	sym := int(mask) >> shift & (maxSymbols - 1)
 	// Whole rows only: a last, shorter row goes one code at a time.
 	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams)
 	for p := range rows {
 		row := (*[Streams]uint16)(block[p*Streams : p*Streams+Streams])
 		c := uint8(j0 - p)
-		v0 := table[int(row[c]&mask)>>shift]
-		v1 := table[int(row[c+1]&mask)>>shift]
-		v2 := table[int(row[c+2]&mask)>>shift]
-		v3 := table[int(row[c+3]&mask)>>shift]
+		v0 := table[int(row[c])>>shift&sym]
+		v1 := table[int(row[c+1])>>shift&sym]
+		v2 := table[int(row[c+2])>>shift&sym]
+		v3 := table[int(row[c+3])>>shift&sym]
 		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
 		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
 		esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
 		p0, p1, p2, p3 := q0, q1, q2, q3
 		q0, q1, q2, q3 = q0+n0, q1+n1, q2+n2, q3+n3
 		if p0^q0 >= 32 {
-			binary.BigEndian.PutUint32(b0[p0>>5<<2:], uint32(a0>>(q0&31)))
+			binary.BigEndian.PutUint32(b0[p0>>5<<2&wordMask:], uint32(a0>>(q0&31)))
 		}
 		if p1^q1 >= 32 {
-			binary.BigEndian.PutUint32(b1[p1>>5<<2:], uint32(a1>>(q1&31)))
+			binary.BigEndian.PutUint32(b1[p1>>5<<2&wordMask:], uint32(a1>>(q1&31)))
 		}
 		if p2^q2 >= 32 {
-			binary.BigEndian.PutUint32(b2[p2>>5<<2:], uint32(a2>>(q2&31)))
+			binary.BigEndian.PutUint32(b2[p2>>5<<2&wordMask:], uint32(a2>>(q2&31)))
 		}
 		if p3^q3 >= 32 {
-			binary.BigEndian.PutUint32(b3[p3>>5<<2:], uint32(a3>>(q3&31)))
+			binary.BigEndian.PutUint32(b3[p3>>5<<2&wordMask:], uint32(a3>>(q3&31)))
 		}
 	}
 	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, q0&31, int(q0>>5<<2), esc)
