@@ -24,15 +24,16 @@ type block3 struct {
 
 // encoder3 is an Encoder's state for format version 3.
 type encoder3 struct {
-	blocks  []block3
-	x       []uint32   // per block and stream: the bits of its codes
-	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
-	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
-	search  bool       // choose each block's C
-	onePass bool       // C is given: heads go out as the codes are packed
-	counted bool       // the exponents were counted with the blocks' codebooks
-	scratch []encodeScratch3
-	codes   []uint16
+	blocks    []block3
+	x         []uint32   // per block and stream: the bits of its codes
+	tables    [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
+	tableOf   []int      // per block with codebooks per block: its table (0: the tensor's)
+	search    bool       // choose each block's C
+	onePass   bool       // C is given: heads go out as the codes are packed
+	counted   bool       // the exponents and escapes were counted with the blocks' codebooks
+	escapedOf []int      // where counted, per block: the values its codebook escapes
+	scratch   []encodeScratch3
+	codes     []uint16
 
 	// The run in progress.
 	src  []uint16
@@ -116,6 +117,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		e.fit3.hists = s.scratch
 		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
 		e.fit3.hists = nil
+		s.escapedOf = e.fit3.escaped
 	}
 	dst.BlockCodebooks = nil
 	if len(own) > 0 {
@@ -316,6 +318,9 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 	block = s.src[start : start+t.Layout.blockLen(t.N, b)]
 	k = &s.blocks[b]
 	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
+	if s.counted {
+		k.escaped = s.escapedOf[b]
+	}
 	return block, start, k, t.blockCodebook(b)
 }
 
@@ -342,7 +347,7 @@ func (s *encoder3) encode(worker, b int) {
 		for q := range counts {
 			counts[q] = l.StreamCount(nbLen, j0+q)
 		}
-		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
 		for q := range 4 {
 			j, count, buf := j0+q, counts[q], &ws.bufs[q]
 			fitted := count
@@ -360,7 +365,9 @@ func (s *encoder3) encode(worker, b int) {
 			}
 			k.codeBits += uint64(pos[q])
 			k.spilled += count - fitted
-			k.escaped += escaped[q]
+			if !s.counted {
+				k.escaped += escaped[q]
+			}
 			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
 				k.tailed++
 				putTailLen(lens, j, L)
@@ -410,12 +417,14 @@ func (s *encoder3) packBlock(worker, b int) {
 		for q := range counts {
 			counts[q] = l.StreamCount(nbLen, j0+q)
 		}
-		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
 		for q := range 4 {
 			j, count, buf := j0+q, counts[q], &ws.bufs[q]
 			x[j] = pos[q]
 			k.codeBits += uint64(pos[q])
-			k.escaped += escaped[q]
+			if !s.counted {
+				k.escaped += escaped[q]
+			}
 			if pos[q] > capBits {
 				// Codes that end past the head: from the last back while they
 				// do (position p of stream j is element p·256 + (j − p) mod 256).
@@ -477,7 +486,7 @@ type streamBuf = [maxStreamCodeBits/8 + 8]byte
 // escaped[0], the rest 0); a row at a time: position p of stream j holds element
 // p·256 + (j − p) mod 256, so the four streams' codes of one position are
 // neighbouring elements, and their four bit buffers are independent chains.
-func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16) (pos [4]uint32, out, escaped [4]int) {
+func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16, countEscapes bool) (pos [4]uint32, out, escaped [4]int) {
 	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
 	// Per stream only its codes' bits and the last of them: a whole 32-bit
 	// word goes out when a code crosses a multiple of 32 bits (a code has
@@ -503,7 +512,9 @@ func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table 
 		v3 := table[int(row[c+3])>>shift&sym]
 		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
 		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
-		esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
+		if countEscapes {
+			esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
+		}
 		p0, p1, p2, p3 := q0, q1, q2, q3
 		q0, q1, q2, q3 = q0+n0, q1+n1, q2+n2, q3+n3
 		if p0^q0 >= 32 {
@@ -607,6 +618,7 @@ func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l L
 	}
 	dst = resize(dst, nb)
 	f := &e.fit3
+	f.escaped = resize(f.escaped, nb)
 	f.src, f.l, f.cb, f.out = src, l, cb, dst
 	workers := workerCount(e.Workers, nb)
 	if len(f.fitters) < workers {
@@ -631,6 +643,7 @@ type blockFit struct {
 	out     []Codebook
 	fitters []splitFitter
 	hists   []encodeScratch3 // per worker: where each block's exponents are added (nil: nowhere)
+	escaped []int            // per block: the values its codebook escapes
 }
 
 func (f *blockFit) runBlock(worker, b int) {
@@ -651,9 +664,25 @@ func (f *blockFit) runBlock(worker, b int) {
 		}
 	}
 	f.out[b] = Codebook{}
+	coded := f.cb
 	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
 		f.out[b] = own
+		coded = &f.out[b]
 	}
+	f.escaped[b] = escapedValues(h, coded)
+}
+
+// escapedValues is how many values of split histogram h codebook cb
+// escapes: from the 4,096 bins, so that the coding loops need not count.
+func escapedValues(h *SplitHistogram, cb *Codebook) int {
+	c := cb.symCode()
+	n := 0
+	for bin, count := range h {
+		if count != 0 && c.lens[c.symbolOfBin(bin)] == 0 {
+			n += int(count)
+		}
+	}
+	return n
 }
 
 // ownCodebook fits a block with split histogram h its own codebook (split
