@@ -24,15 +24,16 @@ type block3 struct {
 
 // encoder3 is an Encoder's state for format version 3.
 type encoder3 struct {
-	blocks  []block3
-	x       []uint32   // per block and stream: the bits of its codes
-	tables  [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
-	tableOf []int      // per block with codebooks per block: its table (0: the tensor's)
-	search  bool       // choose each block's C
-	onePass bool       // C is given: heads go out as the codes are packed
-	counted bool       // the exponents were counted with the blocks' codebooks
-	scratch []encodeScratch3
-	codes   []uint16
+	blocks    []block3
+	x         []uint32   // per block and stream: the bits of its codes
+	tables    [][]uint32 // per codebook: code (with ESC literal) << 5 | length, by symbol
+	tableOf   []int      // per block with codebooks per block: its table (0: the tensor's)
+	search    bool       // choose each block's C
+	onePass   bool       // C is given: heads go out as the codes are packed
+	counted   bool       // the exponents and escapes were counted with the blocks' codebooks
+	escapedOf []int      // where counted, per block: the values its codebook escapes
+	scratch   []encodeScratch3
+	codes     []uint16
 
 	// The run in progress.
 	src  []uint16
@@ -54,32 +55,6 @@ type encodeScratch3 struct {
 	tails []byte
 }
 
-// measureRows adds each value's code length to its stream's x, row by row
-// (value c of row p goes to stream (c + p) mod 256), and counts exponents.
-func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	for base := 0; base < len(block); base += Streams {
-		turn := base / Streams
-		row := block[base:min(base+Streams, len(block))]
-		c := 0
-		for ; c+4 <= len(row); c += 4 {
-			r := row[c : c+4 : c+4]
-			hists[0][byte(r[0]>>7)]++
-			hists[1][byte(r[1]>>7)]++
-			hists[2][byte(r[2]>>7)]++
-			hists[3][byte(r[3]>>7)]++
-			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
-			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
-			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
-			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
-		}
-		for ; c < len(row); c++ {
-			v := row[c]
-			hists[0][byte(v>>7)]++
-			x[(c+turn)&(Streams-1)] += table[int(v&mask)>>shift] & 31
-		}
-	}
-}
-
 // countExponents counts the exponents of block, the values in turn over
 // the four histograms.
 func countExponents(hists *[4]Histogram, block []uint16) {
@@ -93,26 +68,6 @@ func countExponents(hists *[4]Histogram, block []uint16) {
 	}
 	for ; i < len(block); i++ {
 		hists[0][byte(block[i]>>7)]++
-	}
-}
-
-// measureRowsBits is measureRows without the exponents, for blocks whose
-// exponents were counted with their codebooks' fits.
-func measureRowsBits(x *[Streams]uint32, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	for base := 0; base < len(block); base += Streams {
-		turn := base / Streams
-		row := block[base:min(base+Streams, len(block))]
-		c := 0
-		for ; c+4 <= len(row); c += 4 {
-			r := row[c : c+4 : c+4]
-			x[(c+turn)&(Streams-1)] += table[int(r[0]&mask)>>shift] & 31
-			x[(c+1+turn)&(Streams-1)] += table[int(r[1]&mask)>>shift] & 31
-			x[(c+2+turn)&(Streams-1)] += table[int(r[2]&mask)>>shift] & 31
-			x[(c+3+turn)&(Streams-1)] += table[int(r[3]&mask)>>shift] & 31
-		}
-		for ; c < len(row); c++ {
-			x[(c+turn)&(Streams-1)] += table[int(row[c]&mask)>>shift] & 31
-		}
 	}
 }
 
@@ -162,6 +117,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 		e.fit3.hists = s.scratch
 		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
 		e.fit3.hists = nil
+		s.escapedOf = e.fit3.escaped
 	}
 	dst.BlockCodebooks = nil
 	if len(own) > 0 {
@@ -362,6 +318,9 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 	block = s.src[start : start+t.Layout.blockLen(t.N, b)]
 	k = &s.blocks[b]
 	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
+	if s.counted {
+		k.escaped = s.escapedOf[b]
+	}
 	return block, start, k, t.blockCodebook(b)
 }
 
@@ -388,7 +347,7 @@ func (s *encoder3) encode(worker, b int) {
 		for q := range counts {
 			counts[q] = l.StreamCount(nbLen, j0+q)
 		}
-		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
 		for q := range 4 {
 			j, count, buf := j0+q, counts[q], &ws.bufs[q]
 			fitted := count
@@ -406,7 +365,9 @@ func (s *encoder3) encode(worker, b int) {
 			}
 			k.codeBits += uint64(pos[q])
 			k.spilled += count - fitted
-			k.escaped += escaped[q]
+			if !s.counted {
+				k.escaped += escaped[q]
+			}
 			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
 				k.tailed++
 				putTailLen(lens, j, L)
@@ -456,12 +417,14 @@ func (s *encoder3) packBlock(worker, b int) {
 		for q := range counts {
 			counts[q] = l.StreamCount(nbLen, j0+q)
 		}
-		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask)
+		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
 		for q := range 4 {
 			j, count, buf := j0+q, counts[q], &ws.bufs[q]
 			x[j] = pos[q]
 			k.codeBits += uint64(pos[q])
-			k.escaped += escaped[q]
+			if !s.counted {
+				k.escaped += escaped[q]
+			}
 			if pos[q] > capBits {
 				// Codes that end past the head: from the last back while they
 				// do (position p of stream j is element p·256 + (j − p) mod 256).
@@ -518,57 +481,59 @@ type streamBuf = [maxStreamCodeBits/8 + 8]byte
 
 // packFour packs the codes of streams j0..j0+3 of a block (counts[q]
 // codes for stream j0+q) into bufs, one after another, MSB-first, the last
-// byte zero-padded, and returns each stream's bits, bytes written and
-// escapes (codes longer than 8 bits); a row at a time: position p of stream j holds element
+// byte zero-padded, and returns each stream's bits and bytes written, and
+// the four streams' escapes (codes longer than 8 bits; their sum in
+// escaped[0], the rest 0); a row at a time: position p of stream j holds element
 // p·256 + (j − p) mod 256, so the four streams' codes of one position are
 // neighbouring elements, and their four bit buffers are independent chains.
-func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16) (pos [4]uint32, out, escaped [4]int) {
+func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16, countEscapes bool) (pos [4]uint32, out, escaped [4]int) {
 	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
+	// Per stream only its codes' bits and the last of them: a whole 32-bit
+	// word goes out when a code crosses a multiple of 32 bits (a code has
+	// at most 31), so the bytes written are 4·(bits/32) and bits mod 32 wait
+	// in a; few live values keep the loop in registers.
 	var a0, a1, a2, a3 uint64
-	var e0, e1, e2, e3 uint32 // bits in a not yet written
-	var o0, o1, o2, o3 int
-	var x0, x1, x2, x3 int
+	var q0, q1, q2, q3 uint32
+	var esc int // all four streams': only their sum is kept
+	// A stream's codes take at most maxStreamCodeBits, so a word starts
+	// below it: the mask leaves the offset as it is and spares its checks.
+	const wordMask = maxStreamCodeBits/8 - 4
+	// (v & mask) >> shift as v >> shift & sym; a symbol is below maxSymbols
+	// (validate), which the mask's last term shows the compiler.
+	sym := int(mask) >> shift & (maxSymbols - 1)
 	// Whole rows only: a last, shorter row goes one code at a time.
 	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams)
 	for p := range rows {
 		row := (*[Streams]uint16)(block[p*Streams : p*Streams+Streams])
 		c := uint8(j0 - p)
-		v0 := table[int(row[c]&mask)>>shift]
-		v1 := table[int(row[c+1]&mask)>>shift]
-		v2 := table[int(row[c+2]&mask)>>shift]
-		v3 := table[int(row[c+3]&mask)>>shift]
+		v0 := table[int(row[c])>>shift&sym]
+		v1 := table[int(row[c+1])>>shift&sym]
+		v2 := table[int(row[c+2])>>shift&sym]
+		v3 := table[int(row[c+3])>>shift&sym]
 		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
 		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
-		e0, e1, e2, e3 = e0+n0, e1+n1, e2+n2, e3+n3
-		x0 += int(n0+7) >> 4
-		x1 += int(n1+7) >> 4
-		x2 += int(n2+7) >> 4
-		x3 += int(n3+7) >> 4
-		if e0 >= 32 {
-			e0 -= 32
-			binary.BigEndian.PutUint32(b0[o0:], uint32(a0>>e0))
-			o0 += 4
+		if countEscapes {
+			esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
 		}
-		if e1 >= 32 {
-			e1 -= 32
-			binary.BigEndian.PutUint32(b1[o1:], uint32(a1>>e1))
-			o1 += 4
+		p0, p1, p2, p3 := q0, q1, q2, q3
+		q0, q1, q2, q3 = q0+n0, q1+n1, q2+n2, q3+n3
+		if p0^q0 >= 32 {
+			binary.BigEndian.PutUint32(b0[p0>>5<<2&wordMask:], uint32(a0>>(q0&31)))
 		}
-		if e2 >= 32 {
-			e2 -= 32
-			binary.BigEndian.PutUint32(b2[o2:], uint32(a2>>e2))
-			o2 += 4
+		if p1^q1 >= 32 {
+			binary.BigEndian.PutUint32(b1[p1>>5<<2&wordMask:], uint32(a1>>(q1&31)))
 		}
-		if e3 >= 32 {
-			e3 -= 32
-			binary.BigEndian.PutUint32(b3[o3:], uint32(a3>>e3))
-			o3 += 4
+		if p2^q2 >= 32 {
+			binary.BigEndian.PutUint32(b2[p2>>5<<2&wordMask:], uint32(a2>>(q2&31)))
+		}
+		if p3^q3 >= 32 {
+			binary.BigEndian.PutUint32(b3[p3>>5<<2&wordMask:], uint32(a3>>(q3&31)))
 		}
 	}
-	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, e0, o0, x0)
-	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, e1, o1, x1)
-	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, e2, o2, x2)
-	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, e3, o3, x3)
+	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, q0&31, int(q0>>5<<2), esc)
+	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, q1&31, int(q1>>5<<2), 0)
+	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, q2&31, int(q2>>5<<2), 0)
+	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, q3&31, int(q3>>5<<2), 0)
 	return pos, out, escaped
 }
 
@@ -653,6 +618,7 @@ func (e *Encoder) blockCodebooks(dst []Codebook, src []uint16, cb *Codebook, l L
 	}
 	dst = resize(dst, nb)
 	f := &e.fit3
+	f.escaped = resize(f.escaped, nb)
 	f.src, f.l, f.cb, f.out = src, l, cb, dst
 	workers := workerCount(e.Workers, nb)
 	if len(f.fitters) < workers {
@@ -677,6 +643,7 @@ type blockFit struct {
 	out     []Codebook
 	fitters []splitFitter
 	hists   []encodeScratch3 // per worker: where each block's exponents are added (nil: nowhere)
+	escaped []int            // per block: the values its codebook escapes
 }
 
 func (f *blockFit) runBlock(worker, b int) {
@@ -697,9 +664,25 @@ func (f *blockFit) runBlock(worker, b int) {
 		}
 	}
 	f.out[b] = Codebook{}
+	coded := f.cb
 	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
 		f.out[b] = own
+		coded = &f.out[b]
 	}
+	f.escaped[b] = escapedValues(h, coded)
+}
+
+// escapedValues is how many values of split histogram h codebook cb
+// escapes: from the 4,096 bins, so that the coding loops need not count.
+func escapedValues(h *SplitHistogram, cb *Codebook) int {
+	c := cb.symCode()
+	n := 0
+	for bin, count := range h {
+		if count != 0 && c.lens[c.symbolOfBin(bin)] == 0 {
+			n += int(count)
+		}
+	}
+	return n
 }
 
 // ownCodebook fits a block with split histogram h its own codebook (split

@@ -85,6 +85,7 @@ func OptimalLengths(weights []float64, maxLen int) (lengths []uint8, escLen uint
 type packageMerge struct {
 	maxLen int
 	leaves []int     // item indices by weight ascending
+	leafW  []float64 // the leaves' weights, ascending
 	list   []float64 // current level's merged weights
 	next   []float64
 	isLeaf [][]bool // per level: which entries of the merged list are leaves
@@ -135,35 +136,46 @@ func (pm *packageMerge) lengths(items []float64) []uint8 {
 func (pm *packageMerge) lengthsSorted(items []float64) []uint8 {
 	n := len(items)
 	L := pm.maxLen
+	// The leaves' weights ascending, once: every level merges them again.
+	pm.leafW = slices.Grow(pm.leafW[:0], n)[:n]
+	leafW := pm.leafW
+	for k, i := range pm.leaves[:n] {
+		leafW[k] = items[i]
+	}
 	// Deepest level (index L-1): leaves only.
-	pm.list = pm.list[:0]
-	deep := pm.isLeaf[L-1][:0]
-	for _, i := range pm.leaves {
-		pm.list = append(pm.list, items[i])
-		deep = append(deep, true)
+	pm.list = append(pm.list[:0], leafW...)
+	deep := slices.Grow(pm.isLeaf[L-1][:0], n)[:n]
+	for k := range deep {
+		deep[k] = true
 	}
 	pm.isLeaf[L-1] = deep
 	for d := L - 2; d >= 0; d-- {
-		pm.next = pm.next[:0]
-		lvl := pm.isLeaf[d][:0]
-		li, pi := 0, 0
-		npk := len(pm.list) / 2
-		for li < n || pi < npk {
-			if pi < npk {
-				pw := float64(pm.list[2*pi] + pm.list[2*pi+1])
-				if li >= n || pw < items[pm.leaves[li]] {
-					pm.next = append(pm.next, pw)
-					lvl = append(lvl, false)
-					pi++
-					continue
-				}
+		list := pm.list
+		npk := len(list) / 2
+		m := n + npk
+		next := slices.Grow(pm.next[:0], m)[:m]
+		lvl := slices.Grow(pm.isLeaf[d][:0], m)[:m]
+		li, pi, o := 0, 0, 0
+		for ; li < n && pi < npk; o++ {
+			pw := float64(list[2*pi] + list[2*pi+1])
+			if pw < leafW[li] {
+				next[o], lvl[o] = pw, false
+				pi++
+			} else {
+				next[o], lvl[o] = leafW[li], true
+				li++
 			}
-			pm.next = append(pm.next, items[pm.leaves[li]])
-			lvl = append(lvl, true)
+		}
+		for ; pi < npk; o++ {
+			next[o], lvl[o] = float64(list[2*pi]+list[2*pi+1]), false
+			pi++
+		}
+		for ; li < n; o++ {
+			next[o], lvl[o] = leafW[li], true
 			li++
 		}
 		pm.isLeaf[d] = lvl
-		pm.list, pm.next = pm.next, pm.list
+		pm.list, pm.next = next, list
 	}
 	pm.lens = slices.Grow(pm.lens[:0], n)[:n]
 	clear(pm.lens)

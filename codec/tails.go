@@ -1,7 +1,5 @@
 package codec
 
-import "slices"
-
 // Format version 3 keeps a stream's first 8·C_b bits in its head (the
 // block's fixed-capacity stream area) and the rest in its tail: the tail
 // lengths are 5-bit fields in units of u = 2^(code−1) bits, one per stream
@@ -81,11 +79,7 @@ func blockStoredBytes(x *[Streams]uint32, cbytes int) int {
 // tails at once. Larger units are summed stream by stream, only where the
 // tails unrounded leave the C a chance.
 func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
-	var sorted [Streams]int
-	for j, v := range x {
-		sorted[j] = int(v)
-	}
-	slices.Sort(sorted[:])
+	sorted := sortedStreamBits(x)
 	// suffix[c][i]: Σ_{i' ≥ i} sorted[i'] rounded up to 2^(c−1), c = 1..4.
 	var suffix [5][Streams + 1]int
 	// Bits are not negative: rounding to a unit is shifts, not divisions.
