@@ -150,27 +150,25 @@ func (c *crcWriter) Write(p []byte) (int, error) {
 // chunks calls do on consecutive parts of b of at most ioChunk bytes, then
 // releases each part's pages.
 func chunks(in *Input, b []byte, do func([]byte) error) error {
-	for len(b) > 0 {
-		part := b[:min(len(b), ioChunk)]
-		b = b[len(part):]
-		if err := do(part); err != nil {
-			return err
-		}
-		in.Release(part)
-	}
-	return nil
+	return eachChunk(b, do, in.Release)
 }
 
 // chunksInOrder is chunks for the writer, which goes through the input
 // in order: each part's pages go with releaseBefore, a run at a time.
 func chunksInOrder(in *Input, b []byte, do func([]byte) error) error {
+	return eachChunk(b, do, in.releaseBefore)
+}
+
+// eachChunk calls do, then done, on consecutive parts of b of at most
+// ioChunk bytes.
+func eachChunk(b []byte, do func([]byte) error, done func([]byte)) error {
 	for len(b) > 0 {
 		part := b[:min(len(b), ioChunk)]
 		b = b[len(part):]
 		if err := do(part); err != nil {
 			return err
 		}
-		in.releaseBefore(part)
+		done(part)
 	}
 	return nil
 }
