@@ -297,11 +297,11 @@ func (s *encoder3) measure(worker, b int) {
 	shift, mask := symbolShift(t.blockCodebook(b))
 	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
 	clear(x[:])
+	hists := &s.scratch[worker].hists
 	if s.counted {
-		measureRowsBits(x, block, table, shift, mask)
-	} else {
-		measureRows(x, &s.scratch[worker].hists, block, table, shift, mask)
+		hists = nil // counted with the block's codebook fit
 	}
+	measureRows(x, hists, block, table, shift, mask)
 	k := &s.blocks[b]
 	if s.search {
 		k.c = leastBytesV3(x, l, t.N, b)

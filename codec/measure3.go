@@ -1,25 +1,16 @@
 package codec
 
 // measureRows adds each value's code length to its stream's x, row by row
-// (value c of row p goes to stream (c + p) mod 256), and counts exponents.
-func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	measureLanes(x, hists, block, table, shift, mask)
-}
-
-// measureRowsBits is measureRows without the exponents, for blocks whose
-// exponents were counted with their codebooks' fits.
+// (value c of row p goes to stream (c + p) mod 256), and counts exponents
+// in hists unless it is nil (blocks whose exponents were counted with their
+// codebooks' fits).
 //
 // Four neighbouring values of a row go to four neighbouring streams, so
 // their lengths are added at once, as the 16-bit lanes of one word: lanes[r]
 // holds, for rows p ≡ r mod 4, word w's lane i for stream (4w + r + i) mod
 // 256. A lane's sum is one stream's bits in a block (at most 256 codes of
 // at most 31 bits), far below 2^16.
-func measureRowsBits(x *[Streams]uint32, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
-	measureLanes(x, nil, block, table, shift, mask)
-}
-
-// measureLanes is measureRows, counting no exponents where hists is nil.
-func measureLanes(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
+func measureRows(x *[Streams]uint32, hists *[4]Histogram, block []uint16, table *[maxSymbols]uint32, shift uint, mask uint16) {
 	var lanes [4][Streams / 4]uint64
 	rows := len(block) / Streams
 	for p := range rows {
