@@ -10,8 +10,8 @@ import (
 
 // Compute is the device as a training step drives it: raw memory, copies,
 // the GPT kernels (kernels/gpt.cu, by name) and BF16 matrix products with
-// float32 accumulation (cuBLAS), all queued in order on the legacy default
-// stream, the compute stream. The codec's work (Tensor, Encode, Decode, the
+// float32 accumulation (cuBLAS), all queued in order on the default stream
+// (doc.go). The codec's work (Tensor, Encode, Decode, the
 // batches) runs on the same device, on the side stream once UseSideStream
 // is on; the two share the context and its memory, so a codec tensor can
 // be encoded from or decoded into memory from Compute.Alloc.

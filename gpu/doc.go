@@ -12,7 +12,10 @@
 // A Device has two views. Its own methods are the codec: tensors, encodes,
 // decodes, batches, fused updates, on the side stream once UseSideStream is
 // on. Compute is what a training step drives: memory, copies, the GPT
-// kernels and matrix products on the legacy default stream.
+// kernels and matrix products on the default stream: on a GPU a stream of
+// the context's greatest priority that keeps the legacy default stream's
+// implicit ordering, so that where the trainer's kernels and the side
+// stream's wait for the same multiprocessors the trainer's start first.
 //
 // What the GPU produces is exactly what package codec produces: Codec
 // implements lctfile.Backend and writes the same bytes. Device keeps tensors

@@ -75,9 +75,9 @@ type deviceInfo struct {
 // calling OS thread.
 //
 // A driver has two streams. Its own methods of stream queue on the codec's
-// stream: the legacy default stream until useSideStream, then the side
-// stream. compute is the legacy default stream whatever the codec's
-// stream is: Compute queues there.
+// stream: the default stream until useSideStream, then the side stream.
+// compute is the default stream whatever the codec's stream is: Compute
+// queues there.
 type driver interface {
 	stream
 	compute() stream
@@ -99,7 +99,7 @@ type driver interface {
 	// for).
 	newEvent(timing bool) (event, error)
 	// useSideStream moves the codec's later work to a stream of its own
-	// that does not wait for the legacy default stream, with ring events
+	// that does not wait for the default stream, with ring events
 	// to mark it by; afterDefault, markSide and holdDefault order the two
 	// (see side.go).
 	useSideStream(ring int) error

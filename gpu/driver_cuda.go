@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"lcttop/gpu/cublas"
@@ -16,13 +17,16 @@ import (
 // cudaDriver drives one GPU through the CUDA driver API (package gpu/cuda,
 // loaded at run time), on the GPU's primary context.
 type cudaDriver struct {
-	// *cudaStream is where the codec's work is queued: legacy, until
+	// *cudaStream is where the codec's work is queued: main, until
 	// useSideStream.
 	*cudaStream
-	legacy cudaStream // the legacy default stream, the compute stream
-	dev    cuda.Device
-	ctx    cuda.Context
-	mod    cuda.Module
+	// main is the compute stream: a blocking stream of the greatest
+	// priority, so that the trainer's blocks start before the side
+	// stream's where both wait for multiprocessors.
+	main cudaStream
+	dev  cuda.Device
+	ctx  cuda.Context
+	mod  cuda.Module
 	// fns are lct.cu's kernels by name, read-only once loaded.
 	fns   map[string]cuda.Function
 	inf   deviceInfo
@@ -38,16 +42,68 @@ type cudaDriver struct {
 	blasErr error
 }
 
-// cudaStream is one stream of the driver's context: h 0 is the legacy
-// default stream.
+// computeStreams holds the default stream of each context, which every
+// driver on the context shares as the legacy default stream would be
+// shared: the caller's work and the codec's are ordered on it whichever
+// Device queued them.
+var computeStreams = sharedStreams{byCtx: map[cuda.Context]*sharedStream{}}
+
+type sharedStreams struct {
+	mu    sync.Mutex
+	byCtx map[cuda.Context]*sharedStream
+}
+
+type sharedStream struct {
+	h     cuda.Stream
+	users int
+}
+
+// take returns ctx's default stream, made at its first user (ctx is
+// current on the calling thread).
+func (ss *sharedStreams) take(ctx cuda.Context) (cuda.Stream, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if s := ss.byCtx[ctx]; s != nil {
+		s.users++
+		return s.h, nil
+	}
+	h, err := cuda.NewFirstStream()
+	if err != nil {
+		return 0, err
+	}
+	ss.byCtx[ctx] = &sharedStream{h: h, users: 1}
+	return h, nil
+}
+
+// give releases a user of ctx's default stream; the last one destroys it
+// once its work is done, before the context can go.
+func (ss *sharedStreams) give(ctx cuda.Context) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s := ss.byCtx[ctx]
+	if s == nil {
+		return nil
+	}
+	if s.users--; s.users > 0 {
+		return nil
+	}
+	delete(ss.byCtx, ctx)
+	first := s.h.Synchronize()
+	if err := s.h.Destroy(); first == nil {
+		first = err
+	}
+	return first
+}
+
+// cudaStream is one stream of the driver's context.
 type cudaStream struct {
 	d *cudaDriver
 	h cuda.Stream
 }
 
 // sideEvents are the side stream's ordering events: one recorded on the
-// legacy stream for the side stream to wait on, and a ring recorded on
-// the side stream for the legacy stream to wait on (side.go).
+// compute stream for the side stream to wait on, and a ring recorded on
+// the side stream for the compute stream to wait on (side.go).
 type sideEvents struct {
 	fromDefault cuda.Event
 	ring        []cuda.Event
@@ -76,8 +132,8 @@ func openCUDADriver(ordinal int) (driver, error) {
 		return nil, fmt.Errorf("gpu: GPU %d: context: %w", ordinal, err)
 	}
 	d := &cudaDriver{dev: dev, ctx: ctx, fns: map[string]cuda.Function{}}
-	d.legacy = cudaStream{d: d}
-	d.cudaStream = &d.legacy
+	d.main = cudaStream{d: d}
+	d.cudaStream = &d.main
 	// The context is current per OS thread: stay on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -89,6 +145,12 @@ func openCUDADriver(ordinal int) (driver, error) {
 		d.close()
 		return nil, err
 	}
+	s, err := computeStreams.take(ctx)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("gpu: compute stream: %w", err)
+	}
+	d.main.h = s
 	d.exit()
 	return d, nil
 }
@@ -152,7 +214,7 @@ func (d *cudaDriver) alloc(bytes int) (Ptr, error) {
 
 func (d *cudaDriver) free(p Ptr) error { return cuda.MemFree(cuda.Ptr(p)) }
 
-func (d *cudaDriver) compute() stream { return &d.legacy }
+func (d *cudaDriver) compute() stream { return &d.main }
 
 // htod is asynchronous from pageable memory: the driver stages src before
 // it returns and queues the copy behind the stream's work, where a
@@ -163,13 +225,10 @@ func (s *cudaStream) htod(dst Ptr, src unsafe.Pointer, bytes int) error {
 }
 
 func (s *cudaStream) dtoh(dst unsafe.Pointer, src Ptr, bytes int) error {
-	if s.h != 0 {
-		if err := cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, s.h); err != nil {
-			return err
-		}
-		return s.h.Synchronize()
+	if err := cuda.CopyDtoHAsync(dst, cuda.Ptr(src), bytes, s.h); err != nil {
+		return err
 	}
-	return cuda.CopyDtoH(dst, cuda.Ptr(src), bytes)
+	return s.h.Synchronize()
 }
 
 // dtohAsync queues the copy behind the stream's work; dst must be pinned
@@ -202,12 +261,7 @@ func (s *cudaStream) launch(kernel string, grid, block, smem int, args []uint64,
 
 func (s *cudaStream) record(e event) error { return e.(*cudaEvent).ev.Record(s.h) }
 
-func (s *cudaStream) synchronize() error {
-	if s.h != 0 {
-		return s.h.Synchronize()
-	}
-	return cuda.Synchronize()
-}
+func (s *cudaStream) synchronize() error { return s.h.Synchronize() }
 
 // close unloads the module (the context must be current: it runs between
 // enter and the exit it does itself) and releases the context.
@@ -230,6 +284,11 @@ func (d *cudaDriver) close() error {
 	if d.mod != 0 {
 		keep(d.mod.Unload())
 		d.mod = 0
+	}
+	if d.main.h != 0 {
+		// After cuBLAS, which queues on it.
+		keep(computeStreams.give(d.ctx))
+		d.main.h = 0
 	}
 	d.exit()
 	keep(d.dev.ReleasePrimaryContext())
@@ -265,7 +324,7 @@ func (d *cudaDriver) freeHost(p unsafe.Pointer) { cuda.MemFreeHost(p) }
 
 // useSideStream creates the side stream and its events; the driver's work
 // goes there from now on. It is all or nothing: on a failure the driver
-// keeps queuing on the legacy default stream, with nothing half made.
+// keeps queuing on the compute stream, with nothing half made.
 func (d *cudaDriver) useSideStream(ring int) error {
 	if d.stream != 0 {
 		return nil
@@ -319,14 +378,14 @@ func (d *cudaDriver) dropSideStream() error {
 		first = err
 	}
 	d.stream, d.side = 0, sideEvents{}
-	d.cudaStream = &d.legacy
+	d.cudaStream = &d.main
 	return first
 }
 
 // afterDefault makes the side stream's later work wait for the work queued
-// on the legacy default stream so far.
+// on the compute stream so far.
 func (d *cudaDriver) afterDefault() error {
-	if err := d.side.fromDefault.Record(0); err != nil {
+	if err := d.side.fromDefault.Record(d.main.h); err != nil {
 		return err
 	}
 	return d.stream.Wait(d.side.fromDefault)
@@ -335,9 +394,9 @@ func (d *cudaDriver) afterDefault() error {
 // markSide records ring event i on the side stream.
 func (d *cudaDriver) markSide(i int) error { return d.side.ring[i].Record(d.stream) }
 
-// holdDefault makes the legacy default stream's later work wait for ring
-// event i's record.
-func (d *cudaDriver) holdDefault(i int) error { return cuda.Stream(0).Wait(d.side.ring[i]) }
+// holdDefault makes the compute stream's later work wait for ring event
+// i's record.
+func (d *cudaDriver) holdDefault(i int) error { return d.main.h.Wait(d.side.ring[i]) }
 
 // function is the kernel named name: one of lct.cu's, or of gpt.cu's,
 // whose module is loaded at the first call for one (on the compute stream's
@@ -376,6 +435,9 @@ func (d *cudaDriver) prepareCompute() error {
 	}
 	if d.blas == nil && d.blasErr == nil {
 		d.blas, d.blasErr = cublas.New()
+		if d.blasErr == nil {
+			d.blasErr = d.blas.SetStream(uintptr(d.main.h))
+		}
 	}
 	return d.blasErr
 }

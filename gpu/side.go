@@ -3,7 +3,7 @@ package gpu
 import "fmt"
 
 // The side stream lets the device's work run beside a caller's own work on
-// the legacy default stream (the trainer's kernels and products) instead
+// the default stream (the trainer's kernels and products) instead
 // of between it. Nothing orders the two streams but what the caller asks:
 //
 //   - AfterDefault before work that reads or writes memory the default
@@ -14,7 +14,7 @@ import "fmt"
 //     default stream's first such use: its later work starts after the
 //     device's work up to the point, and only that.
 //
-// Without UseSideStream the device queues on the legacy default stream,
+// Without UseSideStream the device queues on the default stream,
 // where everything is in order, and these calls do nothing.
 
 // sideRing is how many side-stream points have events at once: a hold on a
@@ -60,7 +60,7 @@ func (d *Device) DelayStreams(sideBytes, defaultBytes int) error {
 }
 
 // UseSideStream moves the device's later work to a stream of its own,
-// which does not wait for the legacy default stream (see AfterDefault).
+// which does not wait for the default stream (see AfterDefault).
 // The device must have no work queued on the default stream that its
 // later work depends on unless the caller orders it.
 func (d *Device) UseSideStream() error {
@@ -87,7 +87,7 @@ func (d *Device) SideStream() bool {
 }
 
 // AfterDefault makes the device's later work wait for the work queued on
-// the legacy default stream so far.
+// the default stream so far.
 func (d *Device) AfterDefault() error {
 	d.mu.Lock()
 	on := d.side.on
@@ -145,7 +145,7 @@ func (d *Device) pointLocked() (uint64, error) {
 	return seq, nil
 }
 
-// HoldDefault makes the legacy default stream's later work wait for the
+// HoldDefault makes the default stream's later work wait for the
 // device's work up to point p (from Point; 0 and points already held are
 // no-ops).
 func (d *Device) HoldDefault(p uint64) error {

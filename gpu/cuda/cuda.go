@@ -59,6 +59,8 @@ static CUresult (*p_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 static CUresult (*p_memset8_async)(CUdeviceptr, unsigned char, size_t, CUstream);
 static CUresult (*p_memset32_async)(CUdeviceptr, unsigned, size_t, CUstream);
 static CUresult (*p_stream_create)(CUstream*, unsigned);
+static CUresult (*p_stream_create_prio)(CUstream*, unsigned, int);
+static CUresult (*p_stream_priority_range)(int*, int*);
 static CUresult (*p_stream_destroy)(CUstream);
 static CUresult (*p_stream_sync)(CUstream);
 static CUresult (*p_stream_wait)(CUstream, CUevent, unsigned);
@@ -111,6 +113,8 @@ static char* lct_cuda_load(void) {
 	SYM(p_memset8_async, "cuMemsetD8Async");
 	SYM(p_memset32_async, "cuMemsetD32Async");
 	SYM(p_stream_create, "cuStreamCreate");
+	SYM(p_stream_create_prio, "cuStreamCreateWithPriority");
+	SYM(p_stream_priority_range, "cuCtxGetStreamPriorityRange");
 	SYM(p_stream_destroy, "cuStreamDestroy_v2");
 	SYM(p_stream_sync, "cuStreamSynchronize");
 	SYM(p_stream_wait, "cuStreamWaitEvent");
@@ -192,6 +196,10 @@ static CUresult lct_memset32_async(CUdeviceptr d, unsigned v, size_t n, uintptr_
 	return p_memset32_async(d, v, n, (CUstream)st);
 }
 static CUresult lct_stream_create(uintptr_t* s, unsigned flags) { return p_stream_create((CUstream*)s, flags); }
+static CUresult lct_stream_create_prio(uintptr_t* s, unsigned flags, int prio) {
+	return p_stream_create_prio((CUstream*)s, flags, prio);
+}
+static CUresult lct_stream_priority_range(int* least, int* greatest) { return p_stream_priority_range(least, greatest); }
 static CUresult lct_stream_destroy(uintptr_t s) { return p_stream_destroy((CUstream)s); }
 static CUresult lct_stream_sync(uintptr_t s) { return p_stream_sync((CUstream)s); }
 static CUresult lct_stream_wait(uintptr_t s, uintptr_t e) { return p_stream_wait((CUstream)s, (CUevent)e, 0); }
@@ -390,6 +398,20 @@ func NewStream() (Stream, error) {
 	const nonBlocking = 1
 	var s C.uintptr_t
 	err := check("cuStreamCreate", C.lct_stream_create(&s, nonBlocking))
+	return Stream(s), err
+}
+
+// NewFirstStream creates a blocking stream (ordered against the legacy
+// default stream as every blocking stream is) of the context's greatest
+// priority: where its kernels and another stream's wait for the same
+// multiprocessors, the block scheduler starts its blocks first.
+func NewFirstStream() (Stream, error) {
+	var least, greatest C.int
+	if err := check("cuCtxGetStreamPriorityRange", C.lct_stream_priority_range(&least, &greatest)); err != nil {
+		return 0, err
+	}
+	var s C.uintptr_t
+	err := check("cuStreamCreateWithPriority", C.lct_stream_create_prio(&s, 0, greatest))
 	return Stream(s), err
 }
 

@@ -902,6 +902,9 @@ API CUresult cuMemsetD32Async(CUdeviceptr p, unsigned v, size_t n, CUstream hs) 
 
 // ---- streams and events ------------------------------------------------------
 
+// The greatest stream priority, as a Hopper GPU's driver reports it.
+constexpr int kGreatestPriority = -5;
+
 API CUresult cuStreamCreate(CUstream* h, unsigned flags) {
   Lock l;
   if (CUresult r = needContext("cuStreamCreate")) return r;
@@ -913,6 +916,24 @@ API CUresult cuStreamCreate(CUstream* h, unsigned flags) {
   streams.push_back(s);
   streamByHandle[s->handle] = s;
   *h = (CUstream)(uintptr_t)s->handle;
+  return kSuccess;
+}
+
+// Priorities are accepted and have no effect: the stand-in's streams run in
+// the order the host's waits need.
+API CUresult cuStreamCreateWithPriority(CUstream* h, unsigned flags, int priority) {
+  if (priority < kGreatestPriority || priority > 0) {
+    Lock l;
+    return fail(kInvalidValue, "cuStreamCreateWithPriority: priority %d outside %d..0", priority, kGreatestPriority);
+  }
+  return cuStreamCreate(h, flags);
+}
+
+API CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  Lock l;
+  if (CUresult r = needContext("cuCtxGetStreamPriorityRange")) return r;
+  if (least != nullptr) *least = 0;
+  if (greatest != nullptr) *greatest = kGreatestPriority;
   return kSuccess;
 }
 
