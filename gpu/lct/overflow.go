@@ -1,23 +1,39 @@
 package lct
 
 // OverflowUse is the overflow room settled encodes had, and what their
-// spills used of it.
+// spills used of it; and the encodes a settle made again, by why.
 type OverflowUse struct {
 	Encodes   int   `json:"encodes"`
 	RoomBytes int64 `json:"room_bytes"`
 	UsedBytes int64 `json:"used_bytes"`
+	// AgainSpill encodes spilled past their room, AgainStale were coded
+	// with a codebook far from their values (staleBits).
+	AgainSpill int `json:"again_spill"`
+	AgainStale int `json:"again_stale"`
 }
 
 // countOverflow adds a settled encode's overflow room and use to the
-// figures by category.
+// figures by category, and whether it is made again for its spill.
 func (c *Codec) countOverflow(g *Tensor, used int) {
+	c.countUse(g, func(o *OverflowUse) {
+		o.Encodes++
+		o.RoomBytes += int64(g.t.OverflowCap())
+		o.UsedBytes += int64(used)
+		if g.t.Overflowed() {
+			o.AgainSpill++
+		}
+	})
+}
+
+// countStale counts an encode made again for its stale code.
+func (c *Codec) countStale(g *Tensor) { c.countUse(g, func(o *OverflowUse) { o.AgainStale++ }) }
+
+func (c *Codec) countUse(g *Tensor, add func(*OverflowUse)) {
 	if c.ovf == nil {
 		c.ovf = map[string]OverflowUse{}
 	}
 	o := c.ovf[g.cat.String()]
-	o.Encodes++
-	o.RoomBytes += int64(g.t.OverflowCap())
-	o.UsedBytes += int64(used)
+	add(&o)
 	c.ovf[g.cat.String()] = o
 }
 

@@ -1,6 +1,14 @@
 package lct
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"lcttop/internal/testgpu"
+	"lcttop/session"
+	"lcttop/trainer"
+	"lcttop/trainer/bf16"
+)
 
 // The overflow room follows a spill up at once and down slowly.
 func TestOverflowRoom(t *testing.T) {
@@ -26,4 +34,48 @@ func TestOverflowRoom(t *testing.T) {
 	if room = overflowRoom(room, 50000); room != 50000+50000/8+1024 {
 		t.Errorf("room %d after a spill of 50,000 bytes", room)
 	}
+}
+
+// The figures say why a settle encoded again, by category: a spill past the
+// room (a new key's first encode of a tensor that spills: no room yet), or
+// a stale code (values 40 binades from those the key's codebook was fitted
+// to).
+func TestFiguresCountWhyEncodesWereMadeAgain(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	cc := trainer.DefaultClassCodec[session.ClassActivation]
+	va, _ := testgpu.SpillingTensor(t, cc)
+	src := h.BF16(va)
+	a, err := gc.Encode(h.mem, "spills", session.Activations, src, len(va), cc, nil)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: src}}))
+
+	near, far := make([]uint16, 100000), make([]uint16, 100000)
+	for i := range near {
+		x := 1 + h.rnd.Float64()/2
+		near[i] = bf16.FromFloat32(float32(x))
+		far[i] = bf16.FromFloat32(float32(math.Ldexp(x, -40)))
+	}
+	s1, s2 := h.BF16(near), h.BF16(far)
+	w, err := gc.Encode(h.mem, "drifts", session.Weights, s1, len(near), cc, nil)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: w, Src: s1}}))
+	w, err = gc.Encode(h.mem, "drifts", session.Weights, s2, len(far), cc, w)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: w, Src: s2}}))
+
+	f := gc.TakeFigures()
+	if o := f.Overflow[session.Activations.String()]; o.AgainSpill != 1 || o.AgainStale != 0 {
+		t.Errorf("activations: %d made again for their spill, %d for a stale code; want 1 and 0", o.AgainSpill, o.AgainStale)
+	}
+	if o := f.Overflow[session.Weights.String()]; o.AgainSpill != 0 || o.AgainStale != 1 {
+		t.Errorf("weights: %d made again for their spill, %d for a stale code; want 0 and 1", o.AgainSpill, o.AgainStale)
+	}
+	out := h.Alloc(2 * int64(len(far)))
+	h.Check(gc.Decode(out, w))
+	h.Check(gc.Settle(h.mem, nil))
+	h.Check(gc.Ready(out))
+	assertSameBF16(t, "the tensor encoded again for its stale code", h.Get16(out, len(far)), far)
+	gc.Free(a)
+	gc.Free(w)
 }

@@ -114,6 +114,7 @@ func (c *Codec) SettleWindow(mem Memory, w *Window, pend []Pending) ([]int, erro
 				if err := c.recode(mem, g, p.Src); err != nil {
 					return nil, err
 				}
+				c.countStale(g)
 				again[i] = true
 				continue
 			}
