@@ -79,3 +79,41 @@ func TestFiguresCountWhyEncodesWereMadeAgain(t *testing.T) {
 	gc.Free(a)
 	gc.Free(w)
 }
+
+// A stale code's encode made again gets the room its new code should need:
+// a tensor that spills under the code fitted to it is not encoded a third
+// time for a spill past no room.
+func TestStaleRecodeGetsItsRoom(t *testing.T) {
+	h := newTDev(t)
+	gc := testCodec(t)
+	cc := trainer.DefaultClassCodec[session.ClassActivation]
+	va, _ := testgpu.SpillingTensor(t, cc)
+	near := make([]uint16, len(va))
+	for i := range near {
+		near[i] = bf16.FromFloat32(float32(1 + h.rnd.Float64()/2))
+	}
+	s1, s2 := h.BF16(near), h.BF16(va)
+	a, err := gc.Encode(h.mem, "drifts", session.Activations, s1, len(near), cc, nil)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: s1}}))
+	gc.TakeFigures()
+	a, err = gc.Encode(h.mem, "drifts", session.Activations, s2, len(va), cc, a)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: s2}}))
+	o := gc.TakeFigures().Overflow[session.Activations.String()]
+	if o.AgainStale != 1 {
+		t.Fatalf("%d encodes made again for a stale code, want 1", o.AgainStale)
+	}
+	if a.t.OverflowLen() == 0 {
+		t.Fatal("the tensor did not spill under its new code: the room was not exercised")
+	}
+	if o.AgainSpill != 0 {
+		t.Errorf("the stale code's encode made again spilled %d bytes past its room of %d and was encoded again", a.t.OverflowLen(), a.t.OverflowCap())
+	}
+	out := h.Alloc(2 * int64(len(va)))
+	h.Check(gc.Decode(out, a))
+	h.Check(gc.Settle(h.mem, nil))
+	h.Check(gc.Ready(out))
+	assertSameBF16(t, "the tensor encoded again with its new code", h.Get16(out, len(va)), va)
+	gc.Free(a)
+}

@@ -188,15 +188,17 @@ const maxSettleRounds = 4
 // recode encodes g again from src, its values, with a codebook fitted to
 // them, into a new tensor: its code was stale (an optimizer state's first
 // encodes after its zeros, whose values move by whole exponents from step
-// to step). The new tensor starts with no overflow room (the stale one's was
-// sized for a spill of nearly every value): the settle of the open window
-// finds the room it needs.
+// to step). The stale tensor's room was sized for a spill of nearly every
+// value; the new one gets the room its code and layout should need for
+// these values (expectedSpill), so that it is not encoded a third time for
+// a spill past no room; the settle of the open window finds what it needed.
 func (c *Codec) recode(mem Memory, g *Tensor, src gpu.Ptr) error {
 	k := g.key
 	c.refit(k, &g.hist)
 	k.toCheck = false
 	alloc := &sections{mem: mem}
-	t, err := c.dev.NewTensorIn(alloc, g.n, k.layout, k.cb, 0, g.cat)
+	k.ovRoom = expectedSpill(&k.cb, &g.hist, k.layout, g.n)
+	t, err := c.dev.NewTensorIn(alloc, g.n, k.layout, k.cb, k.ovRoom, g.cat)
 	if err != nil {
 		return fmt.Errorf("gpu codec: %s: %w", g.t.Name, err)
 	}
