@@ -3,6 +3,7 @@ package codec_test
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"lcttop/codec"
 )
@@ -118,4 +119,24 @@ func ExampleStats_Finish() {
 	s.Finish(t, codeBits)
 	fmt.Println(t.Stats.Spilled, s == t.Stats)
 	// Output: 0 true
+}
+
+func ExampleExpectedSpill() {
+	// Exponents spread as a binomial: code lengths of 2 to 8 bits.
+	src := make([]uint16, 1<<16)
+	for i := range src {
+		e := bits.OnesCount32(uint32(i) * 2654435761 & 0xffff)
+		src[i] = bf16(float32(math.Ldexp(1.5, e-8)))
+	}
+	h := codec.FullHistogram(src)
+	cb := codec.FitCodebook(codec.Empirical, &h)
+	for _, c := range []int{90, 100, 110} {
+		l := codec.Layout{Preset: codec.Auto, BlockSize: 65536, StreamBytes: c}
+		exps, chance := codec.ExpectedSpill(&cb, &h, l)
+		fmt.Printf("C %d: %.1f exponents a stream, %.0f%% of streams\n", c, exps, 100*chance)
+	}
+	// Output:
+	// C 90: 24.6 exponents a stream, 100% of streams
+	// C 100: 1.4 exponents a stream, 41% of streams
+	// C 110: 0.0 exponents a stream, 0% of streams
 }

@@ -98,37 +98,77 @@ func ChooseLayout(p Preset, cb *Codebook, sample *Histogram) Layout {
 }
 
 func autoStreamBytes(cb *Codebook, h *Histogram) int {
-	var total, sum, sumSq uint64
+	total, sum, sumSq := streamCosts(cb, h)
+	if c, ok := uniformStreamBytes(total, sum, sumSq); ok {
+		return c
+	}
+	ns := newNormalStream(total, sum, sumSq, Streams)
+	best, bestBits := autoMaxStreamBytes, math.Inf(1)
+	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+		spilled, pSpill := ns.spill(c)
+		if spilled/Streams > autoSpillTarget {
+			continue
+		}
+		stored := float64(8*c) + float64(8*spilled) + float64(8*pSpill)
+		if stored < bestBits {
+			best, bestBits = c, stored
+		}
+	}
+	return best
+}
+
+// streamCosts are the count of h's exponents and the sums of their code
+// lengths under cb and of their squares.
+func streamCosts(cb *Codebook, h *Histogram) (total, sum, sumSq uint64) {
 	for e, c := range h {
 		cost := uint64(cb.Cost(byte(e)))
 		total += c
 		sum += c * cost
 		sumSq += c * cost * cost
 	}
-	if c, ok := uniformStreamBytes(total, sum, sumSq); ok {
-		return c
-	}
+	return total, sum, sumSq
+}
+
+// normalStream is a full stream's bits as AUTO models them: the sum of
+// positions independent code lengths, taken as normal.
+type normalStream struct {
+	mean  float64 // bits an exponent
+	m, sd float64 // a full stream's bits
+}
+
+func newNormalStream(total, sum, sumSq uint64, positions int) normalStream {
 	mean := float64(sum) / float64(total)
 	variance := max(float64(sumSq)/float64(total)-mean*mean, 0)
-	m := float64(Streams * mean)
-	sd := float64(math.Sqrt(float64(Streams * variance)))
-	best, bestBits := autoMaxStreamBytes, math.Inf(1)
-	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
-		t := float64(8 * c)
-		z := float64(t-m) / sd
-		pSpill := float64(0.5 * math.Erfc(z/math.Sqrt2))
-		density := float64(math.Exp(float64(-0.5*z*z)) / math.Sqrt(2*math.Pi))
-		excess := max(float64(sd*density)-float64((t-m)*pSpill), 0) // E[(X − 8C)⁺]
-		spilled := excess / mean
-		if spilled/Streams > autoSpillTarget {
-			continue
+	return normalStream{mean: mean, m: float64(positions) * mean, sd: math.Sqrt(float64(positions) * variance)}
+}
+
+// spill is the exponents a full stream of c bytes is expected to spill,
+// and the chance that it spills.
+func (ns normalStream) spill(c int) (spilled, pSpill float64) {
+	t := float64(8 * c)
+	if ns.sd == 0 {
+		if ns.m <= t {
+			return 0, 0
 		}
-		stored := t + float64(8*spilled) + float64(8*pSpill)
-		if stored < bestBits {
-			best, bestBits = c, stored
-		}
+		return (ns.m - t) / ns.mean, 1
 	}
-	return best
+	z := (t - ns.m) / ns.sd
+	pSpill = 0.5 * math.Erfc(z/math.Sqrt2)
+	density := math.Exp(-0.5*z*z) / math.Sqrt(2*math.Pi)
+	excess := max(ns.sd*density-(t-ns.m)*pSpill, 0) // E[(X − 8C)⁺]
+	return excess / ns.mean, pSpill
+}
+
+// ExpectedSpill is what the full streams of layout l spill, coding values
+// distributed as h with cb, under the model AUTO chooses C by (a stream's
+// bits normal): the exponents a stream spills and the chance that it
+// spills at all, each an expectation per full stream.
+func ExpectedSpill(cb *Codebook, h *Histogram, l Layout) (exponents, chance float64) {
+	total, sum, sumSq := streamCosts(cb, h)
+	if total == 0 || sum == 0 || l.BlockSize < Streams {
+		return 0, 0
+	}
+	return newNormalStream(total, sum, sumSq, l.BlockSize/Streams).spill(l.StreamBytes)
 }
 
 // Validate checks the layout against its preset: the fixed presets' exact

@@ -1,10 +1,6 @@
 package lct
 
-import (
-	"math"
-
-	"lcttop/codec"
-)
+import "lcttop/codec"
 
 // OverflowUse is the overflow room settled encodes had, and what their
 // spills used of it; and the encodes a settle made again, by why.
@@ -49,38 +45,15 @@ func (c *Codec) countUse(g *Tensor, add func(*OverflowUse)) {
 const minTrim = 64 << 10
 
 // expectedSpill is the overflow bytes a format version 2 encode with cb and
-// layout l of n values distributed as h should need, twice over and 1 KiB
-// more: a full stream's bits taken as normal (as AUTO chooses C), each
-// spilled exponent a byte and each spilling stream a marker. Real streams
-// differ more than that (a matrix's columns of larger scale fall to the same
-// streams), hence the margin; the settle sizes the next room from the spill.
+// layout l of n values distributed as h should need (codec.ExpectedSpill:
+// each spilled exponent a byte, each spilling stream a marker), twice over
+// and 1 KiB more. Real streams differ more than the model has them (a
+// matrix's columns of larger scale fall to the same streams), hence the
+// margin; the settle sizes the next room from the spill.
 func expectedSpill(cb *codec.Codebook, h *codec.Histogram, l codec.Layout, n int) int {
-	var total, sum, sumSq float64
-	for e, c := range h {
-		cost := float64(cb.Cost(byte(e)))
-		total += float64(c)
-		sum += float64(c) * cost
-		sumSq += float64(c) * cost * cost
-	}
-	if total == 0 || l.BlockSize <= 0 {
-		return 0
-	}
-	mean := sum / total
-	sd := math.Sqrt(max(sumSq/total-mean*mean, 0) * float64(l.BlockSize/codec.Streams))
-	m := mean * float64(l.BlockSize/codec.Streams) // bits of a full stream
-	capBits := float64(8 * l.StreamBytes)
-	var perStream float64 // spilled exponents and marker of a full stream
-	switch {
-	case sd == 0 && m > capBits:
-		perStream = (m-capBits)/mean + 1
-	case sd > 0:
-		z := (capBits - m) / sd
-		pSpill := 0.5 * math.Erfc(z/math.Sqrt2)
-		excess := max(sd*math.Exp(-z*z/2)/math.Sqrt(2*math.Pi)-(capBits-m)*pSpill, 0) // E[(X − 8C)⁺]
-		perStream = excess/mean + pSpill
-	}
-	streams := float64(n) / float64(l.BlockSize/codec.Streams)
-	return int(2*perStream*streams) + 1024
+	exps, chance := codec.ExpectedSpill(cb, h, l)
+	streams := float64(n) * codec.Streams / float64(max(l.BlockSize, 1))
+	return int(2*(exps+chance)*streams) + 1024
 }
 
 // overflowRoom is the overflow room a key's next encode gets after one
