@@ -121,11 +121,7 @@ func TestSettleTrimsOverflowRoom(t *testing.T) {
 			}
 			ref.Free(want)
 		}
-		out := h.Alloc(2 * int64(len(v)))
-		h.Check(gc.Decode(out, ct))
-		h.Check(gc.Settle(h.mem, nil))
-		h.Check(gc.Ready(out))
-		assertSameBF16(t, "decoded after the trim", h.Get16(out, len(v)), v)
+		h.checkDecodes(gc, ct, v, "decoded after the trim")
 	}
 	gc.Free(ct)
 }

@@ -176,3 +176,24 @@ func (m *testMem) release() error {
 }
 
 var assertSameBF16 = testgpu.AssertSameBF16
+
+// encodeSettled encodes vals (uploaded) as key's new contents, prev what
+// key holds, and settles the encode with whatever it makes again.
+func (h *tdev) encodeSettled(gc *Codec, key string, cat session.Category, vals []uint16, cc session.ClassCodec, prev *Tensor) *Tensor {
+	h.t.Helper()
+	src := h.BF16(vals)
+	g, err := gc.Encode(h.mem, key, cat, src, len(vals), cc, prev)
+	h.Check(err)
+	h.Check(gc.Settle(h.mem, []Pending{{T: g, Src: src}}))
+	return g
+}
+
+// checkDecodes decodes g into a new block and checks that it gives want.
+func (h *tdev) checkDecodes(gc *Codec, g *Tensor, want []uint16, what string) {
+	h.t.Helper()
+	out := h.Alloc(2 * int64(len(want)))
+	h.Check(gc.Decode(out, g))
+	h.Check(gc.Settle(h.mem, nil))
+	h.Check(gc.Ready(out))
+	assertSameBF16(h.t, what, h.Get16(out, len(want)), want)
+}

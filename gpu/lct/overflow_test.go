@@ -45,10 +45,7 @@ func TestFiguresCountWhyEncodesWereMadeAgain(t *testing.T) {
 	gc := testCodec(t)
 	cc := trainer.DefaultClassCodec[session.ClassActivation]
 	va, _ := testgpu.SpillingTensor(t, cc)
-	src := h.BF16(va)
-	a, err := gc.Encode(h.mem, "spills", session.Activations, src, len(va), cc, nil)
-	h.Check(err)
-	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: src}}))
+	a := h.encodeSettled(gc, "spills", session.Activations, va, cc, nil)
 
 	near, far := make([]uint16, 100000), make([]uint16, 100000)
 	for i := range near {
@@ -56,13 +53,8 @@ func TestFiguresCountWhyEncodesWereMadeAgain(t *testing.T) {
 		near[i] = bf16.FromFloat32(float32(x))
 		far[i] = bf16.FromFloat32(float32(math.Ldexp(x, -40)))
 	}
-	s1, s2 := h.BF16(near), h.BF16(far)
-	w, err := gc.Encode(h.mem, "drifts", session.Weights, s1, len(near), cc, nil)
-	h.Check(err)
-	h.Check(gc.Settle(h.mem, []Pending{{T: w, Src: s1}}))
-	w, err = gc.Encode(h.mem, "drifts", session.Weights, s2, len(far), cc, w)
-	h.Check(err)
-	h.Check(gc.Settle(h.mem, []Pending{{T: w, Src: s2}}))
+	w := h.encodeSettled(gc, "drifts", session.Weights, near, cc, nil)
+	w = h.encodeSettled(gc, "drifts", session.Weights, far, cc, w)
 
 	f := gc.TakeFigures()
 	if o := f.Overflow[session.Activations.String()]; o.AgainSpill != 1 || o.AgainStale != 0 {
@@ -71,11 +63,7 @@ func TestFiguresCountWhyEncodesWereMadeAgain(t *testing.T) {
 	if o := f.Overflow[session.Weights.String()]; o.AgainSpill != 0 || o.AgainStale != 1 {
 		t.Errorf("weights: %d made again for their spill, %d for a stale code; want 0 and 1", o.AgainSpill, o.AgainStale)
 	}
-	out := h.Alloc(2 * int64(len(far)))
-	h.Check(gc.Decode(out, w))
-	h.Check(gc.Settle(h.mem, nil))
-	h.Check(gc.Ready(out))
-	assertSameBF16(t, "the tensor encoded again for its stale code", h.Get16(out, len(far)), far)
+	h.checkDecodes(gc, w, far, "the tensor encoded again for its stale code")
 	gc.Free(a)
 	gc.Free(w)
 }
@@ -92,14 +80,9 @@ func TestStaleRecodeGetsItsRoom(t *testing.T) {
 	for i := range near {
 		near[i] = bf16.FromFloat32(float32(1 + h.rnd.Float64()/2))
 	}
-	s1, s2 := h.BF16(near), h.BF16(va)
-	a, err := gc.Encode(h.mem, "drifts", session.Activations, s1, len(near), cc, nil)
-	h.Check(err)
-	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: s1}}))
+	a := h.encodeSettled(gc, "drifts", session.Activations, near, cc, nil)
 	gc.TakeFigures()
-	a, err = gc.Encode(h.mem, "drifts", session.Activations, s2, len(va), cc, a)
-	h.Check(err)
-	h.Check(gc.Settle(h.mem, []Pending{{T: a, Src: s2}}))
+	a = h.encodeSettled(gc, "drifts", session.Activations, va, cc, a)
 	o := gc.TakeFigures().Overflow[session.Activations.String()]
 	if o.AgainStale != 1 {
 		t.Fatalf("%d encodes made again for a stale code, want 1", o.AgainStale)
@@ -110,10 +93,6 @@ func TestStaleRecodeGetsItsRoom(t *testing.T) {
 	if o.AgainSpill != 0 {
 		t.Errorf("the stale code's encode made again spilled %d bytes past its room of %d and was encoded again", a.t.OverflowLen(), a.t.OverflowCap())
 	}
-	out := h.Alloc(2 * int64(len(va)))
-	h.Check(gc.Decode(out, a))
-	h.Check(gc.Settle(h.mem, nil))
-	h.Check(gc.Ready(out))
-	assertSameBF16(t, "the tensor encoded again with its new code", h.Get16(out, len(va)), va)
+	h.checkDecodes(gc, a, va, "the tensor encoded again with its new code")
 	gc.Free(a)
 }
