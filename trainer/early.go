@@ -36,7 +36,10 @@ func (st *store) encodeEarly(s *slot, vals []uint16, train bool) {
 	e := &earlyEncode{s: s, vals: vals, errs: make([]error, s.chunkCount()), reserved: 2 * int64(s.n), done: make(chan struct{})}
 	st.fail(st.alloc.Alloc(s.cat, e.reserved))
 	workers := st.workers
+	// The helpers of parallel loops give up their core while it runs.
+	yielded := par.Yield()
 	go func() {
+		defer yielded()
 		start := time.Now()
 		par.Each(len(e.errs), func(w, i int) {
 			lo, hi := s.chunkRange(i)

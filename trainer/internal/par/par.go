@@ -56,8 +56,9 @@ func For(n, grain int, fn func(lo, hi int)) {
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Add(w - 1)
 	for range w - 1 {
-		wg.Go(work)
+		spawn(func() { work(); wg.Done() })
 	}
 	work()
 	wg.Wait()
@@ -86,8 +87,9 @@ func Each(n int, fn func(worker, i int)) {
 		}
 	}
 	var wg sync.WaitGroup
+	wg.Add(w - 1)
 	for k := 1; k < w; k++ {
-		wg.Go(func() { work(k) })
+		spawn(func() { work(k); wg.Done() })
 	}
 	work(0)
 	wg.Wait()
