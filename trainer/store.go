@@ -290,7 +290,8 @@ func (st *store) drop(s *slot, vals []uint16) {
 // states, all the same length) and the gradient g. The dense run calls fn
 // once on whole tensors; the LCT run goes chunk by chunk: decode the chunk
 // of every slot, fn, encode them back (the fused path), with one chunk of
-// scratch per slot. fn is element-wise, so both give the same bits.
+// scratch per slot (per chunk of a group, updateGroup). fn is element-wise,
+// so both give the same bits.
 func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []uint16)) {
 	st.updateFrom(slots, nil, g, fn)
 }
@@ -300,8 +301,8 @@ func (st *store) update(slots []*slot, g []uint16, fn func(vals [][]uint16, g []
 // run updates them in place instead of decoding slots[0] again. first is
 // scrambled by the encode.
 func (st *store) updateFrom(slots []*slot, first []uint16, g []uint16, fn func(vals [][]uint16, g []uint16)) {
-	views := make([][]uint16, len(slots))
 	if !st.compress {
+		views := make([][]uint16, len(slots))
 		for j, s := range slots {
 			views[j] = s.dense
 		}
@@ -314,27 +315,68 @@ func (st *store) updateFrom(slots []*slot, first []uint16, g []uint16, fn func(v
 	if first != nil {
 		skip = 1
 	}
-	scratch := st.newBuf(session.CodecScratch, (len(slots)-skip)*m)
-	for i := range slots[0].chunkCount() {
-		lo, hi := slots[0].chunkRange(i)
-		for j := range slots {
-			if j < skip {
-				views[j] = first[lo:hi]
-			} else {
-				views[j] = scratch[(j-skip)*m : (j-skip)*m+hi-lo]
+	dec := len(slots) - skip
+	group := st.updateGroup(slots, dec*m)
+	scratch := st.newBuf(session.CodecScratch, group*dec*m)
+	// views[q*k+j]: chunk c0+q of slot j.
+	k := len(slots)
+	views := make([][]uint16, group*k)
+	nc := slots[0].chunkCount()
+	for c0 := 0; c0 < nc; c0 += group {
+		gc := min(group, nc-c0)
+		elems := 0
+		for q := range gc {
+			lo, hi := slots[0].chunkRange(c0 + q)
+			elems += hi - lo
+			for j := range slots {
+				if j < skip {
+					views[q*k+j] = first[lo:hi]
+				} else {
+					at := (q*dec + j - skip) * m
+					views[q*k+j] = scratch[at : at+hi-lo]
+				}
 			}
 		}
-		dec := len(slots) - skip
-		st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*dec*(hi-lo), func() {
-			st.each(dec, func(w *codecWorker, j int) { st.fail(st.decodeChunk(w, slots[j+skip], i, views[j+skip])) })
+		st.timed(&st.clock.decode, &st.clock.decodeBytes, 2*dec*elems, func() {
+			st.each(gc*dec, func(w *codecWorker, x int) {
+				q, j := x/dec, skip+x%dec
+				st.fail(st.decodeChunk(w, slots[j], c0+q, views[q*k+j]))
+			})
 		})
-		fn(views, g[lo:hi])
-		st.encodeChunks(slots, i, views)
+		for q := range gc {
+			lo, hi := slots[0].chunkRange(c0 + q)
+			fn(views[q*k:(q+1)*k], g[lo:hi])
+		}
+		st.encodeChunks(slots, c0, gc, views)
 	}
 	for _, s := range slots {
 		s.stats = st.tensorStats(s)
 	}
 	st.freeBuf(session.CodecScratch, scratch)
+}
+
+// updateGroup is how many chunks of slots an update takes at once, each
+// with chunkScratch values of scratch: one per worker, so that the encodes
+// of one chunk's slots (more than there are workers) share a loop with the
+// next chunk's rather than leave a worker idle, where the extra scratch
+// stays under the run's peak so far however the chunks re-encode (each
+// chunk is charged at most its values' size); else one.
+func (st *store) updateGroup(slots []*slot, chunkScratch int) int {
+	group := min(par.Workers(), slots[0].chunkCount())
+	if group <= 1 {
+		return 1
+	}
+	var growth int64
+	for _, s := range slots {
+		for i := range s.chunks {
+			lo, hi := s.chunkRange(i)
+			growth += max(0, 2*int64(hi-lo)-s.chunks[i].charged)
+		}
+	}
+	if !st.fitsUnderPeak(2*int64(group*chunkScratch) + growth) {
+		return 1
+	}
+	return group
 }
 
 // fitsUnderPeak says whether extra more live bytes would stay within the
@@ -432,19 +474,22 @@ func (st *store) makeChunks(s *slot) {
 	}
 }
 
-// encodeChunks encodes chunk i of each slot from vals[j], slots side by side.
-func (st *store) encodeChunks(slots []*slot, i int, vals [][]uint16) {
+// encodeChunks encodes chunks c0..c0+gc-1 of each slot from vals (chunk
+// c0+q of slot j from vals[q*len(slots)+j]) side by side, and settles them
+// chunk by chunk, slot by slot, as one chunk at a time would.
+func (st *store) encodeChunks(slots []*slot, c0, gc int, vals [][]uint16) {
 	st.settleEarly()
-	errs := make([]error, len(slots))
+	k := len(slots)
+	errs := make([]error, gc*k)
 	n := 0
-	for _, v := range vals {
+	for _, v := range vals[:gc*k] {
 		n += 2 * len(v)
 	}
 	st.timed(&st.clock.encode, &st.clock.encodeBytes, n, func() {
-		st.each(len(slots), func(w *codecWorker, j int) { errs[j] = st.attempt(w, slots[j], i, vals[j]) })
+		st.each(gc*k, func(w *codecWorker, x int) { errs[x] = st.attempt(w, slots[x%k], c0+x/k, vals[x]) })
 	})
-	for j, s := range slots {
-		st.accept(s, i, vals[j], errs[j])
+	for x, err := range errs {
+		st.accept(slots[x%k], c0+x/k, vals[x], err)
 	}
 }
 
