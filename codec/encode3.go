@@ -483,57 +483,56 @@ type streamBuf = [maxStreamCodeBits/8 + 8]byte
 // codes for stream j0+q) into bufs, one after another, MSB-first, the last
 // byte zero-padded, and returns each stream's bits and bytes written, and
 // the four streams' escapes (codes longer than 8 bits; their sum in
-// escaped[0], the rest 0); a row at a time: position p of stream j holds element
-// p·256 + (j − p) mod 256, so the four streams' codes of one position are
-// neighbouring elements, and their four bit buffers are independent chains.
+// escaped[0], the rest 0); two rows at a time: position p of stream j holds
+// element p·256 + (j − p) mod 256, so the four streams' codes of one position
+// are neighbouring elements, and their four bit buffers are independent
+// chains. A buf's bytes past those written may hold anything.
 func packFour(bufs *[4]streamBuf, block []uint16, j0 int, counts *[4]int, table *[maxSymbols]uint32, shift uint, mask uint16, countEscapes bool) (pos [4]uint32, out, escaped [4]int) {
 	b0, b1, b2, b3 := &bufs[0], &bufs[1], &bufs[2], &bufs[3]
-	// Per stream only its codes' bits and the last of them: a whole 32-bit
-	// word goes out when a code crosses a multiple of 32 bits (a code has
-	// at most 31), so the bytes written are 4·(bits/32) and bits mod 32 wait
-	// in a; few live values keep the loop in registers.
+	// Per stream only its codes' bits and the last of them: every two rows
+	// store 8 bytes from the stream's first byte not yet whole, its bits
+	// since then at the top (at most 7 and two codes' 2·16), so no branch
+	// waits on where a code ends; few live values keep the loop in registers.
 	var a0, a1, a2, a3 uint64
 	var q0, q1, q2, q3 uint32
 	var esc int // all four streams': only their sum is kept
-	// A stream's codes take at most maxStreamCodeBits, so a word starts
-	// below it: the mask leaves the offset as it is and spares its checks.
-	const wordMask = maxStreamCodeBits/8 - 4
+	// A stream's codes take at most maxStreamCodeBits, so a byte not yet
+	// whole is below it: the mask leaves the offset as it is and spares
+	// its checks.
+	const byteMask = maxStreamCodeBits/8 - 1
 	// (v & mask) >> shift as v >> shift & sym; a symbol is below maxSymbols
 	// (validate), which the mask's last term shows the compiler.
 	sym := int(mask) >> shift & (maxSymbols - 1)
-	// Whole rows only: a last, shorter row goes one code at a time.
-	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams)
-	for p := range rows {
+	// Whole pairs of rows only: the rest goes one code at a time.
+	rows := min(counts[0], counts[1], counts[2], counts[3], len(block)/Streams) &^ 1
+	for p := 0; p < rows; p += 2 {
 		row := (*[Streams]uint16)(block[p*Streams : p*Streams+Streams])
-		c := uint8(j0 - p)
-		v0 := table[int(row[c])>>shift&sym]
-		v1 := table[int(row[c+1])>>shift&sym]
-		v2 := table[int(row[c+2])>>shift&sym]
-		v3 := table[int(row[c+3])>>shift&sym]
+		next := (*[Streams]uint16)(block[p*Streams+Streams : p*Streams+2*Streams])
+		c, d := uint8(j0-p), uint8(j0-p-1)
+		v0, w0 := table[int(row[c])>>shift&sym], table[int(next[d])>>shift&sym]
+		v1, w1 := table[int(row[c+1])>>shift&sym], table[int(next[d+1])>>shift&sym]
+		v2, w2 := table[int(row[c+2])>>shift&sym], table[int(next[d+2])>>shift&sym]
+		v3, w3 := table[int(row[c+3])>>shift&sym], table[int(next[d+3])>>shift&sym]
 		n0, n1, n2, n3 := v0&31, v1&31, v2&31, v3&31
+		m0, m1, m2, m3 := w0&31, w1&31, w2&31, w3&31
 		a0, a1, a2, a3 = a0<<n0|uint64(v0>>5), a1<<n1|uint64(v1>>5), a2<<n2|uint64(v2>>5), a3<<n3|uint64(v3>>5)
+		a0, a1, a2, a3 = a0<<m0|uint64(w0>>5), a1<<m1|uint64(w1>>5), a2<<m2|uint64(w2>>5), a3<<m3|uint64(w3>>5)
 		if countEscapes {
 			esc += int((n0+7)>>4 + (n1+7)>>4 + (n2+7)>>4 + (n3+7)>>4)
+			esc += int((m0+7)>>4 + (m1+7)>>4 + (m2+7)>>4 + (m3+7)>>4)
 		}
-		p0, p1, p2, p3 := q0, q1, q2, q3
-		q0, q1, q2, q3 = q0+n0, q1+n1, q2+n2, q3+n3
-		if p0^q0 >= 32 {
-			binary.BigEndian.PutUint32(b0[p0>>5<<2&wordMask:], uint32(a0>>(q0&31)))
-		}
-		if p1^q1 >= 32 {
-			binary.BigEndian.PutUint32(b1[p1>>5<<2&wordMask:], uint32(a1>>(q1&31)))
-		}
-		if p2^q2 >= 32 {
-			binary.BigEndian.PutUint32(b2[p2>>5<<2&wordMask:], uint32(a2>>(q2&31)))
-		}
-		if p3^q3 >= 32 {
-			binary.BigEndian.PutUint32(b3[p3>>5<<2&wordMask:], uint32(a3>>(q3&31)))
-		}
+		p0, p1, p2, p3 := q0&^7, q1&^7, q2&^7, q3&^7
+		q0, q1, q2, q3 = q0+n0+m0, q1+n1+m1, q2+n2+m2, q3+n3+m3
+		// Bits p..q-1 at the top of the word.
+		binary.BigEndian.PutUint64(b0[p0>>3&byteMask:], a0<<((p0-q0)&63))
+		binary.BigEndian.PutUint64(b1[p1>>3&byteMask:], a1<<((p1-q1)&63))
+		binary.BigEndian.PutUint64(b2[p2>>3&byteMask:], a2<<((p2-q2)&63))
+		binary.BigEndian.PutUint64(b3[p3>>3&byteMask:], a3<<((p3-q3)&63))
 	}
-	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, q0&31, int(q0>>5<<2), esc)
-	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, q1&31, int(q1>>5<<2), 0)
-	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, q2&31, int(q2>>5<<2), 0)
-	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, q3&31, int(q3>>5<<2), 0)
+	pos[0], out[0], escaped[0] = packRest(b0, block, j0, rows, counts[0], table, shift, mask, a0, q0&7, int(q0>>3), esc)
+	pos[1], out[1], escaped[1] = packRest(b1, block, j0+1, rows, counts[1], table, shift, mask, a1, q1&7, int(q1>>3), 0)
+	pos[2], out[2], escaped[2] = packRest(b2, block, j0+2, rows, counts[2], table, shift, mask, a2, q2&7, int(q2>>3), 0)
+	pos[3], out[3], escaped[3] = packRest(b3, block, j0+3, rows, counts[3], table, shift, mask, a3, q3&7, int(q3>>3), 0)
 	return pos, out, escaped
 }
 

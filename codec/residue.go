@@ -103,16 +103,17 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 	// Eight values make w bytes; one 8-byte store writes them (the bytes
 	// past the group are written again by the next). Four values' residues
 	// at a time are the low and sign bits of a 64-bit word of them.
-	keep := low | signMask<<sh
+	const lanes = 0x0001000100010001
+	keep := (low | signMask<<sh) * lanes
+	lowBits, signBits := low*lanes, signMask*lanes
 	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
-		s := src[i : i+8 : i+8]
-		a := uint64(s[0])&keep | (uint64(s[1])&keep)<<16 | (uint64(s[2])&keep)<<32 | (uint64(s[3])&keep)<<48
-		c := uint64(s[4])&keep | (uint64(s[5])&keep)<<16 | (uint64(s[6])&keep)<<32 | (uint64(s[7])&keep)<<48
+		s := (*[8]uint16)(src[i : i+8])
+		a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & keep
+		c := (uint64(s[4]) | uint64(s[5])<<16 | uint64(s[6])<<32 | uint64(s[7])<<48) & keep
 		// Move each lane's sign down beside its low bits.
-		a = a&(low*0x0001000100010001) | a>>sh&(signMask*0x0001000100010001)
-		c = c&(low*0x0001000100010001) | c>>sh&(signMask*0x0001000100010001)
-		acc := (a&0xFFFF)<<(7*w) | (a>>16&0xFFFF)<<(6*w) | (a>>32&0xFFFF)<<(5*w) | (a>>48)<<(4*w) |
-			(c&0xFFFF)<<(3*w) | (c>>16&0xFFFF)<<(2*w) | (c>>32&0xFFFF)<<w | c>>48
+		a = a&lowBits | a>>sh&signBits
+		c = c&lowBits | c>>sh&signBits
+		acc := joinLanes(a, w)<<(4*w) | joinLanes(c, w)
 		binary.BigEndian.PutUint64(dst[out:], acc<<(64-8*w))
 		out += int(w)
 	}
@@ -131,6 +132,14 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 	if n > 0 {
 		dst[out] = byte(acc << (8 - n))
 	}
+}
+
+// joinLanes packs the four w-bit values in a's 16-bit lanes into 4·w bits,
+// the lowest lane's first (highest): pairs of lanes, then the two pairs.
+func joinLanes(a uint64, w uint) uint64 {
+	const halves = 0x0000FFFF0000FFFF
+	a = (a&halves)<<w | a>>16&halves
+	return (a&0xFFFFFFFF)<<(2*w) | a>>32
 }
 
 // readBits reads n <= 32 bits at bit offset off of b (MSB-first); bits past
