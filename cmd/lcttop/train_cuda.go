@@ -54,21 +54,27 @@ type deviceLine struct {
 	// BitIdentical stands for the Snapshot's: only a run whose LCT run
 	// codes its tensors is compared with the shadow (not the dense run
 	// alone, nor the copy floor), and only then is it given.
-	BitIdentical      *bool   `json:"bit_identical,omitempty"`
-	PoolHeldBytes     int64   `json:"pool_held_bytes"`
-	PoolHeldPeakBytes int64   `json:"pool_held_peak_bytes"`
-	PoolAllocs        int     `json:"pool_allocs"` // device allocations the pool made this step (cache misses)
-	NVMLProcessBytes  uint64  `json:"nvml_process_bytes"`
-	NVMLUsedBytes     uint64  `json:"nvml_used_bytes"`
-	NVMLErr           string  `json:"nvml_err,omitempty"`
-	LCTSettles        int     `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
-	LCTSettleWaitMs   float64 `json:"lct_settle_wait_ms"`            // the host's time blocked in those settles' waits
-	LCTDrains         int     `json:"lct_drains"`                    // its full settles (waits for all the queued work)
-	LCTSourceReads    int     `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
-	LCTEncodedAgain   int     `json:"lct_encoded_again"`             // its encodes made again at a settle (spill past the room, stale code)
-	LCTDecodes        int     `json:"lct_decodes"`                   // its single-tensor decode launches
-	LCTDecodeBatches  int     `json:"lct_decode_batches"`            // its batched decode launches
-	LCTCodecDeviceMs  float64 `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
+	BitIdentical      *bool  `json:"bit_identical,omitempty"`
+	PoolHeldBytes     int64  `json:"pool_held_bytes"`
+	PoolHeldPeakBytes int64  `json:"pool_held_peak_bytes"`
+	PoolAllocs        int    `json:"pool_allocs"` // device allocations the pool made this step (cache misses)
+	NVMLProcessBytes  uint64 `json:"nvml_process_bytes"`
+	NVMLUsedBytes     uint64 `json:"nvml_used_bytes"`
+	NVMLErr           string `json:"nvml_err,omitempty"`
+	// PartsMsShadow and PartsMsLCT are the host's milliseconds in each
+	// part of each run's step (cudabackend.StepPartNames: queueing the
+	// forward, waiting for the loss, settling the forward's encodes,
+	// queueing the backward, settling the rest, waiting for the device).
+	PartsMsShadow    []float64 `json:"parts_ms_shadow,omitempty"`
+	PartsMsLCT       []float64 `json:"parts_ms_lct,omitempty"`
+	LCTSettles       int       `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
+	LCTSettleWaitMs  float64   `json:"lct_settle_wait_ms"`            // the host's time blocked in those settles' waits
+	LCTDrains        int       `json:"lct_drains"`                    // its full settles (waits for all the queued work)
+	LCTSourceReads   int       `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
+	LCTEncodedAgain  int       `json:"lct_encoded_again"`             // its encodes made again at a settle (spill past the room, stale code)
+	LCTDecodes       int       `json:"lct_decodes"`                   // its single-tensor decode launches
+	LCTDecodeBatches int       `json:"lct_decode_batches"`            // its batched decode launches
+	LCTCodecDeviceMs float64   `json:"lct_codec_device_ms,omitempty"` // its codec kernels' device time (--codec-profile)
 	// LCTCodecOps is that device time by kind of operation ("decode batch:
 	// activations").
 	LCTCodecOps map[string]lct.OpTime `json:"lct_codec_ops,omitempty"`
@@ -224,7 +230,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles, LCTSettleWaitMs: float64(r.SettleWait) / 1e6,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
-				FloorCopies: r.FloorCopies, FloorCopyBytes: r.FloorCopyBytes})
+				FloorCopies: r.FloorCopies, FloorCopyBytes: r.FloorCopyBytes, PartsMsShadow: r.PartsShadow.Millis(), PartsMsLCT: r.PartsLCT.Millis()})
 		}
 		line := shadowLine(r)
 		if lct != nil {

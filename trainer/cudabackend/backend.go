@@ -124,9 +124,12 @@ func (b *lockstep) Pool() *devicePool { return b.pool }
 
 // stepResult is one lockstep step of both runs.
 type stepResult struct {
-	Step                   int
-	LossShadow, LossLCT    float32
-	TimeShadow, TimeLCT    time.Duration
+	Step                int
+	LossShadow, LossLCT float32
+	TimeShadow, TimeLCT time.Duration
+	// PartsShadow and PartsLCT are the host's time in each part of each
+	// run's step (stepParts).
+	PartsShadow, PartsLCT  stepParts
 	BitIdentical           bool                       // the losses' bits agree (true when there is no LCT run)
 	CodecTime              time.Duration              // the LCT run's encoding and decoding (host time: launches and waits)
 	Settles                int                        // the LCT run's settled windows of encodes (waits for the work of one window)
@@ -156,6 +159,7 @@ func (b *lockstep) Step(batch *trainer.Batch, step int) (stepResult, error) {
 			return res, err
 		}
 		res.PeakShadow = b.Shadow.Memory().PeakTotal
+		res.PartsShadow = b.Shadow.parts
 	}
 	if b.LCT != nil {
 		switch {
@@ -172,6 +176,7 @@ func (b *lockstep) Step(batch *trainer.Batch, step int) (stepResult, error) {
 		}
 		res.BitIdentical = b.Shadow == nil || math.Float32bits(res.LossLCT) == math.Float32bits(res.LossShadow)
 		res.PeakLCT = b.LCT.Memory().PeakTotal
+		res.PartsLCT = b.LCT.parts
 	}
 	if err := b.pool.TrimUnused(); err != nil {
 		return res, err

@@ -126,6 +126,10 @@ type modelRun struct {
 
 	dlogits gpu.Ptr // from forward to backward
 	err     error   // first error of the step
+	// phases is the host's time in each part of the last training step
+	// (stepParts): where it queued work and where it waited.
+	parts     stepParts
+	partStart time.Time // when the part under way began; zero outside TrainStep
 
 	// Decoding ahead (ahead.go): the views of the phase under way, what
 	// each phase needed at its last run (-1: not run yet) and where the
@@ -266,25 +270,32 @@ func (r *modelRun) slots() []*slot {
 // the mean loss and the wall time of the step, the device's work included.
 func (r *modelRun) TrainStep(tokens, targets []int32, step int) (float32, time.Duration, error) {
 	start := time.Now()
+	r.parts, r.partStart = stepParts{}, start
+	defer func() { r.partStart = time.Time{} }()
 	loss, err := r.forward(tokens, targets, true)
 	if err != nil {
 		return 0, 0, fmt.Errorf("%s run, forward: %w", r.name, err)
 	}
+	r.markStepPart(partLossWait)
 	// The loss's download has waited for the device: settling the
-	// forward's encodes here costs it no idle time, and frees their sources
-	// before backward's peak (the last block's MLP gradients).
+	// forward's encodes here frees their sources before backward's peak
+	// (the last block's MLP gradients).
 	if err := r.st.settle(); err != nil {
 		return 0, 0, fmt.Errorf("%s run, forward: %w", r.name, err)
 	}
+	r.markStepPart(partForwardDrain)
 	if err := r.backward(tokens, step); err != nil {
 		return 0, 0, fmt.Errorf("%s run, backward: %w", r.name, err)
 	}
+	r.markStepPart(partBackward)
 	if err := r.st.settle(); err != nil {
 		return 0, 0, fmt.Errorf("%s run, step %d: %w", r.name, step, err)
 	}
+	r.markStepPart(partEndDrain)
 	if err := r.mem.Dev().Sync(); err != nil {
 		return 0, 0, fmt.Errorf("%s run, step %d: %w", r.name, step, err)
 	}
+	r.markStepPart(partSync)
 	return loss, time.Since(start), nil
 }
 
@@ -395,6 +406,7 @@ func (r *modelRun) meanLoss(losses gpu.Ptr, n int) float32 {
 		return 0
 	}
 	v := make([]float32, n)
+	r.markStepPart(partForward)
 	r.keep(r.mem.Dev().Download(gpu.F32Bytes(v), losses))
 	return ops.MeanLoss(v)
 }

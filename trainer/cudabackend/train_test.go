@@ -56,6 +56,18 @@ func TestTrainReportsEveryStep(t *testing.T) {
 		if r.Shadow.PeakTotal != r.PeakShadow {
 			t.Errorf("report %d: memory peak %d, step peak %d", i, r.Shadow.PeakTotal, r.PeakShadow)
 		}
+		// The parts of the step add up to at most its time (an evaluation's
+		// forward after it adds nothing), each part of the step timed.
+		var sum time.Duration
+		for _, d := range r.PartsShadow {
+			sum += d
+		}
+		if ms := r.PartsShadow.Millis(); len(ms) != len(StepPartNames) || sum <= 0 || sum > r.TimeShadow || r.PartsShadow[partForward] <= 0 || r.PartsShadow[partBackward] <= 0 {
+			t.Errorf("report %d: step parts %v (sum %v) in a step of %v", i, r.PartsShadow, sum, r.TimeShadow)
+		}
+		if r.PartsLCT.Millis() != nil {
+			t.Errorf("report %d: step parts %v of an LCT run that did not train", i, r.PartsLCT)
+		}
 	}
 	if sum.FirstLoss != seen[0].LossShadow || sum.LastLoss != seen[3].LossShadow || sum.LastValLoss != seen[3].ValLoss || sum.FirstValLoss != seen[1].ValLoss {
 		t.Errorf("summary %+v does not match the reports", sum)
