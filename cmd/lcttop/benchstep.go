@@ -68,6 +68,7 @@ its most (read every 2 ms) beside the ledger's peak.`,
 	fs.StringVar(&variant, "codec", "gpu", "the LCT run's codec: gpu|gpu-serial|host|copy|copy-serial")
 	fs.BoolVar(&f.cuda.codecProfile, "codec-profile", false, "time the GPU codec's kernels with device events (lct_codec_device_ms and lct_codec_ops in --json)")
 	fs.IntVar(&f.cuda.settleWindowMiB, "settle-window", 0, "MiB of dense values per window of encodes (0: an eighth of the parameters' bytes, within 128 KiB..16 MiB)")
+	fs.IntVar(&f.cuda.peakSlackMiB, "peak-slack", 0, "MiB the LCT run may go past the peak it has recorded before it waits for pending encodes (what those waits cost)")
 	fs.IntVar(&f.cuda.timingWarmup, "timing-warmup", 3, "steps left out of the summary's median step time")
 	fs.BoolVar(&f.cuda.alone, "alone", false, "train the LCT run without its shadow (nothing compared)")
 	fs.BoolVar(&f.cuda.shadowOnly, "shadow-only", false, "train the dense run alone")

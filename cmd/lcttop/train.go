@@ -54,6 +54,7 @@ type cudaFlags struct {
 	lctCodec        string
 	codecProfile    bool
 	settleWindowMiB int
+	peakSlackMiB    int // bench step: MiB the LCT run may pass its peak by before it waits
 	// alone trains the LCT run without its shadow; nvmlPeak follows the
 	// process's device memory as NVML reports it (lcttop bench step).
 	alone, nvmlPeak bool

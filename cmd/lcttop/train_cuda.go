@@ -69,6 +69,8 @@ type deviceLine struct {
 	PartsMsLCT       []float64 `json:"parts_ms_lct,omitempty"`
 	LCTSettles       int       `json:"lct_settles"`                   // the LCT run's settled windows of encodes this step
 	LCTSettleWaitMs  float64   `json:"lct_settle_wait_ms"`            // the host's time blocked in those settles' waits
+	LCTRelieveMs     float64   `json:"lct_relieve_ms"`                // the host's time where it settled near its peak (memory)
+	LCTWindowMs      float64   `json:"lct_window_ms"`                 // and where a full window settled the one before it (the pipeline)
 	LCTDrains        int       `json:"lct_drains"`                    // its full settles (waits for all the queued work)
 	LCTSourceReads   int       `json:"lct_source_reads"`              // its reads of pending tensors from their kept sources
 	LCTEncodedAgain  int       `json:"lct_encoded_again"`             // its encodes made again at a settle (spill past the room, stale code)
@@ -153,8 +155,10 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			}
 			c.SetProfile(true)
 		}
-		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c, Alone: cf.alone}
+		lct = &cudabackend.LCTOptions{Classes: cfg.Codec, Codec: c, Alone: cf.alone, PeakSlack: int64(cf.peakSlackMiB) << 20}
 		switch {
+		case cf.peakSlackMiB < 0:
+			return fmt.Errorf("--peak-slack %d: want a number of MiB, 0 or more", cf.peakSlackMiB)
 		case cf.settleWindowMiB < 0:
 			return fmt.Errorf("--settle-window %d: want a positive number of MiB (0: sized from the model)", cf.settleWindowMiB)
 		case cf.settleWindowMiB > 0:
@@ -228,6 +232,7 @@ func trainOnDevice(ctx context.Context, out io.Writer, g *gpu.Device, cfg traine
 			}
 			return enc.Encode(deviceLine{jsonStep: newJSONStep(r.Snapshot, mode), BitIdentical: identical, PoolHeldBytes: r.PoolHeld, PoolHeldPeakBytes: r.PoolHeldPeak, PoolAllocs: r.PoolAllocs,
 				NVMLProcessBytes: s.ProcessMem, NVMLUsedBytes: s.MemUsed, NVMLErr: s.Err, LCTSettles: r.Settles, LCTSettleWaitMs: float64(r.SettleWait) / 1e6,
+				LCTRelieveMs: float64(r.RelieveTime) / 1e6, LCTWindowMs: float64(r.WindowTime) / 1e6,
 				LCTDrains: r.Drains, LCTSourceReads: r.SourceReads, LCTEncodedAgain: r.EncodedAgain, LCTDecodes: r.Decodes, LCTDecodeBatches: r.DecodeBatches,
 				LCTCodecDeviceMs: float64(r.CodecDeviceTime) / 1e6, LCTCodecOps: r.CodecOps, LCTOverflow: r.Overflow,
 				FloorCopies: r.FloorCopies, FloorCopyBytes: r.FloorCopyBytes, PartsMsShadow: r.PartsShadow.Millis(), PartsMsLCT: r.PartsLCT.Millis()})
@@ -285,7 +290,7 @@ func copyFloorFlags(cf cudaFlags) error {
 	for _, f := range []struct {
 		set  bool
 		name string
-	}{{cf.codecProfile, "--codec-profile"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.sweep, "--sweep"}} {
+	}{{cf.codecProfile, "--codec-profile"}, {cf.settleWindowMiB != 0, "--settle-window"}, {cf.peakSlackMiB != 0, "--peak-slack"}, {cf.sweep, "--sweep"}} {
 		if f.set {
 			return fmt.Errorf("%s: --codec %s keeps the run dense and only copies bytes where a codec would code; it has no codec to tune or to sweep", f.name, cf.lctCodec)
 		}

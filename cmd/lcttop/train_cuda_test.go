@@ -65,6 +65,12 @@ func TestTrainCUDAEmuJSON(t *testing.T) {
 			s["loss_lct"] != s["loss_shadow"] || !(s["loss_shadow"].(float64) > 0) || len(s["classes"].([]any)) == 0 || s["tensors"] != nil {
 			t.Fatalf("line %d: %s", i+1, line)
 		}
+		// Both runs' steps in their parts (the host's time in each, six).
+		for _, k := range []string{"parts_ms_shadow", "parts_ms_lct"} {
+			if parts, _ := s[k].([]any); len(parts) != 6 {
+				t.Fatalf("line %d: %s is %v, want six parts", i+1, k, s[k])
+			}
+		}
 	}
 	if sum["summary"] != true || sum["steps"] != float64(2) || sum["all_bit_identical"] != true || sum["weights_checked"] != float64(2) {
 		t.Fatalf("summary line %s", lines[2])
@@ -124,6 +130,8 @@ func TestTrainCUDAEmuBadLCTFlags(t *testing.T) {
 	}{
 		{cudaFlags{lctCodec: "zstd"}, "--codec"},
 		{cudaFlags{settleWindowMiB: -3}, "--settle-window -3"},
+		{cudaFlags{peakSlackMiB: -1}, "--peak-slack -1"},
+		{cudaFlags{lctCodec: "copy", peakSlackMiB: 8}, "--peak-slack"},
 		{cudaFlags{lctCodec: "copy", codecProfile: true}, "--codec-profile"},
 		{cudaFlags{lctCodec: "copy-serial", sweep: true, memBudgetGiB: 1}, "--sweep"},
 	} {

@@ -35,6 +35,10 @@ type LCTOptions struct {
 	// CopyBeside, with CopyFloor, runs the copies beside the trainer's
 	// work (nil: on its stream).
 	CopyBeside CopyStream
+	// PeakSlack is how many bytes past the peak it has recorded the LCT
+	// run may go before it waits for its pending encodes to free their
+	// sources (0: none; a measurement of what the waits cost).
+	PeakSlack int64
 }
 
 // lockstep trains on one GPU: the dense shadow run and, when asked for, the
@@ -101,6 +105,7 @@ func newLoadedRun(pool *devicePool, name string, cfg Config, vals map[string][]u
 			pool.SetFence(c)
 		}
 		ls.rawBelow = smallParamLimit(cfg.Model)
+		ls.slack = opts.PeakSlack
 		st = ls
 	}
 	r, err := newRun(name, cfg, mem, st)
@@ -134,6 +139,8 @@ type stepResult struct {
 	CodecTime              time.Duration              // the LCT run's encoding and decoding (host time: launches and waits)
 	Settles                int                        // the LCT run's settled windows of encodes (waits for the work of one window)
 	SettleWait             time.Duration              // the host's time blocked in those waits
+	RelieveTime            time.Duration              // the host's time where the LCT run settled near its peak
+	WindowTime             time.Duration              // and where a full window settled the one before it
 	Drains                 int                        // the LCT run's full settles (waits for all the queued work: the step's end)
 	SourceReads            int                        // the LCT run's reads of pending tensors, copied from their kept sources
 	EncodedAgain           int                        // the LCT run's encodes made again at a settle (a spill that did not fit its room, a stale code)
@@ -194,6 +201,7 @@ func (b *lockstep) stepLCT(ls *lctStore, res *stepResult, batch *trainer.Batch, 
 	res.CodecTime = ls.clock.encode + ls.clock.decode
 	res.Settles, res.Drains, res.SourceReads = ls.clock.settles, ls.clock.drains, ls.clock.sourceReads
 	res.EncodedAgain = ls.clock.again
+	res.RelieveTime, res.WindowTime = ls.clock.relieve, ls.clock.window
 	res.Decodes, res.DecodeBatches = ls.clock.decodes, ls.clock.decodeBatches
 	f := ls.codec.TakeFigures()
 	res.CodecDeviceTime, res.CodecOps, res.Overflow, res.SettleWait = f.DeviceTime, f.Ops, f.Overflow, f.SettleWait

@@ -22,6 +22,10 @@ type codecClock struct {
 	again                    int   // encodes made again at a settle
 	decodes                  int   // single-tensor decode launches
 	decodeBatches            int   // batched decode launches
+	// relieve and window are the host's time where relieve settled
+	// (memory near the peak) and where a full window settled the one
+	// before it (the pipeline).
+	relieve, window time.Duration
 }
 
 // lctStore keeps a run's parameters, optimizer states and saved activations
@@ -55,8 +59,11 @@ type lctStore struct {
 	closed    *lctWindow // closed, not yet settled (nil: none)
 	pendingOf map[*slot]pendingRef
 	window    int64
-	wide      int64         // windows a window may grow to away from the peak
-	rawLeft   map[*slot]int // writes still to be stored as they are
+	wide      int64 // windows a window may grow to away from the peak
+	// slack is how far past its recorded peak the run may go before
+	// relieve waits for pending encodes (LCTOptions.PeakSlack).
+	slack   int64
+	rawLeft map[*slot]int // writes still to be stored as they are
 	// rawBelow: tensors of at most this many values are always stored as
 	// they are (smallParamLimit).
 	rawBelow int
@@ -184,6 +191,8 @@ func (st *lctStore) addPending(s *slot, src gpu.Ptr) {
 // that the pipeline costs no memory at the peak; away from it, wide
 // windows mean fewer settles and fewer, larger encode launches.
 func (st *lctStore) closeIfFull() error {
+	start := time.Now()
+	defer func() { st.clock.window += time.Since(start) }()
 	wide := st.wide * st.window
 	if st.closed != nil && st.closed.bytes+st.open.bytes > 2*wide {
 		w := st.closed
@@ -209,9 +218,11 @@ const wideWindows = 4
 // windows' (the last tensor may pass that by itself). Its callers are
 // outside the store's own calls, so settling is safe there.
 func (st *lctStore) relieve(bytes int64) error {
-	if st.mem.Live()+bytes+2*st.window <= st.mem.Ledger().PeakTotal() {
+	if st.mem.Live()+bytes+2*st.window <= st.mem.Ledger().PeakTotal()+st.slack {
 		return nil
 	}
+	start := time.Now()
+	defer func() { st.clock.relieve += time.Since(start) }()
 	for st.open.bytes+st.closedBytes() > 2*st.window {
 		if w := st.closed; w != nil {
 			st.closed = nil

@@ -206,6 +206,34 @@ func TestLCTStoreWideWindowsRelieved(t *testing.T) {
 	}
 }
 
+// With slack, relieve lets the run pass its peak by that much before it
+// settles anything (and its time is counted only where it settles).
+func TestLCTStoreSlackDelaysRelieve(t *testing.T) {
+	x := newSettleSetup(t)
+	h, st := x.h, x.st
+	st.wide = 4
+	n := int64(x.a.n)
+	big := h.Alloc(1024 * 2 * n)
+	h.mem.Free(big)
+	for _, s := range []*slot{x.a, x.b, x.c} {
+		h.Check(st.set(s, h.RandBF16(x.a.n, 0, 0.02)))
+	}
+	// Just enough slack for 1020 tensors more (and two windows) past the peak.
+	st.slack = h.mem.Live() + 1020*2*n + 2*st.window - h.mem.Ledger().PeakTotal()
+	if st.slack <= 0 {
+		t.Fatalf("slack %d: the test's tensors should pass the peak", st.slack)
+	}
+	h.Check(st.relieve(1020 * 2 * n))
+	if st.open.bytes != 3*2*n || st.clock.settles != 0 || st.clock.relieve != 0 {
+		t.Fatalf("relieve within the slack: open %d bytes, %d settles, %v counted; want all three open, none settled, no time", st.open.bytes, st.clock.settles, st.clock.relieve)
+	}
+	h.Check(st.relieve(1021 * 2 * n)) // one tensor more: past the slack
+	if kept := st.open.bytes + st.closedBytes(); kept > 2*st.window || st.clock.settles == 0 || st.clock.relieve <= 0 {
+		t.Fatalf("relieve past the slack: %d bytes of sources kept (two windows: %d), %d settles, %v counted", kept, 2*st.window, st.clock.settles, st.clock.relieve)
+	}
+	h.Check(st.settle())
+}
+
 // The store writing a tensor twice within one window drops the first
 // encode, never launched, before freeing its source: the tensor holds the
 // second values.
