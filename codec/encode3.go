@@ -20,6 +20,8 @@ type block3 struct {
 	escaped   int
 	tailsBy   int // one pass: the worker whose tails holds its tail region
 	tailsAt   int // where it starts there
+	codedBy   int // searched C: the worker whose coded holds its streams' bytes
+	codedAt   int // where they start there
 }
 
 // encoder3 is an Encoder's state for format version 3.
@@ -48,11 +50,14 @@ type encoder3 struct {
 // In one pass it also keeps the bytes of the codes past the heads (spill,
 // a block's at a time) and the tail regions of the blocks it packed
 // (tails), which go to Overflow once every block's place there is known.
+// With C searched it keeps the packed streams of the blocks it coded
+// (coded), which the second pass lays out once each block's C is chosen.
 type encodeScratch3 struct {
 	bufs  [4]streamBuf
 	hists [4]Histogram
 	spill []byte
 	tails []byte
+	coded []byte
 }
 
 // countExponents counts the exponents of block, the values in turn over
@@ -107,6 +112,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			clear(s.scratch[w].hists[h][:])
 		}
 		s.scratch[w].tails = s.scratch[w].tails[:0]
+		s.scratch[w].coded = s.scratch[w].coded[:0]
 	}
 
 	// Codebooks of their own for the blocks they pay in; their fits count
@@ -149,6 +155,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	// are counted, and one pass packs and lays them out.
 	s.onePass = !s.search
 	w := ResidueBits(&cb, layout.Sign)
+	dst.SF = resize(dst.SF, residueBytes(n, w))
 	area := 0
 	if s.onePass {
 		for b := range nb {
@@ -157,7 +164,6 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			k.areaStart = area
 			area += Streams * k.cbytes
 		}
-		dst.SF = resize(dst.SF, residueBytes(n, w))
 		dst.Streams = resize(dst.Streams, area)
 		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
 		clear(dst.TailLens)
@@ -208,7 +214,6 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			copy(dst.Overflow[k.tailStart:k.tailStart+m], s.scratch[k.tailsBy].tails[k.tailsAt:])
 		}
 	} else {
-		dst.SF = resize(dst.SF, residueBytes(n, w))
 		dst.Streams = resize(dst.Streams, area)
 		clear(dst.Overflow)
 		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
@@ -279,35 +284,10 @@ func (s *encoder3) runBlock(worker, b int) {
 	case s.pass == 1 && s.onePass:
 		s.packBlock(worker, b)
 	case s.pass == 1:
-		s.measure(worker, b)
+		s.codeBlock(worker, b)
 	default:
-		s.encode(worker, b)
+		s.placeBlock(b)
 	}
-}
-
-// measure counts the bits of block b's streams and the exponents, and
-// settles the block's C (where searched), head capacity and tails.
-func (s *encoder3) measure(worker, b int) {
-	t := s.dst
-	l := t.Layout
-	B := l.BlockSize
-	nbLen := l.blockLen(t.N, b)
-	block := s.src[b*B : b*B+nbLen]
-	table := (*[maxSymbols]uint32)(s.table(b))
-	shift, mask := symbolShift(t.blockCodebook(b))
-	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
-	clear(x[:])
-	hists := &s.scratch[worker].hists
-	if s.counted {
-		hists = nil // counted with the block's codebook fit
-	}
-	measureRows(x, hists, block, table, shift, mask)
-	k := &s.blocks[b]
-	if s.search {
-		k.c = leastBytesV3(x, l, t.N, b)
-	}
-	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
-	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
 }
 
 // startBlock is block b's values, its first element, its figures (reset
@@ -324,24 +304,26 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 	return block, start, k, t.blockCodebook(b)
 }
 
-// encode writes block b: its residues, heads, tail lengths and tails.
-func (s *encoder3) encode(worker, b int) {
+// codeBlock packs block b's codes and residues, keeps the codes in the
+// worker's coded (the streams one after another, each its bits' whole
+// bytes) and searches the block's C; it settles its head capacity and
+// tails.
+func (s *encoder3) codeBlock(worker, b int) {
 	t, l := s.dst, s.dst.Layout
 	block, start, k, cb := s.startBlock(b)
 	nbLen := len(block)
-	split := uint(cb.Split)
+	ws := &s.scratch[worker]
+	if !s.counted {
+		countExponents(&ws.hists, block)
+	}
 	w := uint(ResidueBits(cb, l.Sign))
-	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
+	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, uint(cb.Split), w)
 
 	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(cb)
-	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
-	capBits := uint32(8 * k.cbytes)
-	x := s.x[b*Streams : (b+1)*Streams]
-	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
-	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
-	tailPos := 0
-	ws := &s.scratch[worker]
+	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
+	coded := ws.coded
+	k.codedBy, k.codedAt = worker, len(coded)
 	for j0 := 0; j0 < Streams; j0 += 4 {
 		var counts [4]int
 		for q := range counts {
@@ -349,46 +331,84 @@ func (s *encoder3) encode(worker, b int) {
 		}
 		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
 		for q := range 4 {
-			j, count, buf := j0+q, counts[q], &ws.bufs[q]
-			fitted := count
-			if pos[q] > capBits {
+			x[j0+q] = pos[q]
+			k.codeBits += uint64(pos[q])
+			if !s.counted {
+				k.escaped += escaped[q]
+			}
+			coded = append(coded, ws.bufs[q][:out[q]]...)
+		}
+	}
+	ws.coded = coded
+	k.c = leastBytesV3(x, l, t.N, b)
+	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
+	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+}
+
+// placeBlock lays out block b's streams, coded by codeBlock: its heads,
+// tail lengths and tails.
+func (s *encoder3) placeBlock(b int) {
+	t := s.dst
+	k := &s.blocks[b]
+	block := s.src[b*t.Layout.BlockSize:][:t.Layout.blockLen(t.N, b)]
+	table := (*[maxSymbols]uint32)(s.table(b))
+	shift, mask := symbolShift(t.blockCodebook(b))
+	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
+	capBits := uint32(8 * k.cbytes)
+	x := s.x[b*Streams : (b+1)*Streams]
+	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
+	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
+	tailPos := 0
+	coded := s.scratch[k.codedBy].coded[k.codedAt:]
+	var heads [4][]byte
+	for j0 := 0; j0 < Streams; j0 += 4 {
+		for q := range 4 {
+			j := j0 + q
+			n := int(x[j]+7) / 8
+			stream := coded[:n]
+			coded = coded[n:]
+			if x[j] > capBits {
 				// Codes that end past the head: from the last back while they
 				// do (position p of stream j is element p·256 + (j − p) mod 256).
-				end := pos[q]
+				count := t.Layout.StreamCount(len(block), j)
+				fitted, end := count, x[j]
 				for p := count - 1; p >= 0 && end > capBits; p-- {
 					fitted--
 					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
 				}
+				k.spilled += count - fitted
 			}
-			if pos[q] != x[j] {
-				panic("codec: encode: stream bits differ between passes")
-			}
-			k.codeBits += uint64(pos[q])
-			k.spilled += count - fitted
-			if !s.counted {
-				k.escaped += escaped[q]
-			}
-			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
+			if L := tailLen(int(x[j]), int(capBits), k.unit); L > 0 {
 				k.tailed++
 				putTailLen(lens, j, L)
-				copyBits(tail, tailPos, buf[:out[q]], int(capBits), int(pos[q]-capBits))
+				copyBits(tail, tailPos, stream, int(capBits), int(x[j]-capBits))
 				tailPos += L << (k.unit - 1)
 			}
-			// A head's bytes past the stream's are 0.
-			if out[q] < k.cbytes {
-				clear(buf[out[q]:min(k.cbytes, len(buf))])
+			heads[q] = stream[:min(n, k.cbytes)]
+		}
+		putHeads(area, j0, k.cbytes, &heads)
+	}
+}
+
+// putHeads writes streams j0..j0+3's heads into a block's stream area of
+// cbytes per stream: each stream's first cbytes bytes (0 past its own),
+// interleaved; the four streams' bytes of one offset are neighbours, one
+// word.
+func putHeads(area []byte, j0, cbytes int, heads *[4][]byte) {
+	h0, h1, h2, h3 := heads[0], heads[1], heads[2], heads[3]
+	common := min(len(h0), len(h1), len(h2), len(h3))
+	h0, h1, h2, h3 = h0[:common], h1[:common], h2[:common], h3[:common]
+	for i := range h0 {
+		binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(h0[i])|uint32(h1[i])<<8|uint32(h2[i])<<16|uint32(h3[i])<<24)
+	}
+	for i := common; i < cbytes; i++ {
+		var v uint32
+		for q, h := range heads {
+			if i < len(h) {
+				v |= uint32(h[i]) << (8 * q)
 			}
 		}
-		// The heads: each stream's first C_b bytes, interleaved; the four
-		// streams' bytes of one offset are neighbours, one word.
-		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
-		hb := min(k.cbytes, len(b0))
-		for i := range hb {
-			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
-		}
-		for i := hb; i < k.cbytes; i++ {
-			clear(area[i<<8|j0 : i<<8|j0+4])
-		}
+		binary.LittleEndian.PutUint32(area[i<<8|j0:], v)
 	}
 }
 
