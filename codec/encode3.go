@@ -116,13 +116,15 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	}
 
 	// Codebooks of their own for the blocks they pay in; their fits count
-	// the exponents.
+	// the exponents, as the blocks' split histograms do where the caller
+	// gave them.
 	own := dst.BlockCodebooks[:0]
-	s.counted = layout.BlockCodebooks && nb > 0
+	s.counted = (layout.BlockCodebooks || e.fit3.given != nil) && nb > 0
 	if s.counted {
 		e.fit3.hists = s.scratch
+		e.fit3.countOnly = !layout.BlockCodebooks
 		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
-		e.fit3.hists = nil
+		e.fit3.hists, e.fit3.countOnly = nil, false
 		s.escapedOf = e.fit3.escaped
 	}
 	dst.BlockCodebooks = nil
@@ -663,6 +665,9 @@ type blockFit struct {
 	fitters []splitFitter
 	hists   []encodeScratch3 // per worker: where each block's exponents are added (nil: nowhere)
 	escaped []int            // per block: the values its codebook escapes
+	// countOnly keeps cb for every block: the run only counts (exponents
+	// and escapes).
+	countOnly bool
 }
 
 func (f *blockFit) runBlock(worker, b int) {
@@ -684,9 +689,11 @@ func (f *blockFit) runBlock(worker, b int) {
 	}
 	f.out[b] = Codebook{}
 	coded := f.cb
-	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
-		f.out[b] = own
-		coded = &f.out[b]
+	if !f.countOnly {
+		if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
+			f.out[b] = own
+			coded = &f.out[b]
+		}
 	}
 	f.escaped[b] = escapedValues(h, coded)
 }
@@ -722,8 +729,9 @@ func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook
 // EncodeCounted is Encode in format version 3 with the split histograms
 // of src's blocks given (blocks: one a block, as layout cuts src;
 // BlockSplitHistograms counts them), which the fits of codebooks per block
-// take instead of counting them again: for a caller that counted them to
-// plan the tensor. The tensor is the one Encode gives.
+// take instead of counting them again, and which count the exponents and
+// escapes: for a caller that counted them to plan the tensor. The tensor is
+// the one Encode gives.
 func (e *Encoder) EncodeCounted(dst *Tensor, src []uint16, cb Codebook, layout Layout, blocks []SplitHistogram) error {
 	if !layout.v3() {
 		return fmt.Errorf("codec: encode: histograms per block given for format version %d", layout.FormatVersion())

@@ -269,9 +269,9 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // counted a piece at a time, the sample's values with it, each piece's
 // pages released once counted (but for a tensor of one piece), so that a
 // mapped tensor is not resident whole. An empirical codebook is fitted to
-// the full histogram alone; for a tensor of one piece and codebooks per
-// block, it is counted block by block, and the blocks' histograms returned
-// for the encoder (codec.EncodeCounted).
+// the full histogram alone; for a tensor of one piece it is counted block
+// by block, and the blocks' histograms returned for the encoder
+// (codec.EncodeCounted).
 func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, []codec.SplitHistogram, error) {
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
 		sample := in.sampleHistogram(raw, vals)
@@ -284,7 +284,7 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
 		var unused codec.Histogram // the sample fits the parametric codebooks only
 		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
-		if !l.BlockCodebooks || len(blocks) != l.Blocks(n) {
+		if len(blocks) != l.Blocks(n) {
 			blocks = nil
 		}
 		return cb, l, blocks, err
