@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // symCode is a codebook seen over its symbols: with split k = 0 (and no
@@ -318,9 +319,14 @@ func (h *SplitHistogram) weights(dst []float64, c *symCode) []float64 {
 // one that stores the values in the fewest bits, codes, residues and the
 // codebook's own bytes together (ties: unsigned first, then the smaller k).
 func FitSplitCodebook(h *SplitHistogram, s Sign) Codebook {
-	var f splitFitter
+	f := splitFitters.Get().(*splitFitter)
+	defer splitFitters.Put(f)
 	return f.fitBest(h, s)
 }
+
+// splitFitters keeps fitters' scratch between the fits of a checkpoint's
+// many tensors.
+var splitFitters = sync.Pool{New: func() any { return new(splitFitter) }}
 
 // FitSplitCodebookK is FitSplitCodebook with the split fixed at k and the
 // sign in the symbol where signed.
@@ -338,6 +344,7 @@ type splitFitter struct {
 	items []float64
 	best  []uint8
 	keys  []uint64
+	lens  []uint8 // optimal's result, reused by the next fit
 	pm    *packageMerge
 	// huffman's scratch.
 	hIdx, hParent, hDepth []int
@@ -438,7 +445,7 @@ func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, fl
 // down while the cost falls, so that a fit costs a few constructions
 // rather than one per symbol (version 3 fits a codebook per block). With no nonzero weight
 // nothing is coded: escLen 1 unsplit, else every ESC as long as their
-// count needs.
+// count needs. lens is reused by the next call.
 func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << MaxSplit]uint8, bits float64) {
 	nesc := c.escapes()
 	// Rank the symbols by weight descending, ties to the smaller symbol:
@@ -449,7 +456,9 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 			f.keys = append(f.keys, uint64(x)<<12|uint64(4095-s))
 		}
 	}
-	lens = make([]uint8, len(w))
+	f.lens = resize(f.lens, len(w))
+	lens = f.lens
+	clear(lens)
 	if len(f.keys) == 0 {
 		for x := range nesc {
 			esc[x] = uint8(max(c.k+c.sb, 1))
@@ -489,8 +498,18 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 			f.items = append(f.items, f.rest[x][K]) // the ESCs rank last: they are the highest symbols
 		}
 		f.ascending(K, nesc)
-		l, ok := f.huffman(f.items, f.pm.leaves)
+		l, ok, huffBits := f.huffman(f.items, f.pm.leaves)
 		if !ok {
+			// No code of these items takes fewer bits than Huffman's: a K
+			// whose Huffman code already costs more than the best cannot
+			// win, and needs no package-merge.
+			lower := huffBits
+			for x := range nesc {
+				lower += f.rest[x][K] * literalBits
+			}
+			if lower > best {
+				return false
+			}
 			l = f.pm.lengthsSorted(f.items)
 		}
 		cost := 0.0
@@ -569,8 +588,9 @@ func (f *splitFitter) ascending(K, nesc int) {
 // huffman is the Huffman code lengths of items (weights, at least two)
 // whose indices by weight ascending are idx, and whether none is above
 // MaxCodeLen: then they are optimal with or without the limit, and
-// package-merge is not needed. The result is reused by the next call.
-func (f *splitFitter) huffman(items []float64, idx []int) ([]uint8, bool) {
+// package-merge is not needed. bits is the code's Σ weight·length either
+// way. The result is reused by the next call.
+func (f *splitFitter) huffman(items []float64, idx []int) (lens []uint8, ok bool, bits float64) {
 	n := len(items)
 	f.hIdx = append(f.hIdx[:0], idx...)
 	// Two queues: the leaves by weight, and the merged nodes in the order
@@ -601,14 +621,19 @@ func (f *splitFitter) huffman(items []float64, idx []int) ([]uint8, bool) {
 		f.hDepth[i] = f.hDepth[f.hParent[i]] + 1
 	}
 	f.hLens = resize(f.hLens, n)
+	ok = true
 	for i, s := range f.hIdx {
 		d := f.hDepth[i]
+		bits += items[s] * float64(d)
 		if d > MaxCodeLen {
-			return nil, false
+			ok = false
 		}
 		f.hLens[s] = uint8(d)
 	}
-	return f.hLens, true
+	if !ok {
+		return nil, false, bits
+	}
+	return f.hLens, true, bits
 }
 
 func cmpFloat(a, b float64) int {
