@@ -28,6 +28,9 @@ type packJob struct {
 	crcs   []uint32               // each piece's original bytes' CRC-32C
 	blocks []codec.SplitHistogram // its blocks' split histograms where the plan counted them
 	kept   int64                  // residue bytes its pieces hold, of the stream's keptResidues
+	// recycle: its pieces are version 3 tensors of the CPU codec, whose
+	// buffers go to later pieces once written.
+	recycle bool
 
 	mu     sync.Mutex
 	left   int
@@ -173,11 +176,15 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			cancel()
 			return sum, segmentErr(j.index, &j.seg, j.err)
 		}
-		j.blocks = nil // the encoders are done with them
+		recycleBlockHists(j.blocks) // the encoders are done with them
+		j.blocks = nil
 		encoded, err := writePackSegment(cw, in, j)
 		if err != nil {
 			cancel()
 			return sum, err
+		}
+		if j.recycle {
+			recyclePieces(j.pieces)
 		}
 		bud.release(j.seg.OriginalLen)
 		kept.give(j.kept)
@@ -243,6 +250,7 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
 			}
 			j.cb, j.layout, j.blocks = cb, layout, blocks
+			j.recycle = opt.Backend == nil && opt.Version == codec.FormatVersion3
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
 			j.crcs = make([]uint32, len(j.pieces))
@@ -281,10 +289,11 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 	}
 	n := len(vals)
 	if opt.Dist == codec.Empirical && n <= histogramPiece {
-		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
+		blocks, full := codec.BlockSplitHistograms(blockHists(), vals, opt.Preset)
 		var unused codec.Histogram // the sample fits the parametric codebooks only
 		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
 		if len(blocks) != l.Blocks(n) {
+			recycleBlockHists(blocks)
 			blocks = nil
 		}
 		return cb, l, blocks, err
@@ -354,9 +363,12 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	hi := min(lo+j.plen, len(j.vals))
 	vals := j.vals[lo:hi]
 	keep := w.kept.take(int64(len(vals))) // the residues' bytes at most
-	p := &codec.Tensor{SF: w.sf[:0]}
-	if keep {
-		p.SF = make([]byte, 0, len(vals))
+	p := &codec.Tensor{}
+	if j.recycle {
+		p = reusedPiece()
+	}
+	if !keep {
+		p.SF = w.sf[:0]
 	}
 	err := w.encode(p, j, lo, vals)
 	if err != nil {
