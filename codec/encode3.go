@@ -309,7 +309,7 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 // codeBlock packs block b's codes and residues, keeps the codes in the
 // worker's coded (the streams one after another, each its bits' whole
 // bytes) and searches the block's C; it settles its head capacity and
-// tails.
+// tails, and counts the codes that spill past the heads.
 func (s *encoder3) codeBlock(worker, b int) {
 	t, l := s.dst, s.dst.Layout
 	block, start, k, cb := s.startBlock(b)
@@ -345,6 +345,24 @@ func (s *encoder3) codeBlock(worker, b int) {
 	k.c = leastBytesV3(x, l, t.N, b)
 	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
 	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
+	capBits := uint32(8 * k.cbytes)
+	for j, bits := range x {
+		if bits > capBits {
+			k.spilled += spilledCodes(block, j, l.StreamCount(nbLen, j), bits, capBits, table, shift, mask)
+		}
+	}
+}
+
+// spilledCodes is how many of the count codes of stream j of block, bits
+// in all, end past a head of capBits: from the last back while they do
+// (position p of stream j is element p·256 + (j − p) mod 256).
+func spilledCodes(block []uint16, j, count int, bits, capBits uint32, table *[maxSymbols]uint32, shift uint, mask uint16) int {
+	spilled := 0
+	for p := count - 1; p >= 0 && bits > capBits; p-- {
+		spilled++
+		bits -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
+	}
+	return spilled
 }
 
 // placeBlock lays out block b's streams, coded by codeBlock: its heads,
@@ -352,9 +370,6 @@ func (s *encoder3) codeBlock(worker, b int) {
 func (s *encoder3) placeBlock(b int) {
 	t := s.dst
 	k := &s.blocks[b]
-	block := s.src[b*t.Layout.BlockSize:][:t.Layout.blockLen(t.N, b)]
-	table := (*[maxSymbols]uint32)(s.table(b))
-	shift, mask := symbolShift(t.blockCodebook(b))
 	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
 	capBits := uint32(8 * k.cbytes)
 	x := s.x[b*Streams : (b+1)*Streams]
@@ -369,17 +384,6 @@ func (s *encoder3) placeBlock(b int) {
 			n := int(x[j]+7) / 8
 			stream := coded[:n]
 			coded = coded[n:]
-			if x[j] > capBits {
-				// Codes that end past the head: from the last back while they
-				// do (position p of stream j is element p·256 + (j − p) mod 256).
-				count := t.Layout.StreamCount(len(block), j)
-				fitted, end := count, x[j]
-				for p := count - 1; p >= 0 && end > capBits; p-- {
-					fitted--
-					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
-				}
-				k.spilled += count - fitted
-			}
 			if L := tailLen(int(x[j]), int(capBits), k.unit); L > 0 {
 				k.tailed++
 				putTailLen(lens, j, L)
@@ -448,14 +452,7 @@ func (s *encoder3) packBlock(worker, b int) {
 				k.escaped += escaped[q]
 			}
 			if pos[q] > capBits {
-				// Codes that end past the head: from the last back while they
-				// do (position p of stream j is element p·256 + (j − p) mod 256).
-				fitted, end := count, pos[q]
-				for p := count - 1; p >= 0 && end > capBits; p-- {
-					fitted--
-					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
-				}
-				k.spilled += count - fitted
+				k.spilled += spilledCodes(block, j, count, pos[q], capBits, table, shift, mask)
 				// The head ends on a byte: the bytes past it are the tail's bits.
 				spill = append(spill, buf[k.cbytes:out[q]]...)
 			} else if out[q] < k.cbytes {
