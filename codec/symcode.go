@@ -336,6 +336,17 @@ func (h *SplitHistogram) weights(dst []float64, c *symCode) []float64 {
 	return dst
 }
 
+// binWeights is weights from bins, the bins of h that count something, in
+// order: the same sums, without a pass over every bin.
+func (h *SplitHistogram) binWeights(dst []float64, bins []int, c *symCode) []float64 {
+	dst = resize(dst, c.symbols())
+	clear(dst)
+	for _, b := range bins {
+		dst[c.symbolOfBin(b)] += float64(h[b])
+	}
+	return dst
+}
+
 // FitSplitCodebook is format version 3's empirical codebook for a split
 // histogram of values of sign s: for each split k = 0..3, and where the
 // values' signs differ for k = 0..2 with the sign in the symbol too, the
@@ -363,6 +374,8 @@ func FitSplitCodebookK(h *SplitHistogram, k uint8, signed bool) Codebook {
 // splitFitter keeps the optimal construction's scratch between fits.
 type splitFitter struct {
 	w     []float64
+	bins  []int                         // fitBest: the histogram's bins that count something
+	candW [2 * (MaxSplit + 1)][]float64 // fitBest: each alphabet's weights
 	order []int
 	rest  [1 << MaxSplit][]float64
 	items []float64
@@ -392,14 +405,17 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 		k      uint
 		signed bool
 		bound  float64
+		w      int // its weights, in candW
 	}
 	var cands [2 * (MaxSplit + 1)]cand
 	n := 0
 	lo, hi := 255, 0
+	f.bins = f.bins[:0] // the bins that count something: every alphabet's weights come from them
 	for b, c := range h {
 		if c != 0 {
 			e := b >> MaxSplit & 0xFF
 			lo, hi = min(lo, e), max(hi, e)
+			f.bins = append(f.bins, b)
 		}
 	}
 	for _, signed := range []bool{false, true} {
@@ -412,9 +428,9 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 			}
 			cb := Codebook{Split: uint8(k), Signed: signed}
 			c := cb.symCode()
-			f.w = h.weights(f.w, &c)
+			f.candW[n] = h.binWeights(f.candW[n], f.bins, &c)
 			bound := float64(total) * float64(ResidueBits(&cb, s))
-			for _, x := range f.w {
+			for _, x := range f.candW[n] {
 				if x > 0 {
 					bound -= x * math.Log2(x/float64(total))
 				}
@@ -422,7 +438,7 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 			if hi >= lo {
 				bound += float64(8 * (2 + (((hi-lo+1)<<(k+c.sb))+c.escapes()+1)/2))
 			}
-			cands[n] = cand{k, signed, bound}
+			cands[n] = cand{k, signed, bound, n}
 			n++
 		}
 	}
@@ -433,7 +449,7 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 		if c.bound >= bestBits {
 			continue
 		}
-		cb, bits := f.fitK(h, c.k, c.signed)
+		cb, bits := f.fitWeights(f.candW[c.w], c.k, c.signed)
 		bits += float64(total)*float64(ResidueBits(&cb, s)) + float64(8*codebookBytes3(&cb))
 		if bits < bestBits || bits == bestBits && (c.k < uint(best.Split) || !c.signed && best.Signed) {
 			best, bestBits = cb, bits
@@ -445,10 +461,17 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 // fitK is the optimal construction under split k (signed: the sign in the
 // symbol) and the bits its codes take.
 func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, float64) {
+	c := (&Codebook{Split: uint8(k), Signed: signed}).symCode()
+	f.w = h.weights(f.w, &c)
+	return f.fitWeights(f.w, k, signed)
+}
+
+// fitWeights is fitK with the histogram's weights per symbol of split k
+// (signed: the sign in the symbol) given.
+func (f *splitFitter) fitWeights(w []float64, k uint, signed bool) (Codebook, float64) {
 	cb := Codebook{Dist: Empirical, Split: uint8(k), Signed: signed}
 	c := cb.symCode()
-	f.w = h.weights(f.w, &c)
-	lens, esc, bits := f.optimal(f.w, &c)
+	lens, esc, bits := f.optimal(w, &c)
 	if !cb.split() {
 		copy(cb.Lengths[:], lens)
 		cb.EscLen = esc[0]
