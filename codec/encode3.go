@@ -668,57 +668,73 @@ type blockFit struct {
 }
 
 func (f *blockFit) runBlock(worker, b int) {
-	B := f.l.BlockSize
-	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
-	var own SplitHistogram
-	h := &own
+	fit := &f.fitters[worker]
+	var h *SplitHistogram
 	if f.given != nil {
 		h = &f.given[b]
 	} else {
-		h.add(block)
+		B := f.l.BlockSize
+		if fit.hist == nil {
+			fit.hist = new(SplitHistogram)
+		}
+		h = fit.hist
+		clear(h[:])
+		h.add(f.src[b*B : b*B+f.l.blockLen(len(f.src), b)])
 	}
+	fit.bins = nonzeroBins(fit.bins, h)
 	if f.hists != nil {
 		// A split bin is the sign, the exponent and three fraction bits.
 		eh := &f.hists[worker].hists[0]
-		for bin, c := range h {
-			eh[byte(bin>>MaxSplit)] += c
+		for _, bin := range fit.bins {
+			eh[byte(bin>>MaxSplit)] += h[bin]
 		}
 	}
 	f.out[b] = Codebook{}
 	coded := f.cb
 	if !f.countOnly {
-		if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
+		if own, ok := fit.ownCodebook(h, fit.bins, f.cb); ok {
 			f.out[b] = own
 			coded = &f.out[b]
 		}
 	}
-	f.escaped[b] = escapedValues(h, coded)
+	f.escaped[b] = escapedValues(h, fit.bins, coded)
 }
 
-// escapedValues is how many values of split histogram h codebook cb
-// escapes: from the 4,096 bins, so that the coding loops need not count.
-func escapedValues(h *SplitHistogram, cb *Codebook) int {
+// nonzeroBins is the bins of h that count something, in order, in dst.
+func nonzeroBins(dst []int, h *SplitHistogram) []int {
+	dst = dst[:0]
+	for bin, n := range h {
+		if n != 0 {
+			dst = append(dst, bin)
+		}
+	}
+	return dst
+}
+
+// escapedValues is how many values of split histogram h (bins: those of
+// its bins that count something) codebook cb escapes: from the histogram,
+// so that the coding loops need not count.
+func escapedValues(h *SplitHistogram, bins []int, cb *Codebook) int {
 	c := cb.symCode()
 	n := 0
-	for bin, count := range h {
-		if count != 0 && c.lens[c.symbolOfBin(bin)] == 0 {
-			n += int(count)
+	for _, bin := range bins {
+		if c.lens[c.symbolOfBin(bin)] == 0 {
+			n += int(h[bin])
 		}
 	}
 	return n
 }
 
-// ownCodebook fits a block with split histogram h its own codebook (split
-// and sign of cb); ok says it codes the block, its bytes paid, in fewer
-// bits than cb does.
-func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook, ok bool) {
-	own, ownBits := f.fitK(h, uint(cb.Split), cb.Signed)
+// ownCodebook fits a block with split histogram h (bins: those of its bins
+// that count something) its own codebook (split and sign of cb); ok says
+// it codes the block, its bytes paid, in fewer bits than cb does.
+func (f *splitFitter) ownCodebook(h *SplitHistogram, bins []int, cb *Codebook) (own Codebook, ok bool) {
 	c := cb.symCode()
+	f.w = h.binWeights(f.w, bins, &c)
+	own, ownBits := f.fitWeights(f.w, uint(cb.Split), cb.Signed)
 	var shared uint64
-	for bin, n := range h {
-		if n != 0 {
-			shared += n * uint64(c.cost(c.symbolOfBin(bin)))
-		}
+	for _, bin := range bins {
+		shared += h[bin] * uint64(c.cost(c.symbolOfBin(bin)))
 	}
 	return own, int(shared)-int(ownBits) > 8*codebookBytes3(&own)
 }
@@ -777,7 +793,7 @@ func BlockPlan(cb Codebook, l Layout, block []uint16) (Codebook, Layout) {
 	if l.BlockCodebooks && cb.Dist == Empirical {
 		h := FullSplitHistogram(block)
 		var f splitFitter
-		if own, ok := f.ownCodebook(&h, &cb); ok {
+		if own, ok := f.ownCodebook(&h, nonzeroBins(nil, &h), &cb); ok {
 			cb = own
 		}
 	}

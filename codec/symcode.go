@@ -374,7 +374,8 @@ func FitSplitCodebookK(h *SplitHistogram, k uint8, signed bool) Codebook {
 // splitFitter keeps the optimal construction's scratch between fits.
 type splitFitter struct {
 	w     []float64
-	bins  []int                         // fitBest: the histogram's bins that count something
+	hist  *SplitHistogram               // a block's, where the caller gave none
+	bins  []int                         // the histogram's bins that count something
 	candW [2 * (MaxSplit + 1)][]float64 // fitBest: each alphabet's weights
 	order []int
 	rest  [1 << MaxSplit][]float64
@@ -410,13 +411,10 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 	var cands [2 * (MaxSplit + 1)]cand
 	n := 0
 	lo, hi := 255, 0
-	f.bins = f.bins[:0] // the bins that count something: every alphabet's weights come from them
-	for b, c := range h {
-		if c != 0 {
-			e := b >> MaxSplit & 0xFF
-			lo, hi = min(lo, e), max(hi, e)
-			f.bins = append(f.bins, b)
-		}
+	f.bins = nonzeroBins(f.bins, h) // every alphabet's weights come from them
+	for _, b := range f.bins {
+		e := b >> MaxSplit & 0xFF
+		lo, hi = min(lo, e), max(hi, e)
 	}
 	for _, signed := range []bool{false, true} {
 		if signed && s != SignMixed {
