@@ -288,7 +288,7 @@ func (s *encoder3) runBlock(worker, b int) {
 	case s.pass == 1:
 		s.codeBlock(worker, b)
 	default:
-		s.placeBlock(b)
+		s.placeBlock(worker, b)
 	}
 }
 

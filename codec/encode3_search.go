@@ -67,7 +67,7 @@ func spilledCodes(block []uint16, j, count int, bits, capBits uint32, table *[ma
 
 // placeBlock lays out block b's streams, coded by codeBlock: its heads,
 // tail lengths and tails.
-func (s *encoder3) placeBlock(b int) {
+func (s *encoder3) placeBlock(worker, b int) {
 	t := s.dst
 	k := &s.blocks[b]
 	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
@@ -92,28 +92,24 @@ func (s *encoder3) placeBlock(b int) {
 			}
 			heads[q] = stream[:min(n, k.cbytes)]
 		}
-		putHeads(area, j0, k.cbytes, &heads)
+		putHeads(area, j0, k.cbytes, &heads, &s.scratch[worker].bufs)
 	}
 }
 
 // putHeads writes streams j0..j0+3's heads into a block's stream area of
 // cbytes per stream: each stream's first cbytes bytes (0 past its own),
 // interleaved; the four streams' bytes of one offset are neighbours, one
-// word.
-func putHeads(area []byte, j0, cbytes int, heads *[4][]byte) {
-	h0, h1, h2, h3 := heads[0], heads[1], heads[2], heads[3]
-	common := min(len(h0), len(h1), len(h2), len(h3))
-	h0, h1, h2, h3 = h0[:common], h1[:common], h2[:common], h3[:common]
+// word. A head shorter than cbytes is padded in pad first.
+func putHeads(area []byte, j0, cbytes int, heads *[4][]byte, pad *[4]streamBuf) {
+	for q, h := range heads {
+		if len(h) < cbytes {
+			copy(pad[q][:], h)
+			clear(pad[q][len(h):cbytes])
+			heads[q] = pad[q][:cbytes]
+		}
+	}
+	h0, h1, h2, h3 := heads[0][:cbytes], heads[1][:cbytes], heads[2][:cbytes], heads[3][:cbytes]
 	for i := range h0 {
 		binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(h0[i])|uint32(h1[i])<<8|uint32(h2[i])<<16|uint32(h3[i])<<24)
-	}
-	for i := common; i < cbytes; i++ {
-		var v uint32
-		for q, h := range heads {
-			if i < len(h) {
-				v |= uint32(h[i]) << (8 * q)
-			}
-		}
-		binary.LittleEndian.PutUint32(area[i<<8|j0:], v)
 	}
 }
