@@ -360,13 +360,14 @@ func FitSplitCodebook(h *SplitHistogram, s Sign) Codebook {
 }
 
 // splitFitters keeps fitters' scratch between the fits of a checkpoint's
-// many tensors.
+// many tensors, or of a trainer's chunks.
 var splitFitters = sync.Pool{New: func() any { return new(splitFitter) }}
 
 // FitSplitCodebookK is FitSplitCodebook with the split fixed at k and the
 // sign in the symbol where signed.
 func FitSplitCodebookK(h *SplitHistogram, k uint8, signed bool) Codebook {
-	var f splitFitter
+	f := splitFitters.Get().(*splitFitter)
+	defer splitFitters.Put(f)
 	cb, _ := f.fitK(h, uint(k), signed)
 	return cb
 }
