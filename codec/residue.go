@@ -126,6 +126,20 @@ func packResidueGroups(dst []byte, src []uint16, low, signMask uint64, sh, w uin
 	sh &= 63
 	w &= 15
 	pair, group, top := 2*w, 4*w, (64-8*w)&63
+	if signMask == 0 { // no sign kept: the low bits alone
+		for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
+			s := (*[8]uint16)(src[i : i+8])
+			a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & lowBits
+			c := (uint64(s[4]) | uint64(s[5])<<16 | uint64(s[6])<<32 | uint64(s[7])<<48) & lowBits
+			a = (a&halves)<<w | a>>16&halves
+			c = (c&halves)<<w | c>>16&halves
+			a = (a&0xFFFFFFFF)<<pair | a>>32
+			c = (c&0xFFFFFFFF)<<pair | c>>32
+			binary.BigEndian.PutUint64(dst[out:], (a<<group|c)<<top)
+			out += int(w)
+		}
+		return i, out
+	}
 	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
 		s := (*[8]uint16)(src[i : i+8])
 		a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & keep
