@@ -20,6 +20,8 @@ type block3 struct {
 	escaped   int
 	tailsBy   int // one pass: the worker whose tails holds its tail region
 	tailsAt   int // where it starts there
+	codedBy   int // searched C: the worker whose coded holds its streams' bytes
+	codedAt   int // where they start there
 }
 
 // encoder3 is an Encoder's state for format version 3.
@@ -38,7 +40,7 @@ type encoder3 struct {
 	// The run in progress.
 	src  []uint16
 	dst  *Tensor
-	pass int // 1: measure (or, in one pass, pack), 2: encode
+	pass int // 1: code (in one pass, code and lay out), 2: lay out
 }
 
 // encodeScratch3 is one worker's scratch: four streams' bytes, and
@@ -48,11 +50,14 @@ type encoder3 struct {
 // In one pass it also keeps the bytes of the codes past the heads (spill,
 // a block's at a time) and the tail regions of the blocks it packed
 // (tails), which go to Overflow once every block's place there is known.
+// With C searched it keeps the packed streams of the blocks it coded
+// (coded), which the second pass lays out once each block's C is chosen.
 type encodeScratch3 struct {
 	bufs  [4]streamBuf
 	hists [4]Histogram
 	spill []byte
 	tails []byte
+	coded []byte
 }
 
 // countExponents counts the exponents of block, the values in turn over
@@ -107,16 +112,19 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			clear(s.scratch[w].hists[h][:])
 		}
 		s.scratch[w].tails = s.scratch[w].tails[:0]
+		s.scratch[w].coded = s.scratch[w].coded[:0]
 	}
 
 	// Codebooks of their own for the blocks they pay in; their fits count
-	// the exponents.
+	// the exponents, as the blocks' split histograms do where the caller
+	// gave them.
 	own := dst.BlockCodebooks[:0]
-	s.counted = layout.BlockCodebooks && nb > 0
+	s.counted = (layout.BlockCodebooks || e.fit3.given != nil) && nb > 0
 	if s.counted {
 		e.fit3.hists = s.scratch
+		e.fit3.countOnly = !layout.BlockCodebooks
 		own = e.blockCodebooks(own, src, &dst.Codebook, layout)
-		e.fit3.hists = nil
+		e.fit3.hists, e.fit3.countOnly = nil, false
 		s.escapedOf = e.fit3.escaped
 	}
 	dst.BlockCodebooks = nil
@@ -149,6 +157,7 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 	// are counted, and one pass packs and lays them out.
 	s.onePass = !s.search
 	w := ResidueBits(&cb, layout.Sign)
+	dst.SF = resize(dst.SF, residueBytes(n, w))
 	area := 0
 	if s.onePass {
 		for b := range nb {
@@ -157,7 +166,6 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			k.areaStart = area
 			area += Streams * k.cbytes
 		}
-		dst.SF = resize(dst.SF, residueBytes(n, w))
 		dst.Streams = resize(dst.Streams, area)
 		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
 		clear(dst.TailLens)
@@ -208,7 +216,6 @@ func (e *Encoder) encode3(dst *Tensor, src []uint16, cb Codebook, layout Layout,
 			copy(dst.Overflow[k.tailStart:k.tailStart+m], s.scratch[k.tailsBy].tails[k.tailsAt:])
 		}
 	} else {
-		dst.SF = resize(dst.SF, residueBytes(n, w))
 		dst.Streams = resize(dst.Streams, area)
 		clear(dst.Overflow)
 		dst.TailLens = resize(dst.TailLens, nb*tailTableBytes)
@@ -279,35 +286,10 @@ func (s *encoder3) runBlock(worker, b int) {
 	case s.pass == 1 && s.onePass:
 		s.packBlock(worker, b)
 	case s.pass == 1:
-		s.measure(worker, b)
+		s.codeBlock(worker, b)
 	default:
-		s.encode(worker, b)
+		s.placeBlock(worker, b)
 	}
-}
-
-// measure counts the bits of block b's streams and the exponents, and
-// settles the block's C (where searched), head capacity and tails.
-func (s *encoder3) measure(worker, b int) {
-	t := s.dst
-	l := t.Layout
-	B := l.BlockSize
-	nbLen := l.blockLen(t.N, b)
-	block := s.src[b*B : b*B+nbLen]
-	table := (*[maxSymbols]uint32)(s.table(b))
-	shift, mask := symbolShift(t.blockCodebook(b))
-	x := (*[Streams]uint32)(s.x[b*Streams : (b+1)*Streams])
-	clear(x[:])
-	hists := &s.scratch[worker].hists
-	if s.counted {
-		hists = nil // counted with the block's codebook fit
-	}
-	measureRows(x, hists, block, table, shift, mask)
-	k := &s.blocks[b]
-	if s.search {
-		k.c = leastBytesV3(x, l, t.N, b)
-	}
-	k.cbytes = l.scaledStreamBytes(t.N, b, k.c)
-	k.unit, k.tailBits = blockTails(x, 8*k.cbytes)
 }
 
 // startBlock is block b's values, its first element, its figures (reset
@@ -324,75 +306,7 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 	return block, start, k, t.blockCodebook(b)
 }
 
-// encode writes block b: its residues, heads, tail lengths and tails.
-func (s *encoder3) encode(worker, b int) {
-	t, l := s.dst, s.dst.Layout
-	block, start, k, cb := s.startBlock(b)
-	nbLen := len(block)
-	split := uint(cb.Split)
-	w := uint(ResidueBits(cb, l.Sign))
-	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, split, w)
-
-	table := (*[maxSymbols]uint32)(s.table(b))
-	shift, mask := symbolShift(cb)
-	area := t.Streams[k.areaStart : k.areaStart+Streams*k.cbytes]
-	capBits := uint32(8 * k.cbytes)
-	x := s.x[b*Streams : (b+1)*Streams]
-	lens := t.TailLens[b*tailTableBytes : (b+1)*tailTableBytes]
-	tail := t.Overflow[k.tailStart : k.tailStart+(k.tailBits+7)/8]
-	tailPos := 0
-	ws := &s.scratch[worker]
-	for j0 := 0; j0 < Streams; j0 += 4 {
-		var counts [4]int
-		for q := range counts {
-			counts[q] = l.StreamCount(nbLen, j0+q)
-		}
-		pos, out, escaped := packFour(&ws.bufs, block, j0, &counts, table, shift, mask, !s.counted)
-		for q := range 4 {
-			j, count, buf := j0+q, counts[q], &ws.bufs[q]
-			fitted := count
-			if pos[q] > capBits {
-				// Codes that end past the head: from the last back while they
-				// do (position p of stream j is element p·256 + (j − p) mod 256).
-				end := pos[q]
-				for p := count - 1; p >= 0 && end > capBits; p-- {
-					fitted--
-					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
-				}
-			}
-			if pos[q] != x[j] {
-				panic("codec: encode: stream bits differ between passes")
-			}
-			k.codeBits += uint64(pos[q])
-			k.spilled += count - fitted
-			if !s.counted {
-				k.escaped += escaped[q]
-			}
-			if L := tailLen(int(pos[q]), int(capBits), k.unit); L > 0 {
-				k.tailed++
-				putTailLen(lens, j, L)
-				copyBits(tail, tailPos, buf[:out[q]], int(capBits), int(pos[q]-capBits))
-				tailPos += L << (k.unit - 1)
-			}
-			// A head's bytes past the stream's are 0.
-			if out[q] < k.cbytes {
-				clear(buf[out[q]:min(k.cbytes, len(buf))])
-			}
-		}
-		// The heads: each stream's first C_b bytes, interleaved; the four
-		// streams' bytes of one offset are neighbours, one word.
-		b0, b1, b2, b3 := &ws.bufs[0], &ws.bufs[1], &ws.bufs[2], &ws.bufs[3]
-		hb := min(k.cbytes, len(b0))
-		for i := range hb {
-			binary.LittleEndian.PutUint32(area[i<<8|j0:], uint32(b0[i])|uint32(b1[i])<<8|uint32(b2[i])<<16|uint32(b3[i])<<24)
-		}
-		for i := hb; i < k.cbytes; i++ {
-			clear(area[i<<8|j0 : i<<8|j0+4])
-		}
-	}
-}
-
-// packBlock is measure and encode in one for block b when its C is given:
+// packBlock codes and lays out block b in one pass when its C is given:
 // it writes the block's residues, heads and tail lengths, and its tail
 // region into the worker's tails.
 func (s *encoder3) packBlock(worker, b int) {
@@ -426,14 +340,7 @@ func (s *encoder3) packBlock(worker, b int) {
 				k.escaped += escaped[q]
 			}
 			if pos[q] > capBits {
-				// Codes that end past the head: from the last back while they
-				// do (position p of stream j is element p·256 + (j − p) mod 256).
-				fitted, end := count, pos[q]
-				for p := count - 1; p >= 0 && end > capBits; p-- {
-					fitted--
-					end -= table[int(block[p*Streams+int(uint8(j-p))]&mask)>>shift] & 31
-				}
-				k.spilled += count - fitted
+				k.spilled += spilledCodes(block, j, count, pos[q], capBits, table, shift, mask)
 				// The head ends on a byte: the bytes past it are the tail's bits.
 				spill = append(spill, buf[k.cbytes:out[q]]...)
 			} else if out[q] < k.cbytes {
@@ -643,58 +550,79 @@ type blockFit struct {
 	fitters []splitFitter
 	hists   []encodeScratch3 // per worker: where each block's exponents are added (nil: nowhere)
 	escaped []int            // per block: the values its codebook escapes
+	// countOnly keeps cb for every block: the run only counts (exponents
+	// and escapes).
+	countOnly bool
 }
 
 func (f *blockFit) runBlock(worker, b int) {
-	B := f.l.BlockSize
-	block := f.src[b*B : b*B+f.l.blockLen(len(f.src), b)]
-	var own SplitHistogram
-	h := &own
+	fit := &f.fitters[worker]
+	var h *SplitHistogram
 	if f.given != nil {
 		h = &f.given[b]
 	} else {
-		h.add(block)
+		B := f.l.BlockSize
+		if fit.hist == nil {
+			fit.hist = new(SplitHistogram)
+		}
+		h = fit.hist
+		clear(h[:])
+		h.add(f.src[b*B : b*B+f.l.blockLen(len(f.src), b)])
 	}
+	fit.bins = nonzeroBins(fit.bins, h)
 	if f.hists != nil {
 		// A split bin is the sign, the exponent and three fraction bits.
 		eh := &f.hists[worker].hists[0]
-		for bin, c := range h {
-			eh[byte(bin>>MaxSplit)] += c
+		for _, bin := range fit.bins {
+			eh[byte(bin>>MaxSplit)] += h[bin]
 		}
 	}
 	f.out[b] = Codebook{}
 	coded := f.cb
-	if own, ok := f.fitters[worker].ownCodebook(h, f.cb); ok {
-		f.out[b] = own
-		coded = &f.out[b]
+	if !f.countOnly {
+		if own, ok := fit.ownCodebook(h, fit.bins, f.cb); ok {
+			f.out[b] = own
+			coded = &f.out[b]
+		}
 	}
-	f.escaped[b] = escapedValues(h, coded)
+	f.escaped[b] = escapedValues(h, fit.bins, coded)
 }
 
-// escapedValues is how many values of split histogram h codebook cb
-// escapes: from the 4,096 bins, so that the coding loops need not count.
-func escapedValues(h *SplitHistogram, cb *Codebook) int {
+// nonzeroBins is the bins of h that count something, in order, in dst.
+func nonzeroBins(dst []int, h *SplitHistogram) []int {
+	dst = dst[:0]
+	for bin, n := range h {
+		if n != 0 {
+			dst = append(dst, bin)
+		}
+	}
+	return dst
+}
+
+// escapedValues is how many values of split histogram h (bins: those of
+// its bins that count something) codebook cb escapes: from the histogram,
+// so that the coding loops need not count.
+func escapedValues(h *SplitHistogram, bins []int, cb *Codebook) int {
 	c := cb.symCode()
 	n := 0
-	for bin, count := range h {
-		if count != 0 && c.lens[c.symbolOfBin(bin)] == 0 {
-			n += int(count)
+	for _, bin := range bins {
+		if c.lens[c.symbolOfBin(bin)] == 0 {
+			n += int(h[bin])
 		}
 	}
 	return n
 }
 
-// ownCodebook fits a block with split histogram h its own codebook (split
-// and sign of cb); ok says it codes the block, its bytes paid, in fewer
-// bits than cb does.
-func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook, ok bool) {
-	own, ownBits := f.fitK(h, uint(cb.Split), cb.Signed)
+// ownCodebook fits a block with split histogram h (bins: those of its bins
+// that count something) its own codebook (split and sign of cb); ok says
+// it codes the block, its bytes paid, in fewer bits than cb does.
+func (f *splitFitter) ownCodebook(h *SplitHistogram, bins []int, cb *Codebook) (own Codebook, ok bool) {
 	c := cb.symCode()
+	f.w = h.binWeights(f.w, bins, &c)
+	own, ownBits := f.fitWeights(f.w, uint(cb.Split), cb.Signed)
 	var shared uint64
-	for bin, n := range h {
-		if n != 0 {
-			shared += n * uint64(c.cost(c.symbolOfBin(bin)))
-		}
+	for _, bin := range bins {
+		shared += h[bin] * uint64(c.cost(c.symbolOfBin(bin)))
 	}
 	return own, int(shared)-int(ownBits) > 8*codebookBytes3(&own)
 }
@@ -702,8 +630,9 @@ func (f *splitFitter) ownCodebook(h *SplitHistogram, cb *Codebook) (own Codebook
 // EncodeCounted is Encode in format version 3 with the split histograms
 // of src's blocks given (blocks: one a block, as layout cuts src;
 // BlockSplitHistograms counts them), which the fits of codebooks per block
-// take instead of counting them again: for a caller that counted them to
-// plan the tensor. The tensor is the one Encode gives.
+// take instead of counting them again, and which count the exponents and
+// escapes: for a caller that counted them to plan the tensor. The tensor is
+// the one Encode gives.
 func (e *Encoder) EncodeCounted(dst *Tensor, src []uint16, cb Codebook, layout Layout, blocks []SplitHistogram) error {
 	if !layout.v3() {
 		return fmt.Errorf("codec: encode: histograms per block given for format version %d", layout.FormatVersion())
@@ -752,7 +681,7 @@ func BlockPlan(cb Codebook, l Layout, block []uint16) (Codebook, Layout) {
 	if l.BlockCodebooks && cb.Dist == Empirical {
 		h := FullSplitHistogram(block)
 		var f splitFitter
-		if own, ok := f.ownCodebook(&h, &cb); ok {
+		if own, ok := f.ownCodebook(&h, nonzeroBins(nil, &h), &cb); ok {
 			cb = own
 		}
 	}

@@ -104,7 +104,7 @@ func autoStreamBytes(cb *Codebook, h *Histogram) int {
 	}
 	ns := newNormalStream(total, sum, sumSq, Streams)
 	best, bestBits := autoMaxStreamBytes, math.Inf(1)
-	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
+	for c := autoMinStreamBytes; c <= autoMaxStreamBytes && float64(8*c) < bestBits; c++ { // a C stores at least its 8·C bits
 		spilled, pSpill := ns.spill(c)
 		if spilled/Streams > autoSpillTarget {
 			continue
@@ -342,6 +342,9 @@ func autoStreamBytes3(total, sum, sumSq uint64) int {
 	best, bestBits := autoMaxStreamBytes, math.Inf(1)
 	for c := autoMinStreamBytes; c <= autoMaxStreamBytes; c++ {
 		t := float64(8 * c)
+		if t >= bestBits {
+			break // a C stores at least its 8·C bits
+		}
 		z := (t - m) / sd
 		pTail := 0.5 * math.Erfc(z/math.Sqrt2)
 		density := math.Exp(-0.5*z*z) / math.Sqrt(2*math.Pi)

@@ -85,12 +85,6 @@ func residueOf(v uint16, k uint, w uint) uint64 {
 // packResidues writes the residues of src (w bits each, MSB-first, value i
 // at bit i·w) into dst, which holds residueBytes(len(src), w) bytes.
 func packResidues(dst []byte, src []uint16, k, w uint) {
-	if w == 8 && k == 0 {
-		for i, v := range src {
-			dst[i] = byte(v>>8)&0x80 | byte(v)&0x7F
-		}
-		return
-	}
 	low := uint64(1)<<(7-k) - 1
 	// With the sign kept, it sits right above the low bits: v >> (15 − (7 − k))
 	// brings it there, and signMask keeps it alone.
@@ -99,24 +93,7 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 		signMask = 1 << (7 - k)
 	}
 	sh := 8 + k
-	i, out := 0, 0
-	// Eight values make w bytes; one 8-byte store writes them (the bytes
-	// past the group are written again by the next). Four values' residues
-	// at a time are the low and sign bits of a 64-bit word of them.
-	const lanes = 0x0001000100010001
-	keep := (low | signMask<<sh) * lanes
-	lowBits, signBits := low*lanes, signMask*lanes
-	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
-		s := (*[8]uint16)(src[i : i+8])
-		a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & keep
-		c := (uint64(s[4]) | uint64(s[5])<<16 | uint64(s[6])<<32 | uint64(s[7])<<48) & keep
-		// Move each lane's sign down beside its low bits.
-		a = a&lowBits | a>>sh&signBits
-		c = c&lowBits | c>>sh&signBits
-		acc := joinLanes(a, w)<<(4*w) | joinLanes(c, w)
-		binary.BigEndian.PutUint64(dst[out:], acc<<(64-8*w))
-		out += int(w)
-	}
+	i, out := packResidueGroups(dst, src, low, signMask, sh, w)
 	var acc uint64
 	var n uint
 	for ; i < len(src); i++ {
@@ -134,12 +111,50 @@ func packResidues(dst []byte, src []uint16, k, w uint) {
 	}
 }
 
-// joinLanes packs the four w-bit values in a's 16-bit lanes into 4·w bits,
-// the lowest lane's first (highest): pairs of lanes, then the two pairs.
-func joinLanes(a uint64, w uint) uint64 {
+// packResidueGroups is packResidues eight values at a time while a whole
+// 8-byte store fits in dst, and how far it got in src and dst. Eight values
+// make w bytes; one store writes them (the bytes past the group are
+// written again by the next). Four values' residues at a time are the low
+// and sign bits of a 64-bit word of them, joined in pairs of lanes, then
+// the two pairs. Its own function, with every shift below 64 in sight, so
+// that the loop keeps its values in registers.
+func packResidueGroups(dst []byte, src []uint16, low, signMask uint64, sh, w uint) (i, out int) {
+	const lanes = 0x0001000100010001
 	const halves = 0x0000FFFF0000FFFF
-	a = (a&halves)<<w | a>>16&halves
-	return (a&0xFFFFFFFF)<<(2*w) | a>>32
+	keep := (low | signMask<<(sh&63)) * lanes
+	lowBits, signBits := low*lanes, signMask*lanes
+	sh &= 63
+	w &= 15
+	pair, group, top := 2*w, 4*w, (64-8*w)&63
+	if signMask == 0 { // no sign kept: the low bits alone
+		for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
+			s := (*[8]uint16)(src[i : i+8])
+			a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & lowBits
+			c := (uint64(s[4]) | uint64(s[5])<<16 | uint64(s[6])<<32 | uint64(s[7])<<48) & lowBits
+			a = (a&halves)<<w | a>>16&halves
+			c = (c&halves)<<w | c>>16&halves
+			a = (a&0xFFFFFFFF)<<pair | a>>32
+			c = (c&0xFFFFFFFF)<<pair | c>>32
+			binary.BigEndian.PutUint64(dst[out:], (a<<group|c)<<top)
+			out += int(w)
+		}
+		return i, out
+	}
+	for ; i+8 <= len(src) && out+8 <= len(dst); i += 8 {
+		s := (*[8]uint16)(src[i : i+8])
+		a := (uint64(s[0]) | uint64(s[1])<<16 | uint64(s[2])<<32 | uint64(s[3])<<48) & keep
+		c := (uint64(s[4]) | uint64(s[5])<<16 | uint64(s[6])<<32 | uint64(s[7])<<48) & keep
+		// Move each lane's sign down beside its low bits.
+		a = a&lowBits | a>>sh&signBits
+		c = c&lowBits | c>>sh&signBits
+		a = (a&halves)<<w | a>>16&halves
+		c = (c&halves)<<w | c>>16&halves
+		a = (a&0xFFFFFFFF)<<pair | a>>32
+		c = (c&0xFFFFFFFF)<<pair | c>>32
+		binary.BigEndian.PutUint64(dst[out:], (a<<group|c)<<top)
+		out += int(w)
+	}
+	return i, out
 }
 
 // readBits reads n <= 32 bits at bit offset off of b (MSB-first); bits past

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // symCode is a codebook seen over its symbols: with split k = 0 (and no
@@ -230,22 +231,46 @@ func FullSplitHistogram(src []uint16) SplitHistogram {
 
 // add counts src's values into h.
 func (h *SplitHistogram) add(src []uint16) {
-	// Two sub-histograms break the store-to-load dependency when the same
-	// bin repeats.
-	var h1 SplitHistogram
-	i := 0
-	for ; i+2 <= len(src); i += 2 {
-		s := src[i : i+2 : i+2]
-		h[s[0]>>4]++
-		h1[s[1]>>4]++
+	if len(src) < splitLanesMin {
+		for _, v := range src {
+			h[v>>4]++
+		}
+		return
 	}
-	if i < len(src) {
-		h[src[i]>>4]++
-	}
-	for b := range h {
-		h[b] += h1[b]
+	for len(src) > 0 {
+		n := min(len(src), splitLanesMax)
+		h.addLanes(src[:n])
+		src = src[n:]
 	}
 }
+
+// addLanes counts src's values into h over four 32-bit sub-histograms, a
+// value to each in turn: they break the store-to-load dependency when the
+// same bin repeats, and take half the cache of 64-bit ones.
+func (h *SplitHistogram) addLanes(src []uint16) {
+	var c0, c1, c2, c3 [len(SplitHistogram{})]uint32
+	i := 0
+	for ; i+4 <= len(src); i += 4 {
+		s := src[i : i+4 : i+4]
+		c0[s[0]>>4]++
+		c1[s[1]>>4]++
+		c2[s[2]>>4]++
+		c3[s[3]>>4]++
+	}
+	for _, v := range src[i:] {
+		c0[v>>4]++
+	}
+	for b := range h {
+		h[b] += uint64(c0[b]) + uint64(c1[b]) + uint64(c2[b]) + uint64(c3[b])
+	}
+}
+
+// splitLanesMin is where add's sub-histograms pay for their clearing and
+// merging; splitLanesMax keeps their counts within 32 bits.
+const (
+	splitLanesMin = 4096
+	splitLanesMax = 1 << 30
+)
 
 // SampleSplitHistogram is the split histogram of the sample of src that
 // SampleHistogram counts.
@@ -311,6 +336,17 @@ func (h *SplitHistogram) weights(dst []float64, c *symCode) []float64 {
 	return dst
 }
 
+// binWeights is weights from bins, the bins of h that count something, in
+// order: the same sums, without a pass over every bin.
+func (h *SplitHistogram) binWeights(dst []float64, bins []int, c *symCode) []float64 {
+	dst = resize(dst, c.symbols())
+	clear(dst)
+	for _, b := range bins {
+		dst[c.symbolOfBin(b)] += float64(h[b])
+	}
+	return dst
+}
+
 // FitSplitCodebook is format version 3's empirical codebook for a split
 // histogram of values of sign s: for each split k = 0..3, and where the
 // values' signs differ for k = 0..2 with the sign in the symbol too, the
@@ -318,14 +354,20 @@ func (h *SplitHistogram) weights(dst []float64, c *symCode) []float64 {
 // one that stores the values in the fewest bits, codes, residues and the
 // codebook's own bytes together (ties: unsigned first, then the smaller k).
 func FitSplitCodebook(h *SplitHistogram, s Sign) Codebook {
-	var f splitFitter
+	f := splitFitters.Get().(*splitFitter)
+	defer splitFitters.Put(f)
 	return f.fitBest(h, s)
 }
+
+// splitFitters keeps fitters' scratch between the fits of a checkpoint's
+// many tensors, or of a trainer's chunks.
+var splitFitters = sync.Pool{New: func() any { return new(splitFitter) }}
 
 // FitSplitCodebookK is FitSplitCodebook with the split fixed at k and the
 // sign in the symbol where signed.
 func FitSplitCodebookK(h *SplitHistogram, k uint8, signed bool) Codebook {
-	var f splitFitter
+	f := splitFitters.Get().(*splitFitter)
+	defer splitFitters.Put(f)
 	cb, _ := f.fitK(h, uint(k), signed)
 	return cb
 }
@@ -333,11 +375,15 @@ func FitSplitCodebookK(h *SplitHistogram, k uint8, signed bool) Codebook {
 // splitFitter keeps the optimal construction's scratch between fits.
 type splitFitter struct {
 	w     []float64
+	hist  *SplitHistogram               // a block's, where the caller gave none
+	bins  []int                         // the histogram's bins that count something
+	candW [2 * (MaxSplit + 1)][]float64 // fitBest: each alphabet's weights
 	order []int
 	rest  [1 << MaxSplit][]float64
 	items []float64
 	best  []uint8
 	keys  []uint64
+	lens  []uint8 // optimal's result, reused by the next fit
 	pm    *packageMerge
 	// huffman's scratch.
 	hIdx, hParent, hDepth []int
@@ -361,15 +407,15 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 		k      uint
 		signed bool
 		bound  float64
+		w      int // its weights, in candW
 	}
 	var cands [2 * (MaxSplit + 1)]cand
 	n := 0
 	lo, hi := 255, 0
-	for b, c := range h {
-		if c != 0 {
-			e := b >> MaxSplit & 0xFF
-			lo, hi = min(lo, e), max(hi, e)
-		}
+	f.bins = nonzeroBins(f.bins, h) // every alphabet's weights come from them
+	for _, b := range f.bins {
+		e := b >> MaxSplit & 0xFF
+		lo, hi = min(lo, e), max(hi, e)
 	}
 	for _, signed := range []bool{false, true} {
 		if signed && s != SignMixed {
@@ -381,9 +427,9 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 			}
 			cb := Codebook{Split: uint8(k), Signed: signed}
 			c := cb.symCode()
-			f.w = h.weights(f.w, &c)
+			f.candW[n] = h.binWeights(f.candW[n], f.bins, &c)
 			bound := float64(total) * float64(ResidueBits(&cb, s))
-			for _, x := range f.w {
+			for _, x := range f.candW[n] {
 				if x > 0 {
 					bound -= x * math.Log2(x/float64(total))
 				}
@@ -391,7 +437,7 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 			if hi >= lo {
 				bound += float64(8 * (2 + (((hi-lo+1)<<(k+c.sb))+c.escapes()+1)/2))
 			}
-			cands[n] = cand{k, signed, bound}
+			cands[n] = cand{k, signed, bound, n}
 			n++
 		}
 	}
@@ -402,7 +448,7 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 		if c.bound >= bestBits {
 			continue
 		}
-		cb, bits := f.fitK(h, c.k, c.signed)
+		cb, bits := f.fitWeights(f.candW[c.w], c.k, c.signed)
 		bits += float64(total)*float64(ResidueBits(&cb, s)) + float64(8*codebookBytes3(&cb))
 		if bits < bestBits || bits == bestBits && (c.k < uint(best.Split) || !c.signed && best.Signed) {
 			best, bestBits = cb, bits
@@ -414,10 +460,17 @@ func (f *splitFitter) fitBest(h *SplitHistogram, s Sign) Codebook {
 // fitK is the optimal construction under split k (signed: the sign in the
 // symbol) and the bits its codes take.
 func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, float64) {
+	c := (&Codebook{Split: uint8(k), Signed: signed}).symCode()
+	f.w = h.weights(f.w, &c)
+	return f.fitWeights(f.w, k, signed)
+}
+
+// fitWeights is fitK with the histogram's weights per symbol of split k
+// (signed: the sign in the symbol) given.
+func (f *splitFitter) fitWeights(w []float64, k uint, signed bool) (Codebook, float64) {
 	cb := Codebook{Dist: Empirical, Split: uint8(k), Signed: signed}
 	c := cb.symCode()
-	f.w = h.weights(f.w, &c)
-	lens, esc, bits := f.optimal(f.w, &c)
+	lens, esc, bits := f.optimal(w, &c)
 	if !cb.split() {
 		copy(cb.Lengths[:], lens)
 		cb.EscLen = esc[0]
@@ -438,7 +491,7 @@ func (f *splitFitter) fitK(h *SplitHistogram, k uint, signed bool) (Codebook, fl
 // down while the cost falls, so that a fit costs a few constructions
 // rather than one per symbol (version 3 fits a codebook per block). With no nonzero weight
 // nothing is coded: escLen 1 unsplit, else every ESC as long as their
-// count needs.
+// count needs. lens is reused by the next call.
 func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << MaxSplit]uint8, bits float64) {
 	nesc := c.escapes()
 	// Rank the symbols by weight descending, ties to the smaller symbol:
@@ -449,7 +502,9 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 			f.keys = append(f.keys, uint64(x)<<12|uint64(4095-s))
 		}
 	}
-	lens = make([]uint8, len(w))
+	f.lens = resize(f.lens, len(w))
+	lens = f.lens
+	clear(lens)
 	if len(f.keys) == 0 {
 		for x := range nesc {
 			esc[x] = uint8(max(c.k+c.sb, 1))
@@ -489,8 +544,18 @@ func (f *splitFitter) optimal(w []float64, c *symCode) (lens []uint8, esc [1 << 
 			f.items = append(f.items, f.rest[x][K]) // the ESCs rank last: they are the highest symbols
 		}
 		f.ascending(K, nesc)
-		l, ok := f.huffman(f.items, f.pm.leaves)
+		l, ok, huffBits := f.huffman(f.items, f.pm.leaves)
 		if !ok {
+			// No code of these items takes fewer bits than Huffman's: a K
+			// whose Huffman code already costs more than the best cannot
+			// win, and needs no package-merge.
+			lower := huffBits
+			for x := range nesc {
+				lower += f.rest[x][K] * literalBits
+			}
+			if lower > best {
+				return false
+			}
 			l = f.pm.lengthsSorted(f.items)
 		}
 		cost := 0.0
@@ -569,8 +634,9 @@ func (f *splitFitter) ascending(K, nesc int) {
 // huffman is the Huffman code lengths of items (weights, at least two)
 // whose indices by weight ascending are idx, and whether none is above
 // MaxCodeLen: then they are optimal with or without the limit, and
-// package-merge is not needed. The result is reused by the next call.
-func (f *splitFitter) huffman(items []float64, idx []int) ([]uint8, bool) {
+// package-merge is not needed. bits is the code's Σ weight·length either
+// way. The result is reused by the next call.
+func (f *splitFitter) huffman(items []float64, idx []int) (lens []uint8, ok bool, bits float64) {
 	n := len(items)
 	f.hIdx = append(f.hIdx[:0], idx...)
 	// Two queues: the leaves by weight, and the merged nodes in the order
@@ -601,14 +667,19 @@ func (f *splitFitter) huffman(items []float64, idx []int) ([]uint8, bool) {
 		f.hDepth[i] = f.hDepth[f.hParent[i]] + 1
 	}
 	f.hLens = resize(f.hLens, n)
+	ok = true
 	for i, s := range f.hIdx {
 		d := f.hDepth[i]
+		bits += items[s] * float64(d)
 		if d > MaxCodeLen {
-			return nil, false
+			ok = false
 		}
 		f.hLens[s] = uint8(d)
 	}
-	return f.hLens, true
+	if !ok {
+		return nil, false, bits
+	}
+	return f.hLens, true, bits
 }
 
 func cmpFloat(a, b float64) int {

@@ -112,16 +112,14 @@ func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 			if code <= 4 {
 				bits = suffix[code][i] - capBits*(Streams-i)
 			} else {
-				bits = suffix[1][i] - capBits*(Streams-i) // a lower bound
+				// A lower bound: the tails rounded to bytes (a unit is whole
+				// bytes, and a head ends on one), and at least a unit each.
+				sh := uint(code - 1)
+				bits = max(suffix[4][i]-capBits*(Streams-i), (Streams-i)<<sh)
 				if best != 0 && bytes+tailTableBytes+(bits+7)/8 > bestBytes {
 					continue
 				}
-				sh := uint(code - 1)
-				u := 1 << sh
-				bits = 0
-				for _, v := range sorted[i:] {
-					bits += (v - capBits + u - 1) >> sh << sh
-				}
+				bits = roundedTailBits(sorted[i:], capBits, sh)
 			}
 			bytes += tailTableBytes + (bits+7)/8
 		}
@@ -130,4 +128,16 @@ func leastBytesV3(x *[Streams]uint32, l Layout, n, b int) int {
 		}
 	}
 	return best
+}
+
+// roundedTailBits is the tail bits of streams of bits above, each over a
+// head of capBits, rounded up to units of 2^sh bits: its own function, so
+// that the loop keeps its few values in registers.
+func roundedTailBits(above []int, capBits int, sh uint) int {
+	round := capBits - (1<<sh - 1)
+	bits := 0
+	for _, v := range above {
+		bits += (v - round) >> sh
+	}
+	return bits << sh
 }

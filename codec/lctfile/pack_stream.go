@@ -28,6 +28,9 @@ type packJob struct {
 	crcs   []uint32               // each piece's original bytes' CRC-32C
 	blocks []codec.SplitHistogram // its blocks' split histograms where the plan counted them
 	kept   int64                  // residue bytes its pieces hold, of the stream's keptResidues
+	// recycle: its pieces are version 3 tensors of the CPU codec, whose
+	// buffers go to later pieces once written.
+	recycle bool
 
 	mu     sync.Mutex
 	left   int
@@ -130,6 +133,7 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 	bud := newBudget(ctx)
 	kept := &keptResidues{}
 	kept.left.Store(residueBudget)
+	rec := &recycler{}
 	var wg sync.WaitGroup
 	var readErr error // the dispatcher's, read after jobs closes
 	wg.Add(1)
@@ -137,13 +141,13 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 		defer wg.Done()
 		defer close(tasks)
 		defer close(jobs)
-		readErr = dispatchPack(ctx, in, segs, st.Metadata, opt, bud, jobs, tasks)
+		readErr = dispatchPack(ctx, in, segs, st.Metadata, opt, bud, rec, jobs, tasks)
 	}()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pw := pieceWorker{codec: codecs[w], verify: opt.Verify, kept: kept}
+			pw := pieceWorker{codec: codecs[w], verify: opt.Verify, kept: kept, rec: rec}
 			for t := range tasks {
 				pw.run(ctx, in, t)
 			}
@@ -173,11 +177,15 @@ func PackStream(ctx context.Context, in *Input, w io.Writer, opt Options) (Summa
 			cancel()
 			return sum, segmentErr(j.index, &j.seg, j.err)
 		}
-		j.blocks = nil // the encoders are done with them
+		rec.giveBlockHists(j.blocks) // the encoders are done with them
+		j.blocks = nil
 		encoded, err := writePackSegment(cw, in, j)
 		if err != nil {
 			cancel()
 			return sum, err
+		}
+		if j.recycle {
+			rec.givePieces(j.pieces)
 		}
 		bud.release(j.seg.OriginalLen)
 		kept.give(j.kept)
@@ -215,7 +223,7 @@ func cmpOr(v, fallback int64) int64 {
 
 // dispatchPack reads the segments in order, within the budget, and hands
 // each BF16 candidate's pieces to the workers.
-func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[string]string, opt Options, bud *budget, jobs chan<- *packJob, tasks chan<- pieceTask) error {
+func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[string]string, opt Options, bud *budget, rec *recycler, jobs chan<- *packJob, tasks chan<- pieceTask) error {
 	for i := range segs {
 		s := segs[i]
 		if err := bud.acquire(ctx, s.OriginalLen); err != nil {
@@ -238,11 +246,12 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 				}
 			}
 			j.vals = bf16View(raw)
-			cb, layout, blocks, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version})
+			cb, layout, blocks, err := planStream(in, raw, j.vals, codec.Options{Preset: preset, Dist: dist, Version: opt.Version}, rec)
 			if err != nil {
 				return segmentErr(i, &s, fmt.Errorf("encoding: %w", err))
 			}
 			j.cb, j.layout, j.blocks = cb, layout, blocks
+			j.recycle = opt.Backend == nil && opt.Version == codec.FormatVersion3
 			j.plen = codec.PieceLen(j.layout)
 			j.pieces = make([]*codec.Tensor, (n+j.plen-1)/j.plen)
 			j.crcs = make([]uint32, len(j.pieces))
@@ -269,10 +278,10 @@ func dispatchPack(ctx context.Context, in *Input, segs []Segment, meta map[strin
 // counted a piece at a time, the sample's values with it, each piece's
 // pages released once counted (but for a tensor of one piece), so that a
 // mapped tensor is not resident whole. An empirical codebook is fitted to
-// the full histogram alone; for a tensor of one piece and codebooks per
-// block, it is counted block by block, and the blocks' histograms returned
-// for the encoder (codec.EncodeCounted).
-func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.Codebook, codec.Layout, []codec.SplitHistogram, error) {
+// the full histogram alone; for a tensor of one piece it is counted block
+// by block, and the blocks' histograms returned for the encoder
+// (codec.EncodeCounted), in a slice from rec.
+func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options, rec *recycler) (codec.Codebook, codec.Layout, []codec.SplitHistogram, error) {
 	if opt.Version == codec.FormatVersion2 { // the sample alone, as codec.Plan fits version 2
 		sample := in.sampleHistogram(raw, vals)
 		cb := codec.FitCodebookVersion(opt.Dist, &sample, opt.Version)
@@ -281,10 +290,11 @@ func planStream(in *Input, raw []byte, vals []uint16, opt codec.Options) (codec.
 	}
 	n := len(vals)
 	if opt.Dist == codec.Empirical && n <= histogramPiece {
-		blocks, full := codec.BlockSplitHistograms(nil, vals, opt.Preset)
+		blocks, full := codec.BlockSplitHistograms(rec.blockHists(), vals, opt.Preset)
 		var unused codec.Histogram // the sample fits the parametric codebooks only
 		cb, l, err := codec.PlanHistograms(n, &full, &unused, opt)
-		if !l.BlockCodebooks || len(blocks) != l.Blocks(n) {
+		if len(blocks) != l.Blocks(n) {
+			rec.giveBlockHists(blocks)
 			blocks = nil
 		}
 		return cb, l, blocks, err
@@ -340,6 +350,7 @@ type pieceWorker struct {
 	codec  Backend
 	verify bool
 	kept   *keptResidues
+	rec    *recycler
 	sf     []byte // scratch residues of a piece that keeps none
 	check  []uint16
 }
@@ -354,9 +365,12 @@ func (w *pieceWorker) run(ctx context.Context, in *Input, t pieceTask) {
 	hi := min(lo+j.plen, len(j.vals))
 	vals := j.vals[lo:hi]
 	keep := w.kept.take(int64(len(vals))) // the residues' bytes at most
-	p := &codec.Tensor{SF: w.sf[:0]}
-	if keep {
-		p.SF = make([]byte, 0, len(vals))
+	p := &codec.Tensor{}
+	if j.recycle {
+		p = w.rec.piece()
+	}
+	if !keep {
+		p.SF = w.sf[:0]
 	}
 	err := w.encode(p, j, lo, vals)
 	if err != nil {
