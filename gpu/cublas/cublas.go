@@ -288,14 +288,24 @@ func (h *Handle) Gemm(ta, tb Op, m, n, k int, alpha float32, a, b Matrix, beta f
 	if h.h == nil {
 		return errors.New("cublas: gemm on a closed handle")
 	}
+	// The product's name is formatted only where it failed: a step makes
+	// hundreds of these calls.
 	if batch <= 1 {
-		return check(fmt.Sprintf("gemm %dx%dx%d", m, n, k), C.lct_gemm(h.h, C.int(ta), C.int(tb), C.int(m), C.int(n), C.int(k),
+		st := C.lct_gemm(h.h, C.int(ta), C.int(tb), C.int(m), C.int(n), C.int(k),
 			C.float(alpha), C.uint64_t(a.Ptr), C.int(a.Type), C.int(a.LD),
 			C.uint64_t(b.Ptr), C.int(b.Type), C.int(b.LD), C.float(beta),
-			C.uint64_t(c.Ptr), C.int(c.Type), C.int(c.LD), compute32F, gemmDefault))
+			C.uint64_t(c.Ptr), C.int(c.Type), C.int(c.LD), compute32F, gemmDefault)
+		if st != 0 {
+			return check(fmt.Sprintf("gemm %dx%dx%d", m, n, k), st)
+		}
+		return nil
 	}
-	return check(fmt.Sprintf("gemm %dx%dx%d batch %d", m, n, k, batch), C.lct_gemm_strided(h.h, C.int(ta), C.int(tb), C.int(m), C.int(n), C.int(k),
+	st := C.lct_gemm_strided(h.h, C.int(ta), C.int(tb), C.int(m), C.int(n), C.int(k),
 		C.float(alpha), C.uint64_t(a.Ptr), C.int(a.Type), C.int(a.LD), C.longlong(a.Stride),
 		C.uint64_t(b.Ptr), C.int(b.Type), C.int(b.LD), C.longlong(b.Stride), C.float(beta),
-		C.uint64_t(c.Ptr), C.int(c.Type), C.int(c.LD), C.longlong(c.Stride), C.int(batch), compute32F, gemmDefault))
+		C.uint64_t(c.Ptr), C.int(c.Type), C.int(c.LD), C.longlong(c.Stride), C.int(batch), compute32F, gemmDefault)
+	if st != 0 {
+		return check(fmt.Sprintf("gemm %dx%dx%d batch %d", m, n, k, batch), st)
+	}
+	return nil
 }
