@@ -292,18 +292,27 @@ func (s *encoder3) runBlock(worker, b int) {
 	}
 }
 
-// startBlock is block b's values, its first element, its figures (reset
-// for an encode) and its codebook.
-func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *Codebook) {
+// startBlock does what both coding passes do first for block b: it resets
+// the block's figures, counts its exponents into the worker's histograms
+// where the plan did not, and packs its residues. It returns the block's
+// values, figures, codebook and the worker's scratch.
+func (s *encoder3) startBlock(worker, b int) (block []uint16, k *block3, cb *Codebook, ws *encodeScratch3) {
 	t := s.dst
-	start = b * t.Layout.BlockSize
+	start := b * t.Layout.BlockSize
 	block = s.src[start : start+t.Layout.blockLen(t.N, b)]
 	k = &s.blocks[b]
 	k.codeBits, k.spilled, k.tailed, k.escaped = 0, 0, 0, 0
 	if s.counted {
 		k.escaped = s.escapedOf[b]
 	}
-	return block, start, k, t.blockCodebook(b)
+	cb = t.blockCodebook(b)
+	ws = &s.scratch[worker]
+	if !s.counted {
+		countExponents(&ws.hists, block)
+	}
+	w := uint(ResidueBits(cb, t.Layout.Sign))
+	packResidues(t.SF[start*int(w)/8:residueBytes(start+len(block), int(w))], block, uint(cb.Split), w)
+	return block, k, cb, ws
 }
 
 // packBlock codes and lays out block b in one pass when its C is given:
@@ -311,14 +320,8 @@ func (s *encoder3) startBlock(b int) (block []uint16, start int, k *block3, cb *
 // region into the worker's tails.
 func (s *encoder3) packBlock(worker, b int) {
 	t, l := s.dst, s.dst.Layout
-	block, start, k, cb := s.startBlock(b)
+	block, k, cb, ws := s.startBlock(worker, b)
 	nbLen := len(block)
-	ws := &s.scratch[worker]
-	if !s.counted {
-		countExponents(&ws.hists, block)
-	}
-	w := uint(ResidueBits(cb, l.Sign))
-	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, uint(cb.Split), w)
 
 	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(cb)

@@ -12,14 +12,8 @@ import "encoding/binary"
 // tails, and counts the codes that spill past the heads.
 func (s *encoder3) codeBlock(worker, b int) {
 	t, l := s.dst, s.dst.Layout
-	block, start, k, cb := s.startBlock(b)
+	block, k, cb, ws := s.startBlock(worker, b)
 	nbLen := len(block)
-	ws := &s.scratch[worker]
-	if !s.counted {
-		countExponents(&ws.hists, block)
-	}
-	w := uint(ResidueBits(cb, l.Sign))
-	packResidues(t.SF[start*int(w)/8:residueBytes(start+nbLen, int(w))], block, uint(cb.Split), w)
 
 	table := (*[maxSymbols]uint32)(s.table(b))
 	shift, mask := symbolShift(cb)
