@@ -39,6 +39,21 @@ func newSettleSetup(t *testing.T) *settleSetup {
 	return &settleSetup{h: h, gc: gc, st: st, a: act("A"), b: act("B"), c: act("C"), va: va}
 }
 
+// newWidePendingSetup is newSettleSetup with windows of four tensors, a
+// recorded peak far above what the store will keep (and what the codec's
+// device holds for its own work, which the run's ledger counts), and
+// tensors A, B and C written, their encodes pending in the open window.
+func newWidePendingSetup(t *testing.T) *settleSetup {
+	x := newSettleSetup(t)
+	x.st.wide = 4
+	big := x.h.Alloc(1024 * 2 * int64(x.a.n))
+	x.h.mem.Free(big)
+	for _, s := range []*slot{x.a, x.b, x.c} {
+		x.h.Check(x.st.set(s, x.h.RandBF16(x.a.n, 0, 0.02)))
+	}
+	return x
+}
+
 // where says which window holds s's pending encode: "open", "closed" or
 // "" (settled).
 func (x *settleSetup) where(s *slot) string {
@@ -176,17 +191,9 @@ func TestLCTStoreSettlesLargeClosedWindowEarly(t *testing.T) {
 // closes; near the peak, relieve settles the sources kept down to two
 // windows before the run allocates.
 func TestLCTStoreWideWindowsRelieved(t *testing.T) {
-	x := newSettleSetup(t)
+	x := newWidePendingSetup(t)
 	h, st := x.h, x.st
-	st.wide = 4
 	n := int64(x.a.n)
-	// A peak far above what the store will keep (and what the codec's
-	// device holds for its own work, which the run's ledger counts).
-	big := h.Alloc(1024 * 2 * n)
-	h.mem.Free(big)
-	for _, s := range []*slot{x.a, x.b, x.c} {
-		h.Check(st.set(s, h.RandBF16(x.a.n, 0, 0.02)))
-	}
 	if st.closed != nil || st.open.bytes != 3*2*n {
 		t.Fatalf("three tensors of a window each: closed window %v, open window %d bytes; want none closed, all three open", st.closed != nil, st.open.bytes)
 	}
@@ -209,15 +216,9 @@ func TestLCTStoreWideWindowsRelieved(t *testing.T) {
 // With slack, relieve lets the run pass its peak by that much before it
 // settles anything (and its time is counted only where it settles).
 func TestLCTStoreSlackDelaysRelieve(t *testing.T) {
-	x := newSettleSetup(t)
+	x := newWidePendingSetup(t)
 	h, st := x.h, x.st
-	st.wide = 4
 	n := int64(x.a.n)
-	big := h.Alloc(1024 * 2 * n)
-	h.mem.Free(big)
-	for _, s := range []*slot{x.a, x.b, x.c} {
-		h.Check(st.set(s, h.RandBF16(x.a.n, 0, 0.02)))
-	}
 	// Just enough slack for 1020 tensors more (and two windows) past the peak.
 	st.slack = h.mem.Live() + 1020*2*n + 2*st.window - h.mem.Ledger().PeakTotal()
 	if st.slack <= 0 {
