@@ -337,73 +337,110 @@ func TestPoolRandomTraffic(t *testing.T) {
 	}
 }
 
-// replayTrace runs a pool's traffic as Config.PoolTrace wrote it through a
-// fresh pool, and returns the most bytes in use at once (each block at its
-// aligned size) and the most the pool held from the device.
-func replayTrace(r io.Reader) (inUse, held int64, err error) {
-	var lines [][]string
+// poolTrace is a pool's traffic as Config.PoolTrace wrote it, parsed:
+// each operation with the block it names (numbered in order of first
+// appearance) and its bytes.
+type poolTrace struct {
+	ops    []traceOp
+	blocks int
+}
+
+type traceOp struct {
+	kind  string // get, put, shrink, step or trim
+	block int
+	bytes int64
+}
+
+// parsePoolTrace reads a trace.
+func parsePoolTrace(r io.Reader) (*poolTrace, error) {
+	tr := &poolTrace{}
+	ids := map[string]int{}
+	live := map[string]bool{}
 	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		lines = append(lines, strings.Fields(sc.Text()))
-	}
-	if err := sc.Err(); err != nil {
-		return 0, 0, err
-	}
-	dev := newAddressSpace()
-	pool := newDevicePool(dev)
-	ptrs := map[string]gpu.Ptr{}
-	sizes := map[string]int64{}
-	var now int64
-	for i, f := range lines {
-		line := i + 1
+	for line := 1; sc.Scan(); line++ {
+		f := strings.Fields(sc.Text())
+		op := traceOp{}
 		switch {
-		case len(f) >= 3 && f[0] == "get":
+		case len(f) >= 3 && f[0] == "get", len(f) == 3 && f[0] == "shrink":
 			n, err := strconv.ParseInt(f[2], 10, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("line %d: %v", line, err)
+				return nil, fmt.Errorf("line %d: %v", line, err)
 			}
-			p, err := pool.get(n, false)
+			op.bytes = n
+			fallthrough
+		case len(f) == 2 && f[0] == "put":
+			op.kind = f[0]
+			if op.kind == "get" {
+				// An address names a new block each time it is handed out.
+				ids[f[1]] = tr.blocks
+				tr.blocks++
+				live[f[1]] = true
+			} else if !live[f[1]] {
+				return nil, fmt.Errorf("line %d: %s of %s, never handed out", line, f[0], f[1])
+			}
+			op.block = ids[f[1]]
+			if op.kind == "put" {
+				delete(live, f[1])
+			}
+		case len(f) == 1 && (f[0] == "step" || f[0] == "trim"):
+			op.kind = f[0]
+		default:
+			return nil, fmt.Errorf("line %d: %q", line, strings.Join(f, " "))
+		}
+		tr.ops = append(tr.ops, op)
+	}
+	return tr, sc.Err()
+}
+
+// replay runs the traffic through a fresh pool, and returns the most bytes
+// in use at once (each block at its aligned size) and the most the pool
+// held from the device.
+func (tr *poolTrace) replay() (inUse, held int64, err error) {
+	dev := newAddressSpace()
+	pool := newDevicePool(dev)
+	ptrs := make([]gpu.Ptr, tr.blocks)
+	sizes := make([]int64, tr.blocks)
+	var now int64
+	for i, op := range tr.ops {
+		switch op.kind {
+		case "get":
+			p, err := pool.get(op.bytes, false)
 			if err != nil {
 				return 0, 0, err
 			}
-			ptrs[f[1]], sizes[f[1]] = p, alignUp(n)
-			now += alignUp(n)
+			ptrs[op.block], sizes[op.block] = p, alignUp(op.bytes)
+			now += alignUp(op.bytes)
 			inUse = max(inUse, now)
-		case len(f) == 3 && f[0] == "shrink":
-			n, err := strconv.ParseInt(f[2], 10, 64)
-			p, ok := ptrs[f[1]]
-			switch {
-			case err != nil:
-				return 0, 0, fmt.Errorf("line %d: %v", line, err)
-			case !ok:
-				return 0, 0, fmt.Errorf("line %d: shrink of %s, never handed out", line, f[1])
-			case !pool.shrink(p, n, 0):
-				return 0, 0, fmt.Errorf("line %d: shrink of %s to %d bytes refused", line, f[1], n)
+		case "shrink":
+			if !pool.shrink(ptrs[op.block], op.bytes, 0) {
+				return 0, 0, fmt.Errorf("operation %d: shrink to %d bytes refused", i+1, op.bytes)
 			}
-			now -= sizes[f[1]] - alignUp(n)
-			sizes[f[1]] = alignUp(n)
-		case len(f) == 2 && f[0] == "put":
-			p, ok := ptrs[f[1]]
-			if !ok {
-				return 0, 0, fmt.Errorf("line %d: put of %s, never handed out", line, f[1])
-			}
-			pool.put(p, 0)
-			now -= sizes[f[1]]
-			delete(ptrs, f[1])
-		case len(f) == 1 && f[0] == "step":
+			now -= sizes[op.block] - alignUp(op.bytes)
+			sizes[op.block] = alignUp(op.bytes)
+		case "put":
+			pool.put(ptrs[op.block], 0)
+			now -= sizes[op.block]
+		case "step":
 			if err := pool.TrimUnused(); err != nil {
 				return 0, 0, err
 			}
-		case len(f) == 1 && f[0] == "trim":
+		case "trim":
 			if err := pool.Trim(); err != nil {
 				return 0, 0, err
 			}
-		default:
-			return 0, 0, fmt.Errorf("line %d: %q", line, strings.Join(f, " "))
 		}
 	}
 	_, held = pool.Held()
 	return inUse, held, nil
+}
+
+// replayTrace parses a trace and replays it (poolTrace.replay).
+func replayTrace(r io.Reader) (inUse, held int64, err error) {
+	tr, err := parsePoolTrace(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	return tr.replay()
 }
 
 // The pool holds little more than the traffic of gpt162m's runs alone on
@@ -433,4 +470,37 @@ func TestPoolOnRealTraffic(t *testing.T) {
 			t.Errorf("%s: the pool held %.4f× the bytes in use at most, want at most %.2f×", c.file, float64(held)/float64(inUse), c.bound)
 		}
 	}
+}
+
+// The pool's host time on gpt162m's LCT run's traffic (30 steps traced on
+// the H200), per get, put or shrink: the trainer's host pays it for every
+// buffer of a step.
+func BenchmarkPoolOnRealTraffic(b *testing.B) {
+	f, err := os.Open(filepath.Join("testdata", "pool", "gpt162m-lct.trace.gz"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tr, err := parsePoolTrace(zr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var handed int64 // bytes handed out by one replay
+	for _, op := range tr.ops {
+		if op.kind == "get" {
+			handed += op.bytes
+		}
+	}
+	b.SetBytes(handed)
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := tr.replay(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(tr.ops)), "ns/op-traced")
 }
