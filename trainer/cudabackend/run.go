@@ -126,7 +126,7 @@ type modelRun struct {
 
 	dlogits gpu.Ptr // from forward to backward
 	err     error   // first error of the step
-	// phases is the host's time in each part of the last training step
+	// parts is the host's time in each part of the last training step
 	// (stepParts): where it queued work and where it waited.
 	parts     stepParts
 	partStart time.Time // when the part under way began; zero outside TrainStep
