@@ -86,9 +86,6 @@ type keyState struct {
 	cb     codec.Codebook
 	layout codec.Layout
 	ovRoom int // overflow bytes the next encode gets
-	// spills is how often the key's encodes spilled past their room
-	// (overflowRoom's margin grows with it).
-	spills int
 	// hist is the histogram of the last settled encode, checked for a
 	// refit at the next encode (the fit is host time: done where the key
 	// needs it, not for every tensor of a window at its settle).

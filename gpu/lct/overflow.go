@@ -57,16 +57,10 @@ func expectedSpill(cb *codec.Codebook, h *codec.Histogram, l codec.Layout, n int
 }
 
 // overflowRoom is the overflow room a key's next encode gets after one
-// that needed need bytes, for a key whose encodes spilled past their room
-// spills times: need, a margin above it and 1 KiB, or, where the room before
-// was larger, that room less a sixteenth. The margin is an eighth of need
-// for a key that never spilled past its room, and doubles with each time
-// it did, up to need itself: a spill that moves from step to step (an
-// activation's, a state's) so keeps room for its recent largest, and one
-// that jumps gets more, instead of being encoded again at the settle
-// whenever it grows past the last one; a room no longer needed shrinks
-// within a few dozen encodes.
-func overflowRoom(prev, need, spills int) int {
-	margin := need >> max(3-spills, 0)
-	return max(need+margin+1024, prev-prev/16)
-}
+// that needed need bytes: an eighth and 1 KiB above that, or, where the
+// room before was larger, that room less a sixteenth. A spill that moves
+// from step to step (an activation's, a state's) so keeps room for its
+// recent largest, instead of being encoded again at the settle whenever it
+// grows past the last one; a room no longer needed shrinks within a few
+// dozen encodes.
+func overflowRoom(prev, need int) int { return max(need+need/8+1024, prev-prev/16) }

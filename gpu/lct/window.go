@@ -122,10 +122,7 @@ func (c *Codec) SettleWindow(mem Memory, w *Window, pend []Pending) ([]int, erro
 		}
 		need := g.t.OverflowLen()
 		c.countOverflow(g, need)
-		if g.t.Overflowed() {
-			g.key.spills++
-		}
-		g.key.ovRoom = overflowRoom(g.key.ovRoom, need, g.key.spills)
+		g.key.ovRoom = overflowRoom(g.key.ovRoom, need)
 		if !g.t.Overflowed() {
 			// Settled: the room its spill did not take goes back, where
 			// that is worth the next encode's growing it again.
