@@ -15,6 +15,7 @@ STEPS=${STEPS:-60}
 CHECK=${CHECK:-30}
 MODEL=${MODEL:-gpt162m}
 mkdir -p "$LOGS"
+: >"$LOGS/exits.txt"
 [ -d bin ] || tar xzf devrun/bin.tgz
 if [ ! -x devrun/base/lcttop ]; then
 	gunzip -kf devrun/base/lcttop.gz || { echo "gpu_ab: no devrun/base/lcttop.gz (BASE=COMMIT bash scripts/gpu_build.sh)"; exit 1; }
