@@ -16,11 +16,10 @@ CHECK=${CHECK:-30}
 MODEL=${MODEL:-gpt162m}
 mkdir -p "$LOGS"
 : >"$LOGS/exits.txt"
-[ -d bin ] || tar xzf devrun/bin.tgz
-if [ ! -x devrun/base/lcttop ]; then
-	gunzip -kf devrun/base/lcttop.gz || { echo "gpu_ab: no devrun/base/lcttop.gz (BASE=COMMIT bash scripts/gpu_build.sh)"; exit 1; }
-	chmod +x devrun/base/lcttop
-fi
+# Unpacked every time: a warm machine keeps the last call's bin/ and base.
+[ -f devrun/bin.tgz ] && tar xzf devrun/bin.tgz
+gunzip -kf devrun/base/lcttop.gz || { echo "gpu_ab: no devrun/base/lcttop.gz (BASE=COMMIT bash scripts/gpu_build.sh)"; exit 1; }
+chmod +x devrun/base/lcttop
 report() { # report NAME LOG: one line from a bench step --json log
 	python3 - "$1" "$2" <<'PY'
 import json, sys

@@ -24,10 +24,10 @@ fi
 rm -rf devrun/base
 if [ -n "${BASE:-}" ]; then
 	tree=$(mktemp -d)
+	trap 'git worktree remove --force "$tree"' EXIT
 	git worktree add -q --detach "$tree" "$BASE"
 	mkdir -p devrun/base
 	(cd "$tree" && go build -ldflags="-s -w" -o "$OLDPWD/devrun/base/lcttop" ./cmd/lcttop)
-	git worktree remove --force "$tree"
 	gzip -f devrun/base/lcttop
 fi
 cp ../shared/tools/ptyrun.py devrun/ 2>/dev/null || true
@@ -35,7 +35,7 @@ cp ../shared/tools/ptyrun.py devrun/ 2>/dev/null || true
 tar czf devrun/bin.tgz bin
 du -sh devrun
 # The device takes the working tree and devrun/ together, 64 MiB at most.
-travel=$(( $(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1) + $(du -sb devrun | cut -f1) ))
+travel=$(( $(git ls-files -z | xargs -0 stat -c %s | awk '{n += $1} END {print n + 0}') + $(du -sb devrun | cut -f1) ))
 if [ "$travel" -gt $((64 << 20)) ]; then
 	echo "gpu_build: the tracked files and devrun/ come to $((travel >> 20)) MiB, over the 64 MiB a device call carries (TENSORS=0 leaves the tensors out)" >&2
 	exit 1

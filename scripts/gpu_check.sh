@@ -13,7 +13,8 @@ set -uo pipefail
 root=$(pwd)
 LOGS=${LOGS:-$root/devrun/out}
 mkdir -p "$LOGS"
-[ -d bin ] || tar xzf devrun/bin.tgz
+# Unpacked every time: a warm machine keeps the last call's bin/.
+[ -f devrun/bin.tgz ] && tar xzf devrun/bin.tgz
 export LCTTOP_TENSORS=${LCTTOP_TENSORS:-$root/devrun/tensors}
 # On a GPU machine a test must not pass on the CPU emulation unseen.
 export LCTTOP_REQUIRE_GPU=1

@@ -59,7 +59,8 @@ fi
 DEVARGS=""
 [ "$DEVICE" = cpu ] && DEVARGS="--device cpu"
 mkdir -p "$LOGS" "$DUMP"
-[ -d bin ] || tar xzf devrun/bin.tgz
+# Unpacked every time: a warm machine keeps the last call's bin/.
+[ -f devrun/bin.tgz ] && tar xzf devrun/bin.tgz
 bin=$root/bin/lcttop
 pty=$root/devrun/ptyrun.py
 timed=/usr/bin/time

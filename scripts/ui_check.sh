@@ -19,7 +19,8 @@ set -u
 root=$(pwd)
 OUT=${OUT:-$root/devrun/out}
 mkdir -p "$OUT"
-[ -d bin ] || tar xzf devrun/bin.tgz
+# Unpacked every time: a warm machine keeps the last call's bin/.
+[ -f devrun/bin.tgz ] && tar xzf devrun/bin.tgz
 STAGES=${STAGES:-screen cost}
 ROUNDS=${ROUNDS:-2}
 MODEL=${MODEL:-gpt162m}
